@@ -1,0 +1,329 @@
+"""Starting and stopping benchmark targets: dynalite (in memory and on disk) and Partita.
+
+dynalite is pinned in bench/package.json + package-lock.json and installed with `npm ci`
+into bench/.node (git-ignored), so every machine benchmarks the same build. Install it
+with `.venv/bin/python -m bench.peers install` (what `make bench` runs first); the
+harness also calls ensure_dynalite() itself when the install is missing or stale.
+
+Every target is started in a new session (process group) so that stopping it can reach
+the whole tree it spawned, signalled by that group's id only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+NODE_DIR = BENCH_DIR / ".node"
+_PIN_FILES = ("package.json", "package-lock.json")
+
+# Every peer listens on loopback only; benchmarks never leave the machine.
+HOST = "127.0.0.1"
+# Generous: `partita up` starts etcd, storage nodes, metadata, Doorman and a router.
+STARTUP_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 15.0
+
+
+class PeerUnavailable(RuntimeError):
+    """A target could not be installed or started; the message says why."""
+
+
+@dataclass
+class Peer:
+    """A running target: where to send requests, with which credentials, and its pid."""
+
+    name: str
+    endpoint: str
+    access_key: str
+    secret_key: str
+    region: str
+    proc: subprocess.Popen[bytes]
+    version: str
+    workdir: Path
+    log_path: Path
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def root_pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        """Ctrl-C the process group (what a user would do), then SIGKILL it if it lingers."""
+        stop_process_group(self.proc)
+
+
+def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT_S) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout)
+    # Children may outlive a leader that exited; the group id is still ours to signal.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float, log_path: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise PeerUnavailable(f"exited with status {proc.returncode}; log: {_tail(log_path)}")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.settimeout(0.2)
+            if s.connect_ex((HOST, port)) == 0:
+                return
+        time.sleep(0.1)
+    raise PeerUnavailable(f"port {port} not open after {timeout:.0f}s; log: {_tail(log_path)}")
+
+
+def _tail(path: Path, limit: int = 800) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:].strip() or "(empty)"
+    except FileNotFoundError:
+        return "(no log)"
+
+
+# --- dynalite ----------------------------------------------------------------------------
+
+
+def pinned_dynalite_version() -> str:
+    deps: dict[str, str] = json.loads((BENCH_DIR / "package.json").read_text())["dependencies"]
+    return deps["dynalite"]
+
+
+def _installed_dynalite_version() -> str | None:
+    try:
+        meta = json.loads((NODE_DIR / "node_modules" / "dynalite" / "package.json").read_text())
+    except FileNotFoundError:
+        return None
+    version: str = meta["version"]
+    return version
+
+
+def _install_is_current() -> bool:
+    if _installed_dynalite_version() != pinned_dynalite_version():
+        return False
+    # A changed lock (e.g. a transitive bump) must trigger a reinstall, not just the version.
+    return all(
+        (NODE_DIR / name).exists() and (NODE_DIR / name).read_bytes() == (BENCH_DIR / name).read_bytes()
+        for name in _PIN_FILES
+    )
+
+
+def ensure_dynalite() -> Path:
+    """Install the pinned dynalite into bench/.node if missing or stale; return its cli.js."""
+    cli = NODE_DIR / "node_modules" / "dynalite" / "cli.js"
+    if _install_is_current() and cli.exists():
+        return cli
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        raise PeerUnavailable("node and npm are needed for dynalite (Node 20+)")
+    NODE_DIR.mkdir(parents=True, exist_ok=True)
+    for name in _PIN_FILES:
+        shutil.copyfile(BENCH_DIR / name, NODE_DIR / name)
+    # `npm ci` installs exactly the lockfile. Install scripts are not needed: classic-level
+    # (dynalite's LevelDB binding) ships prebuilt binaries that node-gyp-build finds at run time.
+    cmd = [npm, "ci", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund", "--ignore-scripts"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    if res.returncode != 0 or not cli.exists():
+        raise PeerUnavailable(f"`{' '.join(cmd)}` failed: {res.stderr[-2000:]}")
+    return cli
+
+
+def start_dynalite(*, disk: bool, workdir: Path) -> Peer:
+    """dynalite in memory (its default) or, with disk=True, on LevelDB under workdir."""
+    cli = ensure_dynalite()
+    node = shutil.which("node")
+    assert node is not None  # ensure_dynalite checked
+    port = free_port()
+    name = "dynalite-disk" if disk else "dynalite"
+    cmd = [node, str(cli), "--host", HOST, "--port", str(port)]
+    if disk:
+        cmd += ["--path", str(workdir / "leveldb")]
+    log_path = workdir / f"{name}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    try:
+        wait_for_port(port, proc, STARTUP_TIMEOUT_S, log_path)
+    except BaseException:
+        stop_process_group(proc)
+        raise
+    # dynalite checks that a SigV4 header is present but accepts any credentials.
+    return Peer(
+        name=name,
+        endpoint=f"http://{HOST}:{port}",
+        access_key="bench",
+        secret_key="bench-secret",
+        region="us-east-1",
+        proc=proc,
+        version=f"dynalite {_installed_dynalite_version()}",
+        workdir=workdir,
+        log_path=log_path,
+        notes={"storage": "LevelDB on disk (no fsync per write)" if disk else "in memory"},
+    )
+
+
+# --- Partita -----------------------------------------------------------------------------
+
+
+def partita_command() -> list[str]:
+    """The `partita` console script next to this interpreter, else the module via Python.
+
+    The fallback covers a checkout whose venv has the dependencies but not `pip install -e .`.
+    """
+    script = Path(sys.executable).parent / "partita"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from partita.cli.main import main; sys.exit(main())"]
+
+
+def _partita_env() -> dict[str, str]:
+    env = dict(os.environ)
+    roots = [str(REPO / "services"), str(REPO / "operator")]
+    env["PYTHONPATH"] = os.pathsep.join([*roots, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _import_partita(module: str) -> Any:
+    """Import a partita module, from the source tree if the venv lacks `pip install -e .`."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != "partita":
+            raise
+        sys.path.insert(0, str(REPO / "services"))
+        return importlib.import_module(module)
+
+
+def read_partita_credentials(path: Path, table: str) -> tuple[str, str]:
+    """(access key, secret key) from the `credentials.json` that `partita up` writes.
+
+    Read with the product's own parser (partita.router.credentials); take the first key
+    that may access the benchmark table and needs no session token.
+    """
+    creds = _import_partita("partita.router.credentials")
+    for cred in creds.load(path):
+        if cred.session_token is None and cred.may_access(table):
+            return cred.access_key_id, cred.secret_access_key
+    raise PeerUnavailable(f"no credential in {path} may access table {table!r} without a session token")
+
+
+def _partita_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"partita {version('partita')}"
+    except Exception:
+        return "partita (source tree)"
+
+
+def start_partita(*, workdir: Path, table: str) -> Peer:
+    """`partita up --data-dir <workdir>/data --port <free port>`: the whole local cluster."""
+    port = free_port()
+    data_dir = workdir / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = workdir / "partita.log"
+    cmd = [*partita_command(), "up", "--data-dir", str(data_dir), "--port", str(port)]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=_partita_env(),
+        )
+    try:
+        wait_for_port(port, proc, STARTUP_TIMEOUT_S, log_path)
+        creds_path = data_dir / "credentials.json"
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not creds_path.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise PeerUnavailable(f"{creds_path} never appeared; log: {_tail(log_path)}")
+            time.sleep(0.1)
+        time.sleep(0.2)  # the file may be mid-write right after it appears
+        access, secret = read_partita_credentials(creds_path, table)
+    except BaseException:
+        stop_process_group(proc)
+        raise
+    return Peer(
+        name="partita",
+        endpoint=f"http://{HOST}:{port}",
+        access_key=access,
+        secret_key=secret,
+        # The router accepts any region in the credential scope unless pinned (router/auth.py).
+        region="us-east-1",
+        proc=proc,
+        version=_partita_version(),
+        workdir=workdir,
+        log_path=log_path,
+        notes={"storage": "WAL + RocksDB, fsync per write, replicated (partita up)"},
+    )
+
+
+TARGETS = ("partita", "dynalite", "dynalite-disk")
+
+
+@contextlib.contextmanager
+def running(target: str, *, table: str = "usertable", keep_workdir: bool = False) -> Iterator[Peer]:
+    """Start a target in a fresh temporary directory, yield it, always stop and clean up."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench-{target}-"))
+    try:
+        if target == "partita":
+            peer = start_partita(workdir=workdir, table=table)
+        else:
+            peer = start_dynalite(disk=target == "dynalite-disk", workdir=workdir)
+        try:
+            yield peer
+        finally:
+            peer.stop()
+    finally:
+        if not keep_workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.peers install`: install the pinned dynalite (for the Makefile)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args != ["install"]:
+        print("usage: python -m bench.peers install", file=sys.stderr)
+        return 2
+    try:
+        cli = ensure_dynalite()
+    except PeerUnavailable as exc:
+        print(f"dynalite install failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"dynalite {_installed_dynalite_version()} ready at {cli}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

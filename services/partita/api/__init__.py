@@ -1,0 +1,1 @@
+"""The DynamoDB data model and operations: values, items, expressions, per-operation logic."""

@@ -1,0 +1,66 @@
+"""DynamoDB numbers: arbitrary-precision decimals with DynamoDB's limits.
+
+A number is never a Python float. DynamoDB keeps up to 38 significant digits and
+magnitudes from 1e-130 to below 1e126; it answers with the number normalised (no
+exponent, no superfluous zeros), so "1.50" is stored and returned as "1.5".
+"""
+
+from __future__ import annotations
+
+import decimal
+from decimal import Decimal
+
+from partita.common import errors
+
+MAX_DIGITS = 38
+# Enough precision that arithmetic on two valid numbers is exact before the limits
+# below are checked; DynamoDB rejects results it cannot store rather than rounding.
+CONTEXT = decimal.Context(prec=80, Emax=999_999, Emin=-999_999, traps=[decimal.InvalidOperation])
+
+_INVALID = "A value provided cannot be converted into a number"
+_TOO_PRECISE = "Attempting to store more than 38 significant digits in a Number"
+_OVERFLOW = "Number overflow. Attempting to store a number with magnitude larger than supported range"
+_UNDERFLOW = (
+    "Number underflow. Attempting to store a number with magnitude smaller than supported range"
+)
+
+
+def parse_number(text: str) -> Decimal:
+    """Parse and check a DynamoDB number string; raises ValidationException."""
+    if not isinstance(text, str) or not text or text.strip() != text or len(text) > 1000:
+        raise errors.validation(_INVALID)
+    try:
+        value = Decimal(text)
+    except decimal.InvalidOperation:
+        raise errors.validation(_INVALID) from None
+    if not value.is_finite():
+        raise errors.validation(_INVALID)
+    return check_limits(value)
+
+
+def check_limits(value: Decimal) -> Decimal:
+    """Raise DynamoDB's error if `value` cannot be stored; return it normalised."""
+    if value.is_zero():
+        return Decimal(0)
+    value = value.normalize(CONTEXT)
+    digits = len(value.as_tuple().digits)
+    if digits > MAX_DIGITS:
+        raise errors.validation(_TOO_PRECISE)
+    adjusted = value.adjusted()  # exponent of the leading digit
+    if adjusted >= 126:
+        raise errors.validation(_OVERFLOW)
+    if adjusted < -130:
+        raise errors.validation(_UNDERFLOW)
+    return value
+
+
+def format_number(value: Decimal) -> str:
+    """The canonical text DynamoDB returns: plain notation, no trailing zeros."""
+    if value.is_zero():
+        return "0"
+    return format(value.normalize(CONTEXT), "f")
+
+
+def canonical(text: str) -> str:
+    """Validate a number string and return its canonical form."""
+    return format_number(parse_number(text))

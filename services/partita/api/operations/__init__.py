@@ -1,0 +1,1 @@
+"""Per-operation request validation: one module per DynamoDB operation, each `validate(body)`."""

@@ -1,0 +1,123 @@
+"""CreateTable: validate the request into a `CreateTableRequest`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from partita.api.shape import Violations, expect_dict, expect_type
+from partita.common import errors
+from partita.control.model import BillingMode, KeyElement
+
+_INVALID = "One or more parameter values were invalid: "
+
+
+@dataclass(frozen=True)
+class CreateTableRequest:
+    table_name: str
+    partition_key: KeyElement
+    sort_key: KeyElement | None
+    attribute_definitions: tuple[tuple[str, str], ...]
+    billing_mode: BillingMode
+    read_capacity: int
+    write_capacity: int
+    tags: tuple[tuple[str, str], ...]
+
+
+def validate(body: Any) -> CreateTableRequest:
+    body = expect_dict(body)
+    v = Violations()
+    name = body.get("TableName")
+    attr_defs = expect_type(body.get("AttributeDefinitions"), list, "a list")
+    key_schema = expect_type(body.get("KeySchema"), list, "a list")
+    billing = body.get("BillingMode")
+    throughput = expect_type(body.get("ProvisionedThroughput"), dict, "a structure")
+
+    v.table_name(name)
+    if v.not_null(attr_defs, "attributeDefinitions"):
+        for i, d in enumerate(attr_defs, 1):
+            d = expect_dict(d)
+            v.not_null(d.get("AttributeName"), f"attributeDefinitions.{i}.member.attributeName")
+            if v.not_null(d.get("AttributeType"), f"attributeDefinitions.{i}.member.attributeType"):
+                v.enum(d.get("AttributeType"), f"attributeDefinitions.{i}.member.attributeType", ["B", "N", "S"])
+    if v.not_null(key_schema, "keySchema"):
+        for i, k in enumerate(key_schema, 1):
+            k = expect_dict(k)
+            v.not_null(k.get("AttributeName"), f"keySchema.{i}.member.attributeName")
+            if v.not_null(k.get("KeyType"), f"keySchema.{i}.member.keyType"):
+                v.enum(k.get("KeyType"), f"keySchema.{i}.member.keyType", ["HASH", "RANGE"])
+        if len(key_schema) > 2:
+            v.add(key_schema, "keySchema", "Member must have length less than or equal to 2")
+        if len(key_schema) < 1:
+            v.add(key_schema, "keySchema", "Member must have length greater than or equal to 1")
+    v.enum(billing, "billingMode", ["PROVISIONED", "PAY_PER_REQUEST"])
+    rcu = wcu = None
+    if throughput is not None:
+        rcu = expect_type(throughput.get("ReadCapacityUnits"), int, "a number")
+        wcu = expect_type(throughput.get("WriteCapacityUnits"), int, "a number")
+        if v.not_null(rcu, "provisionedThroughput.readCapacityUnits"):
+            v.at_least(rcu, "provisionedThroughput.readCapacityUnits", 1)
+        if v.not_null(wcu, "provisionedThroughput.writeCapacityUnits"):
+            v.at_least(wcu, "provisionedThroughput.writeCapacityUnits", 1)
+    v.raise_if_any()
+    assert isinstance(name, str) and attr_defs is not None and key_schema is not None
+
+    defined = {d["AttributeName"]: d["AttributeType"] for d in attr_defs}
+    if len(defined) != len(attr_defs):
+        raise errors.validation(_INVALID + "Duplicate AttributeName in AttributeDefinitions")
+    if key_schema[0]["KeyType"] != "HASH":
+        raise errors.validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+    if len(key_schema) == 2:
+        if key_schema[1]["KeyType"] != "RANGE":
+            raise errors.validation("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
+        if key_schema[0]["AttributeName"] == key_schema[1]["AttributeName"]:
+            raise errors.validation(
+                "Both the Hash Key and the Range Key element in the KeySchema have the same name"
+            )
+    key_names = [k["AttributeName"] for k in key_schema]
+    missing = [n for n in key_names if n not in defined]
+    if missing:
+        raise errors.validation(
+            _INVALID + "Some index key attributes are not defined in AttributeDefinitions. "
+            f"Keys: [{', '.join(key_names)}], AttributeDefinitions: [{', '.join(defined)}]"
+        )
+    if len(defined) != len(key_names):
+        raise errors.validation(
+            _INVALID + "Number of attributes in KeySchema does not exactly match number of attributes "
+            "defined in AttributeDefinitions"
+        )
+
+    mode: BillingMode = billing or "PROVISIONED"
+    if mode == "PROVISIONED" and throughput is None:
+        raise errors.validation(_INVALID + "ReadCapacityUnits and WriteCapacityUnits must both be specified "
+                                "when BillingMode is PROVISIONED")
+    if mode == "PAY_PER_REQUEST" and throughput is not None:
+        raise errors.validation(_INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified "
+                                "when BillingMode is PAY_PER_REQUEST")
+    for limit_name, units in (("ReadCapacityUnits", rcu), ("WriteCapacityUnits", wcu)):
+        if units is not None and units > 40_000:
+            raise errors.limit_exceeded(
+                f"Subscriber limit exceeded: Provisioned throughput for {limit_name} on a table "
+                "cannot exceed 40000"
+            )
+
+    tags = []
+    for tag in expect_type(body.get("Tags"), list, "a list") or []:
+        tag = expect_dict(tag)
+        tags.append((str(tag.get("Key")), str(tag.get("Value"))))
+
+    pk_name = key_schema[0]["AttributeName"]
+    sk = None
+    if len(key_schema) == 2:
+        sk_name = key_schema[1]["AttributeName"]
+        sk = KeyElement(sk_name, defined[sk_name])
+    return CreateTableRequest(
+        table_name=name,
+        partition_key=KeyElement(pk_name, defined[pk_name]),
+        sort_key=sk,
+        attribute_definitions=tuple(defined.items()),
+        billing_mode=mode,
+        read_capacity=int(rcu or 0),
+        write_capacity=int(wcu or 0),
+        tags=tuple(tags),
+    )

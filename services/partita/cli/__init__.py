@@ -1,0 +1,1 @@
+"""The `partita` command and its sub-commands."""

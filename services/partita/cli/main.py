@@ -1,0 +1,275 @@
+"""`partita`: one console script, one sub-command per process role and tool."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from partita.common import config
+
+
+def _setup_logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _run_loop(coro: Any) -> None:
+    try:
+        import uvloop
+
+        uvloop.run(coro)
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        asyncio.run(coro)
+
+
+# --- up ------------------------------------------------------------------------------
+
+
+def _banner(data_dir: Path, endpoint: str, region: str) -> str:
+    from partita.router.credentials import credentials_path, load
+
+    creds = load(credentials_path(data_dir))
+    cred = creds[0]
+    return "\n".join(
+        [
+            "",
+            f"Partita is running. DynamoDB endpoint: {endpoint}",
+            "",
+            "Paste into your shell:",
+            f"  export AWS_ACCESS_KEY_ID={cred.access_key_id}",
+            f"  export AWS_SECRET_ACCESS_KEY={cred.secret_access_key}",
+            f"  export AWS_DEFAULT_REGION={region}",
+            "",
+            "Then, for example:",
+            f"  aws dynamodb create-table --endpoint-url {endpoint} --table-name Music "
+            "--attribute-definitions AttributeName=Artist,AttributeType=S "
+            "--key-schema AttributeName=Artist,KeyType=HASH --billing-mode PAY_PER_REQUEST",
+            "",
+            "Ctrl-C stops the cluster; `partita up` again recovers every table and item.",
+            "",
+        ]
+    )
+
+
+def _ensure_credentials(data_dir: Path) -> None:
+    from partita.router.credentials import create_credential, credentials_path, load
+
+    path = credentials_path(data_dir)
+    if not path.exists() or not load(path):
+        create_credential(path, name="default", description="created by `partita up`")
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from partita.cli.supervisor import ClusterLayout, Supervisor
+
+    _setup_logging(args.verbose)
+    data_dir = Path(args.data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    _ensure_credentials(data_dir)
+    layout = ClusterLayout(
+        data_dir=data_dir,
+        host=args.host,
+        router_port=args.port,
+        etcd_port=args.etcd_port,
+        storage_base_port=args.storage_base_port,
+        region=args.region,
+        sync=not args.unsafe_no_fsync,
+    )
+
+    async def main() -> int:
+        import signal
+
+        supervisor = Supervisor(layout)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await supervisor.start()
+        except RuntimeError as exc:
+            logging.getLogger("partita.up").error("%s", exc)
+            await supervisor.stop()
+            return 1
+        print(_banner(data_dir, f"http://{args.host}:{args.port}", args.region), flush=True)
+        watcher = asyncio.create_task(supervisor.watch())
+        await stop.wait()
+        watcher.cancel()
+        await supervisor.stop()
+        return 0
+
+    try:
+        import uvloop
+
+        return uvloop.run(main())
+    except ImportError:  # pragma: no cover
+        return asyncio.run(main())
+
+
+# --- single services -----------------------------------------------------------------
+
+
+def cmd_router(args: argparse.Namespace) -> int:
+    from partita.router.context import RouterSettings
+    from partita.router.main import serve
+
+    _setup_logging(args.verbose)
+    etcd_host, etcd_port = config.parse_endpoint(args.etcd)
+    settings = RouterSettings(region=args.region, on_demand_partitions=args.on_demand_partitions)
+    _run_loop(
+        serve(
+            host=args.host,
+            port=args.port,
+            etcd_host=etcd_host,
+            etcd_port=etcd_port,
+            data_dir=Path(args.data_dir),
+            settings=settings,
+        )
+    )
+    return 0
+
+
+def cmd_storage(args: argparse.Namespace) -> int:
+    from partita.storage.main import serve
+
+    _setup_logging(args.verbose)
+    etcd_host, etcd_port = config.parse_endpoint(args.etcd)
+    _run_loop(
+        serve(
+            node_id=args.node_id,
+            zone=args.zone,
+            host=args.host,
+            port=args.port,
+            data_dir=Path(args.data_dir),
+            etcd_host=etcd_host,
+            etcd_port=etcd_port,
+            sync=not args.unsafe_no_fsync,
+        )
+    )
+    return 0
+
+
+# --- status --------------------------------------------------------------------------
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def _status(data_dir: Path) -> dict[str, Any]:
+    from partita.control.store import EtcdControlStore
+
+    cluster = json.loads((data_dir / "cluster.json").read_text())
+    processes = [dict(p, alive=_alive(p.get("pid"))) for p in cluster["processes"]]
+    out: dict[str, Any] = {"endpoint": cluster["endpoint"], "processes": processes, "tables": []}
+    host, port = config.parse_endpoint(cluster["etcd"])
+    store = EtcdControlStore(host, port, timeout=3)
+    try:
+        nodes = {n.node_id: n for n in await store.list_nodes()}
+        out["nodes"] = [n.to_json() for n in nodes.values()]
+        for record in sorted(await store.list_tables(), key=lambda r: r.name):
+            out["tables"].append(
+                {
+                    "name": record.name,
+                    "status": record.status,
+                    "table_id": record.table_id,
+                    "partitions": [
+                        {
+                            "id": p.partition_id,
+                            "hash_range": [f"{p.start:#018x}", f"{p.end:#x}"],
+                            "replicas": [
+                                {"node": r, "address": nodes[r].address if r in nodes else None}
+                                for r in p.replicas
+                            ],
+                            "leader": p.leader,
+                        }
+                        for p in record.partitions
+                    ],
+                }
+            )
+    except Exception as exc:
+        out["control_store_error"] = str(exc)
+    finally:
+        await store.close()
+    return out
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir)
+    if not (data_dir / "cluster.json").exists():
+        print(json.dumps({"error": f"no cluster in {data_dir} (run `partita up`)"}))
+        return 1
+    print(json.dumps(asyncio.run(_status(data_dir)), indent=2))
+    return 0
+
+
+# --- parser --------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from partita.cli import credentials_cmd
+
+    parser = argparse.ArgumentParser(prog="partita", description="Partita: a DynamoDB-compatible database")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    up = sub.add_parser("up", help="run the local cluster (etcd, storage nodes, router)")
+    up.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR)
+    up.add_argument("--host", default=config.DEFAULT_HOST)
+    up.add_argument("--port", type=int, default=config.DEFAULT_ROUTER_PORT, help="DynamoDB endpoint port")
+    up.add_argument("--etcd-port", type=int, default=config.DEFAULT_ETCD_PORT)
+    up.add_argument("--storage-base-port", type=int, default=config.DEFAULT_STORAGE_BASE_PORT)
+    up.add_argument("--region", default=config.DEFAULT_REGION)
+    up.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
+    up.set_defaults(func=cmd_up)
+
+    router = sub.add_parser("router", help="run one request router")
+    router.add_argument("--host", default=config.DEFAULT_HOST)
+    router.add_argument("--port", type=int, default=config.DEFAULT_ROUTER_PORT)
+    router.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
+    router.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR, help="holds credentials.json")
+    router.add_argument("--region", default=config.DEFAULT_REGION)
+    router.add_argument("--on-demand-partitions", type=int, default=config.DEFAULT_ON_DEMAND_PARTITIONS)
+    router.set_defaults(func=cmd_router)
+
+    storage = sub.add_parser("storage", help="run one storage node")
+    storage.add_argument("--node-id", required=True)
+    storage.add_argument("--zone", required=True)
+    storage.add_argument("--host", default=config.DEFAULT_HOST)
+    storage.add_argument("--port", type=int, required=True)
+    storage.add_argument("--data-dir", required=True)
+    storage.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
+    storage.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
+    storage.set_defaults(func=cmd_storage)
+
+    status = sub.add_parser("status", help="processes, tables and partitions of a local cluster, as JSON")
+    status.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR)
+    status.set_defaults(func=cmd_status)
+
+    credentials_cmd.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

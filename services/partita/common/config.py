@@ -1,0 +1,18 @@
+"""Defaults shared by the processes of a cluster; each is documented where it is defined."""
+
+from __future__ import annotations
+
+DEFAULT_DATA_DIR = "./.partita"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_ROUTER_PORT = 8000  # the DynamoDB endpoint
+DEFAULT_ETCD_PORT = 2379  # etcd client port; the peer port is this + 1
+DEFAULT_STORAGE_BASE_PORT = 7101  # storage node i (zones a, b, c) listens on base + i
+DEFAULT_ZONES = ("a", "b", "c")
+DEFAULT_REGION = "us-east-1"
+# Partitions of a new PAY_PER_REQUEST table (DynamoDB does not publish its figure).
+DEFAULT_ON_DEMAND_PARTITIONS = 4
+
+
+def parse_endpoint(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host or DEFAULT_HOST, int(port)

@@ -1,0 +1,176 @@
+"""One error type for the DynamoDB API, with factories and one renderer.
+
+Every failure a client can see is a `DynamoError`: its `code` is DynamoDB's error
+type (the part after '#' in `__type`), `namespace` the part before it, and
+`status` the HTTP status DynamoDB answers with. Retry policy travels with the error
+(`retriable`), as aiokafka's errors carry theirs, so the router's retry loop asks the
+error instead of keeping a list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+DYNAMODB_NS = "com.amazonaws.dynamodb.v20120810"
+VALIDATE_NS = "com.amazon.coral.validate"
+SERVICE_NS = "com.amazon.coral.service"
+
+
+class DynamoError(Exception):
+    """An error DynamoDB would return; rendered as `{"__type": ..., "message": ...}`."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        namespace: str = DYNAMODB_NS,
+        status: int = 400,
+        retriable: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.namespace = namespace
+        self.status = status
+        self.retriable = retriable
+        self.extra = extra or {}
+
+    @property
+    def type_name(self) -> str:
+        return f"{self.namespace}#{self.code}"
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"__type": self.type_name, "message": self.message}
+        out.update(self.extra)
+        return out
+
+    def render(self) -> bytes:
+        return orjson.dumps(self.body())
+
+
+# --- request shape -------------------------------------------------------------------
+
+
+def validation(message: str) -> DynamoError:
+    return DynamoError("ValidationException", message, namespace=VALIDATE_NS)
+
+
+def serialization(message: str) -> DynamoError:
+    return DynamoError("SerializationException", message, namespace=SERVICE_NS)
+
+
+def unknown_operation() -> DynamoError:
+    return DynamoError("UnknownOperationException", "", namespace=SERVICE_NS)
+
+
+def constraint_violations(violations: list[str]) -> DynamoError:
+    """DynamoDB's 'N validation error(s) detected: ...; ...' for shape violations."""
+    n = len(violations)
+    noun = "error" if n == 1 else "errors"
+    return validation(f"{n} validation {noun} detected: " + "; ".join(violations))
+
+
+# --- authentication ------------------------------------------------------------------
+
+
+def missing_authentication_token() -> DynamoError:
+    return DynamoError(
+        "MissingAuthenticationTokenException",
+        "Request is missing Authentication Token",
+        namespace=SERVICE_NS,
+    )
+
+
+def incomplete_signature(message: str) -> DynamoError:
+    return DynamoError("IncompleteSignatureException", message, namespace=SERVICE_NS)
+
+
+def invalid_signature(message: str) -> DynamoError:
+    return DynamoError("InvalidSignatureException", message, namespace=SERVICE_NS)
+
+
+def unrecognized_client() -> DynamoError:
+    return DynamoError(
+        "UnrecognizedClientException",
+        "The security token included in the request is invalid.",
+        namespace=SERVICE_NS,
+    )
+
+
+def access_denied(message: str) -> DynamoError:
+    return DynamoError("AccessDeniedException", message)
+
+
+# --- resources -----------------------------------------------------------------------
+
+
+def resource_not_found(message: str = "Requested resource not found") -> DynamoError:
+    return DynamoError("ResourceNotFoundException", message)
+
+
+def table_not_found(table_name: str) -> DynamoError:
+    return resource_not_found(f"Requested resource not found: Table: {table_name} not found")
+
+
+def resource_in_use(message: str) -> DynamoError:
+    return DynamoError("ResourceInUseException", message)
+
+
+def limit_exceeded(message: str) -> DynamoError:
+    return DynamoError("LimitExceededException", message)
+
+
+# --- data ----------------------------------------------------------------------------
+
+
+def conditional_check_failed(item: dict[str, Any] | None = None) -> DynamoError:
+    extra = {"Item": item} if item is not None else None
+    return DynamoError(
+        "ConditionalCheckFailedException", "The conditional request failed", extra=extra
+    )
+
+
+def item_collection_size_limit() -> DynamoError:
+    return DynamoError(
+        "ItemCollectionSizeLimitExceededException",
+        "Collection size exceeded.",
+    )
+
+
+def transaction_canceled(reasons: list[dict[str, Any]]) -> DynamoError:
+    codes = ", ".join(r.get("Code", "None") for r in reasons)
+    return DynamoError(
+        "TransactionCanceledException",
+        f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
+        extra={"CancellationReasons": reasons},
+    )
+
+
+# --- capacity and availability -------------------------------------------------------
+
+
+def provisioned_throughput_exceeded() -> DynamoError:
+    return DynamoError(
+        "ProvisionedThroughputExceededException",
+        "The level of configured provisioned throughput for the table was exceeded. "
+        "Consider increasing your provisioning level with the UpdateTable API.",
+        retriable=True,
+    )
+
+
+def throttling(message: str = "Rate of requests exceeds the allowed throughput.") -> DynamoError:
+    return DynamoError("ThrottlingException", message, namespace=SERVICE_NS, retriable=True)
+
+
+def internal_server_error(message: str = "Internal server error") -> DynamoError:
+    return DynamoError("InternalServerError", message, status=500, retriable=True)
+
+
+def service_unavailable(message: str = "The service is currently unavailable") -> DynamoError:
+    return DynamoError(
+        "ServiceUnavailable", message, namespace=SERVICE_NS, status=503, retriable=True
+    )

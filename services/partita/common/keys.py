@@ -1,0 +1,350 @@
+"""Key hashing and order-preserving storage-key encoding (pure; runs on every request).
+
+A partition key's place in the cluster is a stable 64-bit hash of its canonical bytes;
+partitions own contiguous ranges of that hash space. On disk every item lives under one
+byte string whose bytewise order is the order Query and Scan need:
+
+    table_id (8, big-endian) | hash (8, big-endian) | escaped partition key | sort key
+
+- The partition key is escaped (0x00 -> 0x00 0xFF) and terminated by 0x00 0x01, so the
+  component is prefix-free: one key's collection can never swallow a longer key's.
+  Escaping also keeps bytewise order, though only grouping matters there.
+- The sort key comes last, in an encoding whose bytewise order is DynamoDB's order.
+  S and B are their raw bytes: UTF-8 order is code point order (what DynamoDB uses),
+  and a prefix of the value is a prefix of the encoding, so begins_with is a range.
+  N is a fixed-width sign/exponent/mantissa encoding (see `_encode_number`).
+
+Nothing here looks at a whole item or a table schema: callers pass the key type, and
+type mismatches against the schema are reported by the item model, whose messages
+depend on the operation.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import re
+import struct
+from decimal import Decimal
+from typing import Literal
+
+from partita.api import numbers
+from partita.common import errors
+
+KeyType = Literal["S", "N", "B"]
+SortOp = Literal["=", "<", "<=", ">", ">=", "BETWEEN", "begins_with"]
+
+HASH_SPACE = 1 << 64
+# Limits on the raw value (UTF-8 bytes of S, decoded bytes of B); numbers are never
+# checked because a valid number is at most 21 bytes in DynamoDB's own encoding.
+MAX_PARTITION_KEY_BYTES = 2048
+MAX_SORT_KEY_BYTES = 1024
+
+_HEAD = struct.Struct(">QQ")
+_TABLE = struct.Struct(">Q")
+_U64 = struct.Struct(">Q")
+# One hasher per type, already fed its tag byte: copying a primed hasher costs a third
+# of constructing blake2b with keyword arguments, and this runs on every request.
+_HASHERS = {tag: hashlib.blake2b(tag.encode(), digest_size=8) for tag in ("S", "N", "B")}
+# Integers of up to 38 digits without leading zeros are already canonical and always
+# storable: the usual numeric keys (ids, timestamps) skip Decimal entirely.
+_PLAIN_INT = re.compile(r"-?[1-9][0-9]{0,37}")
+_PK_END = b"\x00\x01"
+
+# Number sort-key layout: marker, exponent byte, 16-byte mantissa. The adjusted exponent
+# of a storable number lies in [-130, 125], exactly 256 values, so it fits one byte.
+_NEG, _ZERO, _POS = 0x01, 0x02, 0x03
+_MIN_EXP, _MAX_EXP = -130, 125
+_DIGITS = numbers.MAX_DIGITS
+_MANTISSA_LIMIT: int = 10**_DIGITS
+_POW10 = [10**i for i in range(_DIGITS)]
+_N_WIDTH = 18
+_ZERO_KEY = bytes([_ZERO])
+
+_HASH_TOO_BIG = (
+    "One or more parameter values were invalid: "
+    "Size of hashkey has exceeded the maximum size limit of2048 bytes"
+)
+_RANGE_TOO_BIG = (
+    "One or more parameter values were invalid: "
+    "Aggregated size of all range keys has exceeded the size limit of 1024 bytes"
+)
+_EMPTY = (
+    "One or more parameter values are not valid. "
+    "The AttributeValue for a key attribute cannot contain an empty {what} value. Key: {name}"
+)
+
+
+# --- canonical bytes and hashing -----------------------------------------------------
+
+
+def _b64decode(text: str) -> bytes:
+    try:
+        return binascii.a2b_base64(text, strict_mode=True)
+    except (binascii.Error, ValueError):
+        # The request decoder owns Base64 validation; this only keeps a malformed value
+        # that slipped past it from becoming a crash or a silently different key.
+        if len(text) % 4:
+            raise errors.serialization(
+                f"Base64 encoded length is expected a multiple of 4 bytes but found: {len(text)}"
+            ) from None
+        raise errors.serialization("Unexpected value type in payload") from None
+
+
+def key_bytes(av: dict[str, str], key_type: KeyType) -> bytes:
+    """Canonical bytes of a key value: what is hashed and stored as the partition key.
+
+    S -> UTF-8, B -> decoded bytes, N -> canonical number text, so "1.0", "1" and
+    "1E0" are one key. `av` must hold `key_type` (the item model checks the schema).
+    """
+    if key_type == "S":
+        return av["S"].encode()
+    if key_type == "B":
+        return _b64decode(av["B"])
+    text = av["N"]
+    if type(text) is str and _PLAIN_INT.fullmatch(text):
+        return text.encode()
+    return numbers.canonical(text).encode()
+
+
+def key_value(raw: bytes, key_type: KeyType) -> dict[str, str]:
+    """The attribute value whose canonical bytes are `raw` (inverse of `key_bytes`)."""
+    if key_type == "S":
+        return {"S": raw.decode()}
+    if key_type == "B":
+        return {"B": binascii.b2a_base64(raw, newline=False).decode()}
+    return {"N": raw.decode()}
+
+
+def key_hash(type_tag: KeyType, canonical: bytes) -> int:
+    """Stable unsigned 64-bit position of a partition key in the hash space.
+
+    BLAKE2b is specified byte for byte, so the value is the same in every process,
+    version and machine: partition boundaries persisted today stay valid forever.
+    """
+    hasher = _HASHERS[type_tag].copy()
+    hasher.update(canonical)
+    value: int = _U64.unpack(hasher.digest())[0]
+    return value
+
+
+# --- size and emptiness checks -------------------------------------------------------
+
+
+def check_key_value(name: str, key_type: KeyType, raw: bytes, *, partition: bool) -> None:
+    """Raise DynamoDB's ValidationException if a key value is empty or too large.
+
+    `raw` is the output of `key_bytes`; its length is what DynamoDB measures (UTF-8
+    bytes for S, decoded bytes for B). Applies to reads as well as writes.
+    """
+    if key_type == "N":
+        return
+    size = len(raw)
+    if size == 0:
+        what = "string" if key_type == "S" else "binary"
+        raise errors.validation(_EMPTY.format(what=what, name=name))
+    if partition:
+        if size > MAX_PARTITION_KEY_BYTES:
+            raise errors.validation(_HASH_TOO_BIG)
+    elif size > MAX_SORT_KEY_BYTES:
+        raise errors.validation(_RANGE_TOO_BIG)
+
+
+def partition_key_bytes(name: str, av: dict[str, str], key_type: KeyType) -> bytes:
+    """Canonical bytes of a partition key value, checked against DynamoDB's limits."""
+    raw = key_bytes(av, key_type)
+    check_key_value(name, key_type, raw, partition=True)
+    return raw
+
+
+def sort_key_bytes(name: str, av: dict[str, str], key_type: KeyType) -> bytes:
+    """Order-preserving encoding of a sort key value, checked against DynamoDB's limits."""
+    if key_type == "N":
+        return _encode_number_text(av["N"])
+    raw = key_bytes(av, key_type)
+    check_key_value(name, key_type, raw, partition=False)
+    return raw
+
+
+# --- order-preserving sort-key encoding ----------------------------------------------
+
+
+def _encode_number(value: Decimal) -> bytes:
+    """Fixed-width encoding whose bytewise order is numeric order.
+
+    [marker][exponent][mantissa]: marker orders negatives < zero < positives. For a
+    positive number the exponent byte is adjusted+130 and the mantissa the 38 digits
+    left-aligned as a 16-byte integer, so a bigger exponent wins, then bigger digits.
+    Negatives store both complemented so that larger magnitudes sort first. A fixed
+    width needs no terminator, and `int` arithmetic beats per-digit loops by far.
+    """
+    if value.is_zero():
+        return _ZERO_KEY
+    adjusted = value.adjusted()
+    mantissa = int(value.copy_abs().scaleb(_DIGITS - 1 - adjusted, numbers.CONTEXT))
+    return _pack_number(value.is_signed(), adjusted, mantissa)
+
+
+def _pack_number(negative: bool, adjusted: int, mantissa: int) -> bytes:
+    if negative:
+        return bytes((_NEG, _MAX_EXP - adjusted)) + (_MANTISSA_LIMIT - 1 - mantissa).to_bytes(16, "big")
+    return bytes((_POS, adjusted - _MIN_EXP)) + mantissa.to_bytes(16, "big")
+
+
+def _encode_number_text(text: str) -> bytes:
+    if type(text) is str and _PLAIN_INT.fullmatch(text):
+        negative = text[0] == "-"
+        digits = text[1:] if negative else text
+        # Left-align the digits in 38 places, as the Decimal path does.
+        return _pack_number(negative, len(digits) - 1, int(digits) * _POW10[_DIGITS - len(digits)])
+    return _encode_number(numbers.parse_number(text))
+
+
+def _decode_number(data: bytes) -> str:
+    if data == _ZERO_KEY:
+        return "0"
+    if len(data) != _N_WIDTH or data[0] not in (_NEG, _POS):
+        raise ValueError(f"not an encoded number sort key: {data.hex()}")
+    mantissa = int.from_bytes(data[2:], "big")
+    if data[0] == _NEG:
+        sign, adjusted, mantissa = "-", _MAX_EXP - data[1], _MANTISSA_LIMIT - 1 - mantissa
+    else:
+        sign, adjusted = "", data[1] + _MIN_EXP
+    if not 10 ** (_DIGITS - 1) <= mantissa < _MANTISSA_LIMIT:
+        raise ValueError(f"not an encoded number sort key: {data.hex()}")
+    digits = str(mantissa)
+    return numbers.format_number(Decimal(f"{sign}{digits[0]}.{digits[1:]}E{adjusted}"))
+
+
+def encode_sort_key(av: dict[str, str], key_type: KeyType) -> bytes:
+    """Bytes whose bytewise order is DynamoDB's order of sort key values of one type.
+
+    S: UTF-8 bytes; B: the bytes; N: see `_encode_number`. For S and B a prefix of the
+    value is a prefix of the encoding. Numbers are validated (and may raise).
+    """
+    if key_type == "N":
+        return _encode_number_text(av["N"])
+    return key_bytes(av, key_type)
+
+
+def decode_sort_key(data: bytes, key_type: KeyType) -> dict[str, str]:
+    """The canonical attribute value of an encoded sort key."""
+    if key_type == "N":
+        return {"N": _decode_number(data)}
+    return key_value(data, key_type)
+
+
+# --- storage keys --------------------------------------------------------------------
+
+
+def table_prefix(table_id: int) -> bytes:
+    """The first 8 bytes of every storage key of a table."""
+    return _TABLE.pack(table_id)
+
+
+def _table_end(table_id: int) -> bytes:
+    # Keys of the last hash value can continue with any number of 0xFF bytes, so no
+    # bound built inside the table's prefix is above all of them: use the next table's.
+    if table_id >= HASH_SPACE - 1:
+        raise ValueError("table id 2**64-1 is reserved so that every table has an upper bound")
+    return _TABLE.pack(table_id + 1)
+
+
+def table_bounds(table_id: int) -> tuple[bytes, bytes]:
+    """[lo, hi) holding every storage key of a table (to drop or copy it)."""
+    return table_prefix(table_id), _table_end(table_id)
+
+
+def item_key(table_id: int, h: int, pk: bytes, sk: bytes | None) -> bytes:
+    """The storage key of an item: `pk` from `key_bytes`, `sk` from `encode_sort_key`."""
+    key = _HEAD.pack(table_id, h) + pk.replace(b"\x00", b"\x00\xff") + _PK_END
+    return key + sk if sk else key
+
+
+def parse_item_key(data: bytes) -> tuple[int, int, bytes, bytes | None]:
+    """(table_id, hash, partition key bytes, encoded sort key or None) of a storage key."""
+    if len(data) < 18:
+        raise ValueError("storage key too short")
+    table_id, h = _HEAD.unpack_from(data)
+    pos = 16
+    pieces: list[bytes] = []
+    while True:
+        zero = data.find(0, pos)
+        if zero < 0 or zero + 1 >= len(data):
+            raise ValueError("storage key has an unterminated partition key")
+        marker = data[zero + 1]
+        if marker == 0x01:
+            pieces.append(data[pos:zero])
+            rest = data[zero + 2 :]
+            pk = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            return table_id, h, pk, rest or None
+        if marker != 0xFF:
+            raise ValueError("storage key has a bad escape in its partition key")
+        pieces.append(data[pos : zero + 1])
+        pos = zero + 2
+
+
+def hash_range_bounds(table_id: int, start_hash: int, end_hash: int) -> tuple[bytes, bytes]:
+    """[lo, hi) of every storage key of a table whose hash is in [start_hash, end_hash).
+
+    `end_hash` may be 2**64 (the last partition).
+    """
+    if not 0 <= start_hash < end_hash <= HASH_SPACE:
+        raise ValueError(f"bad hash range [{start_hash}, {end_hash})")
+    lo = _HEAD.pack(table_id, start_hash)
+    hi = _table_end(table_id) if end_hash == HASH_SPACE else _HEAD.pack(table_id, end_hash)
+    return lo, hi
+
+
+def item_collection_bounds(table_id: int, h: int, pk: bytes) -> tuple[bytes, bytes]:
+    """[lo, hi) of every item with this partition key (Query without a sort condition)."""
+    lo = item_key(table_id, h, pk, None)
+    # The key ends in the terminator 0x00 0x01; 0x00 0x02 is the first byte string
+    # above every extension of it, and no other partition key starts that way.
+    return lo, lo[:-1] + b"\x02"
+
+
+def _successor_of_prefix(prefix: bytes) -> bytes | None:
+    """The least byte string above every string starting with `prefix`; None if none."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes((stripped[-1] + 1,))
+
+
+def sort_key_bounds(
+    table_id: int,
+    h: int,
+    pk: bytes,
+    op: SortOp,
+    sk: bytes,
+    sk2: bytes | None = None,
+) -> tuple[bytes, bytes]:
+    """[lo, hi) of the items of one partition key whose sort key meets a key condition.
+
+    `sk` (and `sk2`, the upper bound of BETWEEN) are `encode_sort_key` outputs. An
+    encoding followed by 0x00 is the least byte string above it, which turns inclusive
+    bounds into exclusive ones. begins_with applies to S and B only (the expression
+    layer rejects it for N). A BETWEEN with sk > sk2 yields lo >= hi (an empty scan);
+    DynamoDB rejects it before this point.
+    """
+    lo, hi = item_collection_bounds(table_id, h, pk)
+    at = lo + sk
+    if op == "=":
+        return at, at + b"\x00"
+    if op == "<":
+        return lo, at
+    if op == "<=":
+        return lo, at + b"\x00"
+    if op == ">":
+        return at + b"\x00", hi
+    if op == ">=":
+        return at, hi
+    if op == "BETWEEN":
+        if sk2 is None:
+            raise ValueError("BETWEEN needs an upper bound")
+        return at, lo + sk2 + b"\x00"
+    if op == "begins_with":
+        after = _successor_of_prefix(sk)
+        return at, hi if after is None else lo + after
+    raise ValueError(f"unknown sort key operator {op!r}")

@@ -1,0 +1,1 @@
+"""The request router: DynamoDB's HTTP API in front of the storage nodes."""

@@ -1,0 +1,1 @@
+"""Per-operation execution on the router: one module per DynamoDB operation."""

@@ -1,0 +1,110 @@
+"""The DynamoDB front door: from an HTTP request to an operation's answer.
+
+Order of checks, as DynamoDB does it: the target operation, then authentication
+(SigV4), then the JSON body, then the operation's own validation and work. Every
+failure is a DynamoError rendered once, here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+import zlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from partita.common import errors
+from partita.common.errors import DynamoError
+from partita.router.actions import create_table, delete_table, describe_table, item_ops, list_tables
+from partita.router.auth import authenticate
+from partita.router.context import RouterContext
+from partita.router.credentials import CredentialStore
+from partita.router.http_server import HttpRequest, HttpResponse
+
+log = logging.getLogger(__name__)
+
+TARGET_PREFIX = "DynamoDB_20120810."
+Action = Callable[[RouterContext, Any], Awaitable[dict[str, Any] | bytes]]
+
+OPERATIONS: dict[str, Action] = {
+    "CreateTable": create_table.run,
+    "DescribeTable": describe_table.run,
+    "ListTables": list_tables.run,
+    "DeleteTable": delete_table.run,
+    "PutItem": item_ops.put_item,
+    "GetItem": item_ops.get_item,
+    "DeleteItem": item_ops.delete_item,
+}
+
+_JSON = b"application/x-amz-json-1.0"
+
+
+class DynamoApp:
+    def __init__(self, ctx: RouterContext, credentials: CredentialStore) -> None:
+        self.ctx = ctx
+        self.credentials = credentials
+        self._request_ids = itertools.count(1)
+        self._id_prefix = os.urandom(6).hex().upper()
+
+    def _response(self, status: int, body: bytes) -> HttpResponse:
+        request_id = f"{self._id_prefix}{next(self._request_ids):020d}".encode()
+        return HttpResponse(
+            status,
+            body,
+            [
+                (b"Content-Type", _JSON),
+                (b"x-amzn-RequestId", request_id),
+                # botocore checks this CRC32 of the body when present.
+                (b"x-amz-crc32", str(zlib.crc32(body)).encode()),
+            ],
+        )
+
+    async def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method == "GET":
+            host = request.headers.get("host", "localhost")
+            return HttpResponse(200, f"healthy: {host} ".encode(), [(b"Content-Type", b"text/plain")])
+        try:
+            body = await self._dispatch(request)
+        except DynamoError as exc:
+            return self._response(exc.status, exc.render())
+        except Exception:
+            log.exception("operation failed")
+            exc = errors.internal_server_error()
+            return self._response(exc.status, exc.render())
+        return self._response(200, body)
+
+    async def _dispatch(self, request: HttpRequest) -> bytes:
+        if request.method != "POST":
+            raise errors.unknown_operation()
+        target = request.headers.get("x-amz-target", "")
+        action = OPERATIONS.get(target[len(TARGET_PREFIX):]) if target.startswith(TARGET_PREFIX) else None
+        if action is None:
+            raise errors.unknown_operation()
+        credential = authenticate(
+            method=request.method,
+            path=request.path,
+            query=request.query,
+            headers=request.headers,
+            body=request.body,
+            now=time.time(),
+            lookup=self.credentials.lookup,
+        )
+        try:
+            payload = orjson.loads(request.body) if request.body else {}
+        except orjson.JSONDecodeError:
+            raise errors.serialization("Start of structure or map found where not expected.") from None
+        if not isinstance(payload, dict):
+            raise errors.serialization("Start of structure or map found where not expected.")
+        table = payload.get("TableName")
+        if isinstance(table, str) and not credential.may_access(table):
+            operation = target[len(TARGET_PREFIX):]
+            raise errors.access_denied(
+                f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
+                f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"
+            )
+        result = await action(self.ctx, payload)
+        return result if isinstance(result, bytes) else orjson.dumps(result)

@@ -1,0 +1,74 @@
+"""What every action handler gets: the table cache, storage channels, settings.
+
+`send` routes one keyed request to the partition owning its hash, by floor lookup in
+the cached partition map, and retries with refreshed routes when the node says the
+route is stale or it is unavailable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from partita._proto import storage_pb2 as pb
+from partita.common import errors
+from partita.common.errors import DynamoError
+from partita.router.storage_client import StorageClient
+from partita.router.table_cache import CachedTable, TableCache
+
+# Attempts and pause between them when a route is stale or a node is unavailable; the
+# total (about 3 s) covers a storage node being restarted by the supervisor.
+SEND_ATTEMPTS = 12
+RETRY_PAUSE_SECONDS = 0.25
+_RETRY = {pb.WRONG_PARTITION, pb.NOT_LEADER, pb.UNAVAILABLE}
+
+
+@dataclass
+class RouterSettings:
+    region: str = "us-east-1"
+    account_id: str = "000000000000"
+    on_demand_partitions: int = 4
+
+
+class RouterContext:
+    def __init__(self, tables: TableCache, storage: StorageClient, settings: RouterSettings) -> None:
+        self.tables = tables
+        self.storage = storage
+        self.settings = settings
+
+    def table_arn(self, name: str) -> str:
+        return f"arn:aws:dynamodb:{self.settings.region}:{self.settings.account_id}:table/{name}"
+
+    async def send(self, table: CachedTable, request: pb.Request) -> pb.Response:
+        name = table.record.name
+        for attempt in range(SEND_ATTEMPTS):
+            partition = table.partition_map.floor_lookup(request.key_hash)
+            node_id = partition.leader or partition.replicas[0]
+            address = self.tables.address_of(node_id)
+            if address is not None:
+                request.table_id = table.record.table_id
+                request.partition_id = partition.partition_id
+                response = await self.storage.channel(address).call(request)
+                if response.status not in _RETRY:
+                    if response.status == pb.ERROR:
+                        raise _error_of(response)
+                    return response
+            if attempt:
+                await asyncio.sleep(RETRY_PAUSE_SECONDS)
+            await self.tables.refresh()
+            table = self.tables.require_active(name)
+        raise errors.internal_server_error("The storage node holding this key is unavailable; retry")
+
+
+def _error_of(response: pb.Response) -> DynamoError:
+    import orjson
+
+    from partita.common.errors import DYNAMODB_NS, SERVICE_NS, VALIDATE_NS
+
+    namespace = {
+        "ValidationException": VALIDATE_NS,
+        "ThrottlingException": SERVICE_NS,
+    }.get(response.error_code, DYNAMODB_NS)
+    extra = orjson.loads(response.error_body) if response.error_body else None
+    status = 500 if response.error_code == "InternalServerError" else 400
+    return DynamoError(response.error_code, response.error_message, namespace=namespace, status=status, extra=extra)

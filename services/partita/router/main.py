@@ -1,0 +1,41 @@
+"""`partita router`: the DynamoDB HTTP endpoint as a process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+from partita.control.store import EtcdControlStore
+from partita.router.app import DynamoApp
+from partita.router.context import RouterContext, RouterSettings
+from partita.router.credentials import CredentialStore
+from partita.router.http_server import start_http_server
+from partita.router.storage_client import StorageClient
+from partita.router.table_cache import TableCache
+
+log = logging.getLogger(__name__)
+
+
+async def serve(
+    *, host: str, port: int, etcd_host: str, etcd_port: int, data_dir: Path, settings: RouterSettings
+) -> None:
+    store = EtcdControlStore(etcd_host, etcd_port)
+    tables = TableCache(store)
+    await tables.refresh()
+    refresher = asyncio.create_task(tables.run())
+    storage = StorageClient()
+    app = DynamoApp(RouterContext(tables, storage, settings), CredentialStore.from_data_dir(data_dir))
+    server = await start_http_server(app, host, port)
+    log.info("router serving DynamoDB on http://%s:%d", host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.close()
+    refresher.cancel()
+    await storage.close()
+    await store.close()
+    log.info("router stopped")

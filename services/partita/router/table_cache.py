@@ -1,0 +1,93 @@
+"""The router's view of tables and nodes, refreshed from the control store.
+
+Refreshing is constant work (the same full read every `REFRESH_SECONDS`, as the
+paper's routers refresh MemDS entries whether or not they changed), so there is no
+refresh storm after a failure; a storage node saying "wrong partition" also forces an
+immediate refresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from partita.common import errors
+from partita.common.partition_map import PartitionMap
+from partita.control.lifecycle import drive_lifecycle
+from partita.control.model import NodeRecord, TableRecord
+from partita.control.store import ControlStore
+
+log = logging.getLogger(__name__)
+
+REFRESH_SECONDS = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class CachedTable:
+    record: TableRecord
+    partition_map: PartitionMap
+
+
+class TableCache:
+    def __init__(self, store: ControlStore) -> None:
+        self.store = store
+        self.tables: dict[str, CachedTable] = {}
+        self.nodes: dict[str, NodeRecord] = {}
+        self._refreshing: asyncio.Task[None] | None = None
+
+    async def refresh(self) -> None:
+        """Re-read the store; concurrent callers share one read."""
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.create_task(self._read())
+        await asyncio.shield(self._refreshing)
+
+    async def _read(self) -> None:
+        records = await self.store.list_tables()
+        nodes = await self.store.list_nodes()
+        fresh = {}
+        for r in records:
+            old = self.tables.get(r.name)
+            if old is not None and old.record == r:
+                fresh[r.name] = old
+            else:
+                fresh[r.name] = CachedTable(r, r.partition_map)
+        self.tables = fresh
+        self.nodes = {n.node_id: n for n in nodes}
+        if await drive_lifecycle(self.store, records):
+            await self._read_tables_only()
+
+    async def _read_tables_only(self) -> None:
+        records = await self.store.list_tables()
+        self.tables = {r.name: CachedTable(r, r.partition_map) for r in records}
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("control store unavailable: %s", exc)
+                await asyncio.sleep(1)
+            await asyncio.sleep(REFRESH_SECONDS)
+
+    def get(self, name: str) -> CachedTable | None:
+        return self.tables.get(name)
+
+    def require(self, name: str) -> CachedTable:
+        table = self.tables.get(name)
+        if table is None:
+            raise errors.table_not_found(name)
+        return table
+
+    def require_active(self, name: str) -> CachedTable:
+        """The table for a data operation: DynamoDB refuses them until it is ACTIVE."""
+        table = self.tables.get(name)
+        if table is None or table.record.status in ("CREATING", "DELETING"):
+            raise errors.resource_not_found()
+        return table
+
+    def address_of(self, node_id: str) -> str | None:
+        node = self.nodes.get(node_id)
+        return node.address if node else None

@@ -1,0 +1,54 @@
+"""The WAL payload: the effects of one committed write, as bytes.
+
+A record holds what the write *did* (put this value, delete that key, drop that range),
+never the request that caused it, so replay after a crash is deterministic and does
+not re-run conditions or update expressions. Replication (P3) ships the same records.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass
+
+
+class Kind(enum.IntEnum):
+    PUT = 1
+    DELETE = 2
+    DELETE_RANGE = 3  # key = begin (inclusive), value = end (exclusive)
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    kind: Kind
+    key: bytes
+    value: bytes = b""
+
+
+_HEADER = struct.Struct(">BII")
+
+
+def encode_effects(effects: list[Effect]) -> bytes:
+    parts = []
+    for e in effects:
+        parts.append(_HEADER.pack(e.kind, len(e.key), len(e.value)))
+        parts.append(e.key)
+        parts.append(e.value)
+    return b"".join(parts)
+
+
+def decode_effects(data: bytes) -> list[Effect]:
+    out = []
+    offset = 0
+    view = memoryview(data)
+    while offset < len(data):
+        kind, klen, vlen = _HEADER.unpack_from(data, offset)
+        offset += _HEADER.size
+        key = bytes(view[offset : offset + klen])
+        offset += klen
+        value = bytes(view[offset : offset + vlen])
+        offset += vlen
+        out.append(Effect(Kind(kind), key, value))
+    if offset != len(data):
+        raise ValueError("truncated effects record")
+    return out

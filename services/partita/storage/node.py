@@ -1,0 +1,228 @@
+"""The storage node process: gRPC server over the engine, hosting from the control store.
+
+Data path: `Exchange` is a bidirectional stream of request batches. Reads are answered
+inline; writes of one batch are committed together (one WAL append_many, so they share
+an fsync with every other write in flight) by a task, so reads keep flowing while the
+fsync runs. Responses are batched back the same way: everything ready in one
+event-loop turn leaves in one message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+from partita._proto import storage_pb2 as pb
+from partita._proto import storage_pb2_grpc as pb_grpc
+from partita.common import errors, keys
+from partita.common.errors import DynamoError
+from partita.control.model import NodeRecord, TableRecord
+from partita.control.store import ControlStore
+from partita.storage.effects import Effect, Kind
+from partita.storage.engine import Engine
+from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
+from partita.storage.operations import PLANNERS, Plan, error_response
+
+log = logging.getLogger(__name__)
+
+# How often the node re-reads the control store (constant work: the same read whether
+# or not anything changed, so there is no storm after a failure).
+CONTROL_POLL_SECONDS = 0.1
+# TTL of the node's registration lease in the control store.
+NODE_TTL_SECONDS = 10
+
+
+@dataclass
+class NodeState:
+    node_id: str
+    zone: str
+    engine: Engine
+    hosted: dict[int, HostedTable] = field(default_factory=dict)
+    ready: set[tuple[int, str]] = field(default_factory=set)  # (table_id, partition_id) marked
+    ids_with_data: set[int] = field(default_factory=set)
+
+    def route(self, request: pb.Request) -> pb.Response | None:
+        """None if this node owns the request's key; else the rejection to send."""
+        hosted = self.hosted.get(request.table_id)
+        if hosted is None or hosted.owner_of(request.key_hash) is None:
+            return pb.Response(id=request.id, status=pb.WRONG_PARTITION)
+        return None
+
+
+class StorageService(pb_grpc.StorageServicer):
+    def __init__(self, state: NodeState) -> None:
+        self.state = state
+
+    async def Exchange(self, request_iterator: object, context: grpc.aio.ServicerContext) -> None:  # noqa: N802
+        outbox: list[pb.Response] = []
+        wake = asyncio.Event()
+        writers: set[asyncio.Task[None]] = set()
+
+        def send(responses: list[pb.Response]) -> None:
+            outbox.extend(responses)
+            wake.set()
+
+        async def commit(plans: list[Plan]) -> None:
+            try:
+                await self.state.engine.commit_many([p.effects for p in plans if p.effects])
+                send([p.response for p in plans])
+            except Exception as exc:  # durability failed: no write of this batch is acknowledged
+                log.exception("commit failed")
+                err = errors.internal_server_error(f"write failed: {exc}")
+                send([error_response(p.response.id, err) for p in plans])
+
+        async def read_loop() -> None:
+            while True:
+                batch = await context.read()
+                if batch is grpc.aio.EOF:
+                    break
+                ready: list[pb.Response] = []
+                writes: list[Plan] = []
+                for request in batch.requests:
+                    plan = self._plan(request)
+                    if plan.effects:
+                        writes.append(plan)
+                    else:
+                        ready.append(plan.response)
+                if writes:
+                    task = asyncio.create_task(commit(writes))
+                    writers.add(task)
+                    task.add_done_callback(writers.discard)
+                if ready:
+                    send(ready)
+            if writers:
+                await asyncio.gather(*writers)
+
+        reader = asyncio.create_task(read_loop())
+        try:
+            while True:
+                if not outbox:
+                    if reader.done():
+                        break
+                    wake.clear()
+                    waiter = asyncio.create_task(wake.wait())
+                    await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
+                    waiter.cancel()
+                    continue
+                responses = outbox[:]
+                outbox.clear()
+                await context.write(pb.ResponseBatch(responses=responses))
+            reader.result()
+        finally:
+            reader.cancel()
+
+    def _plan(self, request: pb.Request) -> Plan:
+        rejected = self.state.route(request)
+        if rejected is not None:
+            return Plan(rejected)
+        planner = PLANNERS.get(request.op)
+        if planner is None:
+            return Plan(error_response(request.id, errors.validation("unsupported operation")))
+        try:
+            return planner(self.state.engine, request)
+        except DynamoError as exc:
+            return Plan(error_response(request.id, exc))
+        except Exception:
+            log.exception("request %d failed", request.id)
+            return Plan(error_response(request.id, errors.internal_server_error()))
+
+    async def Status(self, request: pb.StatusRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:  # noqa: N802
+        out = pb.StatusResponse(
+            node_id=self.state.node_id, zone=self.state.zone, applied_lsn=self.state.engine.applied_lsn
+        )
+        for hosted in self.state.hosted.values():
+            for p in hosted.partitions:
+                out.partitions.append(
+                    pb.HostedPartition(
+                        table_id=hosted.record.table_id,
+                        table_name=hosted.record.name,
+                        partition_id=p.partition_id,
+                        start=p.start,
+                        end_exclusive_minus_one=p.end - 1,
+                        role="leader",
+                    )
+                )
+        return out
+
+
+async def reconcile_hosting(state: NodeState, store: ControlStore, tables: list[TableRecord]) -> None:
+    """Serve what the control store assigns to this node; drop what it no longer does."""
+    for table_id in tables_to_drop(tables, state.ids_with_data | set(state.hosted), state.node_id):
+        state.hosted.pop(table_id, None)
+        lo, hi = keys.table_bounds(table_id)
+        await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
+        state.ids_with_data.discard(table_id)
+        record = next((t for t in tables if t.table_id == table_id), None)
+        if record is not None:
+            for p in record.partitions:
+                if state.node_id in p.replicas:
+                    await store.clear_ready(table_id, p.partition_id, state.node_id)
+        state.ready = {r for r in state.ready if r[0] != table_id}
+        log.info("dropped table %d", table_id)
+    state.hosted = desired_hosting(tables, state.node_id)
+    for table_id, hosted in state.hosted.items():
+        state.ids_with_data.add(table_id)
+        for p in hosted.partitions:
+            if (table_id, p.partition_id) not in state.ready:
+                await store.mark_ready(table_id, p.partition_id, state.node_id)
+                state.ready.add((table_id, p.partition_id))
+
+
+async def control_loop(state: NodeState, store: ControlStore) -> None:
+    while True:
+        try:
+            tables = await store.list_tables()
+            await reconcile_hosting(state, store, tables)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the store is down: keep serving what we host
+            log.warning("control store unavailable: %s", exc)
+            await asyncio.sleep(1)
+        await asyncio.sleep(CONTROL_POLL_SECONDS)
+
+
+async def serve(
+    *,
+    node_id: str,
+    zone: str,
+    host: str,
+    port: int,
+    data_dir: Path,
+    store: ControlStore,
+    sync: bool = True,
+    ready_file: Path | None = None,
+) -> None:
+    engine = Engine.open(data_dir, sync=sync)
+    state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    pb_grpc.add_StorageServicer_to_server(StorageService(state), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    await server.start()
+    address = f"{host}:{bound}"
+    await store.register_node(NodeRecord(node_id, zone, address, os.getpid()), NODE_TTL_SECONDS)
+    # Serve only once the hosting reflects the store, so no request is refused as
+    # WRONG_PARTITION merely because the node has just started.
+    await reconcile_hosting(state, store, await store.list_tables())
+    poller = asyncio.create_task(control_loop(state, store))
+    log.info("storage node %s (zone %s) serving on %s", node_id, zone, address)
+    if ready_file is not None:
+        ready_file.write_text(address)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    started = time.monotonic()
+    poller.cancel()
+    await server.stop(grace=2)
+    await engine.close()
+    await store.close()
+    log.info("storage node %s stopped cleanly in %.2fs", node_id, time.monotonic() - started)
