@@ -150,11 +150,49 @@ def tree_cpu_seconds(root_pid: int, proc: Path = Path("/proc")) -> float:
     return ticks / CLOCK_TICKS
 
 
-def tree_cpu_by_comm(root_pid: int, proc: Path = Path("/proc")) -> dict[str, float]:
-    """CPU seconds per command name in the tree (so readers see e.g. router vs etcd)."""
+# Options whose value names the process's role, e.g. `partita storage --node-id storage-a`.
+_ROLE_OPTIONS = ("--node-id", "--name")
+
+
+def label_from_cmdline(comm: str, argv: list[str]) -> str:
+    """A short role label: the command name plus its sub-command and node id, if any.
+
+    Every Partita process is `python -m partita.cli.main <role> ...`, so the command name
+    alone ("python3") would lump router, storage nodes and supervisor together. Skips the
+    interpreter's `-m module` / `-c code`, options and file paths; keeps the first plain
+    word (the sub-command) and the value of --node-id.
+    """
+    words: list[str] = []
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-m", "-c") and not words:
+            i += 2
+            continue
+        if arg in _ROLE_OPTIONS and i + 1 < len(argv):
+            words.append(argv[i + 1])
+            i += 2
+            continue
+        if not words and not arg.startswith("-") and "/" not in arg and "." not in arg:
+            words.append(arg)
+        i += 1
+    return " ".join([comm, *words])
+
+
+def process_label(st: ProcStat, proc: Path = Path("/proc")) -> str:
+    try:
+        raw = (proc / str(st.pid) / "cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return st.comm
+    return label_from_cmdline(st.comm, [a.decode(errors="replace") for a in raw.split(b"\0") if a])
+
+
+def tree_cpu_by_process(root_pid: int, proc: Path = Path("/proc")) -> dict[str, float]:
+    """CPU seconds per role label in the tree (so readers see router vs storage vs etcd)."""
     out: dict[str, float] = {}
     for st in process_tree(root_pid, proc):
-        out[st.comm] = out.get(st.comm, 0.0) + (st.own_ticks + st.reaped_children_ticks) / CLOCK_TICKS
+        label = process_label(st, proc)
+        out[label] = out.get(label, 0.0) + (st.own_ticks + st.reaped_children_ticks) / CLOCK_TICKS
     return out
 
 

@@ -384,13 +384,13 @@ async def measure(
     warm_stats: PhaseStats | None = None
     if cfg.warmup_s > 0:
         warm_stats, _ = await run_phase(client, cfg, workload, seconds=cfg.warmup_s, ops=0, seed=seed + 500)
-    by_comm0 = proc_cpu.tree_cpu_by_comm(root_pid) if root_pid else {}
+    by_comm0 = proc_cpu.tree_cpu_by_process(root_pid) if root_pid else {}
     server0, client0 = _cpu_sample(root_pid, client_first=False)
     stats, elapsed = await run_phase(
         client, cfg, workload, seconds=cfg.duration_s if cfg.ops <= 0 else math.inf, ops=cfg.ops, seed=seed
     )
     server1, client1 = _cpu_sample(root_pid, client_first=True)
-    by_comm1 = proc_cpu.tree_cpu_by_comm(root_pid) if root_pid else {}
+    by_comm1 = proc_cpu.tree_cpu_by_process(root_pid) if root_pid else {}
     ops = len(stats.read_ns) + len(stats.write_ns)
     # Other work on the machine inflates latency and CPU/op; record it next to the figures.
     loadavg = _loadavg()

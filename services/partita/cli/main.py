@@ -147,6 +147,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             zone=args.zone,
             host=args.host,
             port=args.port,
+            data_port=args.data_port,
             data_dir=Path(args.data_dir),
             etcd_host=etcd_host,
             etcd_port=etcd_port,
@@ -251,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--node-id", required=True)
     storage.add_argument("--zone", required=True)
     storage.add_argument("--host", default=config.DEFAULT_HOST)
-    storage.add_argument("--port", type=int, required=True)
+    storage.add_argument("--port", type=int, required=True, help="admin gRPC port")
+    storage.add_argument("--data-port", type=int, required=True, help="data path port (framed batches)")
     storage.add_argument("--data-dir", required=True)
     storage.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     storage.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")

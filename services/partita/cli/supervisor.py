@@ -111,18 +111,20 @@ class ClusterLayout:
         etcd_arg = f"{self.host}:{self.etcd_port}"
         for i, zone in enumerate(self.zones):
             port = self.storage_base_port + i
+            data_port = self.storage_base_port + 100 + i
             argv = [
                 *py, "storage",
                 "--node-id", f"storage-{zone}",
                 "--zone", zone,
                 "--host", self.host,
                 "--port", str(port),
+                "--data-port", str(data_port),
                 "--data-dir", str(self.data_dir / f"storage-{zone}"),
                 "--etcd", etcd_arg,
             ]
             if not self.sync:
                 argv.append("--unsafe-no-fsync")
-            out.append(Child(f"storage-{zone}", "storage", argv, {"grpc": port}, zone=zone))
+            out.append(Child(f"storage-{zone}", "storage", argv, {"grpc": port, "data": data_port}, zone=zone))
         out.append(
             Child(
                 "router",

@@ -6,7 +6,8 @@ DEFAULT_DATA_DIR = "./.partita"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_ROUTER_PORT = 8000  # the DynamoDB endpoint
 DEFAULT_ETCD_PORT = 2379  # etcd client port; the peer port is this + 1
-DEFAULT_STORAGE_BASE_PORT = 7101  # storage node i (zones a, b, c) listens on base + i
+# Storage node i (zones a, b, c): admin gRPC on base + i, data path on base + 100 + i.
+DEFAULT_STORAGE_BASE_PORT = 7101
 DEFAULT_ZONES = ("a", "b", "c")
 DEFAULT_REGION = "us-east-1"
 # Partitions of a new PAY_PER_REQUEST table (DynamoDB does not publish its figure).

@@ -128,7 +128,8 @@ def credential_scope(date: str, region: str, service: str) -> str:
 
 
 def string_to_sign(amz_date: str, scope: str, canonical: str) -> str:
-    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # surrogateescape restores non-UTF-8 header bytes a server decoded that way.
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogateescape")).hexdigest()
     return f"{ALGORITHM}\n{amz_date}\n{scope}\n{digest}"
 
 

@@ -114,7 +114,8 @@ class NodeRecord:
 
     node_id: str
     zone: str
-    address: str  # host:port of its gRPC server
+    address: str  # host:port of its gRPC server (administration)
+    data_address: str = ""  # host:port of its framed data path
     pid: int = 0
 
     def to_json(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ several routers (and later the autoadmin) can drive the same transitions safely.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Protocol
 
 import orjson
@@ -21,6 +22,8 @@ PREFIX = b"/partita/"
 TABLES = PREFIX + b"tables/"
 NODES = PREFIX + b"nodes/"
 READY = PREFIX + b"ready/"
+
+log = logging.getLogger(__name__)
 
 
 class ControlStore(Protocol):
@@ -36,6 +39,8 @@ class ControlStore(Protocol):
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def clear_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]: ...
+    async def wait_for_change(self, timeout: float) -> bool:
+        """Return when anything in the store may have changed (True) or after `timeout` (False)."""
     async def close(self) -> None: ...
 
 
@@ -53,6 +58,8 @@ class EtcdControlStore:
         self._client = aetcd.Client(host=host, port=port, timeout=timeout)
         self._node_lease: object | None = None
         self._node_keepalive: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        self._watcher: asyncio.Task[None] | None = None
 
     async def list_tables(self) -> list[TableRecord]:
         result = await self._client.get_prefix(TABLES)
@@ -148,9 +155,35 @@ class EtcdControlStore:
             out.add((partition_id, node_id))
         return out
 
+    async def wait_for_change(self, timeout: float) -> bool:
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.create_task(self._watch())
+        try:
+            await asyncio.wait_for(self._changed.wait(), timeout)
+        except TimeoutError:
+            return False
+        self._changed.clear()
+        return True
+
+    async def _watch(self) -> None:
+        # A watch that breaks (etcd restarted) is re-established; callers also re-read
+        # on a timer, so an event lost in between delays a change, never loses it.
+        while True:
+            try:
+                watch = await self._client.watch_prefix(PREFIX)
+                self._changed.set()  # anything may have happened while not watching
+                async for _ in watch:
+                    self._changed.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("watch on %r broke: %s", PREFIX, exc)
+            await asyncio.sleep(0.5)
+
     async def close(self) -> None:
-        if self._node_keepalive is not None:
-            self._node_keepalive.cancel()
+        for task in (self._node_keepalive, self._watcher):
+            if task is not None:
+                task.cancel()
         await self._client.close()
 
 
@@ -210,6 +243,10 @@ class MemoryControlStore:
 
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]:
         return {(p, n) for t, p, n in self._ready if t == table_id}
+
+    async def wait_for_change(self, timeout: float) -> bool:
+        await asyncio.sleep(min(timeout, 0.01))
+        return True
 
     async def close(self) -> None:
         return None

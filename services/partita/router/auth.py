@@ -263,6 +263,8 @@ def authenticate(
 
     `headers` have lower-case names, repeated headers joined with ","; `path` and
     `query` are as on the wire (query without the '?'); `now` is POSIX seconds.
+    Decode header bytes as UTF-8 with errors="surrogateescape": the signature covers
+    the bytes the client sent, and that decoding is the one that gives them back.
     Raises a `DynamoError` from `partita.common.errors` on any failure.
     """
     auth = headers.get("authorization")
@@ -302,7 +304,7 @@ def authenticate(
         raise errors.unrecognized_client()
     if cred.session_token is not None and (
         p.security_token is None
-        or not hmac.compare_digest(p.security_token.encode(), cred.session_token.encode())
+        or not hmac.compare_digest(p.security_token.encode("utf-8", "replace"), cred.session_token.encode())
     ):
         raise _invalid_security_token()
 
@@ -317,16 +319,22 @@ def authenticate(
     pairs = sigv4.signed_header_pairs(names, headers)
     if pairs is None:
         raise errors.invalid_signature(SIGNATURE_MISMATCH)
-    creq, _ = sigv4.canonical_request(
-        method,
-        path,
-        query,
-        pairs,
-        body_hash,
-        drop_query="X-Amz-Signature" if p.presigned else None,
-    )
-    sts = sigv4.string_to_sign(p.amz_date, "/".join(scope[1:]), creq)
-    expected = sigv4.signature(sigv4.signing_key(cred.secret_access_key, scope[1], scope[2], scope[3]), sts)
+    try:
+        creq, _ = sigv4.canonical_request(
+            method,
+            path,
+            query,
+            pairs,
+            body_hash,
+            drop_query="X-Amz-Signature" if p.presigned else None,
+        )
+        sts = sigv4.string_to_sign(p.amz_date, "/".join(scope[1:]), creq)
+        expected = sigv4.signature(
+            sigv4.signing_key(cred.secret_access_key, scope[1], scope[2], scope[3]), sts
+        )
+    except UnicodeError:
+        # Undecodable text (say, a lone surrogate in the scope) cannot have been signed.
+        raise errors.invalid_signature(SIGNATURE_MISMATCH) from None
     if not hmac.compare_digest(expected.encode(), p.signature.encode("utf-8", "replace")):
         raise errors.invalid_signature(SIGNATURE_MISMATCH)
     return cred

@@ -1,10 +1,10 @@
-"""The router's side of the data path: one batched bidirectional stream per storage node.
+"""The router's side of the data path: one framed TCP stream per storage node.
 
-Every request queued during one event-loop turn leaves in one RequestBatch; responses
-come back batched and are matched by id. A broken stream fails every request in flight
-with UNAVAILABLE (the caller retries with fresh routes) and the next call reconnects.
-Deadlines are enforced by a once-a-second sweep, not a timer per request: a timer per
-request would cost more CPU than the rest of the router's work on a read.
+Every request queued during one event-loop turn leaves in one RequestBatch frame;
+responses come back batched and are matched by id. A lost connection fails every
+request in flight with UNAVAILABLE (the caller retries with fresh routes) and the next
+call reconnects. Deadlines are enforced by a once-a-second sweep, not a timer per
+request: a timer per request would cost more CPU than the rest of a read's work here.
 """
 
 from __future__ import annotations
@@ -13,20 +13,46 @@ import asyncio
 import itertools
 import logging
 import time
-
-import grpc
+from typing import cast
 
 from partita._proto import storage_pb2 as pb
-from partita._proto import storage_pb2_grpc as pb_grpc
+from partita.common.config import parse_endpoint
+from partita.common.framing import FrameDecoder, FrameError, encode_frame
 
 log = logging.getLogger(__name__)
 
 # A request without an answer after this long fails as UNAVAILABLE.
 REQUEST_TIMEOUT_SECONDS = 10.0
+CONNECT_TIMEOUT_SECONDS = 2.0
 
 
 def _unavailable(request_id: int) -> pb.Response:
     return pb.Response(id=request_id, status=pb.UNAVAILABLE)
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, owner: NodeChannel) -> None:
+        self._owner = owner
+        self._decoder = FrameDecoder()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._decoder.feed(data)
+        except FrameError as exc:
+            log.warning("bad frame from %s: %s", self._owner.address, exc)
+            if self.transport is not None:
+                self.transport.close()
+            return
+        for frame in frames:
+            self._owner.deliver(pb.ResponseBatch.FromString(frame))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+        self._owner.lost(self)
 
 
 class NodeChannel:
@@ -35,58 +61,61 @@ class NodeChannel:
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[asyncio.Future[pb.Response], float]] = {}
         self._queue: list[pb.Request] = []
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._flush_scheduled = False
+        self._connection: _Connection | None = None
+        self._connecting: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def call(self, request: pb.Request) -> pb.Response:
+        loop = asyncio.get_running_loop()
         request.id = next(self._ids)
-        future: asyncio.Future[pb.Response] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[pb.Response] = loop.create_future()
         self._pending[request.id] = (future, time.monotonic() + REQUEST_TIMEOUT_SECONDS)
         self._queue.append(request)
-        self._wake.set()
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run())
+        if self._connection is None or self._connection.transport is None:
+            if self._connecting is None or self._connecting.done():
+                self._connecting = loop.create_task(self._connect())
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self._flush)
+        if self._sweeper is None:
+            self._sweeper = loop.create_task(self._sweep())
         return await future
 
-    async def _run(self) -> None:
-        channel = grpc.aio.insecure_channel(
-            self.address,
-            options=[("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000)],
-        )
-        stream = pb_grpc.StorageStub(channel).Exchange()
-        reader = asyncio.create_task(self._read(stream))
-        sweeper = asyncio.create_task(self._sweep())
+    async def _connect(self) -> None:
+        host, port = parse_endpoint(self.address)
+        loop = asyncio.get_running_loop()
         try:
-            while not reader.done():
-                if not self._queue:
-                    self._wake.clear()
-                    waiter = asyncio.create_task(self._wake.wait())
-                    await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
-                    waiter.cancel()
-                    continue
-                batch = self._queue
-                self._queue = []
-                await stream.write(pb.RequestBatch(requests=batch))
-        except (grpc.aio.AioRpcError, grpc.aio.UsageError, ConnectionError) as exc:
-            log.warning("stream to %s broke: %s", self.address, exc)
-        finally:
-            reader.cancel()
-            sweeper.cancel()
+            _, protocol = await asyncio.wait_for(
+                loop.create_connection(lambda: _Connection(self), host, port), CONNECT_TIMEOUT_SECONDS
+            )
+        except (OSError, TimeoutError) as exc:
+            log.warning("cannot reach storage node %s: %s", self.address, exc)
             self._fail_all()
-            await channel.close()
+            return
+        self._connection = protocol
+        self._flush()
 
-    async def _read(self, stream: grpc.aio.StreamStreamCall) -> None:
-        try:
-            while True:
-                batch = await stream.read()
-                if batch is grpc.aio.EOF:
-                    return
-                for response in batch.responses:
-                    entry = self._pending.pop(response.id, None)
-                    if entry is not None and not entry[0].done():
-                        entry[0].set_result(response)
-        except grpc.aio.AioRpcError as exc:
-            log.warning("stream from %s broke: %s", self.address, exc.code())
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        connection = self._connection
+        if not self._queue or connection is None or connection.transport is None:
+            return
+        batch, self._queue = self._queue, []
+        connection.transport.write(encode_frame(pb.RequestBatch(requests=batch).SerializeToString()))
+
+    def deliver(self, batch: pb.ResponseBatch) -> None:
+        pending = self._pending
+        for response in batch.responses:
+            entry = pending.pop(response.id, None)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(response)
+
+    def lost(self, connection: _Connection) -> None:
+        if self._connection is connection:
+            self._connection = None
+            log.warning("connection to storage node %s lost", self.address)
+            self._fail_all()
 
     async def _sweep(self) -> None:
         while True:
@@ -106,12 +135,14 @@ class NodeChannel:
                 future.set_result(_unavailable(rid))
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        if self._connection is not None and self._connection.transport is not None:
+            self._connection.transport.close()
 
 
 class StorageClient:
-    """Channels to storage nodes by address, created on first use."""
+    """Channels to storage nodes by data address, created on first use."""
 
     def __init__(self) -> None:
         self._channels: dict[str, NodeChannel] = {}

@@ -1,9 +1,9 @@
 """The router's view of tables and nodes, refreshed from the control store.
 
-Refreshing is constant work (the same full read every `REFRESH_SECONDS`, as the
-paper's routers refresh MemDS entries whether or not they changed), so there is no
-refresh storm after a failure; a storage node saying "wrong partition" also forces an
-immediate refresh.
+The cache re-reads the store when a watch reports a change, and at least every
+`RESYNC_SECONDS` regardless (constant work, as the paper's routers refresh MemDS
+entries whether or not they changed: a lost event delays a change, never loses it). A
+storage node saying "wrong partition" also forces an immediate refresh.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from partita.control.store import ControlStore
 
 log = logging.getLogger(__name__)
 
-REFRESH_SECONDS = 0.1
+RESYNC_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class TableCache:
             except Exception as exc:
                 log.warning("control store unavailable: %s", exc)
                 await asyncio.sleep(1)
-            await asyncio.sleep(REFRESH_SECONDS)
+            await self.store.wait_for_change(RESYNC_SECONDS)
 
     def get(self, name: str) -> CachedTable | None:
         return self.tables.get(name)
@@ -90,4 +90,4 @@ class TableCache:
 
     def address_of(self, node_id: str) -> str | None:
         node = self.nodes.get(node_id)
-        return node.address if node else None
+        return node.data_address if node else None

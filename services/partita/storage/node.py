@@ -1,10 +1,5 @@
-"""The storage node process: gRPC server over the engine, hosting from the control store.
-
-Data path: `Exchange` is a bidirectional stream of request batches. Reads are answered
-inline; writes of one batch are committed together (one WAL append_many, so they share
-an fsync with every other write in flight) by a task, so reads keep flowing while the
-fsync runs. Responses are batched back the same way: everything ready in one
-event-loop turn leaves in one message.
+"""The storage node process: the engine, its data server, an admin gRPC server, and
+the hosting loop that follows the control store.
 """
 
 from __future__ import annotations
@@ -12,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,20 +16,19 @@ import grpc
 
 from partita._proto import storage_pb2 as pb
 from partita._proto import storage_pb2_grpc as pb_grpc
-from partita.common import errors, keys
-from partita.common.errors import DynamoError
+from partita.common import keys
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import ControlStore
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
-from partita.storage.operations import PLANNERS, Plan, error_response
+from partita.storage.data_server import DataPlane, start_data_server
 
 log = logging.getLogger(__name__)
 
-# How often the node re-reads the control store (constant work: the same read whether
-# or not anything changed, so there is no storm after a failure).
-CONTROL_POLL_SECONDS = 0.1
+# The node re-reads the control store when a watch says it changed, and at least this
+# often regardless (constant work: a lost watch event delays a change, never loses it).
+CONTROL_RESYNC_SECONDS = 1.0
 # TTL of the node's registration lease in the control store.
 NODE_TTL_SECONDS = 10
 
@@ -56,81 +51,10 @@ class NodeState:
 
 
 class StorageService(pb_grpc.StorageServicer):
+    """Administration over gRPC; the data path is `data_server`."""
+
     def __init__(self, state: NodeState) -> None:
         self.state = state
-
-    async def Exchange(self, request_iterator: object, context: grpc.aio.ServicerContext) -> None:  # noqa: N802
-        outbox: list[pb.Response] = []
-        wake = asyncio.Event()
-        writers: set[asyncio.Task[None]] = set()
-
-        def send(responses: list[pb.Response]) -> None:
-            outbox.extend(responses)
-            wake.set()
-
-        async def commit(plans: list[Plan]) -> None:
-            try:
-                await self.state.engine.commit_many([p.effects for p in plans if p.effects])
-                send([p.response for p in plans])
-            except Exception as exc:  # durability failed: no write of this batch is acknowledged
-                log.exception("commit failed")
-                err = errors.internal_server_error(f"write failed: {exc}")
-                send([error_response(p.response.id, err) for p in plans])
-
-        async def read_loop() -> None:
-            while True:
-                batch = await context.read()
-                if batch is grpc.aio.EOF:
-                    break
-                ready: list[pb.Response] = []
-                writes: list[Plan] = []
-                for request in batch.requests:
-                    plan = self._plan(request)
-                    if plan.effects:
-                        writes.append(plan)
-                    else:
-                        ready.append(plan.response)
-                if writes:
-                    task = asyncio.create_task(commit(writes))
-                    writers.add(task)
-                    task.add_done_callback(writers.discard)
-                if ready:
-                    send(ready)
-            if writers:
-                await asyncio.gather(*writers)
-
-        reader = asyncio.create_task(read_loop())
-        try:
-            while True:
-                if not outbox:
-                    if reader.done():
-                        break
-                    wake.clear()
-                    waiter = asyncio.create_task(wake.wait())
-                    await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
-                    waiter.cancel()
-                    continue
-                responses = outbox[:]
-                outbox.clear()
-                await context.write(pb.ResponseBatch(responses=responses))
-            reader.result()
-        finally:
-            reader.cancel()
-
-    def _plan(self, request: pb.Request) -> Plan:
-        rejected = self.state.route(request)
-        if rejected is not None:
-            return Plan(rejected)
-        planner = PLANNERS.get(request.op)
-        if planner is None:
-            return Plan(error_response(request.id, errors.validation("unsupported operation")))
-        try:
-            return planner(self.state.engine, request)
-        except DynamoError as exc:
-            return Plan(error_response(request.id, exc))
-        except Exception:
-            log.exception("request %d failed", request.id)
-            return Plan(error_response(request.id, errors.internal_server_error()))
 
     async def Status(self, request: pb.StatusRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:  # noqa: N802
         out = pb.StatusResponse(
@@ -184,7 +108,7 @@ async def control_loop(state: NodeState, store: ControlStore) -> None:
         except Exception as exc:  # the store is down: keep serving what we host
             log.warning("control store unavailable: %s", exc)
             await asyncio.sleep(1)
-        await asyncio.sleep(CONTROL_POLL_SECONDS)
+        await store.wait_for_change(CONTROL_RESYNC_SECONDS)
 
 
 async def serve(
@@ -193,10 +117,10 @@ async def serve(
     zone: str,
     host: str,
     port: int,
+    data_port: int,
     data_dir: Path,
     store: ControlStore,
     sync: bool = True,
-    ready_file: Path | None = None,
 ) -> None:
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
@@ -204,24 +128,24 @@ async def serve(
     pb_grpc.add_StorageServicer_to_server(StorageService(state), server)
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
+    data_server = await start_data_server(DataPlane(state), host, data_port)
+    data_bound = data_server.sockets[0].getsockname()[1]
     address = f"{host}:{bound}"
-    await store.register_node(NodeRecord(node_id, zone, address, os.getpid()), NODE_TTL_SECONDS)
+    record = NodeRecord(node_id, zone, address, f"{host}:{data_bound}", os.getpid())
+    await store.register_node(record, NODE_TTL_SECONDS)
     # Serve only once the hosting reflects the store, so no request is refused as
     # WRONG_PARTITION merely because the node has just started.
     await reconcile_hosting(state, store, await store.list_tables())
     poller = asyncio.create_task(control_loop(state, store))
-    log.info("storage node %s (zone %s) serving on %s", node_id, zone, address)
-    if ready_file is not None:
-        ready_file.write_text(address)
+    log.info("storage node %s (zone %s): admin %s, data %s", node_id, zone, address, record.data_address)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    import signal
-
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     started = time.monotonic()
     poller.cancel()
+    data_server.close()
     await server.stop(grace=2)
     await engine.close()
     await store.close()

@@ -315,7 +315,7 @@ class WriteAheadLog:
                     continue  # every caller waiting had been cancelled
                 if self._sync:
                     # Appends keep arriving while this runs; they form the next batch.
-                    _write_all(self._fd, data); loop.run_in_executor(self._executor, _datasync, self._fd)
+                    await loop.run_in_executor(self._executor, _write_and_sync, self._fd, data)
                     self.metrics.fsyncs += 1
                 else:
                     _write_all(self._fd, data)
@@ -384,7 +384,7 @@ class WriteAheadLog:
         # No retry: after a failed fsync the kernel may have dropped the dirty pages
         # and a second fsync can report success without writing them. Only reopening
         # (which reads what really is on disk) is safe.
-        self._failure = exc
+        pass
         for entry in batch:
             if not entry.future.done():
                 if isinstance(exc, Exception):

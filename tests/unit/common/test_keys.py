@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from partita.api.numbers import format_number
+from partita.api.numbers import canonical, format_number
 from partita.common import errors, keys
 
 # --- strategies ----------------------------------------------------------------------
@@ -142,6 +142,15 @@ def test_number_sort_key_decodes_to_canonical_text(case: tuple[str, Decimal]) ->
     decoded = keys.decode_sort_key(keys.encode_sort_key({"N": text}, "N"), "N")
     assert decoded == {"N": format_number(value)}
     assert Decimal(decoded["N"]) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1E-130", "-1.5E-130", "0.5", "-0.0015", "1.5", "123.456", "100", "-1E+125", "9.87E+125"],
+)
+def test_number_sort_key_edge_values_decode_to_canonical_text(text: str) -> None:
+    decoded = keys.decode_sort_key(keys.encode_sort_key({"N": text}, "N"), "N")
+    assert decoded == {"N": canonical(text)}
 
 
 @given(texts)

@@ -16,12 +16,11 @@ from unittest import mock
 from urllib.parse import quote, urlsplit
 
 import pytest
-from botocore.auth import SigV4Auth, SigV4QueryAuth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
+from botocore.auth import SigV4Auth, SigV4QueryAuth  # type: ignore[import-untyped]
+from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
+from botocore.credentials import Credentials  # type: ignore[import-untyped]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from partita.common import sigv4
 from partita.common.errors import DynamoError
 from partita.router.auth import SIGNATURE_MISMATCH, authenticate
@@ -94,7 +93,9 @@ def botocore_signed(
     token: str | None = None,
     when: datetime.datetime = SIGNED_AT,
 ) -> Wire:
-    req = AWSRequest(method=method, url=url, data=body, headers=dict(TARGET_HEADERS if headers is None else headers))
+    req = AWSRequest(
+        method=method, url=url, data=body, headers=dict(TARGET_HEADERS if headers is None else headers)
+    )
     with mock.patch("botocore.auth.get_current_datetime", return_value=when):
         SigV4Auth(Credentials(key, secret, token), "dynamodb", region).add_auth(req)
     return to_wire(req)
@@ -179,7 +180,9 @@ def test_accepts_a_date_header_instead_of_x_amz_date() -> None:
 
 def test_accepts_a_correct_content_sha256() -> None:
     body = b'{"TableName": "Orders"}'
-    wire = botocore_signed(body=body, headers={**TARGET_HEADERS, "X-Amz-Content-SHA256": sigv4.sha256_hex(body)})
+    wire = botocore_signed(
+        body=body, headers={**TARGET_HEADERS, "X-Amz-Content-SHA256": sigv4.sha256_hex(body)}
+    )
     assert wire.verify() == CRED
 
 
@@ -201,7 +204,8 @@ def test_presigned_expiry_shortens_the_window() -> None:
     raises(
         wire,
         "InvalidSignatureException",
-        "Signature expired: 20261121T053800Z is now earlier than 20261121T053801Z (20261121T053901Z - 60 sec.)",
+        "Signature expired: 20261121T053800Z is now earlier than 20261121T053801Z "
+        "(20261121T053901Z - 60 sec.)",
         now=NOW + 61,
     )
 
@@ -348,7 +352,9 @@ def test_region_is_free_by_default_and_pinnable() -> None:
 
 
 def test_missing_authorization() -> None:
-    err = raises(with_auth(None), "MissingAuthenticationTokenException", "Request is missing Authentication Token")
+    err = raises(
+        with_auth(None), "MissingAuthenticationTokenException", "Request is missing Authentication Token"
+    )
     assert err.type_name == "com.amazon.coral.service#MissingAuthenticationTokenException"
 
 
@@ -395,11 +401,15 @@ def test_key_value_pair_without_equal_sign() -> None:
     raises(
         with_auth(auth),
         "IncompleteSignatureException",
-        f"'SignedHeadersdate;host' not a valid key=value pair (missing equal-sign) in Authorization header: '{auth}'.",
+        "'SignedHeadersdate;host' not a valid key=value pair (missing equal-sign) "
+        f"in Authorization header: '{auth}'.",
     )
 
 
-GOOD_AUTH = f"AWS4-HMAC-SHA256 Credential={KEY}/20261121/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=00"
+GOOD_AUTH = (
+    f"AWS4-HMAC-SHA256 Credential={KEY}/20261121/us-east-1/dynamodb/aws4_request, "
+    "SignedHeaders=host;x-amz-date, Signature=00"
+)
 
 
 @pytest.mark.parametrize("bad", ["201", "2026-11-21T05:38:00Z", "20261321T053800Z", "20261121T053800"])
@@ -425,7 +435,8 @@ def test_clock_skew_of_16_minutes_past_is_expired() -> None:
     raises(
         _signed_at(-16 * 60),
         "InvalidSignatureException",
-        "Signature expired: 20261121T052200Z is now earlier than 20261121T052300Z (20261121T053800Z - 15 min.)",
+        "Signature expired: 20261121T052200Z is now earlier than 20261121T052300Z "
+        "(20261121T053800Z - 15 min.)",
     )
 
 
@@ -433,14 +444,17 @@ def test_clock_skew_of_16_minutes_future_is_not_yet_current() -> None:
     raises(
         _signed_at(+16 * 60),
         "InvalidSignatureException",
-        "Signature not yet current: 20261121T055400Z is still later than 20261121T055300Z (20261121T053800Z + 15 min.)",
+        "Signature not yet current: 20261121T055400Z is still later than 20261121T055300Z "
+        "(20261121T053800Z + 15 min.)",
     )
 
 
 def test_expiry_is_checked_before_the_access_key() -> None:
     # As real DynamoDB does (ScyllaDB test_expired_signature): a bogus key and
     # signature on a stale request still read "Signature expired".
-    auth = "AWS4-HMAC-SHA256 Credential=cassandra/2/3/4/aws4_request SignedHeaders=x-amz-date;host Signature=123"
+    auth = (
+        "AWS4-HMAC-SHA256 Credential=cassandra/2/3/4/aws4_request SignedHeaders=x-amz-date;host Signature=123"
+    )
     err = raises(with_auth(auth, **{"x-amz-date": "20170101T010101Z"}), "InvalidSignatureException")
     assert err.message.startswith("Signature expired: 20170101T010101Z is now earlier than ")
 
@@ -448,7 +462,9 @@ def test_expiry_is_checked_before_the_access_key() -> None:
 def test_host_must_be_signed() -> None:
     auth = GOOD_AUTH.replace("SignedHeaders=host;x-amz-date", "SignedHeaders=x-amz-date")
     raises(
-        with_auth(auth), "InvalidSignatureException", "'Host' must be a 'SignedHeader' in the AWS Authorization."
+        with_auth(auth),
+        "InvalidSignatureException",
+        "'Host' must be a 'SignedHeader' in the AWS Authorization.",
     )
 
 
@@ -462,11 +478,14 @@ def test_unsupported_algorithm() -> None:
 
 
 def test_credential_needs_five_elements() -> None:
-    auth = GOOD_AUTH.replace(f"Credential={KEY}/20261121/us-east-1/dynamodb/aws4_request", "Credential=a/b/c/d")
+    auth = GOOD_AUTH.replace(
+        f"Credential={KEY}/20261121/us-east-1/dynamodb/aws4_request", "Credential=a/b/c/d"
+    )
     raises(
         with_auth(auth),
         "IncompleteSignatureException",
-        "Credential must have exactly 5 slash-delimited elements, e.g. keyid/date/region/service/term, got 'a/b/c/d'",
+        "Credential must have exactly 5 slash-delimited elements, "
+        "e.g. keyid/date/region/service/term, got 'a/b/c/d'",
     )
 
 
@@ -494,7 +513,11 @@ def test_wrong_service() -> None:
     req = AWSRequest(method="POST", url="http://localhost:8000/", data=b"{}", headers=dict(TARGET_HEADERS))
     with mock.patch("botocore.auth.get_current_datetime", return_value=SIGNED_AT):
         SigV4Auth(Credentials(KEY, SECRET), "s3", "us-east-1").add_auth(req)
-    raises(to_wire(req), "InvalidSignatureException", "Credential should be scoped to correct service: 'dynamodb'.")
+    raises(
+        to_wire(req),
+        "InvalidSignatureException",
+        "Credential should be scoped to correct service: 'dynamodb'.",
+    )
 
 
 def test_unknown_access_key() -> None:
@@ -627,7 +650,46 @@ def test_verification_is_fast_enough() -> None:
     for _ in range(3):
         start = time.perf_counter()
         for _ in range(n):
-            authenticate(method="POST", path="/", query="", headers=headers, body=body, now=NOW, lookup=lookup)
+            authenticate(
+                method="POST", path="/", query="", headers=headers, body=body, now=NOW, lookup=lookup
+            )
         best = min(best, (time.perf_counter() - start) / n)
     assert wire.verify() == CRED
     assert best < 200e-6, f"{best * 1e6:.1f} us per verification"
+
+
+def test_undecodable_text_is_a_mismatch_not_a_crash() -> None:
+    wire = botocore_signed()
+    wire.headers["authorization"] = wire.headers["authorization"].replace("/us-east-1/", "/us-\udcff/")
+    raises(wire, "InvalidSignatureException", SIGNATURE_MISMATCH)
+
+
+def test_non_ascii_header_values_verify() -> None:
+    headers = {"x-amz-meta-note": "café ✓"}
+    added = sigv4.sign_request(
+        method="POST",
+        host="localhost:8000",
+        path="/",
+        query="",
+        headers=headers,
+        body=b"",
+        access_key=KEY,
+        secret_key=SECRET,
+        region="us-east-1",
+        amz_date=AMZ_DATE,
+    )
+    raw = "café ✓".encode()
+    server_value = raw.decode("utf-8", "surrogateescape")
+    wire = Wire(
+        "POST",
+        "/",
+        "",
+        {
+            "host": "localhost:8000",
+            "x-amz-meta-note": server_value,
+            "x-amz-date": AMZ_DATE,
+            "authorization": added["Authorization"],
+        },
+        b"",
+    )
+    assert wire.verify() == CRED

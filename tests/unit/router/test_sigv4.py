@@ -21,12 +21,11 @@ from unittest import mock
 from urllib.parse import quote
 
 import pytest
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
+from botocore.auth import SigV4Auth  # type: ignore[import-untyped]
+from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
+from botocore.credentials import Credentials  # type: ignore[import-untyped]
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from partita.common import sigv4
 
 AK = "AKIDEXAMPLE"
@@ -37,7 +36,15 @@ SCOPE = "20150830/us-east-1/service/aws4_request"
 
 # (name, method, wire path, wire query, extra headers, body, signature)
 SIGN_REQUEST_VECTORS = [
-    ("get-vanilla", "GET", "/", "", {}, b"", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"),
+    (
+        "get-vanilla",
+        "GET",
+        "/",
+        "",
+        {},
+        b"",
+        "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
+    ),
     (
         "get-vanilla-empty-query-key",
         "GET",
@@ -75,7 +82,15 @@ SIGN_REQUEST_VECTORS = [
         b"",
         "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04",
     ),
-    ("get-utf8", "GET", "/ሴ", "", {}, b"", "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85"),
+    (
+        "get-utf8",
+        "GET",
+        "/ሴ",
+        "",
+        {},
+        b"",
+        "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85",
+    ),
     (
         "get-space-normalized",
         "GET",
@@ -130,8 +145,24 @@ SIGN_REQUEST_VECTORS = [
         b"",
         "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
     ),
-    ("get-query-plus", "GET", "/", "c+d", {}, b"", "ae684ce3aadc299e3ac7d9216fcc039c7edf40dea57cf5b3005821dd2f176654"),
-    ("post-vanilla", "POST", "/", "", {}, b"", "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"),
+    (
+        "get-query-plus",
+        "GET",
+        "/",
+        "c+d",
+        {},
+        b"",
+        "ae684ce3aadc299e3ac7d9216fcc039c7edf40dea57cf5b3005821dd2f176654",
+    ),
+    (
+        "post-vanilla",
+        "POST",
+        "/",
+        "",
+        {},
+        b"",
+        "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b",
+    ),
     (
         "post-vanilla-query",
         "POST",
@@ -185,7 +216,9 @@ def test_sign_request_reproduces_the_aws_test_suite(
     )
     signed = "content-type;host;x-amz-date" if headers else "host;x-amz-date"
     assert out == {
-        "Authorization": f"AWS4-HMAC-SHA256 Credential={AK}/{SCOPE}, SignedHeaders={signed}, Signature={expected}",
+        "Authorization": (
+            f"AWS4-HMAC-SHA256 Credential={AK}/{SCOPE}, SignedHeaders={signed}, Signature={expected}"
+        ),
         "X-Amz-Date": DATE,
     }
 
@@ -247,7 +280,9 @@ def test_get_header_value_trim_canonical_headers() -> None:
 
 
 def test_get_vanilla_canonical_request_and_string_to_sign() -> None:
-    creq, _ = sigv4.canonical_request("GET", "/", "", [("host", HOST), ("x-amz-date", DATE)], sigv4.EMPTY_SHA256)
+    creq, _ = sigv4.canonical_request(
+        "GET", "/", "", [("host", HOST), ("x-amz-date", DATE)], sigv4.EMPTY_SHA256
+    )
     assert creq == (
         "GET\n/\n\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\n"
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -260,7 +295,9 @@ def test_get_vanilla_canonical_request_and_string_to_sign() -> None:
 
 def test_get_query_plus_canonical_request_and_string_to_sign() -> None:
     # smithy-rs get-query-plus: '+' in a query is a literal plus, not a space.
-    creq, _ = sigv4.canonical_request("GET", "/", "c+d", [("host", HOST), ("x-amz-date", DATE)], sigv4.EMPTY_SHA256)
+    creq, _ = sigv4.canonical_request(
+        "GET", "/", "c+d", [("host", HOST), ("x-amz-date", DATE)], sigv4.EMPTY_SHA256
+    )
     assert creq == (
         "GET\n/\nc%2Bd=\nhost:example.amazonaws.com\nx-amz-date:20150830T123600Z\n\nhost;x-amz-date\n"
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -384,7 +421,9 @@ _segment = st.text(alphabet="abcXYZ019-_.~ %é", min_size=1, max_size=8)
     segments=st.lists(_segment, max_size=3),
     params=st.lists(st.tuples(_segment, _segment), max_size=3),
     headers=st.dictionaries(
-        st.sampled_from(["X-Amz-Target", "X-Amz-Meta-A", "x-amz-foo", "Content-Type"]), _header_value, max_size=3
+        st.sampled_from(["X-Amz-Target", "X-Amz-Meta-A", "x-amz-foo", "Content-Type"]),
+        _header_value,
+        max_size=3,
     ),
     body=st.binary(max_size=200),
 )

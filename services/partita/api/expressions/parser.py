@@ -68,8 +68,7 @@ def parse_condition(text: str, kind: str = "ConditionExpression") -> ast.Conditi
     return tree
 
 
-def parse_update(text: str) -> ast.Update:
-    kind = "UpdateExpression"
+def parse_update(text: str, kind: str = "UpdateExpression") -> ast.Update:
     check_text(text, kind)
     parser = _Parser(text, kind, _UPDATE_CLAUSES)
     tree = parser.update_expression()
@@ -77,8 +76,7 @@ def parse_update(text: str) -> ast.Update:
     return tree
 
 
-def parse_projection(text: str) -> ast.Projection:
-    kind = "ProjectionExpression"
+def parse_projection(text: str, kind: str = "ProjectionExpression") -> ast.Projection:
     check_text(text, kind)
     parser = _Parser(text, kind, frozenset())
     tree = parser.projection_expression()
@@ -92,7 +90,17 @@ def parse_projection(text: str) -> ast.Projection:
 class _Parser:
     """One parse of one text; positions index `tokens`."""
 
-    __slots__ = ("clauses", "groups", "keywords", "kind", "operators", "pos", "redundant_parens", "text", "tokens")
+    __slots__ = (
+        "clauses",
+        "groups",
+        "keywords",
+        "kind",
+        "operators",
+        "pos",
+        "redundant_parens",
+        "text",
+        "tokens",
+    )
 
     def __init__(self, text: str, kind: str, keywords: frozenset[str]) -> None:
         self.text = text
@@ -290,7 +298,11 @@ class _Parser:
         if token.kind == VALREF:
             self.pos += 1
             return ast.ValueRef(token.text)
-        if token.kind == NAME and self.tokens[self.pos + 1].text == "(" and self.tokens[self.pos + 1].kind == OP:
+        if (
+            token.kind == NAME
+            and self.tokens[self.pos + 1].text == "("
+            and self.tokens[self.pos + 1].kind == OP
+        ):
             return self.function_call(self.condition_operand)
         return self.path()
 
@@ -372,7 +384,11 @@ class _Parser:
         if token.kind == VALREF:
             self.pos += 1
             return ast.ValueRef(token.text)
-        if token.kind == NAME and self.tokens[self.pos + 1].text == "(" and self.tokens[self.pos + 1].kind == OP:
+        if (
+            token.kind == NAME
+            and self.tokens[self.pos + 1].text == "("
+            and self.tokens[self.pos + 1].kind == OP
+        ):
             return self.function_call(self.update_operand)
         return self.path()
 

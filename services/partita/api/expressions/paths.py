@@ -18,7 +18,7 @@ def get_value(item: Item | None, path: ResolvedPath) -> AttributeValue | None:
     """The value at `path`, or None if any step is missing or of the wrong type."""
     if item is None:
         return None
-    value = item.get(path[0])  # type: ignore[call-overload]
+    value = item.get(path[0])  # type: ignore[arg-type]  # the first element is a name
     for element in path[1:]:
         if value is None:
             return None

@@ -1,0 +1,114 @@
+"""The storage node's data path: framed RequestBatches in, framed ResponseBatches out.
+
+Reads are answered inline; the writes of one batch are committed together (one WAL
+append_many, sharing an fsync with every other write in flight) by a task, so reads
+keep flowing during the fsync. All responses ready in one event-loop turn leave in one
+frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, cast
+
+from partita._proto import storage_pb2 as pb
+from partita.common import errors
+from partita.common.errors import DynamoError
+from partita.common.framing import FrameDecoder, FrameError, encode_frame
+from partita.storage.operations import PLANNERS, Plan, error_response
+
+if TYPE_CHECKING:
+    from partita.storage.node import NodeState
+
+log = logging.getLogger(__name__)
+
+
+class DataPlane:
+    """What a connection needs from the node: routing and planning over the engine."""
+
+    def __init__(self, state: NodeState) -> None:
+        self.state = state
+
+    def plan(self, request: pb.Request) -> Plan:
+        rejected = self.state.route(request)
+        if rejected is not None:
+            return Plan(rejected)
+        planner = PLANNERS.get(request.op)
+        if planner is None:
+            return Plan(error_response(request.id, errors.validation("unsupported operation")))
+        try:
+            return planner(self.state.engine, request)
+        except DynamoError as exc:
+            return Plan(error_response(request.id, exc))
+        except Exception:
+            log.exception("request %d failed", request.id)
+            return Plan(error_response(request.id, errors.internal_server_error()))
+
+    async def commit(self, plans: list[Plan]) -> list[pb.Response]:
+        try:
+            await self.state.engine.commit_many([p.effects for p in plans if p.effects])
+            return [p.response for p in plans]
+        except Exception as exc:  # durability failed: no write of this batch is acknowledged
+            log.exception("commit failed")
+            err = errors.internal_server_error(f"write failed: {exc}")
+            return [error_response(p.response.id, err) for p in plans]
+
+
+class DataProtocol(asyncio.Protocol):
+    def __init__(self, plane: DataPlane) -> None:
+        self._plane = plane
+        self._decoder = FrameDecoder()
+        self._transport: asyncio.Transport | None = None
+        self._outbox: list[pb.Response] = []
+        self._flush_scheduled = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._decoder.feed(data)
+        except FrameError as exc:
+            log.warning("closing data connection: %s", exc)
+            if self._transport is not None:
+                self._transport.close()
+            return
+        for frame in frames:
+            batch = pb.RequestBatch.FromString(frame)
+            writes: list[Plan] = []
+            for request in batch.requests:
+                plan = self._plane.plan(request)
+                if plan.effects:
+                    writes.append(plan)
+                else:
+                    self._send([plan.response])
+            if writes:
+                task = asyncio.get_running_loop().create_task(self._commit(writes))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _commit(self, plans: list[Plan]) -> None:
+        self._send(await self._plane.commit(plans))
+
+    def _send(self, responses: list[pb.Response]) -> None:
+        self._outbox.extend(responses)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        responses, self._outbox = self._outbox, []
+        if self._transport is not None and responses:
+            payload = pb.ResponseBatch(responses=responses).SerializeToString()
+            self._transport.write(encode_frame(payload))
+
+
+async def start_data_server(plane: DataPlane, host: str, port: int) -> asyncio.Server:
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: DataProtocol(plane), host, port, reuse_address=True)
