@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "services"))
 
-from partita.api.expressions import (  # noqa: E402 - after the path set-up above
+from partita.api.expressions import (
     apply_update,
     evaluate,
     project,
     resolve_request,
 )
-from partita.api.expressions import cache as expression_cache  # noqa: E402
+from partita.api.expressions import cache as expression_cache
 
 ITEM = {
     "pk": {"S": "user#42"},

@@ -15,6 +15,7 @@ import contextlib
 import importlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -234,6 +235,15 @@ def read_partita_credentials(path: Path, table: str) -> tuple[str, str]:
     raise PeerUnavailable(f"no credential in {path} may access table {table!r} without a session token")
 
 
+def _partita_region(cluster_file: Path) -> str:
+    """The region the router was started with (`cluster.json`), for the SigV4 scope."""
+    try:
+        region = json.loads(cluster_file.read_text()).get("region")
+    except (FileNotFoundError, ValueError):
+        region = None
+    return region if isinstance(region, str) and region else "us-east-1"
+
+
 def _partita_version() -> str:
     try:
         from importlib.metadata import version
@@ -243,13 +253,52 @@ def _partita_version() -> str:
         return "partita (source tree)"
 
 
-def start_partita(*, workdir: Path, table: str) -> Peer:
+def _free_port_block(offsets: tuple[int, ...], tries: int = 50) -> int:
+    """A base port such that base+offset is free for every offset (best effort, racy).
+
+    `partita up` places etcd and the storage nodes at fixed offsets from base ports whose
+    defaults would collide with any other local cluster (a developer's `make up`, tests).
+    """
+    rng = random.Random()
+    for _ in range(tries):
+        base = rng.randrange(20_000, 30_000)
+        socks: list[socket.socket] = []
+        try:
+            for off in offsets:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(s)
+                s.bind((HOST, base + off))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise PeerUnavailable("no free block of ports for partita's internal listeners")
+
+
+def start_partita(*, workdir: Path, table: str, fsync: bool = True) -> Peer:
     """`partita up --data-dir <workdir>/data --port <free port>`: the whole local cluster."""
     port = free_port()
+    etcd_port = _free_port_block((0, 1))  # client, peer
+    storage_base = _free_port_block((0, 1, 2, 100, 101, 102))  # admin gRPC and data, 3 zones
     data_dir = workdir / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / "partita.log"
-    cmd = [*partita_command(), "up", "--data-dir", str(data_dir), "--port", str(port)]
+    cmd = [
+        *partita_command(),
+        "up",
+        "--data-dir",
+        str(data_dir),
+        "--port",
+        str(port),
+        "--etcd-port",
+        str(etcd_port),
+        "--storage-base-port",
+        str(storage_base),
+    ]
+    if not fsync:
+        cmd.append("--unsafe-no-fsync")
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             cmd,
@@ -267,38 +316,44 @@ def start_partita(*, workdir: Path, table: str) -> Peer:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise PeerUnavailable(f"{creds_path} never appeared; log: {_tail(log_path)}")
             time.sleep(0.1)
-        time.sleep(0.2)  # the file may be mid-write right after it appears
+        # credentials.json is replaced atomically, so it is complete once it exists.
         access, secret = read_partita_credentials(creds_path, table)
+        region = _partita_region(data_dir / "cluster.json")
     except BaseException:
         stop_process_group(proc)
         raise
     return Peer(
-        name="partita",
+        name="partita" if fsync else "partita-nofsync",
         endpoint=f"http://{HOST}:{port}",
         access_key=access,
         secret_key=secret,
-        # The router accepts any region in the credential scope unless pinned (router/auth.py).
-        region="us-east-1",
+        region=region,
         proc=proc,
         version=_partita_version(),
         workdir=workdir,
         log_path=log_path,
-        notes={"storage": "WAL + RocksDB, fsync per write, replicated (partita up)"},
+        notes={
+            "storage": "3 storage nodes (WAL + RocksDB), "
+            + ("fsync per write" if fsync else "NO fsync (--unsafe-no-fsync)")
+        },
     )
 
 
+# The default set. "partita-nofsync" is extra: Partita without fsync, to compare like
+# with like against dynalite-disk (LevelDB does not fsync each write either).
 TARGETS = ("partita", "dynalite", "dynalite-disk")
+ALL_TARGETS = (*TARGETS, "partita-nofsync")
 
 
 @contextlib.contextmanager
 def running(target: str, *, table: str = "usertable", keep_workdir: bool = False) -> Iterator[Peer]:
     """Start a target in a fresh temporary directory, yield it, always stop and clean up."""
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
+    if target not in ALL_TARGETS:
+        raise ValueError(f"unknown target {target!r}; choose from {', '.join(ALL_TARGETS)}")
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{target}-"))
     try:
-        if target == "partita":
-            peer = start_partita(workdir=workdir, table=table)
+        if target in ("partita", "partita-nofsync"):
+            peer = start_partita(workdir=workdir, table=table, fsync=target == "partita")
         else:
             peer = start_dynalite(disk=target == "dynalite-disk", workdir=workdir)
         try:

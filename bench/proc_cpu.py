@@ -159,8 +159,8 @@ def label_from_cmdline(comm: str, argv: list[str]) -> str:
 
     Every Partita process is `python -m partita.cli.main <role> ...`, so the command name
     alone ("python3") would lump router, storage nodes and supervisor together. Skips the
-    interpreter's `-m module` / `-c code`, options and file paths; keeps the first plain
-    word (the sub-command) and the value of --node-id.
+    interpreter's `-m module` / `-c code`, options with their values and file paths;
+    keeps the first plain word (the sub-command) and the value of --node-id or --name.
     """
     words: list[str] = []
     i = 1
@@ -173,7 +173,13 @@ def label_from_cmdline(comm: str, argv: list[str]) -> str:
             words.append(argv[i + 1])
             i += 2
             continue
-        if not words and not arg.startswith("-") and "/" not in arg and "." not in arg:
+        if arg.startswith("-"):
+            # Assume an option takes the next word as its value unless it looks like an
+            # option too: sub-commands come before options in every command we label.
+            takes_value = "=" not in arg and i + 1 < len(argv) and not argv[i + 1].startswith("-")
+            i += 2 if takes_value else 1
+            continue
+        if not words and "/" not in arg and "." not in arg:
             words.append(arg)
         i += 1
     return " ".join([comm, *words])

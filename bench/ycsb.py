@@ -384,13 +384,13 @@ async def measure(
     warm_stats: PhaseStats | None = None
     if cfg.warmup_s > 0:
         warm_stats, _ = await run_phase(client, cfg, workload, seconds=cfg.warmup_s, ops=0, seed=seed + 500)
-    by_comm0 = proc_cpu.tree_cpu_by_process(root_pid) if root_pid else {}
+    by_proc0 = proc_cpu.tree_cpu_by_process(root_pid) if root_pid else {}
     server0, client0 = _cpu_sample(root_pid, client_first=False)
     stats, elapsed = await run_phase(
         client, cfg, workload, seconds=cfg.duration_s if cfg.ops <= 0 else math.inf, ops=cfg.ops, seed=seed
     )
     server1, client1 = _cpu_sample(root_pid, client_first=True)
-    by_comm1 = proc_cpu.tree_cpu_by_process(root_pid) if root_pid else {}
+    by_proc1 = proc_cpu.tree_cpu_by_process(root_pid) if root_pid else {}
     ops = len(stats.read_ns) + len(stats.write_ns)
     # Other work on the machine inflates latency and CPU/op; record it next to the figures.
     loadavg = _loadavg()
@@ -414,8 +414,8 @@ async def measure(
         "server_cpu_s": server_cpu,
         "server_cpu_us_per_op": server_cpu / ops * 1e6 if server_cpu is not None and ops else None,
         "server_cpu_by_process": {
-            k: round(by_comm1.get(k, 0.0) - by_comm0.get(k, 0.0), 3)
-            for k in sorted(set(by_comm0) | set(by_comm1))
+            k: round(by_proc1.get(k, 0.0) - by_proc0.get(k, 0.0), 3)
+            for k in sorted(set(by_proc0) | set(by_proc1))
         },
         "client_cpu_s": client_cpu,
         "loadavg_1m_after": loadavg,
@@ -553,7 +553,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
     p.add_argument(
         "--targets",
         default=",".join(peers.TARGETS),
-        help=f"comma-separated, from {', '.join((*peers.TARGETS, 'external'))} (default: %(default)s)",
+        help=f"comma-separated, from {', '.join((*peers.ALL_TARGETS, 'external'))} (default: %(default)s)",
     )
     p.add_argument("--workloads", default="a,b", help="comma-separated, from a, b (default: %(default)s)")
     p.add_argument("--records", type=int, default=DEFAULT_RECORDS, help="keys loaded (default: %(default)s)")
@@ -590,7 +590,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
     targets = [t.strip() for t in a.targets.split(",") if t.strip()]
     workloads = [w.strip().lower() for w in a.workloads.split(",") if w.strip()]
     for t in targets:
-        if t not in (*peers.TARGETS, "external"):
+        if t not in (*peers.ALL_TARGETS, "external"):
             p.error(f"unknown target {t!r}")
     for w in workloads:
         if w not in WORKLOADS:

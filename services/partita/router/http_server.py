@@ -95,7 +95,9 @@ class HttpProtocol(asyncio.Protocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
+        # The signature covers the bytes sent; surrogateescape keeps non-UTF-8 bytes
+        # recoverable so the verifier canonicalises exactly what was signed.
+        text = value.decode("utf-8", "surrogateescape")
         previous = self._headers.get(key)
         self._headers[key] = text if previous is None else f"{previous},{text}"
         if key == "content-length" and text.isdigit() and int(text) > MAX_BODY_BYTES:

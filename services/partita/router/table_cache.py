@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from partita.common import errors
 from partita.common.partition_map import PartitionMap
-from partita.control.lifecycle import drive_lifecycle
+from partita.autoadmin.lifecycle import drive_lifecycle
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import ControlStore
 

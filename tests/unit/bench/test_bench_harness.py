@@ -174,6 +174,29 @@ def test_parse_stat_handles_spaces_and_parens_in_comm() -> None:
     assert st.own_ticks == 300 and st.reaped_children_ticks == 10
 
 
+@pytest.mark.parametrize(
+    ("comm", "argv", "label"),
+    [
+        (
+            "python3",
+            ["/v/bin/python", "-m", "partita.cli.main", "storage", "--node-id", "storage-a"],
+            "python3 storage storage-a",
+        ),
+        (
+            "python3",
+            ["/v/bin/python", "-m", "partita.cli.main", "router", "--port", "8000"],
+            "python3 router",
+        ),
+        ("partita", ["/v/bin/python3", "/v/bin/partita", "up", "--data-dir", "/tmp/x"], "partita up"),
+        ("node", ["/usr/bin/node", "/b/.node/node_modules/dynalite/cli.js", "--port", "1"], "node"),
+        ("etcd", ["/x/etcd", "--name", "partita-local", "--data-dir", "/d"], "etcd partita-local"),
+        ("sleep", ["sleep"], "sleep"),
+    ],
+)
+def test_process_labels_name_roles(comm: str, argv: list[str], label: str) -> None:
+    assert proc_cpu.label_from_cmdline(comm, argv) == label
+
+
 def test_read_stat_of_self_and_of_a_missing_pid() -> None:
     st = proc_cpu.read_stat(os.getpid())
     assert st is not None and st.pid == os.getpid() and st.ppid == os.getppid()
@@ -233,8 +256,8 @@ def test_tree_cpu_counts_a_live_grandchild(spawn: list[_Tree], tmp_path: Path) -
     # The parent alone used almost nothing; the tree includes the child's burn.
     assert total >= 0.35
     assert total - own.own_ticks / proc_cpu.CLOCK_TICKS >= 0.35
-    by_comm = proc_cpu.tree_cpu_by_comm(tree.proc.pid)
-    assert sum(by_comm.values()) == pytest.approx(total, abs=0.05)
+    by_process = proc_cpu.tree_cpu_by_process(tree.proc.pid)
+    assert sum(by_process.values()) == pytest.approx(total, abs=0.05)
 
 
 def test_tree_cpu_keeps_an_exited_and_reaped_child(spawn: list[_Tree], tmp_path: Path) -> None:

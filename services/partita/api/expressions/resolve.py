@@ -254,9 +254,9 @@ class Resolver:
         if kind is ast.Not:
             assert isinstance(node, ast.Not)
             return ast.Not(self._condition(node.operand))
-        leaf = self._leaf(node)
-        self._check_leaf(leaf)
-        return leaf
+        other = self._leaf(node)
+        self._check_leaf(other)
+        return other
 
     def _leaf(self, node: ast.Condition) -> ast.Condition:
         if isinstance(node, ast.Between):

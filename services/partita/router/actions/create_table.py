@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import random
 import time
 from typing import Any
 
 from partita.api.operations import create_table
+from partita.autoadmin.placement import initial_placement
 from partita.common import errors
 from partita.common.partition_count import initial_partition_count
 from partita.common.partition_map import Partition, split_evenly
-from partita.control.model import NodeRecord, TableRecord, new_table_id
+from partita.control.model import TableRecord, new_table_id
 from partita.router.context import RouterContext
 from partita.router.describe import table_description
-
-
-def place(count: int, nodes: list[NodeRecord], rng: random.Random) -> list[tuple[str, ...]]:
-    """One replica per partition (P1), spread round-robin from a random node."""
-    if not nodes:
-        raise errors.service_unavailable("No storage nodes are registered")
-    offset = rng.randrange(len(nodes))
-    return [(nodes[(offset + i) % len(nodes)].node_id,) for i in range(count)]
 
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
@@ -30,9 +22,8 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         req.read_capacity, req.write_capacity, on_demand, ctx.settings.on_demand_partitions
     )
     await ctx.tables.refresh()
-    nodes = sorted(ctx.tables.nodes.values(), key=lambda n: n.node_id)
     table_id = new_table_id()
-    placement = place(count, nodes, random.Random(table_id))
+    placement = initial_placement(count, list(ctx.tables.nodes.values()), table_id)
     partitions = tuple(
         Partition(f"{table_id:016x}-{i:04d}", start, end, replicas, replicas[0])
         for i, ((start, end), replicas) in enumerate(zip(split_evenly(count), placement, strict=True))
