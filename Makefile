@@ -15,7 +15,8 @@ ARGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py $(wildcard proto/partita/*.proto)
+# setup.py maps every package explicitly, so a new package needs a reinstall.
+$(STAMP): pyproject.toml setup.py $(wildcard proto/partita/*.proto) $(shell find services operator -name __init__.py -not -path "*/_proto/*")
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,dev]'

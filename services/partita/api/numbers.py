@@ -27,7 +27,15 @@ _UNDERFLOW = (
 
 def parse_number(text: str) -> Decimal:
     """Parse and check a DynamoDB number string; raises ValidationException."""
-    if not isinstance(text, str) or not text or text.strip() != text or len(text) > 1000:
+    # Decimal() also accepts non-ASCII digits ("١") and underscores; DynamoDB does not.
+    if (
+        not isinstance(text, str)
+        or not text
+        or len(text) > 1000
+        or not text.isascii()
+        or text.strip() != text
+        or "_" in text
+    ):
         raise errors.validation(_INVALID)
     try:
         value = Decimal(text)

@@ -42,6 +42,8 @@ def decode_effects(data: bytes) -> list[Effect]:
     offset = 0
     view = memoryview(data)
     while offset < len(data):
+        if len(data) - offset < _HEADER.size:
+            raise ValueError("truncated effects record")
         kind, klen, vlen = _HEADER.unpack_from(data, offset)
         offset += _HEADER.size
         key = bytes(view[offset : offset + klen])

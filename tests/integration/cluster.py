@@ -1,0 +1,152 @@
+"""A real local cluster for tests: `partita up` as a subprocess on free loopback ports."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_layout() -> dict[str, int]:
+    """Ports for router, etcd (client+peer) and 3 storage nodes (admin + data at +100)."""
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(200):
+        base = rng.randrange(20000, 59000, 10)
+        ports = {"router": base, "etcd": base + 2, "storage": base + 5}
+        wanted = [base, base + 2, base + 3, *[base + 5 + i for i in range(3)], *[base + 105 + i for i in range(3)]]
+        if all(_free(p) for p in wanted):
+            return ports
+    raise RuntimeError("no free port range found")
+
+
+@dataclass
+class Cluster:
+    data_dir: Path
+    ports: dict[str, int]
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.ports['router']}"
+
+    def argv(self) -> list[str]:
+        return [
+            sys.executable, "-m", "partita.cli.main", "up",
+            "--data-dir", str(self.data_dir),
+            "--port", str(self.ports["router"]),
+            "--etcd-port", str(self.ports["etcd"]),
+            "--storage-base-port", str(self.ports["storage"]),
+        ]  # fmt: skip
+
+    def start(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        offset = len(self.read_log())
+        log = open(self.data_dir / "up.log", "ab")  # noqa: SIM115 - owned by the child
+        self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"partita up exited: {self.read_log()}")
+            if "Partita is running" in self.read_log()[offset:]:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"partita up did not start: {self.read_log()}")
+
+    def read_log(self) -> str:
+        path = self.data_dir / "up.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGINT) -> int:
+        assert self.process is not None
+        self.process.send_signal(sig)
+        code = self.process.wait(STOP_TIMEOUT)
+        self.process = None
+        return code
+
+    def credentials(self) -> dict[str, Any]:
+        data = json.loads((self.data_dir / "credentials.json").read_text())
+        cred: dict[str, Any] = data["credentials"][0]
+        return cred
+
+    def client(self, **overrides: Any) -> Any:
+        cred = self.credentials()
+        kwargs: dict[str, Any] = {
+            "endpoint_url": self.endpoint,
+            "region_name": "us-east-1",
+            "aws_access_key_id": cred["access_key_id"],
+            "aws_secret_access_key": cred["secret_access_key"],
+            "config": Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=30),
+        }
+        kwargs.update(overrides)
+        return boto3.client("dynamodb", **kwargs)
+
+    def cluster_file(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.data_dir / "cluster.json").read_text())
+        return data
+
+    def pid_of(self, name: str) -> int:
+        for proc in self.cluster_file()["processes"]:
+            if proc["name"] == name:
+                return int(proc["pid"])
+        raise KeyError(name)
+
+    def wait_restarted(self, name: str, old_pid: int, timeout: float = 30.0) -> int:
+        """Wait until the supervisor restarted `name` and its ports answer again."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            proc = next(p for p in self.cluster_file()["processes"] if p["name"] == name)
+            if proc["pid"] != old_pid and all(not _free(p) for p in proc["ports"].values()):
+                return int(proc["pid"])
+            time.sleep(0.1)
+        raise TimeoutError(f"{name} was not restarted: {self.read_log()}")
+
+    def health(self) -> str:
+        with urllib.request.urlopen(self.endpoint + "/", timeout=5) as response:
+            body: bytes = response.read()
+            return body.decode()
+
+
+def wait_active(client: Any, name: str, timeout: float = 10.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        table: dict[str, Any] = client.describe_table(TableName=name)["Table"]
+        if table["TableStatus"] == "ACTIVE":
+            return table
+        time.sleep(0.05)
+    raise TimeoutError(f"table {name} not ACTIVE")
+
+
+def wait_gone(client: Any, name: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            client.describe_table(TableName=name)
+        except client.exceptions.ResourceNotFoundException:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"table {name} still exists")
