@@ -12,6 +12,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, cast
 
+from google.protobuf.message import DecodeError
+
 from partita._proto import storage_pb2 as pb
 from partita.common import errors
 from partita.common.errors import DynamoError
@@ -79,7 +81,13 @@ class DataProtocol(asyncio.Protocol):
                 self._transport.close()
             return
         for frame in frames:
-            batch = pb.RequestBatch.FromString(frame)
+            try:
+                batch = pb.RequestBatch.FromString(frame)
+            except DecodeError:
+                log.warning("closing data connection: a frame is not a RequestBatch")
+                if self._transport is not None:
+                    self._transport.close()
+                return
             writes: list[Plan] = []
             for request in batch.requests:
                 plan = self._plane.plan(request)

@@ -420,7 +420,43 @@ _values = st.recursive(
     ),
     max_leaves=6,
 )
-_items = st.one_of(st.none(), st.dictionaries(st.sampled_from(_NAMES), _values, max_size=6))
+
+def _map(entries: dict[str, Any]) -> dict[str, Any]:
+    return {"M": entries}
+
+
+def _list(elements: list[Any]) -> dict[str, Any]:
+    return {"L": elements}
+
+
+# Mostly items shaped like the candidate paths expect, so that updates succeed often
+# enough to compare results and not only error messages.
+_shaped_items = st.fixed_dictionaries(
+    {
+        "a": _scalars,
+        "m": st.fixed_dictionaries(
+            {},
+            optional={
+                "x": _values,
+                "y": st.integers(0, 9).map(n),
+                "sb": st.fixed_dictionaries({}, optional={"q": _scalars}).map(_map),
+            },
+        ).map(_map),
+        "l": st.lists(
+            st.one_of(
+                _scalars,
+                st.fixed_dictionaries({"q": _scalars}).map(_map),
+                st.lists(_scalars, min_size=2, max_size=3).map(_list),
+            ),
+            min_size=2,
+            max_size=7,
+        ).map(_list),
+    },
+    optional={"b": _values, "c": st.integers(-9, 9).map(n), "zz": _values},
+)
+_items = st.one_of(
+    st.none(), st.dictionaries(st.sampled_from(_NAMES), _values, max_size=6), _shaped_items, _shaped_items
+)
 
 
 def _overlaps(one: tuple[Any, ...], two: tuple[Any, ...]) -> bool:
@@ -432,17 +468,23 @@ def _overlaps(one: tuple[Any, ...], two: tuple[Any, ...]) -> bool:
     return True
 
 
+_LIST_PATHS: list[tuple[Any, ...]] = [("l", i) for i in range(7)] + [("l", 1, "q"), ("l", 2, 0), ("l", 3, "q")]
+_LIKELY_SOURCES: list[tuple[Any, ...]] = [("a",), ("m",), ("l",), ("l", 0), ("m", "y"), ("c",), ("m", "x")]
+
+
 @st.composite
 def _updates(draw: st.DrawFn) -> list[tuple[str, tuple[Any, ...], Any]]:
+    # Half the updates work on one list, where index bookkeeping is easiest to get wrong.
+    pool = draw(st.sampled_from([_CANDIDATE_PATHS, _LIST_PATHS]))
     chosen: list[tuple[Any, ...]] = []
-    for path in draw(st.lists(st.sampled_from(_CANDIDATE_PATHS), min_size=1, max_size=5)):
+    for path in draw(st.lists(st.sampled_from(pool), min_size=1, max_size=5)):
         if not any(_overlaps(path, other) for other in chosen):
             chosen.append(path)
     actions = []
     for path in chosen:
-        clause = draw(st.sampled_from(["SET", "REMOVE", "ADD", "DELETE"]))
+        clause = draw(st.sampled_from(["SET", "SET", "REMOVE", "REMOVE", "ADD", "DELETE"]))
         if clause == "SET":
-            source = draw(st.sampled_from(_CANDIDATE_PATHS))
+            source = draw(st.sampled_from(_LIKELY_SOURCES + _CANDIDATE_PATHS))
             spec = draw(
                 st.one_of(
                     _values.map(lambda v: ("value", v)),
