@@ -42,6 +42,7 @@ try:
 except ImportError:  # pragma: no cover - old setuptools
     pass
 
+
 def _package_layout() -> tuple[list[str], dict[str, str]]:
     """Every package under services/partita and operator/partita, mapped to its root.
 

@@ -52,7 +52,13 @@ def compound_filter() -> None:
     r = resolve_request(
         filter="#s = :s AND age BETWEEN :lo AND :hi AND (contains(tags, :t) OR size(profile.scores) > :n)",
         names={"#s": "status"},
-        values={":s": {"S": "active"}, ":lo": {"N": "18"}, ":hi": {"N": "65"}, ":t": {"S": "b"}, ":n": {"N": "2"}},
+        values={
+            ":s": {"S": "active"},
+            ":lo": {"N": "18"},
+            ":hi": {"N": "65"},
+            ":t": {"S": "b"},
+            ":n": {"N": "2"},
+        },
     )
     assert r.filter is not None
     evaluate(r.filter, ITEM)

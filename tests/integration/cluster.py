@@ -37,7 +37,13 @@ def free_port_layout() -> dict[str, int]:
     for _ in range(200):
         base = rng.randrange(20000, 59000, 10)
         ports = {"router": base, "etcd": base + 2, "storage": base + 5}
-        wanted = [base, base + 2, base + 3, *[base + 5 + i for i in range(3)], *[base + 105 + i for i in range(3)]]
+        wanted = [
+            base,
+            base + 2,
+            base + 3,
+            *[base + 5 + i for i in range(3)],
+            *[base + 105 + i for i in range(3)],
+        ]
         if all(_free(p) for p in wanted):
             return ports
     raise RuntimeError("no free port range found")

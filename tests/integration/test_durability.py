@@ -35,7 +35,10 @@ def _create(ddb: Any, name: str) -> None:
     ddb.create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "N"},
+        ],
         BillingMode="PAY_PER_REQUEST",
     )
     wait_active(ddb, name)
@@ -56,7 +59,9 @@ def test_storage_node_sigkill_loses_no_acknowledged_write(own_cluster: Cluster) 
                 return
             key = (f"w{worker}", i)
             try:
-                client.put_item(TableName=name, Item={"pk": {"S": key[0]}, "sk": {"N": str(i)}, "v": {"N": str(i)}})
+                client.put_item(
+                    TableName=name, Item={"pk": {"S": key[0]}, "sk": {"N": str(i)}, "v": {"N": str(i)}}
+                )
             except Exception:
                 continue  # not acknowledged: no promise was made
             with lock:
@@ -83,7 +88,10 @@ def test_storage_node_sigkill_loses_no_acknowledged_write(own_cluster: Cluster) 
     missing = [
         key
         for key in acknowledged
-        if "Item" not in reader.get_item(TableName=name, Key={"pk": {"S": key[0]}, "sk": {"N": str(key[1])}}, ConsistentRead=True)
+        if "Item"
+        not in reader.get_item(
+            TableName=name, Key={"pk": {"S": key[0]}, "sk": {"N": str(key[1])}}, ConsistentRead=True
+        )
     ]
     assert acked_at_kill >= 300
     assert missing == []
@@ -95,7 +103,9 @@ def test_ctrl_c_and_up_again_keeps_tables_and_items(own_cluster: Cluster) -> Non
     for name in names:
         _create(ddb, name)
         for i in range(50):
-            ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i % 7}"}, "sk": {"N": str(i)}, "v": {"S": name}})
+            ddb.put_item(
+                TableName=name, Item={"pk": {"S": f"k{i % 7}"}, "sk": {"N": str(i)}, "v": {"S": name}}
+            )
     assert own_cluster.stop(signal.SIGINT) == 0
     log = own_cluster.read_log()
     assert "all processes stopped" in log and "did not stop" not in log

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import subprocess
@@ -30,8 +31,15 @@ def _post(cluster: Cluster, body: bytes, headers: dict[str, str]) -> tuple[int, 
         conn.close()
 
 
-def _signed(cluster: Cluster, target: str, body: bytes, *, secret: str | None = None,
-            amz_date: str | None = None, content_type: str = "application/x-amz-json-1.0") -> dict[str, str]:
+def _signed(
+    cluster: Cluster,
+    target: str,
+    body: bytes,
+    *,
+    secret: str | None = None,
+    amz_date: str | None = None,
+    content_type: str = "application/x-amz-json-1.0",
+) -> dict[str, str]:
     cred = cluster.credentials()
     host = f"127.0.0.1:{cluster.ports['router']}"
     headers = {"Content-Type": content_type, "X-Amz-Target": f"DynamoDB_20120810.{target}", "Host": host}
@@ -57,17 +65,26 @@ def _type(body: dict[str, Any]) -> str:
 
 
 def test_missing_authentication_token(cluster: Cluster) -> None:
-    status, body = _post(cluster, b"{}", {"X-Amz-Target": "DynamoDB_20120810.ListTables",
-                                           "Content-Type": "application/x-amz-json-1.0"})
+    status, body = _post(
+        cluster,
+        b"{}",
+        {"X-Amz-Target": "DynamoDB_20120810.ListTables", "Content-Type": "application/x-amz-json-1.0"},
+    )
     assert status == 400
     assert _type(body) == "MissingAuthenticationTokenException"
     assert body["message"] == "Request is missing Authentication Token"
 
 
 def test_incomplete_signature(cluster: Cluster) -> None:
-    status, body = _post(cluster, b"{}", {"X-Amz-Target": "DynamoDB_20120810.ListTables",
-                                           "Authorization": "AWS4-HMAC-SHA256 Credential=x",
-                                           "X-Amz-Date": "20260101T000000Z"})
+    status, body = _post(
+        cluster,
+        b"{}",
+        {
+            "X-Amz-Target": "DynamoDB_20120810.ListTables",
+            "Authorization": "AWS4-HMAC-SHA256 Credential=x",
+            "X-Amz-Date": "20260101T000000Z",
+        },
+    )
     assert (status, _type(body)) == (400, "IncompleteSignatureException")
 
 
@@ -111,15 +128,28 @@ def test_shape_errors_use_dynamodb_wording(cluster: Cluster) -> None:
     assert out["__type"] == "com.amazon.coral.validate#ValidationException"
     assert out["message"].startswith("2 validation errors detected: ")
     assert "Member must have length greater than or equal to 1" in out["message"]
-    assert "Value 'a b' at 'tableName' failed to satisfy constraint: Member must satisfy regular " \
-           "expression pattern: [a-zA-Z0-9_.-]+" in out["message"]
+    assert (
+        "Value 'a b' at 'tableName' failed to satisfy constraint: Member must satisfy regular "
+        "expression pattern: [a-zA-Z0-9_.-]+" in out["message"]
+    )
 
 
 def test_credentials_added_and_removed_take_effect_without_restart(cluster: Cluster) -> None:
     def cli(*args: str) -> Any:
         out = subprocess.run(
-            [sys.executable, "-m", "partita.cli.main", "credentials", *args, "--data-dir", str(cluster.data_dir)],
-            capture_output=True, text=True, timeout=30, check=True,
+            [
+                sys.executable,
+                "-m",
+                "partita.cli.main",
+                "credentials",
+                *args,
+                "--data-dir",
+                str(cluster.data_dir),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         )
         return out.stdout
 
@@ -151,9 +181,24 @@ def test_credentials_added_and_removed_take_effect_without_restart(cluster: Clus
 def test_table_permissions_are_enforced(cluster: Cluster) -> None:
     allowed = f"perm-{uuid.uuid4().hex[:6]}"
     out = subprocess.run(
-        [sys.executable, "-m", "partita.cli.main", "credentials", "add", "--name", "scoped", "--tables", allowed,
-         "--json", "--data-dir", str(cluster.data_dir)],
-        capture_output=True, text=True, timeout=30, check=True,
+        [
+            sys.executable,
+            "-m",
+            "partita.cli.main",
+            "credentials",
+            "add",
+            "--name",
+            "scoped",
+            "--tables",
+            allowed,
+            "--json",
+            "--data-dir",
+            str(cluster.data_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
     )
     added = json.loads(out.stdout)
     admin = cluster.client()
@@ -165,7 +210,9 @@ def test_table_permissions_are_enforced(cluster: Cluster) -> None:
             BillingMode="PAY_PER_REQUEST",
         )
         wait_active(admin, name)
-    scoped = cluster.client(aws_access_key_id=added["access_key_id"], aws_secret_access_key=added["secret_access_key"])
+    scoped = cluster.client(
+        aws_access_key_id=added["access_key_id"], aws_secret_access_key=added["secret_access_key"]
+    )
     time.sleep(1.2)  # credentials file reload interval
     scoped.put_item(TableName=allowed, Item={"pk": {"S": "ok"}})
     with pytest.raises(ClientError) as err:
@@ -177,13 +224,14 @@ def test_table_permissions_are_enforced(cluster: Cluster) -> None:
 def test_router_survives_garbage_connections(cluster: Cluster) -> None:
     import socket
 
-    for junk in (b"\x00\x01\x02garbage\r\n\r\n", b"POST / HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",
-                 b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\n\r\n"):
+    for junk in (
+        b"\x00\x01\x02garbage\r\n\r\n",
+        b"POST / HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",
+        b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\n\r\n",
+    ):
         with socket.create_connection(("127.0.0.1", cluster.ports["router"]), timeout=5) as s:
             s.sendall(junk)
-            try:
+            with contextlib.suppress(OSError):
                 s.recv(1024)
-            except OSError:
-                pass
     assert cluster.health().startswith("healthy:")
     assert cluster.client().list_tables()["ResponseMetadata"]["HTTPStatusCode"] == 200

@@ -117,7 +117,9 @@ def test_delete_item_removes_and_returns_old(cluster: Cluster, table_s: str) -> 
     assert out["Attributes"] == {"pk": {"S": "gone"}, "v": {"N": "1"}}
     assert "Item" not in ddb.get_item(TableName=table_s, Key={"pk": {"S": "gone"}})
     # Deleting a missing item succeeds and returns nothing.
-    assert "Attributes" not in ddb.delete_item(TableName=table_s, Key={"pk": {"S": "gone"}}, ReturnValues="ALL_OLD")
+    assert "Attributes" not in ddb.delete_item(
+        TableName=table_s, Key={"pk": {"S": "gone"}}, ReturnValues="ALL_OLD"
+    )
 
 
 def test_items_spread_over_all_partitions(cluster: Cluster, table_s: str) -> None:
@@ -128,7 +130,8 @@ def test_items_spread_over_all_partitions(cluster: Cluster, table_s: str) -> Non
         assert ddb.get_item(TableName=table_s, Key={"pk": {"S": f"spread-{i}"}})["Item"]["i"] == {"N": str(i)}
     # Each storage node's log shows it hosts part of the table: the WAL of every node grew.
     sizes = [
-        sum(f.stat().st_size for f in (cluster.data_dir / f"storage-{z}" / "wal").glob("*.log")) for z in "abc"
+        sum(f.stat().st_size for f in (cluster.data_dir / f"storage-{z}" / "wal").glob("*.log"))
+        for z in "abc"
     ]
     assert all(s > 0 for s in sizes), sizes
 
@@ -152,7 +155,9 @@ def test_bad_items_get_dynamodb_errors(cluster: Cluster, table_sn: str) -> None:
     )
     code, message = _error(put, TableName=table_sn, Item={"pk": {"S": "x" * 2049}, "sk": {"N": "1"}})
     assert code == "ValidationException" and "2048" in message
-    code, message = _error(put, TableName=table_sn, Item={"pk": {"S": "x"}, "sk": {"N": "1"}, "big": {"S": "x" * 410_000}})
+    code, message = _error(
+        put, TableName=table_sn, Item={"pk": {"S": "x"}, "sk": {"N": "1"}, "big": {"S": "x" * 410_000}}
+    )
     assert (code, message) == ("ValidationException", "Item size has exceeded the maximum allowed size")
     code, _ = _error(put, TableName=table_sn, Item={"pk": {"S": ""}, "sk": {"N": "1"}})
     assert code == "ValidationException"
@@ -162,7 +167,10 @@ def test_bad_items_get_dynamodb_errors(cluster: Cluster, table_sn: str) -> None:
         "ValidationException",
         "The provided key element does not match the schema",
     )
-    assert _error(ddb.get_item, TableName="missing-table", Key={"pk": {"S": "x"}})[0] == "ResourceNotFoundException"
+    assert (
+        _error(ddb.get_item, TableName="missing-table", Key={"pk": {"S": "x"}})[0]
+        == "ResourceNotFoundException"
+    )
     # Nothing was written by any refused request.
     assert "Item" not in ddb.get_item(TableName=table_sn, Key={"pk": {"S": "x"}, "sk": {"N": "1"}})
 
@@ -170,9 +178,11 @@ def test_bad_items_get_dynamodb_errors(cluster: Cluster, table_sn: str) -> None:
 def test_sort_key_over_1024_bytes_is_refused(cluster: Cluster, table_sn: str) -> None:
     ddb = cluster.client()
     name = table_sn
-    code, message = _error(
-        ddb.put_item, TableName=name, Item={"pk": {"S": "x"}, "sk": {"N": "1"}, "pad": {"S": "y"}}
-    ) if False else ("", "")
+    code, message = (
+        _error(ddb.put_item, TableName=name, Item={"pk": {"S": "x"}, "sk": {"N": "1"}, "pad": {"S": "y"}})
+        if False
+        else ("", "")
+    )
     schema = [("pk", "HASH", "S"), ("sk", "RANGE", "S")]
     table_ss = _table(cluster, schema)
     code, message = _error(ddb.put_item, TableName=table_ss, Item={"pk": {"S": "x"}, "sk": {"S": "y" * 1025}})

@@ -56,8 +56,9 @@ def test_provisioned_table_gets_dynamodb_partition_count(cluster: Cluster) -> No
         ProvisionedThroughput={"ReadCapacityUnits": 6000, "WriteCapacityUnits": 1500},
     )
     wait_active(ddb, name)
-    from partita.cli.main import _status  # the same JSON `partita status` prints
     import asyncio
+
+    from partita.cli.main import _status  # the same JSON `partita status` prints
 
     status = asyncio.run(_status(cluster.data_dir))
     table = next(t for t in status["tables"] if t["name"] == name)

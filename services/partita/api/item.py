@@ -36,8 +36,9 @@ def _check_b64(text: Any) -> None:
     try:
         binascii.a2b_base64(text, strict_mode=True)
     except (binascii.Error, ValueError):
-        raise errors.serialization("Base64 encoded length is expected a multiple of 4 bytes but found: "
-                                   f"{len(text)}") from None
+        raise errors.serialization(
+            f"Base64 encoded length is expected a multiple of 4 bytes but found: {len(text)}"
+        ) from None
 
 
 def check_value(av: Any, depth: int = 1) -> AttributeValue:

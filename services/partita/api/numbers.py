@@ -20,14 +20,12 @@ CONTEXT = decimal.Context(prec=80, Emax=999_999, Emin=-999_999, traps=[decimal.I
 _INVALID = "A value provided cannot be converted into a number"
 _TOO_PRECISE = "Attempting to store more than 38 significant digits in a Number"
 _OVERFLOW = "Number overflow. Attempting to store a number with magnitude larger than supported range"
-_UNDERFLOW = (
-    "Number underflow. Attempting to store a number with magnitude smaller than supported range"
-)
+_UNDERFLOW = "Number underflow. Attempting to store a number with magnitude smaller than supported range"
 
 
 def parse_number(text: str) -> Decimal:
     """Parse and check a DynamoDB number string; raises ValidationException."""
-    # Decimal() also accepts non-ASCII digits ("١") and underscores; DynamoDB does not.
+    # Decimal() also accepts non-ASCII digits (Arabic-Indic, ...) and underscores; DynamoDB does not.
     if (
         not isinstance(text, str)
         or not text

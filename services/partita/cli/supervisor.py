@@ -96,14 +96,22 @@ class ClusterLayout:
             "etcd",
             [
                 etcd_binary(),
-                "--name", "partita-local",
-                "--data-dir", str(self.data_dir / "etcd"),
-                "--listen-client-urls", etcd_url,
-                "--advertise-client-urls", etcd_url,
-                "--listen-peer-urls", peer_url,
-                "--initial-advertise-peer-urls", peer_url,
-                "--initial-cluster", f"partita-local={peer_url}",
-                "--log-level", "warn",
+                "--name",
+                "partita-local",
+                "--data-dir",
+                str(self.data_dir / "etcd"),
+                "--listen-client-urls",
+                etcd_url,
+                "--advertise-client-urls",
+                etcd_url,
+                "--listen-peer-urls",
+                peer_url,
+                "--initial-advertise-peer-urls",
+                peer_url,
+                "--initial-cluster",
+                f"partita-local={peer_url}",
+                "--log-level",
+                "warn",
             ],
             {"client": self.etcd_port, "peer": self.etcd_port + 1},
         )
@@ -113,29 +121,45 @@ class ClusterLayout:
             port = self.storage_base_port + i
             data_port = self.storage_base_port + 100 + i
             argv = [
-                *py, "storage",
-                "--node-id", f"storage-{zone}",
-                "--zone", zone,
-                "--host", self.host,
-                "--port", str(port),
-                "--data-port", str(data_port),
-                "--data-dir", str(self.data_dir / f"storage-{zone}"),
-                "--etcd", etcd_arg,
+                *py,
+                "storage",
+                "--node-id",
+                f"storage-{zone}",
+                "--zone",
+                zone,
+                "--host",
+                self.host,
+                "--port",
+                str(port),
+                "--data-port",
+                str(data_port),
+                "--data-dir",
+                str(self.data_dir / f"storage-{zone}"),
+                "--etcd",
+                etcd_arg,
             ]
             if not self.sync:
                 argv.append("--unsafe-no-fsync")
-            out.append(Child(f"storage-{zone}", "storage", argv, {"grpc": port, "data": data_port}, zone=zone))
+            out.append(
+                Child(f"storage-{zone}", "storage", argv, {"grpc": port, "data": data_port}, zone=zone)
+            )
         out.append(
             Child(
                 "router",
                 "router",
                 [
-                    *py, "router",
-                    "--host", self.host,
-                    "--port", str(self.router_port),
-                    "--etcd", etcd_arg,
-                    "--data-dir", str(self.data_dir),
-                    "--region", self.region,
+                    *py,
+                    "router",
+                    "--host",
+                    self.host,
+                    "--port",
+                    str(self.router_port),
+                    "--etcd",
+                    etcd_arg,
+                    "--data-dir",
+                    str(self.data_dir),
+                    "--region",
+                    self.region,
                 ],
                 {"http": self.router_port},
             )
@@ -175,7 +199,9 @@ class Supervisor:
         while not _port_open(self.layout.host, port):
             assert child.process is not None
             if child.process.returncode is not None:
-                raise RuntimeError(f"{child.name} exited with code {child.process.returncode}; see {child.log_path}")
+                raise RuntimeError(
+                    f"{child.name} exited with code {child.process.returncode}; see {child.log_path}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{child.name} did not open port {port}; see {child.log_path}")
             await asyncio.sleep(0.05)
@@ -213,8 +239,12 @@ class Supervisor:
                 if self._stopping or child.stopping:
                     continue
                 code = task.result()
-                log.error("%s (pid %s) exited with code %s; restarting", child.name,
-                          child.process.pid if child.process else "?", code)
+                log.error(
+                    "%s (pid %s) exited with code %s; restarting",
+                    child.name,
+                    child.process.pid if child.process else "?",
+                    code,
+                )
                 ran_for = time.monotonic() - child.started_at
                 child.restarts += 1
                 if ran_for < 5:

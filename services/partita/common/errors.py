@@ -16,6 +16,7 @@ import orjson
 DYNAMODB_NS = "com.amazonaws.dynamodb.v20120810"
 VALIDATE_NS = "com.amazon.coral.validate"
 SERVICE_NS = "com.amazon.coral.service"
+AVAILABILITY_NS = "com.amazon.coral.availability"  # ThrottlingException's, as DynamoDB sends it
 
 
 class DynamoError(Exception):
@@ -102,7 +103,7 @@ def unrecognized_client() -> DynamoError:
 
 
 def access_denied(message: str) -> DynamoError:
-    return DynamoError("AccessDeniedException", message)
+    return DynamoError("AccessDeniedException", message, namespace=SERVICE_NS)
 
 
 # --- resources -----------------------------------------------------------------------
@@ -129,9 +130,7 @@ def limit_exceeded(message: str) -> DynamoError:
 
 def conditional_check_failed(item: dict[str, Any] | None = None) -> DynamoError:
     extra = {"Item": item} if item is not None else None
-    return DynamoError(
-        "ConditionalCheckFailedException", "The conditional request failed", extra=extra
-    )
+    return DynamoError("ConditionalCheckFailedException", "The conditional request failed", extra=extra)
 
 
 def item_collection_size_limit() -> DynamoError:
@@ -163,7 +162,7 @@ def provisioned_throughput_exceeded() -> DynamoError:
 
 
 def throttling(message: str = "Rate of requests exceeds the allowed throughput.") -> DynamoError:
-    return DynamoError("ThrottlingException", message, namespace=SERVICE_NS, retriable=True)
+    return DynamoError("ThrottlingException", message, namespace=AVAILABILITY_NS, retriable=True)
 
 
 def internal_server_error(message: str = "Internal server error") -> DynamoError:
@@ -171,6 +170,4 @@ def internal_server_error(message: str = "Internal server error") -> DynamoError
 
 
 def service_unavailable(message: str = "The service is currently unavailable") -> DynamoError:
-    return DynamoError(
-        "ServiceUnavailable", message, namespace=SERVICE_NS, status=503, retriable=True
-    )
+    return DynamoError("ServiceUnavailable", message, namespace=SERVICE_NS, status=503, retriable=True)

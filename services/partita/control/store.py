@@ -31,8 +31,10 @@ class ControlStore(Protocol):
     async def get_table(self, name: str) -> TableRecord | None: ...
     async def create_table(self, record: TableRecord) -> bool:
         """Store a new table; False if the name is taken."""
+
     async def replace_table(self, record: TableRecord) -> bool:
         """Store `record` if the stored one still has `record.revision`; False otherwise."""
+
     async def remove_table(self, record: TableRecord) -> bool: ...
     async def register_node(self, node: NodeRecord, ttl: int) -> None: ...
     async def list_nodes(self) -> list[NodeRecord]: ...
@@ -41,6 +43,7 @@ class ControlStore(Protocol):
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]: ...
     async def wait_for_change(self, timeout: float) -> bool:
         """Return when anything in the store may have changed (True) or after `timeout` (False)."""
+
     async def close(self) -> None: ...
 
 
@@ -85,7 +88,9 @@ class EtcdControlStore:
         key = TABLES + record.name.encode()
         tx = self._client.transactions
         ok, _ = await self._client.transaction(
-            compare=[tx.mod(key) == record.revision],
+            # A missing key has mod revision 0: without the version check a record
+            # never read from the store (revision 0) would create the table.
+            compare=[tx.version(key) > 0, tx.mod(key) == record.revision],
             success=[tx.put(key, orjson.dumps(record.to_json()))],
             failure=[],
         )
@@ -95,7 +100,7 @@ class EtcdControlStore:
         key = TABLES + record.name.encode()
         tx = self._client.transactions
         ok, _ = await self._client.transaction(
-            compare=[tx.mod(key) == record.revision],
+            compare=[tx.version(key) > 0, tx.mod(key) == record.revision],
             success=[
                 tx.delete(key),
                 tx.delete(
@@ -138,7 +143,9 @@ class EtcdControlStore:
 
     async def list_nodes(self) -> list[NodeRecord]:
         result = await self._client.get_prefix(NODES)
-        return sorted((NodeRecord.from_json(orjson.loads(kv.value)) for kv in result), key=lambda n: n.node_id)
+        return sorted(
+            (NodeRecord.from_json(orjson.loads(kv.value)) for kv in result), key=lambda n: n.node_id
+        )
 
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
         await self._client.put(_ready_key(table_id, partition_id, node_id), b"1")

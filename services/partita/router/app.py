@@ -73,8 +73,8 @@ class DynamoApp:
             return self._response(exc.status, exc.render())
         except Exception:
             log.exception("operation failed")
-            exc = errors.internal_server_error()
-            return self._response(exc.status, exc.render())
+            internal = errors.internal_server_error()
+            return self._response(internal.status, internal.render())
         return self._response(200, body)
 
     async def _dispatch(self, request: HttpRequest) -> bytes:

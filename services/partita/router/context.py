@@ -63,12 +63,14 @@ class RouterContext:
 def _error_of(response: pb.Response) -> DynamoError:
     import orjson
 
-    from partita.common.errors import DYNAMODB_NS, SERVICE_NS, VALIDATE_NS
+    from partita.common.errors import AVAILABILITY_NS, DYNAMODB_NS, VALIDATE_NS
 
     namespace = {
         "ValidationException": VALIDATE_NS,
-        "ThrottlingException": SERVICE_NS,
+        "ThrottlingException": AVAILABILITY_NS,
     }.get(response.error_code, DYNAMODB_NS)
     extra = orjson.loads(response.error_body) if response.error_body else None
     status = 500 if response.error_code == "InternalServerError" else 400
-    return DynamoError(response.error_code, response.error_message, namespace=namespace, status=status, extra=extra)
+    return DynamoError(
+        response.error_code, response.error_message, namespace=namespace, status=status, extra=extra
+    )

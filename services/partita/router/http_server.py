@@ -24,8 +24,13 @@ log = logging.getLogger(__name__)
 # before it is buffered.
 MAX_BODY_BYTES = 16 * 1024 * 1024 + 64 * 1024
 
-_REASONS = {200: b"OK", 400: b"Bad Request", 413: b"Payload Too Large", 500: b"Internal Server Error",
-            503: b"Service Unavailable"}
+_REASONS = {
+    200: b"OK",
+    400: b"Bad Request",
+    413: b"Payload Too Large",
+    500: b"Internal Server Error",
+    503: b"Service Unavailable",
+}
 
 
 @dataclass(slots=True)
@@ -74,8 +79,11 @@ class HttpProtocol(asyncio.Protocol):
         except httptools.HttpParserError:
             self._reply_and_close(400, b"malformed HTTP request")
         except _TooLarge:
-            self._reply_and_close(413, b'{"__type":"com.amazon.coral.service#SerializationException",'
-                                       b'"message":"Request size exceeded"}')
+            self._reply_and_close(
+                413,
+                b'{"__type":"com.amazon.coral.service#SerializationException",'
+                b'"message":"Request size exceeded"}',
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
@@ -131,8 +139,11 @@ class HttpProtocol(asyncio.Protocol):
                 response = await self._handler(request)
             except Exception:
                 log.exception("handler failed")
-                response = HttpResponse(500, b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError",'
-                                             b'"message":"Internal server error"}')
+                response = HttpResponse(
+                    500,
+                    b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError",'
+                    b'"message":"Internal server error"}',
+                )
             self._write(response, keep_alive)
             if not keep_alive:
                 self._close()
@@ -167,4 +178,6 @@ class _TooLarge(Exception):
 
 async def start_http_server(handler: Handler, host: str, port: int) -> asyncio.Server:
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: HttpProtocol(handler), host, port, reuse_address=True, backlog=1024)
+    return await loop.create_server(
+        lambda: HttpProtocol(handler), host, port, reuse_address=True, backlog=1024
+    )

@@ -12,9 +12,9 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from partita.autoadmin.lifecycle import drive_lifecycle
 from partita.common import errors
 from partita.common.partition_map import PartitionMap
-from partita.autoadmin.lifecycle import drive_lifecycle
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import ControlStore
 

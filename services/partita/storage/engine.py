@@ -52,7 +52,9 @@ class Engine:
         options.create_if_missing(True)
         db = rocksdict.Rdict(str(directory / "rocksdb"), options)
         write_options = rocksdict.WriteOptions()
-        write_options.disable_wal = True  # durability comes from our WAL
+        # Durability comes from our WAL. (rocksdict's stubs call this a method; at run
+        # time it is a property.)
+        write_options.disable_wal = True  # type: ignore[method-assign,assignment]
         db.set_write_options(write_options)
         raw = db.get(APPLIED_LSN_KEY)
         applied = _LSN.unpack(raw)[0] if raw is not None else 0
@@ -186,4 +188,3 @@ class Engine:
         self._db.flush(True)
         self._wal.truncate_before(self.applied_lsn + 1)
         self._db.close()
-

@@ -9,7 +9,25 @@ from partita.storage import node
 
 
 async def serve(
-    *, node_id: str, zone: str, host: str, port: int, data_port: int, data_dir: Path, etcd_host: str, etcd_port: int, sync: bool
+    *,
+    node_id: str,
+    zone: str,
+    host: str,
+    port: int,
+    data_port: int,
+    data_dir: Path,
+    etcd_host: str,
+    etcd_port: int,
+    sync: bool,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
-    await node.serve(node_id=node_id, zone=zone, host=host, port=port, data_port=data_port, data_dir=data_dir, store=store, sync=sync)
+    await node.serve(
+        node_id=node_id,
+        zone=zone,
+        host=host,
+        port=port,
+        data_port=data_port,
+        data_dir=data_dir,
+        store=store,
+        sync=sync,
+    )

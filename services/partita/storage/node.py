@@ -19,10 +19,10 @@ from partita._proto import storage_pb2_grpc as pb_grpc
 from partita.common import keys
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import ControlStore
+from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
-from partita.storage.data_server import DataPlane, start_data_server
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class StorageService(pb_grpc.StorageServicer):
     def __init__(self, state: NodeState) -> None:
         self.state = state
 
-    async def Status(self, request: pb.StatusRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:  # noqa: N802
+    async def Status(self, request: pb.StatusRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
         out = pb.StatusResponse(
             node_id=self.state.node_id, zone=self.state.zone, applied_lsn=self.state.engine.applied_lsn
         )
@@ -125,7 +125,7 @@ async def serve(
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    pb_grpc.add_StorageServicer_to_server(StorageService(state), server)
+    pb_grpc.add_StorageServicer_to_server(StorageService(state), server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     data_server = await start_data_server(DataPlane(state), host, data_port)

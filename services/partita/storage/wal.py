@@ -384,7 +384,7 @@ class WriteAheadLog:
         # No retry: after a failed fsync the kernel may have dropped the dirty pages
         # and a second fsync can report success without writing them. Only reopening
         # (which reads what really is on disk) is safe.
-        pass
+        self._failure = exc
         for entry in batch:
             if not entry.future.done():
                 if isinstance(exc, Exception):
@@ -572,9 +572,9 @@ def _later_batch_record(data: bytes, start: int, lsn: int) -> int | None:
     A damaged header cannot be trusted to find the next record, so every byte offset
     is a candidate. The LSN field filters them: an intact later record's LSN lies in
     (lsn, lsn + records that fit], which almost no other 8 bytes do; only those
-    candidates get a checksum. Looking at 8-byte words of the tail (one pass per
-    alignment) keeps the per-offset work in a tight loop: about a second for the
-    largest possible tail, 16 MiB, and the common torn tail is a few KiB.
+    candidates get a checksum. The tail is read as 8-byte words, one pass per
+    alignment, to keep the per-offset work small: about two seconds for the largest
+    possible tail (16 MiB), milliseconds for the usual one (the last batch, KiBs).
     """
     lo = lsn + 1
     hi = lsn + (len(data) - start) // HEADER_BYTES
@@ -587,12 +587,11 @@ def _later_batch_record(data: bytes, start: int, lsn: int) -> int | None:
         values.frombytes(data[first_field : first_field + 8 * words])
         if sys.byteorder == "big":
             values.byteswap()
-        for i, candidate in enumerate(values):
-            if lo <= candidate <= hi:
-                offset = first_field - 8 + 8 * i
-                record = _record_at(data, offset)
-                if record is not None and record[0] - record[1] > lsn:
-                    return offset
+        for i in [i for i, candidate in enumerate(values) if lo <= candidate <= hi]:
+            offset = first_field - 8 + 8 * i
+            record = _record_at(data, offset)
+            if record is not None and record[0] - record[1] > lsn:
+                return offset
     return None
 
 

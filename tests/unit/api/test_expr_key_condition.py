@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from partita.api.expressions import KeyCondition, plan_key_condition, resolve_request
 from partita.common.errors import DynamoError
 
@@ -103,12 +102,21 @@ def test_operators_a_key_condition_cannot_use(expression: str, operator: str) ->
         ),
         ("size(b) > a AND a.b > b AND b > c", "KeyConditionExpressions cannot contain nested operations"),
         ("a between size(b) and size(a)", "KeyConditionExpressions cannot contain nested operations"),
-        ("b > a.b", "Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition"),
-        ("a between b and size(a)", "Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition"),
+        (
+            "b > a.b",
+            "Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition",
+        ),
+        (
+            "a between b and size(a)",
+            "Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition",
+        ),
         ("b.d > a AND c.d > e.f", "KeyConditionExpressions cannot have conditions on nested attributes"),
         ("b[0] > a", "KeyConditionExpressions cannot have conditions on nested attributes"),
         (":b > :a AND a < :b", "Invalid condition in KeyConditionExpression: No key attribute specified"),
-        ("b > :a AND b < :a and c = :a and d = :a", "KeyConditionExpressions must only contain one condition per key"),
+        (
+            "b > :a AND b < :a and c = :a and d = :a",
+            "KeyConditionExpressions must only contain one condition per key",
+        ),
         ("p = :p AND p = :p", "KeyConditionExpressions must only contain one condition per key"),
         (":a = a and b = :a and :a = c", "Conditions can be of length 1 or 2 only"),
     ],
@@ -125,23 +133,25 @@ def test_general_condition_checks_come_first() -> None:
     assert shape_error("p=:p AND c!=:c", {":p": {"S": "x"}, ":c": {"N": "1"}}).startswith(
         "Invalid KeyConditionExpression: Syntax error;"
     )
-    assert shape_error("p = :p AND begins_with(c, :a)").endswith("operator or function: begins_with, operand type: N")
+    assert shape_error("p = :p AND begins_with(c, :a)").endswith(
+        "operator or function: begins_with, operand type: N"
+    )
 
 
 # --- schema checks ------------------------------------------------------------------------
 
 
 def test_partition_key_must_be_present_and_compared_for_equality() -> None:
-    with pytest.raises(DynamoError, match=": Query condition missed key schema element: p$"):
+    with pytest.raises(DynamoError, match=r": Query condition missed key schema element: p$"):
         plan("c = :a")
-    with pytest.raises(DynamoError, match=": Query key condition not supported$"):
+    with pytest.raises(DynamoError, match=r": Query key condition not supported$"):
         plan("p < :p")
 
 
 def test_second_condition_must_be_on_the_sort_key() -> None:
-    with pytest.raises(DynamoError, match=": Query condition missed key schema element: c$"):
+    with pytest.raises(DynamoError, match=r": Query condition missed key schema element: c$"):
         plan("p = :p AND x < :a")
-    with pytest.raises(DynamoError, match=": Query key condition not supported$"):
+    with pytest.raises(DynamoError, match=r": Query key condition not supported$"):
         plan_key_condition(resolved("p = :p AND x < :a"), "p", None, None)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from partita.api.expressions import ast
 from partita.api.expressions.parser import parse_condition, parse_projection, parse_update
 from partita.api.expressions.printer import to_text
@@ -193,7 +192,8 @@ def test_path_nesting_limit_is_32_levels() -> None:
 def test_in_accepts_100_operands_and_rejects_101() -> None:
     parse_condition("a IN (" + ", ".join(f":v{i}" for i in range(100)) + ")")
     assert message(parse_condition, "a IN (" + ", ".join(f":v{i}" for i in range(101)) + ")") == (
-        "Invalid ConditionExpression: The IN operator is provided with too many operands; number of operands: 101"
+        "Invalid ConditionExpression: The IN operator is provided with too many operands; "
+        "number of operands: 101"
     )
 
 

@@ -8,7 +8,12 @@ from partita.api.expressions import project, resolve_request
 
 ITEM: dict[str, Any] = {
     "p": {"S": "k"},
-    "a": {"M": {"b": {"N": "1"}, "c": {"L": [{"S": "c0"}, {"S": "c1"}, {"M": {"x": {"N": "2"}, "y": {"N": "3"}}}]}}},
+    "a": {
+        "M": {
+            "b": {"N": "1"},
+            "c": {"L": [{"S": "c0"}, {"S": "c1"}, {"M": {"x": {"N": "2"}, "y": {"N": "3"}}}]},
+        }
+    },
     "d": {"S": "cat"},
     "dotted.name": {"BOOL": True},
 }
@@ -32,7 +37,9 @@ def test_nested_paths_keep_their_structure() -> None:
 
 
 def test_list_elements_are_compacted_in_index_order() -> None:
-    assert projected("a.c[2].x, a.c[0]") == {"a": {"M": {"c": {"L": [{"S": "c0"}, {"M": {"x": {"N": "2"}}}]}}}}
+    assert projected("a.c[2].x, a.c[0]") == {
+        "a": {"M": {"c": {"L": [{"S": "c0"}, {"M": {"x": {"N": "2"}}}]}}}
+    }
 
 
 def test_missing_paths_are_left_out() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from partita.api.expressions import ast, resolve_request
 from partita.api.expressions.resolve import check_attribute_maps
 from partita.common.errors import DynamoError
@@ -107,7 +106,11 @@ def test_per_leaf_order_reports_the_first_faulty_condition() -> None:
         ({"a": "a"}, None, 'ExpressionAttributeNames contains invalid key: Syntax error; key: "a"'),
         ({"#": "a"}, None, 'ExpressionAttributeNames contains invalid key: Syntax error; key: "#"'),
         ({"#a-b": "a"}, None, 'ExpressionAttributeNames contains invalid key: Syntax error; key: "#a-b"'),
-        ({"#a": ""}, None, "ExpressionAttributeNames contains invalid value: Empty attribute name for key #a"),
+        (
+            {"#a": ""},
+            None,
+            "ExpressionAttributeNames contains invalid value: Empty attribute name for key #a",
+        ),
         (None, {"b": S}, 'ExpressionAttributeValues contains invalid key: Syntax error; key: "b"'),
         (
             {"#" + "a" * 255: "x"},
@@ -154,7 +157,9 @@ def test_placeholder_keys_of_255_bytes_are_accepted() -> None:
 )
 def test_function_operand_count(expression: str, values: dict[str, Any], expected: str) -> None:
     message = fails(filter=expression, values=values or None)
-    assert message.startswith("Invalid FilterExpression: Incorrect number of operands for operator or function;")
+    assert message.startswith(
+        "Invalid FilterExpression: Incorrect number of operands for operator or function;"
+    )
     assert message.endswith(expected)
 
 

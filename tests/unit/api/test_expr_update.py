@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from partita.api.expressions import apply_update, modified_attributes, resolve_request
 from partita.api.expressions.update import UpdateResult
 from partita.common.errors import DynamoError
@@ -98,7 +97,13 @@ def test_set_nested_map_entry_and_list_element() -> None:
     item = {"a": {"M": {"b": n(3), "c": {"L": [s("hi"), {"M": {"x": {"M": {"y": {"L": [n(3), n(5)]}}}}}]}}}}
     result = run("SET a.c[1].#n.y[1] = :v, a.d = :w", item, {":v": n(9), ":w": n(1)}, {"#n": "x"})
     assert result.item == {
-        "a": {"M": {"b": n(3), "c": {"L": [s("hi"), {"M": {"x": {"M": {"y": {"L": [n(3), n(9)]}}}}}]}, "d": n(1)}}
+        "a": {
+            "M": {
+                "b": n(3),
+                "c": {"L": [s("hi"), {"M": {"x": {"M": {"y": {"L": [n(3), n(9)]}}}}}]},
+                "d": n(1),
+            }
+        }
     }
 
 
@@ -129,9 +134,18 @@ def test_nested_set_on_a_missing_item_is_invalid() -> None:
 
 
 def test_remove_nested_attributes_and_list_elements() -> None:
-    item = {"a": {"M": {"b": n(3), "c": {"L": [s("hi"), {"M": {"x": {"M": {"y": {"L": [n(3), n(5), n(7)]}}}, "q": n(2)}}]}}}}
+    item = {
+        "a": {
+            "M": {
+                "b": n(3),
+                "c": {"L": [s("hi"), {"M": {"x": {"M": {"y": {"L": [n(3), n(5), n(7)]}}}, "q": n(2)}}]},
+            }
+        }
+    }
     result = run("REMOVE a.c[1].x.y[1], a.c[1].q", item)
-    assert result.item == {"a": {"M": {"b": n(3), "c": {"L": [s("hi"), {"M": {"x": {"M": {"y": {"L": [n(3), n(7)]}}}}}]}}}}
+    assert result.item == {
+        "a": {"M": {"b": n(3), "c": {"L": [s("hi"), {"M": {"x": {"M": {"y": {"L": [n(3), n(7)]}}}}}]}}}
+    }
 
 
 def test_list_indexes_refer_to_positions_before_the_update() -> None:
@@ -153,7 +167,9 @@ def test_removing_the_last_member_leaves_an_empty_container() -> None:
     assert run("REMOVE a[0]", {"a": {"L": [n(1)]}}).item == {"a": {"L": []}}
 
 
-@pytest.mark.parametrize("expression", ["REMOVE a.c", "REMOVE b.c", "REMOVE c.c", "REMOVE a[0]", "REMOVE m[0]"])
+@pytest.mark.parametrize(
+    "expression", ["REMOVE a.c", "REMOVE b.c", "REMOVE c.c", "REMOVE a[0]", "REMOVE m[0]"]
+)
 def test_remove_through_a_missing_or_mistyped_container_is_invalid(expression: str) -> None:
     item = {"a": s("hello"), "b": {"L": [s("hi")]}, "m": {"M": {}}}
     assert fails(expression, item) == BAD_PATH
@@ -174,7 +190,11 @@ def test_add_numbers_and_create_missing_numbers() -> None:
 
 def test_add_to_sets_is_a_union_and_creates_missing_sets() -> None:
     item = {"a": {"SS": ["beaver", "lynx", "coati"]}, "ns": {"NS": ["1", "2"]}}
-    result = run("ADD a :v, b :w, ns :ns", item, {":v": {"SS": ["coati", "beaver", "badger"]}, ":w": {"SS": ["dog"]}, ":ns": {"NS": ["2.0", "3"]}})
+    result = run(
+        "ADD a :v, b :w, ns :ns",
+        item,
+        {":v": {"SS": ["coati", "beaver", "badger"]}, ":w": {"SS": ["dog"]}, ":ns": {"NS": ["2.0", "3"]}},
+    )
     assert result.item["a"] == {"SS": ["beaver", "lynx", "coati", "badger"]}
     assert result.item["b"] == {"SS": ["dog"]}
     assert result.item["ns"] == {"NS": ["1", "2", "3"]}
@@ -186,7 +206,10 @@ def test_delete_from_sets_and_drop_emptied_sets() -> None:
     item = {"p": s("k"), "a": {"SS": ["dog", "cat", "mouse"]}, "b": s("hi")}
     assert run("DELETE a :v", item, {":v": {"SS": ["cat", "mouse"]}}).item["a"] == {"SS": ["dog"]}
     assert run("DELETE a :v", item, {":v": {"SS": ["pig"]}}).item == item
-    assert run("DELETE a :v", item, {":v": {"SS": ["dog", "cat", "mouse"]}}).item == {"p": s("k"), "b": s("hi")}
+    assert run("DELETE a :v", item, {":v": {"SS": ["dog", "cat", "mouse"]}}).item == {
+        "p": s("k"),
+        "b": s("hi"),
+    }
     assert run("DELETE z :v", item, {":v": {"SS": ["dog"]}}).item == item
     assert fails("DELETE a :v", item, {":v": {"NS": ["1"]}}) == BAD_TYPE
     assert fails("DELETE b :v", item, {":v": {"SS": ["h"]}}) == BAD_TYPE
@@ -216,7 +239,9 @@ def test_updated_old_and_new_project_the_acted_on_paths() -> None:
 
 
 def test_modified_attributes_names_top_level_attributes_for_key_checks() -> None:
-    resolved = resolve_request(update="SET a.b = :v, c = :v REMOVE d[1] ADD #e :v", names={"#e": "e"}, values={":v": n(1)})
+    resolved = resolve_request(
+        update="SET a.b = :v, c = :v REMOVE d[1] ADD #e :v", names={"#e": "e"}, values={":v": n(1)}
+    )
     assert resolved.update is not None
     assert modified_attributes(resolved.update) == {"a", "c", "d", "e"}
 
@@ -274,7 +299,7 @@ def _ref_parent(work: dict[str, Any], path: tuple[Any, ...]) -> Any:
         if node is None:
             raise _RefError(BAD_PATH)
     last = path[-1]
-    if isinstance(last, str) and "M" not in node or isinstance(last, int) and "L*" not in node:
+    if (isinstance(last, str) and "M" not in node) or (isinstance(last, int) and "L*" not in node):
         raise _RefError(BAD_PATH)
     return node
 
@@ -364,8 +389,10 @@ def _reference(actions: list[tuple[str, tuple[Any, ...], Any]], item: dict[str, 
                 if current is None:
                     _ref_put(work, path, spec)
                 elif "N" in current and "N" in spec:
-                    _ref_put(work, path, {"N": _ref_format(_ref_number(current["N"]) + _ref_number(spec["N"]))})
-                elif "SS" in current and "SS" in spec or "NS" in current and "NS" in spec:
+                    _ref_put(
+                        work, path, {"N": _ref_format(_ref_number(current["N"]) + _ref_number(spec["N"]))}
+                    )
+                elif ("SS" in current and "SS" in spec) or ("NS" in current and "NS" in spec):
                     kind = "SS" if "SS" in spec else "NS"
                     members = list(current[kind])
                     for member in spec[kind]:
@@ -421,6 +448,7 @@ _values = st.recursive(
     max_leaves=6,
 )
 
+
 def _map(entries: dict[str, Any]) -> dict[str, Any]:
     return {"M": entries}
 
@@ -468,7 +496,11 @@ def _overlaps(one: tuple[Any, ...], two: tuple[Any, ...]) -> bool:
     return True
 
 
-_LIST_PATHS: list[tuple[Any, ...]] = [("l", i) for i in range(7)] + [("l", 1, "q"), ("l", 2, 0), ("l", 3, "q")]
+_LIST_PATHS: list[tuple[Any, ...]] = [("l", i) for i in range(7)] + [
+    ("l", 1, "q"),
+    ("l", 2, 0),
+    ("l", 3, "q"),
+]
 _LIKELY_SOURCES: list[tuple[Any, ...]] = [("a",), ("m",), ("l",), ("l", 0), ("m", "y"), ("c",), ("m", "x")]
 
 
@@ -491,13 +523,17 @@ def _updates(draw: st.DrawFn) -> list[tuple[str, tuple[Any, ...], Any]]:
                     st.just(("path", source)),
                     st.integers(-3, 3).map(lambda k, source=source: ("plus", source, n(k))),
                     _values.map(lambda v, source=source: ("if_not_exists", source, v)),
-                    st.lists(_scalars, max_size=2).map(lambda v, source=source: ("list_append", source, {"L": v})),
+                    st.lists(_scalars, max_size=2).map(
+                        lambda v, source=source: ("list_append", source, {"L": v})
+                    ),
                 )
             )
         elif clause == "REMOVE":
             spec = None
         elif clause == "ADD":
-            spec = draw(st.one_of(st.integers(-3, 3).map(n), _scalars.filter(lambda v: "SS" in v or "NS" in v)))
+            spec = draw(
+                st.one_of(st.integers(-3, 3).map(n), _scalars.filter(lambda v: "SS" in v or "NS" in v))
+            )
         else:
             spec = draw(_scalars.filter(lambda v: "SS" in v or "NS" in v))
         actions.append((clause, path, spec))

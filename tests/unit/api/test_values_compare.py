@@ -7,10 +7,11 @@ from decimal import Decimal
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from partita.api.values import compare, set_contains, values_equal
 
-_numbers = st.decimals(allow_nan=False, allow_infinity=False, places=None, min_value=-(10**30), max_value=10**30)
+_numbers = st.decimals(
+    allow_nan=False, allow_infinity=False, places=None, min_value=-(10**30), max_value=10**30
+)
 
 
 def _sign(x: int) -> int:

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from partita.storage import wal as wal_module
 from partita.storage.wal import (
     HEADER_BYTES,
@@ -29,6 +28,9 @@ from partita.storage.wal import (
     WalFailed,
     WriteAheadLog,
 )
+
+# A broken writer shows up as appends that never return: fail instead of hanging.
+pytestmark = pytest.mark.timeout(60)
 
 _HEADER = struct.Struct("<IIQI")  # crc, length, lsn, batch index
 
@@ -183,7 +185,9 @@ async def test_close_writes_queued_appends_and_refuses_new_ones(tmp_path: Path) 
     await reopened.close()
 
 
-async def test_unsafe_mode_without_fsync_still_logs_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_unsafe_mode_without_fsync_still_logs_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     counter = _CountingSync()
     monkeypatch.setattr(os, "fdatasync", counter)
     wal = WriteAheadLog.open(tmp_path, sync=False)
@@ -210,7 +214,9 @@ async def test_concurrent_appends_share_fsyncs(tmp_path: Path, monkeypatch: pyte
     await wal.close()
 
 
-async def test_writers_that_append_in_a_loop_batch_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_writers_that_append_in_a_loop_batch_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     counter = _CountingSync()
     monkeypatch.setattr(os, "fdatasync", counter)
     wal = WriteAheadLog.open(tmp_path)
@@ -292,7 +298,9 @@ async def test_fsync_error_fails_the_batch_and_every_later_append(
     await wal.close()
 
 
-async def test_appends_queued_behind_a_failed_fsync_fail_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_appends_queued_behind_a_failed_fsync_fail_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gate = _GatedSync(error=OSError(errno.EIO, "injected fsync failure"))
     monkeypatch.setattr(os, "fdatasync", gate)
     wal = WriteAheadLog.open(tmp_path)

@@ -77,17 +77,15 @@ def apply_update(update: ast.Update, item: Item | None) -> UpdateResult:
             writes.append((action, None))
 
     state = _Writer(old)
-    # Appends land in index order whatever order the actions were written in; other
-    # writes cannot interfere with each other because their paths do not overlap.
-    writes.sort(key=lambda w: _trailing_index(w[0].path.elements))
+    appends: list[tuple[ResolvedPath, AttributeValue]] = []
     for action, value in writes:
         path = action.path.elements
         if action.clause == "SET":
             assert value is not None
-            state.put(path, value)
+            new_value: AttributeValue = value
         elif action.clause == "ADD":
             assert isinstance(action.value, ast.Literal)
-            state.put(path, add(get_value(state.item, path), action.value.value))
+            new_value = add(get_value(state.item, path), action.value.value)
         else:
             assert isinstance(action.value, ast.Literal)
             current = get_value(state.item, path)
@@ -97,13 +95,23 @@ def apply_update(update: ast.Update, item: Item | None) -> UpdateResult:
             remaining = delete(current, action.value.value)
             if remaining is None:
                 removals.append(path)
-            else:
-                state.put(path, remaining)
+                continue
+            new_value = remaining
+        if _is_append(state.item, path):
+            appends.append((path, new_value))
+        else:
+            state.put(path, new_value)
 
+    # Removals, then appends: every index in the expression names a position in the
+    # list as it was, so a removal must not reach an element appended by this update.
     if item is not None:
         removals.sort(key=_descending_key, reverse=True)
         for path in removals:
             state.remove(path)
+    # Several appends land in index order, whatever order they were written in.
+    appends.sort(key=lambda entry: entry[0][-1])
+    for path, new_value in appends:
+        state.put(path, new_value)
     return UpdateResult(state.item, tuple(a.path.elements for a in update.actions))
 
 
@@ -268,9 +276,14 @@ def _copy_containers(value: AttributeValue) -> AttributeValue:
     return value
 
 
-def _trailing_index(path: ResolvedPath) -> int:
+def _is_append(item: Item, path: ResolvedPath) -> bool:
+    """Whether writing `path` adds past the end of an existing list."""
     last = path[-1]
-    return last if isinstance(last, int) else -1
+    if not isinstance(last, int) or len(path) < 2:
+        return False
+    parent = get_value(item, path[:-1])
+    elements = parent.get("L") if parent is not None else None
+    return elements is not None and last >= len(elements)
 
 
 def _descending_key(path: ResolvedPath) -> tuple[tuple[int, int | str], ...]:

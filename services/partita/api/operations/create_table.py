@@ -39,7 +39,9 @@ def validate(body: Any) -> CreateTableRequest:
             d = expect_dict(d)
             v.not_null(d.get("AttributeName"), f"attributeDefinitions.{i}.member.attributeName")
             if v.not_null(d.get("AttributeType"), f"attributeDefinitions.{i}.member.attributeType"):
-                v.enum(d.get("AttributeType"), f"attributeDefinitions.{i}.member.attributeType", ["B", "N", "S"])
+                v.enum(
+                    d.get("AttributeType"), f"attributeDefinitions.{i}.member.attributeType", ["B", "N", "S"]
+                )
     if v.not_null(key_schema, "keySchema"):
         for i, k in enumerate(key_schema, 1):
             k = expect_dict(k)
@@ -89,11 +91,15 @@ def validate(body: Any) -> CreateTableRequest:
 
     mode: BillingMode = billing or "PROVISIONED"
     if mode == "PROVISIONED" and throughput is None:
-        raise errors.validation(_INVALID + "ReadCapacityUnits and WriteCapacityUnits must both be specified "
-                                "when BillingMode is PROVISIONED")
+        raise errors.validation(
+            _INVALID + "ReadCapacityUnits and WriteCapacityUnits must both be specified "
+            "when BillingMode is PROVISIONED"
+        )
     if mode == "PAY_PER_REQUEST" and throughput is not None:
-        raise errors.validation(_INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified "
-                                "when BillingMode is PAY_PER_REQUEST")
+        raise errors.validation(
+            _INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified "
+            "when BillingMode is PAY_PER_REQUEST"
+        )
     for limit_name, units in (("ReadCapacityUnits", rcu), ("WriteCapacityUnits", wcu)):
         if units is not None and units > 40_000:
             raise errors.limit_exceeded(
