@@ -95,7 +95,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=3.0, help="measured time per writer count (3)")
     parser.add_argument("--payload-bytes", type=int, default=200, help="payload size (200)")
     parser.add_argument("--writers", default="1,8,64", help="comma-separated writer counts (1,8,64)")

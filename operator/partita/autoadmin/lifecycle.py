@@ -35,10 +35,13 @@ async def drive_lifecycle(store: ControlStore, tables: list[TableRecord]) -> boo
         if record.status not in ("CREATING", "DELETING"):
             continue
         transition = next_transition(record, await store.list_ready(record.table_id))
+        # A lost compare-and-swap means another driver moved the table first.
         if transition == "activate":
-            changed |= await store.replace_table(record.with_status("ACTIVE"))
-            log.info("table %s is ACTIVE", record.name)
+            if await store.replace_table(record.with_status("ACTIVE")):
+                changed = True
+                log.info("table %s is ACTIVE", record.name)
         elif transition == "remove":
-            changed |= await store.remove_table(record)
-            log.info("table %s is deleted", record.name)
+            if await store.remove_table(record):
+                changed = True
+                log.info("table %s is deleted", record.name)
     return changed

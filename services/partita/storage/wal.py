@@ -126,7 +126,7 @@ class WalMetrics:
     """
 
     records: int = 0  # records made durable
-    bytes: int = 0  # bytes written, headers included
+    bytes_written: int = 0  # headers included
     fsyncs: int = 0  # fdatasyncs of log data (directory fsyncs are not counted)
     batches: int = 0
     batch_size_sum: int = 0
@@ -135,7 +135,7 @@ class WalMetrics:
 
     def observe_batch(self, records: int, nbytes: int) -> None:
         self.records += records
-        self.bytes += nbytes
+        self.bytes_written += nbytes
         self.batches += 1
         self.batch_size_sum += records
         self.batch_size_counts[bisect.bisect_left(self.batch_size_bounds, records)] += 1
@@ -184,7 +184,7 @@ class WriteAheadLog:
         self._wakeup = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._closing = False
-        self._closed = False
+        self._close_task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
         # A private thread so a batch's fdatasync never queues behind unrelated blocking
         # work in the loop's default executor (RocksDB flushes, for one).
@@ -286,6 +286,9 @@ class WriteAheadLog:
         if self._closing:
             raise WalClosed("the write-ahead log is closed")
         for payload in payloads:
+            # Checked here: a bad payload reaching the writer would fail the whole log.
+            if not isinstance(payload, bytes):
+                raise TypeError(f"WAL payloads are bytes, not {type(payload).__name__}")
             if len(payload) > MAX_PAYLOAD_BYTES:
                 raise ValueError(f"WAL payload of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
         loop = asyncio.get_running_loop()
@@ -442,13 +445,17 @@ class WriteAheadLog:
 
     async def close(self) -> None:
         """Write and sync everything queued, then stop the writer and release the log."""
-        if self._closed:
-            return
+        if self._close_task is None:
+            self._close_task = asyncio.get_running_loop().create_task(self._close())
+        # Shielded: a cancelled caller must not leave descriptors closed under a
+        # writer that is still running, nor a half-closed log for the next caller.
+        await asyncio.shield(self._close_task)
+
+    async def _close(self) -> None:
         self._closing = True
         if self._writer is not None:
             self._wakeup.set()
             await asyncio.wait([self._writer])
-        self._closed = True
         try:
             if self._failure is None:
                 # Makes a clean shutdown durable even with sync=False.

@@ -29,10 +29,9 @@ _REPO = Path(__file__).resolve().parents[3]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from partita.common import sigv4  # noqa: E402
-
 from bench import peers, proc_cpu, ycsb  # noqa: E402
 from bench.lean_client import ClientError, LeanClient, parse_response  # noqa: E402
+from partita.common import sigv4  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 

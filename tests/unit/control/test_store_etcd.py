@@ -35,21 +35,22 @@ class Etcd:
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Etcd]:
     data = tmp_path_factory.mktemp("etcd")
     client, peer = free_port(), free_port()
-    proc = subprocess.Popen(
-        [
-            etcd_binary(),
-            "--name=test",
-            f"--data-dir={data / 'data'}",
-            f"--listen-client-urls=http://127.0.0.1:{client}",
-            f"--advertise-client-urls=http://127.0.0.1:{client}",
-            f"--listen-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-cluster=test=http://127.0.0.1:{peer}",
-            "--log-level=error",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=open(data / "etcd.log", "wb"),  # noqa: SIM115 - closed with the process
-    )
+    with open(data / "etcd.log", "wb") as log:  # the child keeps its own descriptor
+        proc = subprocess.Popen(
+            [
+                etcd_binary(),
+                "--name=test",
+                f"--data-dir={data / 'data'}",
+                f"--listen-client-urls=http://127.0.0.1:{client}",
+                f"--advertise-client-urls=http://127.0.0.1:{client}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=test=http://127.0.0.1:{peer}",
+                "--log-level=error",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from partita.storage import wal as wal_module
 from partita.storage.wal import (
     HEADER_BYTES,

@@ -269,7 +269,10 @@ class Resolver:
         return resolved
 
     def _check_leaf(self, leaf: ast.Condition) -> None:
-        calls = list(_calls(leaf))
+        if type(leaf) is ast.FunctionCall and not any(type(a) is ast.FunctionCall for a in leaf.args):
+            calls = [leaf]  # the common `attribute_exists(path)` and friends
+        else:
+            calls = list(_calls(leaf))
         for call in calls:
             self._check_arity(call)
         for call in calls:
