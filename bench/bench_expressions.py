@@ -110,7 +110,7 @@ def rate(operation: Callable[[], None], seconds: float, cold: bool) -> float:
 def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
     print(f"{'expression':<28} {'cold ops/s':>12} {'cached ops/s':>13}   (per CPU second)")
-    print("-" * 55)
+    print("-" * 74)
     for name, operation in CASES:
         operation()  # fail fast if a case is broken
         cold = rate(operation, seconds, cold=True)

@@ -248,6 +248,99 @@ def _check_scope(scope: list[str], amz_date: str, region: str | None) -> None:
         raise errors.invalid_signature(" ".join(problems))
 
 
+@dataclass(frozen=True, slots=True)
+class _StaticPart:
+    """What an Authorization header says besides its signature, parsed and checked."""
+
+    access_key: str
+    date: str
+    region: str
+    scope: str
+    names: tuple[str, ...]  # signed header names, sorted
+    signed_headers: str
+
+
+@lru_cache(maxsize=1024)
+def _static_part(prefix: str) -> _StaticPart | None:
+    """Parse the part of a well-formed header before "Signature="; None if unusual.
+
+    A client sends the same prefix on every request of a day, so the parse and the
+    scope checks are done once; anything unusual goes to the full path, which owns
+    DynamoDB's exact error messages.
+    """
+    tokens = prefix.replace(",", " ").split()
+    if len(tokens) != 3 or tokens[0] != sigv4.ALGORITHM:
+        return None
+    params = {}
+    for token in tokens[1:]:
+        key, eq, value = token.partition("=")
+        if not eq or not value:
+            return None
+        params[key] = value
+    credential, signed = params.get("Credential"), params.get("SignedHeaders")
+    if credential is None or signed is None:
+        return None
+    scope = credential.split("/")
+    if len(scope) != 5 or not scope[2] or scope[3] != SERVICE or scope[4] != sigv4.TERMINATOR:
+        return None
+    names = sorted(signed.lower().split(";"))
+    if "host" not in names:
+        return None
+    return _StaticPart(scope[0], scope[1], scope[2], "/".join(scope[1:]), tuple(names), ";".join(names))
+
+
+def _verify_common_case(
+    *,
+    auth: str,
+    method: str,
+    path: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    now: float,
+    lookup: Callable[[str], Credential | None],
+    region: str | None,
+) -> Credential | None:
+    """The credential if this is a valid header-signed request in the common shape.
+
+    None means "not shown valid here" (unusual shape, or invalid): the caller then runs
+    the full verification, which accepts it or raises the exact error. It never accepts
+    a request the full path would refuse: every check of the full path is made here too.
+    """
+    at = auth.find("Signature=")
+    if at < 0:
+        return None
+    static = _static_part(auth[:at])
+    amz_date = headers.get("x-amz-date")
+    if static is None or amz_date is None or amz_date[:8] != static.date:
+        return None
+    ts = _parse_amz_date(amz_date)
+    if ts is None or ts < now - MAX_SKEW_S or ts > now + MAX_SKEW_S:
+        return None
+    if region is not None and static.region != region:
+        return None
+    cred = lookup(static.access_key)
+    if cred is None or cred.session_token is not None:
+        return None
+    body_hash = hashlib.sha256(body).hexdigest()
+    claimed = headers.get("x-amz-content-sha256")
+    if claimed is not None and claimed != body_hash:
+        return None
+    lines = []
+    for name in static.names:
+        value = headers.get(name)
+        if value is None:
+            return None
+        lines.append(f"{name}:{' '.join(value.split())}\n")
+    creq = f"{method}\n{sigv4.canonical_uri(path)}\n\n{''.join(lines)}\n{static.signed_headers}\n{body_hash}"
+    try:
+        sts = sigv4.string_to_sign(amz_date, static.scope, creq)
+        key = sigv4.signing_key(cred.secret_access_key, static.date, static.region, SERVICE)
+        expected = sigv4.signature(key, sts)
+    except UnicodeError:
+        return None
+    return cred if hmac.compare_digest(expected, auth[at + 10 :]) else None
+
+
 def authenticate(
     *,
     method: str,
@@ -268,6 +361,12 @@ def authenticate(
     Raises a `DynamoError` from `partita.common.errors` on any failure.
     """
     auth = headers.get("authorization")
+    if auth is not None and not query:
+        fast = _verify_common_case(
+            auth=auth, method=method, path=path, headers=headers, body=body, now=now, lookup=lookup, region=region
+        )
+        if fast is not None:
+            return fast
     qparams = _parse_query(query) if query and "X-Amz-Algorithm" in query else None
     if qparams is not None and "X-Amz-Algorithm" not in qparams:
         qparams = None

@@ -76,14 +76,15 @@ class HttpProtocol(asyncio.Protocol):
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._reply_and_close(400, b"upgrade not supported")
-        except httptools.HttpParserError:
-            self._reply_and_close(400, b"malformed HTTP request")
+        except httptools.HttpParserError as exc:
+            # httptools wraps an exception raised in a callback (our _TooLarge) in
+            # HttpParserCallbackError, keeping the original as the context.
+            if isinstance(exc.__context__, _TooLarge):
+                self._reply_too_large()
+            else:
+                self._reply_and_close(400, b"malformed HTTP request")
         except _TooLarge:
-            self._reply_and_close(
-                413,
-                b'{"__type":"com.amazon.coral.service#SerializationException",'
-                b'"message":"Request size exceeded"}',
-            )
+            self._reply_too_large()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
@@ -165,6 +166,13 @@ class HttpProtocol(asyncio.Protocol):
     def _reply_and_close(self, status: int, body: bytes) -> None:
         self._write(HttpResponse(status, body, [(b"Content-Type", b"application/x-amz-json-1.0")]), False)
         self._close()
+
+    def _reply_too_large(self) -> None:
+        self._reply_and_close(
+            413,
+            b'{"__type":"com.amazon.coral.service#SerializationException",'
+            b'"message":"Request size exceeded"}',
+        )
 
     def _close(self) -> None:
         self._closing = True

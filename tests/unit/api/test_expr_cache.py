@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from partita.api.expressions import cache
 from partita.api.expressions.cache import ParseCache
 from partita.api.expressions.parser import parse_condition

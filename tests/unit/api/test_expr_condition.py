@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+
 from partita.api.expressions import evaluate, resolve_request
 
 ITEM: dict[str, Any] = {

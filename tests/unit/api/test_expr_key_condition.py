@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from partita.api.expressions import KeyCondition, plan_key_condition, resolve_request
 from partita.common.errors import DynamoError
 

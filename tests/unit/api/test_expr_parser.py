@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from partita.api.expressions import ast
 from partita.api.expressions.parser import parse_condition, parse_projection, parse_update
 from partita.api.expressions.printer import to_text

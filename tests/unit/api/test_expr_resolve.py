@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from partita.api.expressions import ast, resolve_request
 from partita.api.expressions.resolve import check_attribute_maps
 from partita.common.errors import DynamoError

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from partita.api.expressions import apply_update, modified_attributes, resolve_request
 from partita.api.expressions.update import UpdateResult
 from partita.common.errors import DynamoError

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from partita.api.values import compare, set_contains, values_equal
 
 _numbers = st.decimals(

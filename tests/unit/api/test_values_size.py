@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from partita.api.values import item_size, number_size, value_size
 
 

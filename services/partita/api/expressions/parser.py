@@ -80,7 +80,7 @@ def parse_projection(text: str, kind: str = "ProjectionExpression") -> ast.Proje
     check_text(text, kind)
     parser = _Parser(text, kind, frozenset())
     tree = parser.projection_expression()
-    _check_reserved(_paths_of_projection(tree), kind)
+    _check_reserved(iter(tree.paths), kind)
     return tree
 
 
@@ -470,10 +470,6 @@ def walk_paths(node: object) -> Iterator[ast.Path]:
             yield action.path
             if action.value is not None:
                 yield from walk_paths(action.value)
-
-
-def _paths_of_projection(tree: ast.Projection) -> Iterator[ast.Path]:
-    return iter(tree.paths)
 
 
 def _check_reserved(paths: Iterator[ast.Path], kind: str) -> None:

@@ -37,6 +37,8 @@ def validate(body: Any) -> CreateTableRequest:
     if v.not_null(attr_defs, "attributeDefinitions"):
         for i, d in enumerate(attr_defs, 1):
             d = expect_dict(d)
+            expect_type(d.get("AttributeName"), str, "a string")
+            expect_type(d.get("AttributeType"), str, "a string")
             v.not_null(d.get("AttributeName"), f"attributeDefinitions.{i}.member.attributeName")
             if v.not_null(d.get("AttributeType"), f"attributeDefinitions.{i}.member.attributeType"):
                 v.enum(
@@ -45,6 +47,8 @@ def validate(body: Any) -> CreateTableRequest:
     if v.not_null(key_schema, "keySchema"):
         for i, k in enumerate(key_schema, 1):
             k = expect_dict(k)
+            expect_type(k.get("AttributeName"), str, "a string")
+            expect_type(k.get("KeyType"), str, "a string")
             v.not_null(k.get("AttributeName"), f"keySchema.{i}.member.attributeName")
             if v.not_null(k.get("KeyType"), f"keySchema.{i}.member.keyType"):
                 v.enum(k.get("KeyType"), f"keySchema.{i}.member.keyType", ["HASH", "RANGE"])
@@ -64,31 +68,8 @@ def validate(body: Any) -> CreateTableRequest:
     v.raise_if_any()
     assert isinstance(name, str) and attr_defs is not None and key_schema is not None
 
-    defined = {d["AttributeName"]: d["AttributeType"] for d in attr_defs}
-    if len(defined) != len(attr_defs):
-        raise errors.validation(_INVALID + "Duplicate AttributeName in AttributeDefinitions")
-    if key_schema[0]["KeyType"] != "HASH":
-        raise errors.validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
-    if len(key_schema) == 2:
-        if key_schema[1]["KeyType"] != "RANGE":
-            raise errors.validation("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
-        if key_schema[0]["AttributeName"] == key_schema[1]["AttributeName"]:
-            raise errors.validation(
-                "Both the Hash Key and the Range Key element in the KeySchema have the same name"
-            )
-    key_names = [k["AttributeName"] for k in key_schema]
-    missing = [n for n in key_names if n not in defined]
-    if missing:
-        raise errors.validation(
-            _INVALID + "Some index key attributes are not defined in AttributeDefinitions. "
-            f"Keys: [{', '.join(key_names)}], AttributeDefinitions: [{', '.join(defined)}]"
-        )
-    if len(defined) != len(key_names):
-        raise errors.validation(
-            _INVALID + "Number of attributes in KeySchema does not exactly match number of attributes "
-            "defined in AttributeDefinitions"
-        )
-
+    # Precedence as DynamoDB's (recorded by dynalite's tests): billing mode against
+    # throughput first, then key attributes against definitions, then key types.
     mode: BillingMode = billing or "PROVISIONED"
     if mode == "PROVISIONED" and throughput is None:
         raise errors.validation(
@@ -99,6 +80,32 @@ def validate(body: Any) -> CreateTableRequest:
         raise errors.validation(
             _INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified "
             "when BillingMode is PAY_PER_REQUEST"
+        )
+    defined = {d["AttributeName"]: d["AttributeType"] for d in attr_defs}
+    if len(defined) != len(attr_defs):
+        raise errors.validation("Cannot have two attributes with the same name")
+    key_names = [k["AttributeName"] for k in key_schema]
+    undefined = any(n not in defined for n in key_names)
+    if len(key_names) == 2:
+        if undefined or (key_names[0] == key_names[1] and len(defined) == 1):
+            raise errors.validation("Invalid KeySchema: Some index key attribute have no definition")
+        if key_names[0] == key_names[1]:
+            raise errors.validation(
+                "Both the Hash Key and the Range Key element in the KeySchema have the same name"
+            )
+    elif undefined:
+        raise errors.validation(
+            _INVALID + "Some index key attributes are not defined in AttributeDefinitions. "
+            f"Keys: [{', '.join(key_names)}], AttributeDefinitions: [{', '.join(defined)}]"
+        )
+    if key_schema[0]["KeyType"] != "HASH":
+        raise errors.validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+    if len(key_schema) == 2 and key_schema[1]["KeyType"] != "RANGE":
+        raise errors.validation("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
+    if len(defined) != len(key_names):
+        raise errors.validation(
+            _INVALID + "Number of attributes in KeySchema does not exactly match number of attributes "
+            "defined in AttributeDefinitions"
         )
     for limit_name, units in (("ReadCapacityUnits", rcu), ("WriteCapacityUnits", wcu)):
         if units is not None and units > 40_000:

@@ -1,0 +1,66 @@
+"""Capacity units as DynamoDB charges them, and the ConsumedCapacity a response carries.
+
+DynamoDB's rules (developer guide, "Capacity unit consumption"):
+- a read costs one unit per started 4 KB of item size when strongly consistent, half
+  that when eventually consistent; reading a missing item still costs the minimum;
+- Query and Scan add up the sizes of every item they read (before any filter) and round
+  the total once, so many small items share units; a page that read nothing still
+  costs the minimum ("queries that do not return results consume the minimum");
+- a write costs one unit per started 1 KB of the larger of the item before and after
+  (a delete of a missing item still costs one unit);
+- BatchGetItem and BatchWriteItem charge every item on its own and report one sum per
+  table.
+Sizes are `partita.api.values.item_size`: UTF-8 attribute names count, numbers by
+their significant digits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+READ_UNIT_BYTES = 4096
+WRITE_UNIT_BYTES = 1024
+
+ReturnConsumedCapacity = Literal["NONE", "TOTAL", "INDEXES"]
+
+
+def _units(size: int, unit: int) -> int:
+    return max(1, -(-size // unit))
+
+
+def read_units(size: int, consistent: bool) -> float:
+    """Units of one item read (GetItem, one key of BatchGetItem); size 0 = no item."""
+    units = _units(size, READ_UNIT_BYTES)
+    return float(units) if consistent else units / 2
+
+
+def range_read_units(total_size: int, consistent: bool) -> float:
+    """Units of one Query or Scan page: the sizes of every item read, rounded once."""
+    return read_units(total_size, consistent)
+
+
+def write_units(old_size: int, new_size: int = 0) -> float:
+    """Units of one write: the larger of the item before and after, per started KB."""
+    return float(_units(max(old_size, new_size), WRITE_UNIT_BYTES))
+
+
+def consumed(table: str, units: float, mode: str | None) -> dict[str, Any] | None:
+    """The ConsumedCapacity of one table, or None when the request did not ask."""
+    if mode != "TOTAL" and mode != "INDEXES":
+        return None
+    out: dict[str, Any] = {"TableName": table, "CapacityUnits": units}
+    if mode == "INDEXES":
+        # Without secondary indexes every unit is the table's own.
+        out["Table"] = {"CapacityUnits": units}
+    return out
+
+
+def consumed_per_table(units: Iterable[tuple[str, float]], mode: str | None) -> list[dict[str, Any]] | None:
+    """BatchGetItem/BatchWriteItem: one ConsumedCapacity per table, in first-seen order."""
+    if mode != "TOTAL" and mode != "INDEXES":
+        return None
+    totals: dict[str, float] = {}
+    for table, n in units:
+        totals[table] = totals.get(table, 0.0) + n
+    return [c for table, n in totals.items() if (c := consumed(table, n, mode)) is not None]

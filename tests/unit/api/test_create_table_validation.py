@@ -1,0 +1,389 @@
+"""CreateTable (and the other table-name requests): DynamoDB's exact messages.
+
+Messages and their precedence follow mhart/dynalite's test/createTable.js, whose
+assertions were recorded against real DynamoDB: the billing-mode/throughput check
+comes before the key-schema checks, and a two-element key schema short of a
+definition reads "Invalid KeySchema: Some index key attribute have no definition".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from partita.api.operations import create_table, list_tables, table_name_only
+from partita.common.errors import DynamoError
+from partita.control.model import KeyElement
+
+INVALID = "One or more parameter values were invalid: "
+
+
+def hash_key(name: str = "pk") -> dict[str, str]:
+    return {"AttributeName": name, "KeyType": "HASH"}
+
+
+def range_key(name: str = "sk") -> dict[str, str]:
+    return {"AttributeName": name, "KeyType": "RANGE"}
+
+
+def attr(name: str, kind: str = "S") -> dict[str, str]:
+    return {"AttributeName": name, "AttributeType": kind}
+
+
+def request(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "TableName": "Orders",
+        "AttributeDefinitions": [attr("pk")],
+        "KeySchema": [hash_key()],
+        "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+    }
+    for key, value in overrides.items():
+        if value is None:
+            body.pop(key, None)
+        else:
+            body[key] = value
+    return body
+
+
+def failure(body: Any) -> DynamoError:
+    with pytest.raises(DynamoError) as err:
+        create_table.validate(body)
+    return err.value
+
+
+def validation_message(body: Any) -> str:
+    error = failure(body)
+    assert error.code == "ValidationException", error
+    return error.message
+
+
+# --- valid requests -------------------------------------------------------------------
+
+
+def test_a_provisioned_hash_key_table_is_accepted() -> None:
+    req = create_table.validate(request(Tags=[{"Key": "team", "Value": "payments"}]))
+    assert req.table_name == "Orders"
+    assert req.partition_key == KeyElement("pk", "S")
+    assert req.sort_key is None
+    assert req.billing_mode == "PROVISIONED"
+    assert (req.read_capacity, req.write_capacity) == (5, 5)
+    assert req.tags == (("team", "payments"),)
+
+
+def test_an_on_demand_table_with_a_sort_key_is_accepted() -> None:
+    req = create_table.validate(
+        request(
+            AttributeDefinitions=[attr("sk", "N"), attr("pk", "B")],
+            KeySchema=[hash_key(), range_key()],
+            BillingMode="PAY_PER_REQUEST",
+            ProvisionedThroughput=None,
+        )
+    )
+    assert req.partition_key == KeyElement("pk", "B")
+    assert req.sort_key == KeyElement("sk", "N")
+    assert req.billing_mode == "PAY_PER_REQUEST"
+    assert (req.read_capacity, req.write_capacity) == (0, 0)
+
+
+@pytest.mark.parametrize("name", ["abc", "A_b.c-9", "x" * 255])
+def test_table_names_within_pattern_and_length_are_accepted(name: str) -> None:
+    assert create_table.validate(request(TableName=name)).table_name == name
+
+
+# --- table name -----------------------------------------------------------------------
+
+
+def test_a_missing_table_name_must_not_be_null() -> None:
+    assert validation_message(request(TableName=None)) == (
+        "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null"
+    )
+
+
+def test_a_short_table_name_fails_the_length_constraint() -> None:
+    assert validation_message(request(TableName="ab")) == (
+        "1 validation error detected: Value 'ab' at 'tableName' failed to satisfy constraint: "
+        "Member must have length greater than or equal to 3"
+    )
+
+
+def test_a_long_table_name_fails_the_length_constraint() -> None:
+    name = "a" * 256
+    assert validation_message(request(TableName=name)) == (
+        f"1 validation error detected: Value '{name}' at 'tableName' failed to satisfy constraint: "
+        "Member must have length less than or equal to 255"
+    )
+
+
+def test_a_table_name_breaking_pattern_and_length_reports_both() -> None:
+    assert validation_message(request(TableName="a;")) == (
+        "2 validation errors detected: "
+        "Value 'a;' at 'tableName' failed to satisfy constraint: "
+        "Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+; "
+        "Value 'a;' at 'tableName' failed to satisfy constraint: "
+        "Member must have length greater than or equal to 3"
+    )
+
+
+def test_a_table_name_that_is_not_a_string_is_a_serialization_error() -> None:
+    assert failure(request(TableName=123)).code == "SerializationException"
+
+
+# --- key schema and attribute definitions: shape ------------------------------------------
+
+
+def test_a_missing_key_schema_must_not_be_null() -> None:
+    assert validation_message(request(KeySchema=None)) == (
+        "1 validation error detected: Value null at 'keySchema' failed to satisfy constraint: Member must not be null"
+    )
+
+
+def test_missing_attribute_definitions_and_key_schema_are_reported_together() -> None:
+    message = validation_message(request(AttributeDefinitions=None, KeySchema=None))
+    assert message.startswith("2 validation errors detected: ")
+    assert "Value null at 'attributeDefinitions' failed to satisfy constraint: Member must not be null" in message
+    assert "Value null at 'keySchema' failed to satisfy constraint: Member must not be null" in message
+
+
+def test_an_empty_key_schema_fails_the_length_constraint() -> None:
+    assert validation_message(request(KeySchema=[])) == (
+        "1 validation error detected: Value '[]' at 'keySchema' failed to satisfy constraint: "
+        "Member must have length greater than or equal to 1"
+    )
+
+
+def test_more_than_two_key_elements_fail_the_length_constraint() -> None:
+    message = validation_message(request(KeySchema=[hash_key("a"), range_key("b"), range_key("c")]))
+    assert message.startswith("1 validation error detected: Value '")
+    assert message.endswith("' at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2")
+
+
+def test_a_key_type_outside_the_enum_is_named_with_its_position() -> None:
+    body = request(KeySchema=[hash_key(), {"AttributeName": "sk", "KeyType": "Woop"}])
+    assert validation_message(body) == (
+        "1 validation error detected: Value 'Woop' at 'keySchema.2.member.keyType' failed to satisfy constraint: "
+        "Member must satisfy enum value set: [HASH, RANGE]"
+    )
+
+
+def test_key_elements_missing_their_members_must_not_be_null() -> None:
+    body = request(KeySchema=[{"KeyType": "HASH"}, {"AttributeName": "a"}])
+    assert validation_message(body) == (
+        "2 validation errors detected: "
+        "Value null at 'keySchema.1.member.attributeName' failed to satisfy constraint: Member must not be null; "
+        "Value null at 'keySchema.2.member.keyType' failed to satisfy constraint: Member must not be null"
+    )
+
+
+@pytest.mark.parametrize("kind", ["SS", "a", "BOOL"])
+def test_an_attribute_type_outside_the_enum_is_refused(kind: str) -> None:
+    assert validation_message(request(AttributeDefinitions=[attr("pk", kind)])) == (
+        f"1 validation error detected: Value '{kind}' at 'attributeDefinitions.1.member.attributeType' "
+        "failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]"
+    )
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"KeySchema": "pk"},
+        {"AttributeDefinitions": {"pk": "S"}},
+        {"KeySchema": [{"AttributeName": 5, "KeyType": "HASH"}]},
+        {"KeySchema": [{"AttributeName": ["pk"], "KeyType": "HASH"}]},
+        {"AttributeDefinitions": [{"AttributeName": 5, "AttributeType": "S"}]},
+        {"AttributeDefinitions": [{"AttributeName": {"a": 1}, "AttributeType": "S"}]},
+        {"KeySchema": [{"AttributeName": "pk", "KeyType": ["HASH"]}]},
+        {"KeySchema": ["pk"]},
+        {"ProvisionedThroughput": {"ReadCapacityUnits": "5", "WriteCapacityUnits": 5}},
+        {"ProvisionedThroughput": {"ReadCapacityUnits": True, "WriteCapacityUnits": 5}},
+    ],
+)
+def test_members_of_the_wrong_json_type_are_serialization_errors(overrides: dict[str, Any]) -> None:
+    assert failure(request(**overrides)).code == "SerializationException"
+
+
+# --- key schema and attribute definitions: meaning --------------------------------------
+
+
+def test_the_first_key_element_must_be_hash() -> None:
+    body = request(AttributeDefinitions=[attr("a"), attr("b")], KeySchema=[range_key("a"), hash_key("b")])
+    assert validation_message(body) == "Invalid KeySchema: The first KeySchemaElement is not a HASH key type"
+
+
+def test_two_range_keys_fail_on_the_first() -> None:
+    body = request(AttributeDefinitions=[attr("a"), attr("b")], KeySchema=[range_key("a"), range_key("b")])
+    assert validation_message(body) == "Invalid KeySchema: The first KeySchemaElement is not a HASH key type"
+
+
+def test_the_second_key_element_must_be_range() -> None:
+    body = request(AttributeDefinitions=[attr("a"), attr("b")], KeySchema=[hash_key("a"), hash_key("b")])
+    assert validation_message(body) == "Invalid KeySchema: The second KeySchemaElement is not a RANGE key type"
+
+
+def test_hash_and_range_key_with_one_name_are_refused() -> None:
+    body = request(AttributeDefinitions=[attr("a"), attr("b")], KeySchema=[hash_key("a"), hash_key("a")])
+    assert validation_message(body) == "Both the Hash Key and the Range Key element in the KeySchema have the same name"
+
+
+def test_a_repeated_key_name_with_a_single_definition_has_no_definition() -> None:
+    body = request(AttributeDefinitions=[attr("a")], KeySchema=[hash_key("a"), range_key("a")])
+    assert validation_message(body) == "Invalid KeySchema: Some index key attribute have no definition"
+
+
+def test_a_two_element_key_schema_short_of_a_definition_has_no_definition() -> None:
+    body = request(AttributeDefinitions=[attr("b")], KeySchema=[hash_key("a"), range_key("b")])
+    assert validation_message(body) == "Invalid KeySchema: Some index key attribute have no definition"
+
+
+def test_an_undefined_hash_key_lists_keys_and_definitions() -> None:
+    body = request(AttributeDefinitions=[attr("b")], KeySchema=[hash_key("a")])
+    assert validation_message(body) == (
+        INVALID + "Some index key attributes are not defined in AttributeDefinitions. "
+        "Keys: [a], AttributeDefinitions: [b]"
+    )
+
+
+def test_an_undefined_key_is_reported_before_its_key_type() -> None:
+    body = request(AttributeDefinitions=[attr("b")], KeySchema=[range_key("a")])
+    assert validation_message(body) == (
+        INVALID + "Some index key attributes are not defined in AttributeDefinitions. "
+        "Keys: [a], AttributeDefinitions: [b]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("defs", "schema"),
+    [
+        ([attr("pk"), attr("extra")], [hash_key()]),
+        ([attr("pk"), attr("c"), attr("sk")], [hash_key(), range_key()]),
+    ],
+)
+def test_definitions_beyond_the_key_attributes_are_refused(
+    defs: list[dict[str, str]], schema: list[dict[str, str]]
+) -> None:
+    assert validation_message(request(AttributeDefinitions=defs, KeySchema=schema)) == (
+        INVALID + "Number of attributes in KeySchema does not exactly match number of attributes "
+        "defined in AttributeDefinitions"
+    )
+
+
+def test_an_attribute_defined_twice_is_refused() -> None:
+    body = request(AttributeDefinitions=[attr("pk"), attr("pk", "N")])
+    assert validation_message(body) == "Cannot have two attributes with the same name"
+
+
+# --- billing mode and throughput --------------------------------------------------------
+
+
+def test_provisioned_billing_needs_throughput() -> None:
+    body = request(BillingMode="PROVISIONED", ProvisionedThroughput=None)
+    assert validation_message(body) == (
+        INVALID + "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
+    )
+
+
+def test_no_billing_mode_means_provisioned_and_needs_throughput() -> None:
+    assert validation_message(request(ProvisionedThroughput=None)) == (
+        INVALID + "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
+    )
+
+
+def test_on_demand_billing_refuses_throughput() -> None:
+    assert validation_message(request(BillingMode="PAY_PER_REQUEST")) == (
+        INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST"
+    )
+
+
+def test_missing_throughput_is_reported_before_key_schema_problems() -> None:
+    body = request(AttributeDefinitions=[], KeySchema=[hash_key("a")], ProvisionedThroughput=None)
+    assert validation_message(body) == (
+        INVALID + "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
+    )
+
+
+def test_unwanted_throughput_is_reported_before_key_schema_problems() -> None:
+    body = request(AttributeDefinitions=[], KeySchema=[hash_key("a"), hash_key("a")], BillingMode="PAY_PER_REQUEST")
+    assert validation_message(body) == (
+        INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST"
+    )
+
+
+def test_a_billing_mode_outside_the_enum_is_refused() -> None:
+    assert validation_message(request(BillingMode="FREE")) == (
+        "1 validation error detected: Value 'FREE' at 'billingMode' failed to satisfy constraint: "
+        "Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]"
+    )
+
+
+def test_empty_throughput_reports_both_units_as_null() -> None:
+    message = validation_message(request(ProvisionedThroughput={}))
+    assert message.startswith("2 validation errors detected: ")
+    assert "Value null at 'provisionedThroughput.readCapacityUnits' failed to satisfy constraint: " in message
+    assert "Value null at 'provisionedThroughput.writeCapacityUnits' failed to satisfy constraint: " in message
+
+
+def test_capacity_units_below_one_are_refused() -> None:
+    body = request(ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": -1})
+    assert validation_message(body) == (
+        "1 validation error detected: Value '-1' at 'provisionedThroughput.writeCapacityUnits' failed to satisfy "
+        "constraint: Member must have value greater than or equal to 1"
+    )
+
+
+def test_capacity_above_the_account_limit_is_limit_exceeded() -> None:
+    error = failure(request(ProvisionedThroughput={"ReadCapacityUnits": 40_001, "WriteCapacityUnits": 1}))
+    assert error.code == "LimitExceededException"
+    assert "ReadCapacityUnits" in error.message
+
+
+def test_a_body_that_is_not_an_object_is_a_serialization_error() -> None:
+    assert failure(["TableName"]).code == "SerializationException"
+
+
+# --- DescribeTable / DeleteTable and ListTables share the name rules --------------------
+
+
+def test_table_name_only_requests_check_the_name() -> None:
+    assert table_name_only.validate({"TableName": "Orders"}) == "Orders"
+    with pytest.raises(DynamoError) as err:
+        table_name_only.validate({})
+    assert err.value.message == (
+        "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null"
+    )
+
+
+def test_list_tables_defaults_to_a_page_of_100() -> None:
+    req = list_tables.validate({})
+    assert (req.limit, req.exclusive_start) == (100, None)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            {"Limit": 0},
+            "1 validation error detected: Value '0' at 'limit' failed to satisfy constraint: "
+            "Member must have value greater than or equal to 1",
+        ),
+        (
+            {"Limit": 101},
+            "1 validation error detected: Value '101' at 'limit' failed to satisfy constraint: "
+            "Member must have value less than or equal to 100",
+        ),
+        (
+            {"ExclusiveStartTableName": "a"},
+            "1 validation error detected: Value 'a' at 'exclusiveStartTableName' failed to satisfy constraint: "
+            "Member must have length greater than or equal to 3",
+        ),
+    ],
+)
+def test_list_tables_validates_limit_and_start(body: dict[str, Any], message: str) -> None:
+    with pytest.raises(DynamoError) as err:
+        list_tables.validate(body)
+    assert err.value.message == message
+
+
+def test_list_tables_limit_must_be_an_integer() -> None:
+    with pytest.raises(DynamoError) as err:
+        list_tables.validate({"Limit": "10"})
+    assert err.value.code == "SerializationException"

@@ -1,0 +1,222 @@
+"""DynamoApp, the front door: target, then SigV4, then JSON, then the operation.
+
+A MemoryControlStore behind a real TableCache, a real credentials file, requests
+signed by botocore. Every error answer is checked for DynamoDB's shape: a JSON body
+with __type and message, and x-amz-crc32 equal to the CRC32 of the body.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from botocore.auth import SigV4Auth  # type: ignore[import-untyped]
+from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
+from botocore.credentials import Credentials  # type: ignore[import-untyped]
+
+from partita.control.model import NodeRecord
+from partita.control.store import MemoryControlStore
+from partita.router import app as app_module
+from partita.router.app import DynamoApp
+from partita.router.context import RouterContext, RouterSettings
+from partita.router.credentials import Credential, CredentialStore, save
+from partita.router.http_server import HttpRequest, HttpResponse
+from partita.router.storage_client import StorageClient
+from partita.router.table_cache import TableCache
+
+ADMIN = Credential("AKIAADMIN00000000000", "a" * 40, name="admin", tables=("*",))
+LIMITED = Credential("AKIALIMITED000000000", "b" * 40, name="orders-service", tables=("Orders",))
+UNKNOWN = Credential("AKIAUNKNOWN000000000", "c" * 40)
+
+CREATE_ORDERS = {
+    "TableName": "Orders",
+    "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+    "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+    "BillingMode": "PAY_PER_REQUEST",
+}
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> DynamoApp:
+    path = tmp_path / "credentials.json"
+    save(path, [ADMIN, LIMITED])
+    store = MemoryControlStore()
+    await store.register_node(NodeRecord("n1", "a", "127.0.0.1:1", "127.0.0.1:2"), ttl=10)
+    ctx = RouterContext(TableCache(store), StorageClient(), RouterSettings(account_id="123456789012"))
+    return DynamoApp(ctx, CredentialStore(path))
+
+
+def signed(
+    operation: str,
+    body: bytes | dict[str, Any],
+    credential: Credential = ADMIN,
+    target_prefix: str = "DynamoDB_20120810.",
+) -> HttpRequest:
+    data = body if isinstance(body, bytes) else orjson.dumps(body)
+    aws = AWSRequest(
+        method="POST",
+        url="http://localhost:8000/",
+        data=data,
+        headers={"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": target_prefix + operation},
+    )
+    SigV4Auth(Credentials(credential.access_key_id, credential.secret_access_key), "dynamodb", "us-east-1").add_auth(
+        aws
+    )
+    headers = {"host": "localhost:8000"}
+    for name, value in aws.headers.items():
+        headers[name.lower()] = value.decode() if isinstance(value, bytes) else str(value)
+    return HttpRequest("POST", "/", "", headers, data)
+
+
+def unsigned(operation: str, body: bytes = b"{}") -> HttpRequest:
+    headers = {
+        "host": "localhost:8000",
+        "content-type": "application/x-amz-json-1.0",
+        "x-amz-target": "DynamoDB_20120810." + operation,
+    }
+    return HttpRequest("POST", "/", "", headers, body)
+
+
+def header(response: HttpResponse, name: bytes) -> bytes | None:
+    for key, value in response.headers:
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def error_of(response: HttpResponse) -> tuple[str, str]:
+    """(error type after '#', message) of a well-formed DynamoDB error answer."""
+    assert response.status >= 400
+    body = orjson.loads(response.body)
+    assert set(body) >= {"__type", "message"}
+    assert isinstance(body["message"], str)
+    assert header(response, b"x-amz-crc32") == str(zlib.crc32(response.body)).encode()
+    assert header(response, b"content-type") == b"application/x-amz-json-1.0"
+    namespace, _, code = body["__type"].partition("#")
+    assert namespace and code
+    return code, body["message"]
+
+
+async def test_an_unknown_target_is_unknown_operation_even_before_authentication(app: DynamoApp) -> None:
+    response = await app(unsigned("FlyToTheMoon"))
+    assert response.status == 400
+    assert error_of(response)[0] == "UnknownOperationException"
+
+
+async def test_a_target_without_the_dynamodb_prefix_is_unknown(app: DynamoApp) -> None:
+    response = await app(signed("ListTables", {}, target_prefix="DynamoDB_20991231."))
+    assert error_of(response)[0] == "UnknownOperationException"
+
+
+async def test_a_request_without_target_is_unknown_operation(app: DynamoApp) -> None:
+    request = unsigned("ListTables")
+    del request.headers["x-amz-target"]
+    assert error_of(await app(request))[0] == "UnknownOperationException"
+
+
+async def test_methods_other_than_post_and_get_are_unknown_operations(app: DynamoApp) -> None:
+    request = signed("ListTables", {})
+    request.method = "PUT"
+    assert error_of(await app(request))[0] == "UnknownOperationException"
+
+
+async def test_a_request_without_authentication_is_refused(app: DynamoApp) -> None:
+    response = await app(unsigned("ListTables"))
+    assert response.status == 400
+    assert error_of(response) == ("MissingAuthenticationTokenException", "Request is missing Authentication Token")
+
+
+async def test_an_unknown_access_key_is_unrecognized(app: DynamoApp) -> None:
+    response = await app(signed("ListTables", {}, credential=UNKNOWN))
+    assert error_of(response)[0] == "UnrecognizedClientException"
+
+
+async def test_a_body_altered_after_signing_fails_the_signature(app: DynamoApp) -> None:
+    request = signed("ListTables", {})
+    request.body = b'{"Limit": 5}'
+    assert error_of(await app(request))[0] == "InvalidSignatureException"
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b'"text"', b"\xff\xfe"])
+async def test_a_body_that_is_not_a_json_object_is_a_serialization_error(app: DynamoApp, body: bytes) -> None:
+    response = await app(signed("ListTables", body))
+    assert response.status == 400
+    assert error_of(response)[0] == "SerializationException"
+
+
+async def test_an_empty_body_is_an_empty_request(app: DynamoApp) -> None:
+    response = await app(signed("ListTables", b""))
+    assert response.status == 200
+    assert orjson.loads(response.body) == {"TableNames": []}
+
+
+async def test_a_table_outside_the_credentials_permissions_is_access_denied(app: DynamoApp) -> None:
+    response = await app(signed("DescribeTable", {"TableName": "Payroll"}, credential=LIMITED))
+    assert response.status == 400
+    code, message = error_of(response)
+    assert code == "AccessDeniedException"
+    assert message == (
+        "User: orders-service is not authorized to perform: dynamodb:DescribeTable "
+        "on resource: arn:aws:dynamodb:us-east-1:123456789012:table/Payroll"
+    )
+    assert orjson.loads(response.body)["__type"] == "com.amazon.coral.service#AccessDeniedException"
+
+
+async def test_a_permitted_table_reaches_the_operation(app: DynamoApp) -> None:
+    response = await app(signed("DescribeTable", {"TableName": "Orders"}, credential=LIMITED))
+    assert error_of(response) == ("ResourceNotFoundException", "Requested resource not found: Table: Orders not found")
+
+
+async def test_a_validation_failure_is_rendered_with_dynamodbs_message(app: DynamoApp) -> None:
+    response = await app(signed("DescribeTable", {"TableName": "ab"}))
+    assert error_of(response) == (
+        "ValidationException",
+        "1 validation error detected: Value 'ab' at 'tableName' failed to satisfy constraint: "
+        "Member must have length greater than or equal to 3",
+    )
+
+
+async def test_an_unexpected_failure_is_a_500_internal_server_error(
+    app: DynamoApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(ctx: RouterContext, body: Any) -> dict[str, Any]:
+        raise RuntimeError("bug")
+
+    monkeypatch.setitem(app_module.OPERATIONS, "ListTables", broken)
+    response = await app(signed("ListTables", {}))
+    assert response.status == 500
+    assert error_of(response) == ("InternalServerError", "Internal server error")
+
+
+async def test_create_describe_and_list_a_table_through_the_front_door(app: DynamoApp) -> None:
+    created = await app(signed("CreateTable", CREATE_ORDERS))
+    assert created.status == 200, created.body
+    assert header(created, b"x-amz-crc32") == str(zlib.crc32(created.body)).encode()
+    description = orjson.loads(created.body)["TableDescription"]
+    assert description["TableName"] == "Orders"
+    assert description["TableStatus"] == "CREATING"
+
+    described = await app(signed("DescribeTable", {"TableName": "Orders"}, credential=LIMITED))
+    assert orjson.loads(described.body)["Table"]["TableName"] == "Orders"
+
+    listed = await app(signed("ListTables", {}, credential=LIMITED))
+    assert orjson.loads(listed.body) == {"TableNames": ["Orders"]}
+
+    again = await app(signed("CreateTable", CREATE_ORDERS))
+    assert error_of(again) == ("ResourceInUseException", "Table already exists: Orders")
+
+
+async def test_item_operations_on_a_table_still_creating_are_resource_not_found(app: DynamoApp) -> None:
+    await app(signed("CreateTable", CREATE_ORDERS))
+    response = await app(signed("PutItem", {"TableName": "Orders", "Item": {"pk": {"S": "a"}}}))
+    assert error_of(response) == ("ResourceNotFoundException", "Requested resource not found")
+
+
+async def test_every_answer_has_its_own_request_id(app: DynamoApp) -> None:
+    ids = {header(await app(signed("ListTables", {})), b"x-amzn-RequestId") for _ in range(5)}
+    ids.add(header(await app(unsigned("Nope")), b"x-amzn-RequestId"))
+    assert None not in ids
+    assert len(ids) == 6

@@ -1,0 +1,208 @@
+"""The router's HTTP/1.1 server on a real socket: keep-alive, pipelining, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from partita.control.store import MemoryControlStore
+from partita.router import http_server
+from partita.router.app import DynamoApp
+from partita.router.context import RouterContext, RouterSettings
+from partita.router.credentials import CredentialStore
+from partita.router.http_server import HttpRequest, HttpResponse, start_http_server
+from partita.router.storage_client import StorageClient
+from partita.router.table_cache import TableCache
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Server:
+    port: int
+    seen: list[HttpRequest] = field(default_factory=list)
+
+    async def connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection("127.0.0.1", self.port)
+
+
+async def read_response(reader: asyncio.StreamReader) -> Response:
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    assert lines[0].startswith("HTTP/1.1 ")
+    headers = {}
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    body = await asyncio.wait_for(reader.readexactly(int(headers["content-length"])), 10)
+    return Response(status, headers, body)
+
+
+async def read_to_eof(reader: asyncio.StreamReader) -> bytes:
+    return await asyncio.wait_for(reader.read(), 10)
+
+
+def post(body: bytes, path: str = "/", extra: str = "") -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\n{extra}\r\n").encode() + body
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    state = Server(0)
+
+    async def handler(request: HttpRequest) -> HttpResponse:
+        state.seen.append(request)
+        if request.body == b"boom":
+            raise RuntimeError("handler bug")
+        if request.body.startswith(b"slow"):
+            await asyncio.sleep(0.05)
+        return HttpResponse(200, b"echo:" + request.body, [(b"X-Path", request.path.encode())])
+
+    srv = await start_http_server(handler, "127.0.0.1", 0)
+    state.port = srv.sockets[0].getsockname()[1]
+    yield state
+    srv.close()
+    await srv.wait_closed()
+
+
+async def test_keep_alive_serves_several_requests_on_one_connection(server: Server) -> None:
+    reader, writer = await server.connect()
+    for i in range(4):
+        writer.write(post(b"req-%d" % i))
+        response = await read_response(reader)
+        assert response.status == 200
+        assert response.body == b"echo:req-%d" % i
+        assert "connection" not in response.headers
+    writer.close()
+    assert len(server.seen) == 4
+
+
+async def test_pipelined_requests_are_answered_in_order(server: Server) -> None:
+    reader, writer = await server.connect()
+    # The first is the slowest to handle; its answer must still come first.
+    writer.write(post(b"slow-1") + post(b"fast-2") + post(b"fast-3", path="/third"))
+    bodies = [(await read_response(reader)).body for _ in range(3)]
+    assert bodies == [b"echo:slow-1", b"echo:fast-2", b"echo:fast-3"]
+    writer.close()
+
+
+async def test_a_request_split_across_many_writes_is_reassembled(server: Server) -> None:
+    reader, writer = await server.connect()
+    raw = post(b'{"TableName":"Orders"}', path="/a%20b?x=1&y=2", extra="X-Amz-Target: A\r\nX-Multi: 1\r\nX-Multi: 2\r\n")
+    for i in range(0, len(raw), 7):
+        writer.write(raw[i : i + 7])
+        await writer.drain()
+    response = await read_response(reader)
+    assert response.body == b'echo:{"TableName":"Orders"}'
+    request = server.seen[-1]
+    assert request.method == "POST"
+    assert request.path == "/a%20b"
+    assert request.query == "x=1&y=2"
+    assert request.headers["x-amz-target"] == "A"
+    assert request.headers["x-multi"] == "1,2"
+    writer.close()
+
+
+async def test_malformed_http_gets_400_and_the_connection_is_closed(server: Server) -> None:
+    reader, writer = await server.connect()
+    writer.write(b"THIS IS NOT HTTP\r\n\r\n")
+    response = await read_response(reader)
+    assert response.status == 400
+    assert response.headers.get("connection") == "close"
+    assert await read_to_eof(reader) == b""
+    writer.close()
+    assert server.seen == []
+
+
+async def test_an_oversize_content_length_gets_413_before_any_body_is_read(server: Server) -> None:
+    reader, writer = await server.connect()
+    too_big = http_server.MAX_BODY_BYTES + 1
+    writer.write(f"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {too_big}\r\n\r\n".encode())
+    response = await read_response(reader)
+    assert response.status == 413
+    assert b"SerializationException" in response.body
+    assert response.headers.get("connection") == "close"
+    assert await read_to_eof(reader) == b""
+    writer.close()
+    assert server.seen == []
+
+
+async def test_an_oversize_chunked_body_gets_413(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http_server, "MAX_BODY_BYTES", 1000)
+    reader, writer = await server.connect()
+    chunk = b"x" * 600
+    writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) * 2)
+    response = await read_response(reader)
+    assert response.status == 413
+    assert await read_to_eof(reader) == b""
+    writer.close()
+    assert server.seen == []
+
+
+async def test_a_body_of_exactly_the_limit_is_accepted(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http_server, "MAX_BODY_BYTES", 1000)
+    reader, writer = await server.connect()
+    writer.write(post(b"y" * 1000))
+    response = await read_response(reader)
+    assert response.status == 200
+    assert len(response.body) == len(b"echo:") + 1000
+    writer.close()
+
+
+async def test_connection_close_is_honoured_after_the_answer(server: Server) -> None:
+    reader, writer = await server.connect()
+    writer.write(post(b"last", extra="Connection: close\r\n"))
+    response = await read_response(reader)
+    assert response.body == b"echo:last"
+    assert response.headers.get("connection") == "close"
+    assert await read_to_eof(reader) == b""
+    writer.close()
+
+
+async def test_http_1_0_without_keep_alive_is_closed_after_the_answer(server: Server) -> None:
+    reader, writer = await server.connect()
+    writer.write(b"POST / HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi")
+    head = await asyncio.wait_for(reader.read(), 10)
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert head.endswith(b"echo:hi")
+
+
+async def test_a_failing_handler_answers_500_and_keeps_the_connection(server: Server) -> None:
+    reader, writer = await server.connect()
+    writer.write(post(b"boom") + post(b"after"))
+    first = await read_response(reader)
+    assert first.status == 500
+    assert b"InternalServerError" in first.body
+    second = await read_response(reader)
+    assert second.status == 200 and second.body == b"echo:after"
+    writer.close()
+
+
+async def test_get_health_check_answers_200(tmp_path: Path) -> None:
+    (tmp_path / "credentials.json").write_text('{"version": 1, "credentials": []}')
+    ctx = RouterContext(TableCache(MemoryControlStore()), StorageClient(), RouterSettings())
+    app = DynamoApp(ctx, CredentialStore(tmp_path / "credentials.json"))
+    srv = await start_http_server(app, "127.0.0.1", 0)
+    try:
+        port = srv.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET / HTTP/1.1\r\nHost: router.local\r\n\r\n")
+        response = await read_response(reader)
+        assert response.status == 200
+        assert response.body.startswith(b"healthy")
+        writer.close()
+    finally:
+        srv.close()
+        await srv.wait_closed()
