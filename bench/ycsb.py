@@ -73,6 +73,8 @@ class Workload:
 WORKLOADS: dict[str, Workload] = {
     "a": Workload("A", 0.50),
     "b": Workload("B", 0.95),
+    # Read-only (YCSB C): server CPU per GetItem without any write cost mixed in.
+    "c": Workload("C", 1.00),
 }
 
 
@@ -555,7 +557,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
         default=",".join(peers.TARGETS),
         help=f"comma-separated, from {', '.join((*peers.ALL_TARGETS, 'external'))} (default: %(default)s)",
     )
-    p.add_argument("--workloads", default="a,b", help="comma-separated, from a, b (default: %(default)s)")
+    p.add_argument("--workloads", default="a,b,c", help="comma-separated, from a, b, c (default: %(default)s)")
     p.add_argument("--records", type=int, default=DEFAULT_RECORDS, help="keys loaded (default: %(default)s)")
     p.add_argument(
         "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="in-flight requests (%(default)s)"

@@ -35,13 +35,11 @@ async def drive_lifecycle(store: ControlStore, tables: list[TableRecord]) -> boo
         if record.status not in ("CREATING", "DELETING"):
             continue
         transition = next_transition(record, await store.list_ready(record.table_id))
-        # A lost compare-and-swap means another driver moved the table first.
-        if transition == "activate":
-            if await store.replace_table(record.with_status("ACTIVE")):
-                changed = True
-                log.info("table %s is ACTIVE", record.name)
-        elif transition == "remove":
-            if await store.remove_table(record):
-                changed = True
-                log.info("table %s is deleted", record.name)
+        # A lost compare-and-swap means another driver moved the table first: no log.
+        if transition == "activate" and await store.replace_table(record.with_status("ACTIVE")):
+            changed = True
+            log.info("table %s is ACTIVE", record.name)
+        elif transition == "remove" and await store.remove_table(record):
+            changed = True
+            log.info("table %s is deleted", record.name)
     return changed

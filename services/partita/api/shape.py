@@ -14,6 +14,9 @@ from typing import Any
 from partita.common import errors
 
 TABLE_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_.-]+")
+# Names already found valid: every request names a table, and most name the same few.
+_VALID_TABLE_NAMES: set[str] = set()
+_VALID_TABLE_NAMES_MAX = 10_000
 
 
 class Violations:
@@ -39,12 +42,17 @@ class Violations:
             return
         if not isinstance(value, str):
             raise errors.serialization("Unexpected value type in payload: expected a string")
+        if value in _VALID_TABLE_NAMES:
+            return
+        before = len(self.messages)
         if not TABLE_NAME_PATTERN.fullmatch(value):
             self.add(value, where, "Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+")
         if len(value) < 3:
             self.add(value, where, "Member must have length greater than or equal to 3")
         if len(value) > 255:
             self.add(value, where, "Member must have length less than or equal to 255")
+        if len(self.messages) == before and len(_VALID_TABLE_NAMES) < _VALID_TABLE_NAMES_MAX:
+            _VALID_TABLE_NAMES.add(value)
 
     def enum(self, value: Any, where: str, allowed: list[str]) -> None:
         if value is not None and value not in allowed:

@@ -19,7 +19,25 @@ import orjson
 
 from partita.common import errors
 from partita.common.errors import DynamoError
-from partita.router.actions import create_table, delete_table, describe_table, item_ops, list_tables
+from partita.router.actions import (
+    batch_get_item,
+    batch_write_item,
+    create_table,
+    delete_item,
+    delete_table,
+    describe_limits,
+    describe_table,
+    get_item,
+    list_tables,
+    list_tags_of_resource,
+    put_item,
+    query,
+    scan,
+    tag_resource,
+    untag_resource,
+    update_item,
+    update_table,
+)
 from partita.router.auth import authenticate
 from partita.router.context import RouterContext
 from partita.router.credentials import CredentialStore
@@ -35,9 +53,19 @@ OPERATIONS: dict[str, Action] = {
     "DescribeTable": describe_table.run,
     "ListTables": list_tables.run,
     "DeleteTable": delete_table.run,
-    "PutItem": item_ops.put_item,
-    "GetItem": item_ops.get_item,
-    "DeleteItem": item_ops.delete_item,
+    "UpdateTable": update_table.run,
+    "DescribeLimits": describe_limits.run,
+    "TagResource": tag_resource.run,
+    "UntagResource": untag_resource.run,
+    "ListTagsOfResource": list_tags_of_resource.run,
+    "PutItem": put_item.run,
+    "GetItem": get_item.run,
+    "UpdateItem": update_item.run,
+    "DeleteItem": delete_item.run,
+    "Query": query.run,
+    "Scan": scan.run,
+    "BatchGetItem": batch_get_item.run,
+    "BatchWriteItem": batch_write_item.run,
 }
 
 _JSON = b"application/x-amz-json-1.0"

@@ -363,7 +363,14 @@ def authenticate(
     auth = headers.get("authorization")
     if auth is not None and not query:
         fast = _verify_common_case(
-            auth=auth, method=method, path=path, headers=headers, body=body, now=now, lookup=lookup, region=region
+            auth=auth,
+            method=method,
+            path=path,
+            headers=headers,
+            body=body,
+            now=now,
+            lookup=lookup,
+            region=region,
         )
         if fast is not None:
             return fast

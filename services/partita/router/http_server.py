@@ -61,9 +61,12 @@ class HttpProtocol(asyncio.Protocol):
         self._headers: dict[str, str] = {}
         self._body: list[bytes] = []
         self._body_size = 0
-        self._queue: deque[tuple[HttpRequest, bool]] = deque()
+        # Requests to answer in order; an HttpResponse is a parse error's answer, sent
+        # after the answers to the requests before it, and then the connection closes.
+        self._queue: deque[tuple[HttpRequest | HttpResponse, bool]] = deque()
         self._worker: asyncio.Task[None] | None = None
         self._closing = False
+        self._parse_failed = False
 
     # --- asyncio.Protocol -----------------------------------------------------------
 
@@ -72,6 +75,8 @@ class HttpProtocol(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
+        if self._parse_failed:
+            return  # the stream cannot be parsed past an error; the answer is queued
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -119,15 +124,24 @@ class HttpProtocol(asyncio.Protocol):
         self._body.append(body)
 
     def on_message_complete(self) -> None:
-        url = httptools.parse_url(self._url)
+        if self._url == b"/":  # every DynamoDB request
+            path, query = "/", ""
+        else:
+            url = httptools.parse_url(self._url)
+            path = url.path.decode("latin-1") if url.path else "/"
+            query = url.query.decode("latin-1") if url.query else ""
+        body = self._body
         request = HttpRequest(
             method=self._parser.get_method().decode(),
-            path=url.path.decode("latin-1") if url.path else "/",
-            query=url.query.decode("latin-1") if url.query else "",
+            path=path,
+            query=query,
             headers=self._headers,
-            body=b"".join(self._body),
+            body=body[0] if len(body) == 1 else b"".join(body),
         )
         self._queue.append((request, self._parser.should_keep_alive()))
+        self._start_worker()
+
+    def _start_worker(self) -> None:
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._drain())
 
@@ -136,6 +150,10 @@ class HttpProtocol(asyncio.Protocol):
     async def _drain(self) -> None:
         while self._queue and not self._closing:
             request, keep_alive = self._queue.popleft()
+            if isinstance(request, HttpResponse):
+                self._write(request, False)
+                self._close()
+                return
             try:
                 response = await self._handler(request)
             except Exception:
@@ -164,14 +182,16 @@ class HttpProtocol(asyncio.Protocol):
         self._transport.write(b"".join(head))
 
     def _reply_and_close(self, status: int, body: bytes) -> None:
-        self._write(HttpResponse(status, body, [(b"Content-Type", b"application/x-amz-json-1.0")]), False)
-        self._close()
+        self._parse_failed = True
+        self._queue.append(
+            (HttpResponse(status, body, [(b"Content-Type", b"application/x-amz-json-1.0")]), False)
+        )
+        self._start_worker()
 
     def _reply_too_large(self) -> None:
         self._reply_and_close(
             413,
-            b'{"__type":"com.amazon.coral.service#SerializationException",'
-            b'"message":"Request size exceeded"}',
+            b'{"__type":"com.amazon.coral.service#SerializationException","message":"Request size exceeded"}',
         )
 
     def _close(self) -> None:

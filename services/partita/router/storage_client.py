@@ -71,6 +71,8 @@ class NodeChannel:
         self._queue: list[pb.Request] = []
         self._flush_scheduled = False
         self._outstanding = False  # a batch was sent and nothing has come back since
+        self.batches_sent = 0  # with requests_sent: the batching factor, for metrics
+        self.requests_sent = 0
         self._loop = asyncio.get_running_loop()
         self._connection: _Connection | None = None
         self._connecting: asyncio.Task[None] | None = None
@@ -115,6 +117,8 @@ class NodeChannel:
         if not self._queue or connection is None or connection.transport is None:
             return
         batch, self._queue = self._queue, []
+        self.batches_sent += 1
+        self.requests_sent += len(batch)
         self._outstanding = True
         connection.transport.write(encode_frame(pb.RequestBatch(requests=batch).SerializeToString()))
 

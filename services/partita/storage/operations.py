@@ -3,20 +3,56 @@
 `plan` turns a request into either an immediate response (reads, failed conditions) or
 the effects to commit plus the response to send once they are durable. It reads the
 engine's newest state (including durable-pending writes) and never awaits, so a
-read-modify-write is atomic with respect to every other request on the node.
+read-modify-write (a condition check, an update expression) is atomic with respect to
+every other request on the node: nothing can run between the read and the write. The
+apply step is a pure function of the previous item, so a replicated log (P3) may
+replay the same plan.
+
+Expressions arrive as texts plus their placeholder maps, already validated and resolved
+once by the router; the node resolves them again (parses come from the shared cache)
+and evaluates them here, next to the item, so an item never travels for a condition.
+
+Request `body` (JSON) by op; every field is optional:
+  GET     projection, names, capacity
+  PUT     condition, names, values, return_old, return_old_on_failure, capacity, size
+          (size: the new item's DynamoDB size, computed by the router)
+  DELETE  condition, names, values, return_old, return_old_on_failure, capacity
+  UPDATE  update, condition, names, values, legacy, key (the key attributes, to create
+          a missing item), return (NONE/ALL_OLD/UPDATED_OLD/ALL_NEW/UPDATED_NEW),
+          return_old_on_failure, capacity
+  QUERY/SCAN  lo, hi (base64 storage keys, [lo, hi)), reverse, limit, budget (bytes of
+          items to read, DynamoDB's 1 MB page), filter, projection, names, values,
+          count_only, key_names (attributes of LastEvaluatedKey)
+Response: `value` holds the item (GET), the old item (PUT/DELETE with return_old), the
+attributes to return (UPDATE) or the page's items as a JSON array (QUERY/SCAN);
+`body` of QUERY/SCAN is {"count", "scanned", "last"}; `capacity_bytes` is filled when
+`capacity` was asked for, and always for QUERY/SCAN (the size of the items read).
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from partita._proto import storage_pb2 as pb
+from partita.api.expressions import Resolver, apply_update, ast, cache, evaluate, project, project_paths
+from partita.api.item import MAX_DEPTH, MAX_ITEM_BYTES
+from partita.api.values import Item, item_size
+from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
+
+# DynamoDB's words for an update that does not fit, and for legacy AttributeUpdates
+# (ADD/DELETE on an attribute of another type) where expressions say "operand".
+_UPDATE_TOO_BIG = "Item size to update has exceeded the maximum allowed size"
+_BAD_OPERAND = "An operand in the update expression has an incorrect data type"
+_LEGACY_MISMATCH = "Type mismatch for attribute to update"
+_TOO_DEEP = "Nesting Levels have exceeded supported limits"
 
 
 @dataclass(slots=True)
@@ -35,24 +71,98 @@ def error_response(request_id: int, error: DynamoError) -> pb.Response:
     )
 
 
-def _options(request: pb.Request) -> dict[str, object]:
-    return orjson.loads(request.body) if request.body else {}
+def _options(request: pb.Request) -> dict[str, Any]:
+    if not request.body:
+        return {}
+    options: dict[str, Any] = orjson.loads(request.body)
+    return options
+
+
+def _load(value: bytes | None) -> Item | None:
+    if value is None:
+        return None
+    item: Item = orjson.loads(value)
+    return item
+
+
+class _Expressions:
+    """The request's expressions, resolved against its placeholder maps on demand."""
+
+    __slots__ = ("_resolver", "options")
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.options = options
+        self._resolver: Resolver | None = None
+
+    @property
+    def resolver(self) -> Resolver:
+        if self._resolver is None:
+            self._resolver = Resolver(self.options.get("names"), self.options.get("values"))
+        return self._resolver
+
+    def condition(self, kind: str = "ConditionExpression", field: str = "condition") -> ast.Condition | None:
+        text = self.options.get(field)
+        if text is None:
+            return None
+        return self.resolver.condition(cache.condition(text, kind), kind)
+
+    def update(self) -> ast.Update | None:
+        text = self.options.get("update")
+        if text is None:
+            return None
+        return self.resolver.update(cache.update(text))
+
+    def projection(self) -> ast.Projection | None:
+        text = self.options.get("projection")
+        if text is None:
+            return None
+        return self.resolver.projection(cache.projection(text))
+
+
+def _check_condition(exprs: _Expressions, old: Item | None) -> None:
+    """Raise ConditionalCheckFailedException unless the condition holds for `old`."""
+    condition = exprs.condition()
+    if condition is not None and not evaluate(condition, old):
+        returned = old if exprs.options.get("return_old_on_failure") else None
+        raise errors.conditional_check_failed(returned)
+
+
+# --- point reads and writes --------------------------------------------------------------
 
 
 def plan_get(engine: Engine, request: pb.Request) -> Plan:
     value = engine.get(request.key)
     if value is None:
         return Plan(pb.Response(id=request.id, status=pb.NOT_FOUND))
-    return Plan(pb.Response(id=request.id, status=pb.OK, value=value))
+    if not request.body:  # the common case: the stored bytes are the answer
+        return Plan(pb.Response(id=request.id, status=pb.OK, value=value))
+    exprs = _Expressions(_options(request))
+    item = _load(value)
+    assert item is not None
+    response = pb.Response(id=request.id, status=pb.OK, value=value)
+    if exprs.options.get("capacity"):
+        # DynamoDB charges for the whole item, whatever the projection returns.
+        response.capacity_bytes = item_size(item)
+    projection = exprs.projection()
+    if projection is not None:
+        response.value = orjson.dumps(project(item, projection))
+    return Plan(response)
 
 
 def plan_put(engine: Engine, request: pb.Request) -> Plan:
     options = _options(request)
     response = pb.Response(id=request.id, status=pb.OK)
-    if options.get("return_old"):
-        old = engine.latest(request.key)
-        if old is not None:
-            response.value = old
+    if not options:
+        return Plan(response, [Effect(Kind.PUT, request.key, request.value)])
+    exprs = _Expressions(options)
+    old = engine.latest(request.key)
+    if "condition" in options or options.get("capacity"):
+        old_item = _load(old)
+        _check_condition(exprs, old_item)
+        if options.get("capacity"):
+            response.capacity_bytes = max(item_size(old_item) if old_item else 0, int(options.get("size", 0)))
+    if options.get("return_old") and old is not None:
+        response.value = old
     return Plan(response, [Effect(Kind.PUT, request.key, request.value)])
 
 
@@ -60,6 +170,11 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     options = _options(request)
     response = pb.Response(id=request.id, status=pb.OK)
     old = engine.latest(request.key)
+    if "condition" in options or options.get("capacity"):
+        old_item = _load(old)
+        _check_condition(_Expressions(options), old_item)
+        if options.get("capacity"):
+            response.capacity_bytes = item_size(old_item) if old_item else 0
     if options.get("return_old") and old is not None:
         response.value = old
     if old is None:
@@ -68,8 +183,126 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     return Plan(response, [Effect(Kind.DELETE, request.key)])
 
 
+def plan_update(engine: Engine, request: pb.Request) -> Plan:
+    """UpdateItem: condition, then the update applied to the previous item, one step."""
+    options = _options(request)
+    exprs = _Expressions(options)
+    old = engine.latest(request.key)
+    old_item = _load(old)
+    _check_condition(exprs, old_item)
+    new_item, paths = apply_to(exprs, old_item, options.get("key") or {})
+    if item_size(new_item) > MAX_ITEM_BYTES:
+        raise errors.validation(_UPDATE_TOO_BIG)
+    if _depth(new_item) > MAX_DEPTH:
+        raise errors.validation(_TOO_DEEP)
+    new = orjson.dumps(new_item)
+    response = pb.Response(id=request.id, status=pb.OK)
+    returned = options.get("return", "NONE")
+    if returned == "ALL_OLD":
+        response.value = old or b""
+    elif returned == "ALL_NEW":
+        response.value = new
+    elif returned in ("UPDATED_OLD", "UPDATED_NEW") and paths is not None:
+        source = (old_item or {}) if returned == "UPDATED_OLD" else new_item
+        attributes = project_paths(source, paths)
+        if attributes:
+            response.value = orjson.dumps(attributes)
+    if options.get("capacity"):
+        response.capacity_bytes = max(item_size(old_item) if old_item else 0, item_size(new_item))
+    return Plan(response, [Effect(Kind.PUT, request.key, new)])
+
+
+def apply_to(
+    exprs: _Expressions, old_item: Item | None, key: Item
+) -> tuple[Item, tuple[tuple[ast.PathElement, ...], ...] | None]:
+    """The item after the update, and the paths it acted on (None: no update).
+
+    A missing item starts as its key attributes, as DynamoDB creates it. Pure: the
+    previous item is never modified, so the step may be re-run on the same input.
+    """
+    base = old_item if old_item is not None else dict(key)
+    update = exprs.update()
+    if update is None:
+        return base, None
+    try:
+        result = apply_update(update, base)
+    except DynamoError as exc:
+        if exprs.options.get("legacy") and exc.message == _BAD_OPERAND:
+            raise errors.validation(_LEGACY_MISMATCH) from None
+        raise
+    return result.item, result.paths
+
+
+def _depth(item: Item) -> int:
+    """Nesting depth of an item's deepest value (a top-level scalar is 1)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(av, 1) for av in item.values()]
+    while stack:
+        av, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = av.get("M")
+        if children is not None:
+            stack.extend((child, depth + 1) for child in children.values())
+            continue
+        elements = av.get("L")
+        if elements is not None:
+            stack.extend((child, depth + 1) for child in elements)
+    return deepest
+
+
+# --- range reads -------------------------------------------------------------------------
+
+
+def plan_range(engine: Engine, request: pb.Request) -> Plan:
+    """QUERY and SCAN: one page of a key range, read in order, filtered and projected.
+
+    The page stops after `limit` items read or once the items read reach `budget`
+    bytes (DynamoDB counts both before the filter); the item that crosses the budget
+    is still part of the page, and its key becomes the LastEvaluatedKey.
+    """
+    options = _options(request)
+    exprs = _Expressions(options)
+    filter_tree = exprs.condition("FilterExpression", "filter")
+    projection = exprs.projection()
+    lo = base64.b64decode(options["lo"])
+    hi = base64.b64decode(options["hi"])
+    limit = int(options.get("limit") or 0)
+    budget = int(options.get("budget") or 1 << 62)
+    count_only = bool(options.get("count_only"))
+    key_names: list[str] = options.get("key_names") or []
+    out: list[bytes] = []
+    scanned = count = size = 0
+    last: Item | None = None
+    stopped = False
+    for _, value in engine.scan(lo, hi, reverse=bool(options.get("reverse"))):
+        item: Item = orjson.loads(value)
+        scanned += 1
+        size += item_size(item)
+        if filter_tree is None or evaluate(filter_tree, item):
+            count += 1
+            if not count_only:
+                out.append(value if projection is None else orjson.dumps(project(item, projection)))
+        if (limit and scanned >= limit) or size >= budget:
+            last = {name: item[name] for name in key_names if name in item}
+            stopped = True
+            break
+    summary = {"count": count, "scanned": scanned, "last": last if stopped else None}
+    # capacity_bytes always: a Scan carries the 1 MB budget from partition to partition.
+    response = pb.Response(
+        id=request.id,
+        status=pb.OK,
+        value=b"[" + b",".join(out) + b"]",
+        body=orjson.dumps(summary),
+        capacity_bytes=size,
+    )
+    return Plan(response)
+
+
 PLANNERS: dict[int, Callable[[Engine, pb.Request], Plan]] = {
     pb.GET: plan_get,
     pb.PUT: plan_put,
     pb.DELETE: plan_delete,
+    pb.UPDATE: plan_update,
+    pb.QUERY: plan_range,
+    pb.SCAN: plan_range,
 }

@@ -141,7 +141,10 @@ def test_a_missing_key_schema_must_not_be_null() -> None:
 def test_missing_attribute_definitions_and_key_schema_are_reported_together() -> None:
     message = validation_message(request(AttributeDefinitions=None, KeySchema=None))
     assert message.startswith("2 validation errors detected: ")
-    assert "Value null at 'attributeDefinitions' failed to satisfy constraint: Member must not be null" in message
+    assert (
+        "Value null at 'attributeDefinitions' failed to satisfy constraint: Member must not be null"
+        in message
+    )
     assert "Value null at 'keySchema' failed to satisfy constraint: Member must not be null" in message
 
 
@@ -155,7 +158,9 @@ def test_an_empty_key_schema_fails_the_length_constraint() -> None:
 def test_more_than_two_key_elements_fail_the_length_constraint() -> None:
     message = validation_message(request(KeySchema=[hash_key("a"), range_key("b"), range_key("c")]))
     assert message.startswith("1 validation error detected: Value '")
-    assert message.endswith("' at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2")
+    assert message.endswith(
+        "' at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2"
+    )
 
 
 def test_a_key_type_outside_the_enum_is_named_with_its_position() -> None:
@@ -217,12 +222,17 @@ def test_two_range_keys_fail_on_the_first() -> None:
 
 def test_the_second_key_element_must_be_range() -> None:
     body = request(AttributeDefinitions=[attr("a"), attr("b")], KeySchema=[hash_key("a"), hash_key("b")])
-    assert validation_message(body) == "Invalid KeySchema: The second KeySchemaElement is not a RANGE key type"
+    assert (
+        validation_message(body) == "Invalid KeySchema: The second KeySchemaElement is not a RANGE key type"
+    )
 
 
 def test_hash_and_range_key_with_one_name_are_refused() -> None:
     body = request(AttributeDefinitions=[attr("a"), attr("b")], KeySchema=[hash_key("a"), hash_key("a")])
-    assert validation_message(body) == "Both the Hash Key and the Range Key element in the KeySchema have the same name"
+    assert (
+        validation_message(body)
+        == "Both the Hash Key and the Range Key element in the KeySchema have the same name"
+    )
 
 
 def test_a_repeated_key_name_with_a_single_definition_has_no_definition() -> None:
@@ -278,33 +288,40 @@ def test_an_attribute_defined_twice_is_refused() -> None:
 def test_provisioned_billing_needs_throughput() -> None:
     body = request(BillingMode="PROVISIONED", ProvisionedThroughput=None)
     assert validation_message(body) == (
-        INVALID + "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
+        INVALID
+        + "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
     )
 
 
 def test_no_billing_mode_means_provisioned_and_needs_throughput() -> None:
     assert validation_message(request(ProvisionedThroughput=None)) == (
-        INVALID + "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
+        INVALID
+        + "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
     )
 
 
 def test_on_demand_billing_refuses_throughput() -> None:
     assert validation_message(request(BillingMode="PAY_PER_REQUEST")) == (
-        INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST"
+        INVALID
+        + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST"
     )
 
 
 def test_missing_throughput_is_reported_before_key_schema_problems() -> None:
     body = request(AttributeDefinitions=[], KeySchema=[hash_key("a")], ProvisionedThroughput=None)
     assert validation_message(body) == (
-        INVALID + "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
+        INVALID
+        + "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
     )
 
 
 def test_unwanted_throughput_is_reported_before_key_schema_problems() -> None:
-    body = request(AttributeDefinitions=[], KeySchema=[hash_key("a"), hash_key("a")], BillingMode="PAY_PER_REQUEST")
+    body = request(
+        AttributeDefinitions=[], KeySchema=[hash_key("a"), hash_key("a")], BillingMode="PAY_PER_REQUEST"
+    )
     assert validation_message(body) == (
-        INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST"
+        INVALID
+        + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST"
     )
 
 
@@ -319,7 +336,9 @@ def test_empty_throughput_reports_both_units_as_null() -> None:
     message = validation_message(request(ProvisionedThroughput={}))
     assert message.startswith("2 validation errors detected: ")
     assert "Value null at 'provisionedThroughput.readCapacityUnits' failed to satisfy constraint: " in message
-    assert "Value null at 'provisionedThroughput.writeCapacityUnits' failed to satisfy constraint: " in message
+    assert (
+        "Value null at 'provisionedThroughput.writeCapacityUnits' failed to satisfy constraint: " in message
+    )
 
 
 def test_capacity_units_below_one_are_refused() -> None:

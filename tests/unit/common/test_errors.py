@@ -54,11 +54,21 @@ def test_the_exception_text_names_code_and_message() -> None:
             400,
             False,
         ),
-        (errors.incomplete_signature("m"), "com.amazon.coral.service#IncompleteSignatureException", 400, False),
+        (
+            errors.incomplete_signature("m"),
+            "com.amazon.coral.service#IncompleteSignatureException",
+            400,
+            False,
+        ),
         (errors.invalid_signature("m"), "com.amazon.coral.service#InvalidSignatureException", 400, False),
         (errors.unrecognized_client(), "com.amazon.coral.service#UnrecognizedClientException", 400, False),
         (errors.access_denied("m"), "com.amazon.coral.service#AccessDeniedException", 400, False),
-        (errors.resource_not_found(), "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException", 400, False),
+        (
+            errors.resource_not_found(),
+            "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException",
+            400,
+            False,
+        ),
         (errors.resource_in_use("m"), "com.amazonaws.dynamodb.v20120810#ResourceInUseException", 400, False),
         (errors.limit_exceeded("m"), "com.amazonaws.dynamodb.v20120810#LimitExceededException", 400, False),
         (
@@ -89,7 +99,10 @@ def test_factories_give_dynamodbs_type_status_and_retry_policy(
 
 def test_one_constraint_violation_is_singular() -> None:
     error = errors.constraint_violations(["Value null at 'tableName' failed to satisfy constraint: x"])
-    assert error.message == "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: x"
+    assert (
+        error.message
+        == "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: x"
+    )
     assert error.code == "ValidationException"
 
 
@@ -104,7 +117,10 @@ def test_table_not_found_names_the_table() -> None:
 
 
 def test_transaction_canceled_lists_every_reason_code_and_carries_the_reasons() -> None:
-    reasons = [{"Code": "None"}, {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}]
+    reasons = [
+        {"Code": "None"},
+        {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"},
+    ]
     error = errors.transaction_canceled(reasons)
     assert error.message == (
         "Transaction cancelled, please refer cancellation reasons for specific reasons "

@@ -20,7 +20,9 @@ def test_encode_frame_prefixes_the_big_endian_length() -> None:
     payloads=st.lists(st.binary(max_size=300), max_size=12),
     cuts=st.lists(st.integers(min_value=0, max_value=5000), max_size=30),
 )
-def test_frames_split_at_any_byte_boundaries_decode_identically(payloads: list[bytes], cuts: list[int]) -> None:
+def test_frames_split_at_any_byte_boundaries_decode_identically(
+    payloads: list[bytes], cuts: list[int]
+) -> None:
     stream = b"".join(encode_frame(p) for p in payloads)
     points = sorted({c % (len(stream) + 1) for c in cuts})
     chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]

@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 from partita.common.partition_map import Partition, split_evenly
 from partita.control.model import HASH_SPACE_END, KeyElement, NodeRecord, TableRecord, new_table_id
 
+SORT_KEY = KeyElement("sk", "N")
 
-def sample(partitions: int = 3, sort_key: KeyElement | None = KeyElement("sk", "N")) -> TableRecord:
+
+def sample(partitions: int = 3, sort_key: KeyElement | None = SORT_KEY) -> TableRecord:
     parts = tuple(
         Partition(f"p{i}", start, end, (f"n{i}", f"n{i + 1}"), f"n{i}" if i % 2 else None)
         for i, (start, end) in enumerate(split_evenly(partitions))
@@ -42,7 +44,9 @@ def test_json_round_trip_preserves_every_field() -> None:
     record = sample()
     back = through_json(record)
     assert back == record
-    assert [dataclasses.astuple(p) for p in back.partitions] == [dataclasses.astuple(p) for p in record.partitions]
+    assert [dataclasses.astuple(p) for p in back.partitions] == [
+        dataclasses.astuple(p) for p in record.partitions
+    ]
 
 
 def test_the_last_partition_ends_at_two_to_the_64_through_json() -> None:

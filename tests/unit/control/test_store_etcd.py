@@ -9,7 +9,6 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import aetcd
 import pytest
@@ -192,7 +191,10 @@ async def test_ready_markers_are_set_listed_and_cleared(store: EtcdControlStore)
     await store.mark_ready(5, "0000000000000005-0000", "node-a")
     await store.mark_ready(5, "0000000000000005-0001", "node-b")
     await store.mark_ready(51, "p0", "node-a")
-    assert await store.list_ready(5) == {("0000000000000005-0000", "node-a"), ("0000000000000005-0001", "node-b")}
+    assert await store.list_ready(5) == {
+        ("0000000000000005-0000", "node-a"),
+        ("0000000000000005-0001", "node-b"),
+    }
     await store.clear_ready(5, "0000000000000005-0000", "node-a")
     assert await store.list_ready(5) == {("0000000000000005-0001", "node-b")}
     assert await store.list_ready(51) == {("p0", "node-a")}
@@ -219,7 +221,9 @@ async def test_node_registration_outlives_its_ttl_while_the_store_is_open(store:
     assert await store.list_nodes() == [node]
 
 
-async def test_a_node_whose_lease_was_lost_registers_again(store: EtcdControlStore, raw: aetcd.Client) -> None:
+async def test_a_node_whose_lease_was_lost_registers_again(
+    store: EtcdControlStore, raw: aetcd.Client
+) -> None:
     node = NodeRecord("n1", "a", "127.0.0.1:1")
     await store.register_node(node, ttl=2)
     kv = await raw.get(NODES + b"n1")

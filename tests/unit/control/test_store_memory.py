@@ -59,7 +59,9 @@ async def test_replace_table_succeeds_on_the_current_revision_and_bumps_it(store
     assert after.revision > current.revision
 
 
-async def test_replace_table_with_a_stale_revision_fails_and_changes_nothing(store: MemoryControlStore) -> None:
+async def test_replace_table_with_a_stale_revision_fails_and_changes_nothing(
+    store: MemoryControlStore,
+) -> None:
     await store.create_table(table())
     first = await store.get_table("Orders")
     assert first is not None
@@ -112,7 +114,9 @@ async def test_ready_markers_are_set_listed_and_cleared_per_table(store: MemoryC
     assert await store.list_ready(7) == {("p0", "n1")}
 
 
-async def test_registered_nodes_are_listed_by_id_and_reregistration_replaces(store: MemoryControlStore) -> None:
+async def test_registered_nodes_are_listed_by_id_and_reregistration_replaces(
+    store: MemoryControlStore,
+) -> None:
     await store.register_node(NodeRecord("n2", "b", "h:2"), ttl=10)
     await store.register_node(NodeRecord("n1", "a", "h:1"), ttl=10)
     await store.register_node(NodeRecord("n2", "b", "h:22"), ttl=10)

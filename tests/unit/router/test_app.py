@@ -62,9 +62,9 @@ def signed(
         data=data,
         headers={"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": target_prefix + operation},
     )
-    SigV4Auth(Credentials(credential.access_key_id, credential.secret_access_key), "dynamodb", "us-east-1").add_auth(
-        aws
-    )
+    SigV4Auth(
+        Credentials(credential.access_key_id, credential.secret_access_key), "dynamodb", "us-east-1"
+    ).add_auth(aws)
     headers = {"host": "localhost:8000"}
     for name, value in aws.headers.items():
         headers[name.lower()] = value.decode() if isinstance(value, bytes) else str(value)
@@ -126,7 +126,10 @@ async def test_methods_other_than_post_and_get_are_unknown_operations(app: Dynam
 async def test_a_request_without_authentication_is_refused(app: DynamoApp) -> None:
     response = await app(unsigned("ListTables"))
     assert response.status == 400
-    assert error_of(response) == ("MissingAuthenticationTokenException", "Request is missing Authentication Token")
+    assert error_of(response) == (
+        "MissingAuthenticationTokenException",
+        "Request is missing Authentication Token",
+    )
 
 
 async def test_an_unknown_access_key_is_unrecognized(app: DynamoApp) -> None:
@@ -167,7 +170,10 @@ async def test_a_table_outside_the_credentials_permissions_is_access_denied(app:
 
 async def test_a_permitted_table_reaches_the_operation(app: DynamoApp) -> None:
     response = await app(signed("DescribeTable", {"TableName": "Orders"}, credential=LIMITED))
-    assert error_of(response) == ("ResourceNotFoundException", "Requested resource not found: Table: Orders not found")
+    assert error_of(response) == (
+        "ResourceNotFoundException",
+        "Requested resource not found: Table: Orders not found",
+    )
 
 
 async def test_a_validation_failure_is_rendered_with_dynamodbs_message(app: DynamoApp) -> None:

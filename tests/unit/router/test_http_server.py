@@ -54,7 +54,9 @@ async def read_to_eof(reader: asyncio.StreamReader) -> bytes:
 
 
 def post(body: bytes, path: str = "/", extra: str = "") -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\n{extra}\r\n").encode() + body
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
+    ).encode() + body
 
 
 @pytest.fixture
@@ -99,7 +101,11 @@ async def test_pipelined_requests_are_answered_in_order(server: Server) -> None:
 
 async def test_a_request_split_across_many_writes_is_reassembled(server: Server) -> None:
     reader, writer = await server.connect()
-    raw = post(b'{"TableName":"Orders"}', path="/a%20b?x=1&y=2", extra="X-Amz-Target: A\r\nX-Multi: 1\r\nX-Multi: 2\r\n")
+    raw = post(
+        b'{"TableName":"Orders"}',
+        path="/a%20b?x=1&y=2",
+        extra="X-Amz-Target: A\r\nX-Multi: 1\r\nX-Multi: 2\r\n",
+    )
     for i in range(0, len(raw), 7):
         writer.write(raw[i : i + 7])
         await writer.drain()
@@ -151,7 +157,9 @@ async def test_an_oversize_chunked_body_gets_413(server: Server, monkeypatch: py
     assert server.seen == []
 
 
-async def test_a_body_of_exactly_the_limit_is_accepted(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_body_of_exactly_the_limit_is_accepted(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(http_server, "MAX_BODY_BYTES", 1000)
     reader, writer = await server.connect()
     writer.write(post(b"y" * 1000))
@@ -206,3 +214,33 @@ async def test_get_health_check_answers_200(tmp_path: Path) -> None:
     finally:
         srv.close()
         await srv.wait_closed()
+
+
+async def test_answers_to_requests_before_a_malformed_one_are_sent_first(server: Server) -> None:
+    reader, writer = await server.connect()
+    writer.write(post(b"slow-1") + post(b"fast-2") + b"NOT HTTP AT ALL\r\n\r\n")
+    first = await read_response(reader)
+    second = await read_response(reader)
+    third = await read_response(reader)
+    assert (first.status, first.body) == (200, b"echo:slow-1")
+    assert (second.status, second.body) == (200, b"echo:fast-2")
+    assert third.status == 400
+    assert third.headers.get("connection") == "close"
+    assert await read_to_eof(reader) == b""
+    writer.close()
+
+
+async def test_a_malformed_request_arriving_while_one_is_handled_waits_for_its_answer(server: Server) -> None:
+    reader, writer = await server.connect()
+    writer.write(post(b"slow-1"))
+    await writer.drain()
+    for _ in range(100):  # until the handler has the request
+        if server.seen:
+            break
+        await asyncio.sleep(0.005)
+    writer.write(b"\x00\x01garbage\r\n\r\n")
+    first = await read_response(reader)
+    assert (first.status, first.body) == (200, b"echo:slow-1")
+    assert (await read_response(reader)).status == 400
+    assert await read_to_eof(reader) == b""
+    writer.close()

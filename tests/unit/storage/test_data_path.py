@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-from google.protobuf.message import DecodeError
 import pytest
+from google.protobuf.message import DecodeError
 
 from partita._proto import storage_pb2 as pb
 from partita.common import keys
@@ -67,7 +67,9 @@ def get(n: int) -> pb.Request:
 def put(n: int, value: bytes, return_old: bool = False) -> pb.Request:
     h, k = key_for(n)
     body = orjson.dumps({"return_old": True}) if return_old else b""
-    return pb.Request(op=pb.PUT, table_id=TABLE_ID, partition_id="p0", key_hash=h, key=k, value=value, body=body)
+    return pb.Request(
+        op=pb.PUT, table_id=TABLE_ID, partition_id="p0", key_hash=h, key=k, value=value, body=body
+    )
 
 
 def delete(n: int) -> pb.Request:
@@ -166,7 +168,9 @@ async def test_delete_removes_the_item(channel: NodeChannel) -> None:
     assert (await channel.call(delete(4))).status == pb.OK
 
 
-async def test_a_hash_outside_the_hosted_partitions_is_wrong_partition(node: Node, channel: NodeChannel) -> None:
+async def test_a_hash_outside_the_hosted_partitions_is_wrong_partition(
+    node: Node, channel: NodeChannel
+) -> None:
     h, k = key_for(5, hosted=False)
     request = pb.Request(op=pb.PUT, table_id=TABLE_ID, partition_id="p1", key_hash=h, key=k, value=b"v")
     assert (await channel.call(request)).status == pb.WRONG_PARTITION
@@ -180,7 +184,7 @@ async def test_an_unknown_table_is_wrong_partition(channel: NodeChannel) -> None
 
 async def test_an_unsupported_operation_answers_a_validation_error(channel: NodeChannel) -> None:
     h, k = key_for(6)
-    response = await channel.call(pb.Request(op=pb.QUERY, table_id=TABLE_ID, key_hash=h, key=k))
+    response = await channel.call(pb.Request(op=pb.OP_UNSPECIFIED, table_id=TABLE_ID, key_hash=h, key=k))
     assert response.status == pb.ERROR
     assert response.error_code == "ValidationException"
 
@@ -207,7 +211,9 @@ async def test_a_failed_commit_answers_every_write_of_the_batch_with_an_error(
         raise OSError(5, "disk on fire")
 
     node.engine.commit_many = failing  # type: ignore[method-assign,assignment]
-    responses = await asyncio.gather(channel.call(put(7, b"a")), channel.call(put(8, b"b")), channel.call(get(9)))
+    responses = await asyncio.gather(
+        channel.call(put(7, b"a")), channel.call(put(8, b"b")), channel.call(get(9))
+    )
     assert [r.status for r in responses] == [pb.ERROR, pb.ERROR, pb.NOT_FOUND]
     assert {r.error_code for r in responses[:2]} == {"InternalServerError"}
 

@@ -166,7 +166,9 @@ async def test_latest_sees_an_in_flight_put_that_get_does_not(
     await e.close()
 
 
-async def test_latest_sees_an_in_flight_delete_as_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_latest_sees_an_in_flight_delete_as_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     e = Engine.open(tmp_path / "node", sync=True)
     await e.commit([put(b"k", b"old")])
     held = HeldSync()
@@ -183,7 +185,9 @@ async def test_latest_sees_an_in_flight_delete_as_missing(tmp_path: Path, monkey
     await e.close()
 
 
-async def test_a_failed_commit_leaves_no_pending_value_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_failed_commit_leaves_no_pending_value_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     e = Engine.open(tmp_path / "node", sync=True)
     await e.commit([put(b"k", b"old")])
     held = HeldSync(fail=True)
@@ -307,7 +311,9 @@ async def test_reopen_replays_records_the_database_lost(tmp_path: Path) -> None:
 # --- checkpoints ----------------------------------------------------------------------
 
 
-async def test_checkpoint_drops_wal_segments_below_the_applied_lsn(tmp_path: Path, small_segments: None) -> None:
+async def test_checkpoint_drops_wal_segments_below_the_applied_lsn(
+    tmp_path: Path, small_segments: None
+) -> None:
     directory = tmp_path / "node"
     e = Engine.open(directory, sync=False)
     for i in range(40):

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from partita._proto import storage_pb2 as pb
+from partita.common import keys
 from partita.common.partition_map import Partition, split_evenly
 from partita.control.model import KeyElement, TableRecord, TableStatus
+from partita.control.store import MemoryControlStore
+from partita.storage.effects import Effect, Kind
+from partita.storage.engine import Engine
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
+from partita.storage.node import NodeState, StorageService, reconcile_hosting
 
 END = 2**64
 
 
-def record(
+def table_record(
     table_id: int,
     replicas: list[tuple[str, ...]],
     status: TableStatus = "ACTIVE",
@@ -35,14 +46,14 @@ def record(
 
 
 def test_hosted_table_keeps_only_this_nodes_partitions_in_hash_order() -> None:
-    r = record(1, [("a",), ("b",), ("a", "c"), ("b",)])
+    r = table_record(1, [("a",), ("b",), ("a", "c"), ("b",)])
     hosted = HostedTable.of(r, "a")
     assert [p.partition_id for p in hosted.partitions] == ["p0", "p2"]
     assert hosted.starts == (0, END // 2)
 
 
 def test_owner_of_finds_the_hosted_partition_at_both_edges_of_its_range() -> None:
-    r = record(1, [("a",), ("b",), ("a",), ("b",)])
+    r = table_record(1, [("a",), ("b",), ("a",), ("b",)])
     hosted = HostedTable.of(r, "a")
     p0, p2 = r.partitions[0], r.partitions[2]
     assert hosted.owner_of(0) == p0
@@ -52,7 +63,7 @@ def test_owner_of_finds_the_hosted_partition_at_both_edges_of_its_range() -> Non
 
 
 def test_owner_of_is_none_for_hashes_in_partitions_hosted_elsewhere() -> None:
-    r = record(1, [("b",), ("a",), ("b",)])
+    r = table_record(1, [("b",), ("a",), ("b",)])
     hosted = HostedTable.of(r, "a")
     p1 = r.partitions[1]
     assert hosted.owner_of(0) is None  # before the first hosted start
@@ -62,16 +73,16 @@ def test_owner_of_is_none_for_hashes_in_partitions_hosted_elsewhere() -> None:
 
 
 def test_owner_of_covers_the_top_of_the_hash_space() -> None:
-    hosted = HostedTable.of(record(1, [("b",), ("a",)]), "a")
+    hosted = HostedTable.of(table_record(1, [("b",), ("a",)]), "a")
     assert hosted.owner_of(END - 1) is not None
 
 
 def test_desired_hosting_includes_creating_and_active_tables_with_a_replica_here() -> None:
     tables = [
-        record(1, [("a",), ("b",)], "ACTIVE"),
-        record(3, [("a",)], "CREATING"),
-        record(5, [("b",)], "ACTIVE"),
-        record(7, [("a",)], "DELETING"),
+        table_record(1, [("a",), ("b",)], "ACTIVE"),
+        table_record(3, [("a",)], "CREATING"),
+        table_record(5, [("b",)], "ACTIVE"),
+        table_record(7, [("a",)], "DELETING"),
     ]
     hosting = desired_hosting(tables, "a")
     assert set(hosting) == {1, 3}
@@ -80,25 +91,98 @@ def test_desired_hosting_includes_creating_and_active_tables_with_a_replica_here
 
 
 def test_desired_hosting_of_a_node_without_replicas_is_empty() -> None:
-    assert desired_hosting([record(1, [("b",)])], "a") == {}
+    assert desired_hosting([table_record(1, [("b",)])], "a") == {}
 
 
 def test_a_deleting_table_with_a_replica_here_is_dropped_even_without_known_data() -> None:
-    tables = [record(7, [("a",)], "DELETING"), record(9, [("b",)], "DELETING")]
+    tables = [table_record(7, [("a",)], "DELETING"), table_record(9, [("b",)], "DELETING")]
     assert tables_to_drop(tables, set(), "a") == [7]
 
 
 def test_data_of_a_table_gone_from_the_store_is_dropped() -> None:
-    tables = [record(1, [("a",)])]
+    tables = [table_record(1, [("a",)])]
     assert tables_to_drop(tables, {1, 11, 13}, "a") == [11, 13]
 
 
 def test_live_tables_are_never_dropped_even_when_hosted_elsewhere() -> None:
-    tables = [record(1, [("a",)]), record(3, [("b",)], "CREATING"), record(5, [("b",)], "UPDATING")]
+    tables = [
+        table_record(1, [("a",)]),
+        table_record(3, [("b",)], "CREATING"),
+        table_record(5, [("b",)], "UPDATING"),
+    ]
     assert tables_to_drop(tables, {1, 3, 5}, "a") == []
 
 
 def test_data_of_a_deleting_table_hosted_elsewhere_is_dropped_too() -> None:
     # Left behind by a move, say: the table is going away, so the data goes too.
-    tables = [record(9, [("b",)], "DELETING")]
+    tables = [table_record(9, [("b",)], "DELETING")]
     assert tables_to_drop(tables, {9}, "a") == [9]
+
+
+# --- the node acting on the difference (reconcile_hosting, Status) ----------------------
+
+
+@pytest.fixture
+async def node_state(tmp_path: Path) -> AsyncIterator[NodeState]:
+    engine = Engine.open(tmp_path / "node", sync=False)
+    yield NodeState("a", "zone-a", engine, ids_with_data=engine.table_ids())
+    await engine.close()
+
+
+async def put_rows(state: NodeState, table_id: int, count: int = 3) -> None:
+    lo, _ = keys.table_bounds(table_id)
+    await state.engine.commit([Effect(Kind.PUT, lo + b"row%d" % i, b"v") for i in range(count)])
+
+
+def rows(state: NodeState, table_id: int) -> int:
+    return sum(1 for _ in state.engine.scan(*keys.table_bounds(table_id)))
+
+
+async def test_reconcile_serves_assigned_partitions_and_marks_each_ready(node_state: NodeState) -> None:
+    store = MemoryControlStore()
+    record = table_record(1, [("a",), ("b",), ("a",)], "CREATING")
+    await store.create_table(record)
+    await reconcile_hosting(node_state, store, await store.list_tables())
+    assert set(node_state.hosted) == {1}
+    assert await store.list_ready(1) == {("p0", "a"), ("p2", "a")}
+    assert node_state.route(pb.Request(table_id=1, key_hash=0)) is None
+    refused = node_state.route(pb.Request(id=4, table_id=1, key_hash=END // 2))
+    assert refused is not None and refused.status == pb.WRONG_PARTITION and refused.id == 4
+
+
+async def test_reconcile_drops_a_deleting_tables_data_and_ready_markers(node_state: NodeState) -> None:
+    store = MemoryControlStore()
+    await store.create_table(table_record(1, [("a",)]))
+    await store.create_table(table_record(3, [("a",)]))
+    await reconcile_hosting(node_state, store, await store.list_tables())
+    await put_rows(node_state, 1)
+    await put_rows(node_state, 3)
+    doomed = await store.get_table("t1")
+    assert doomed is not None
+    await store.replace_table(doomed.with_status("DELETING"))
+    await reconcile_hosting(node_state, store, await store.list_tables())
+    assert rows(node_state, 1) == 0
+    assert rows(node_state, 3) == 3
+    assert await store.list_ready(1) == set()
+    assert await store.list_ready(3) == {("p0", "a")}
+    assert set(node_state.hosted) == {3}
+    assert node_state.engine.table_ids() == {3}
+
+
+async def test_reconcile_drops_data_of_a_table_the_store_no_longer_has(node_state: NodeState) -> None:
+    await put_rows(node_state, 5)
+    node_state.ids_with_data = node_state.engine.table_ids()
+    await reconcile_hosting(node_state, MemoryControlStore(), [])
+    assert rows(node_state, 5) == 0
+    assert node_state.ids_with_data == set()
+
+
+async def test_status_reports_every_hosted_partition(node_state: NodeState) -> None:
+    store = MemoryControlStore()
+    await store.create_table(table_record(1, [("b",), ("a",)]))
+    await reconcile_hosting(node_state, store, await store.list_tables())
+    status = await StorageService(node_state).Status(pb.StatusRequest(), None)  # type: ignore[arg-type]
+    assert (status.node_id, status.zone) == ("a", "zone-a")
+    [hosted] = status.partitions
+    assert (hosted.table_id, hosted.partition_id, hosted.start) == (1, "p1", END // 2)
+    assert hosted.end_exclusive_minus_one == END - 1

@@ -28,8 +28,9 @@ async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
     await e.close()
 
 
-def test_planners_cover_get_put_delete() -> None:
-    assert PLANNERS == {pb.GET: plan_get, pb.PUT: plan_put, pb.DELETE: plan_delete}
+def test_get_put_and_delete_have_their_planners() -> None:
+    assert (PLANNERS[pb.GET], PLANNERS[pb.PUT], PLANNERS[pb.DELETE]) == (plan_get, plan_put, plan_delete)
+    assert pb.OP_UNSPECIFIED not in PLANNERS
 
 
 async def test_get_of_a_present_key_answers_ok_with_the_value(engine: Engine) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from partita.api.expressions import Resolved, resolve_request
 from partita.api.item import check_value
-from partita.api.shape import Violations, expect_type
+from partita.api.shape import TABLE_NAME_PATTERN, Violations, expect_type
 from partita.api.values import AttributeValue, Item
 from partita.common import errors
 from partita.common.errors import DynamoError
@@ -111,6 +111,11 @@ def resolve(expressions: Expressions) -> Expressions:
 # --- shape helpers -----------------------------------------------------------------------
 
 
+def valid_table_name(name: str) -> bool:
+    return 3 <= len(name) <= 255 and TABLE_NAME_PATTERN.fullmatch(name) is not None
+
+
+
 def string(body: Mapping[str, Any], name: str) -> str | None:
     value: str | None = expect_type(body.get(name), str, "a string")
     return value
@@ -184,7 +189,8 @@ def attributes_to_get(body: Mapping[str, Any], v: Violations, where: str = "attr
         v.add(value, where, "Member must have length greater than or equal to 1")
     if len(value) > MAX_ATTRIBUTES_TO_GET:
         v.add(value, where, f"Member must have length less than or equal to {MAX_ATTRIBUTES_TO_GET}")
-    return value
+    names: list[str] = value
+    return names
 
 
 def check_no_duplicate_names(names: list[str] | None) -> None:

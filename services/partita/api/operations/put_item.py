@@ -1,0 +1,76 @@
+"""PutItem: validate the request into a `PutItemRequest` (expressions resolved)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from partita.api import legacy
+from partita.api.item import MAX_ITEM_BYTES, check_item
+from partita.api.operations import common
+from partita.api.operations.common import Expressions
+from partita.api.shape import Violations, expect_dict
+from partita.api.values import Item, item_size
+from partita.common import errors
+
+
+@dataclass(frozen=True)
+class PutItemRequest:
+    table_name: str
+    item: Item
+    size: int  # DynamoDB's size of `item`, for capacity
+    return_old: bool
+    return_old_on_failure: bool
+    capacity: str
+    expressions: Expressions
+
+
+def validate(body: Any) -> PutItemRequest:
+    body = expect_dict(body)
+    v = Violations()
+    name = common.string(body, "TableName")
+    v.table_name(name)
+    raw_item = common.attribute_map(body.get("Item"))
+    v.not_null(raw_item, "item")
+    capacity = common.capacity_mode(body, v)
+    common.collection_metrics(body, v)
+    return_values = common.string(body, "ReturnValues")
+    v.enum(return_values, "returnValues", common.RETURN_VALUES)
+    on_failure = common.return_on_failure(body, v)
+    condition = common.string(body, "ConditionExpression")
+    names = common.names_map(body.get("ExpressionAttributeNames"))
+    v.raise_if_any()
+    assert name is not None and raw_item is not None
+
+    common.check_expression_params(body, ["ConditionExpression"], ["Expected"])
+    item = check_item(raw_item)
+    if return_values not in (None, "NONE", "ALL_OLD"):
+        raise errors.validation("ReturnValues can only be ALL_OLD or NONE")
+    size = item_size(item)
+    if size > MAX_ITEM_BYTES:  # check_item checked already; kept for the size we need anyway
+        raise errors.validation("Item size has exceeded the maximum allowed size")
+    values = common.values_map(body.get("ExpressionAttributeValues"))
+    expressions = condition_expressions(body, condition, names, values)
+    return PutItemRequest(
+        table_name=name,
+        item=item,
+        size=size,
+        return_old=return_values == "ALL_OLD",
+        return_old_on_failure=on_failure,
+        capacity=capacity,
+        expressions=expressions,
+    )
+
+
+def condition_expressions(
+    body: dict[str, Any], condition: str | None, names: dict[str, str] | None, values: dict[str, Any] | None
+) -> Expressions:
+    """ConditionExpression, or Expected translated into one; resolved."""
+    if body.get("Expected") is not None:
+        ph = legacy.Placeholders()
+        operator = legacy.conditional_operator(body, "Expected")
+        text = legacy.expected(body["Expected"], operator, ph)
+        return common.resolve(Expressions(condition=text, names=ph.names or None, values=ph.values or None, legacy=True))
+    if body.get("ConditionalOperator") is not None:
+        legacy.conditional_operator(body, "Expected")
+    return common.resolve(Expressions(condition=condition, names=names, values=values))

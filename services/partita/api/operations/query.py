@@ -1,0 +1,94 @@
+"""Query: validate the request into a `QueryRequest` (key condition resolved, not planned).
+
+Planning the key condition needs the table's key schema, so the router does it after
+the table lookup (`plan_key_range`), as DynamoDB reports schema mismatches after
+ResourceNotFoundException.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from partita.api.expressions import KeyCondition, plan_key_condition
+from partita.api.expressions.parser import walk_paths
+from partita.api.operations import common, reads
+from partita.api.operations.common import Expressions
+from partita.api.operations.reads import ReadCommon
+from partita.api.shape import Violations, expect_dict
+from partita.common import errors
+from partita.control.model import TableRecord
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    read: ReadCommon
+    forward: bool
+    expressions: Expressions
+    legacy_filter: bool  # the filter came from QueryFilter (its errors say so)
+
+    def key_condition(self, record: TableRecord) -> KeyCondition:
+        """The key condition matched to the table's key schema (DynamoDB's messages)."""
+        tree = self.expressions.resolved.key_condition
+        assert tree is not None
+        sort_name = record.sort_key.name if record.sort_key else None
+        types = {record.partition_key.name: record.partition_key.type}
+        if record.sort_key is not None:
+            types[record.sort_key.name] = record.sort_key.type
+        condition = plan_key_condition(tree, record.partition_key.name, sort_name, types)
+        self._check_filter_keys(record)
+        return condition
+
+    def _check_filter_keys(self, record: TableRecord) -> None:
+        tree = self.expressions.resolved.filter
+        if tree is None:
+            return
+        heads = {p.elements[0] for p in walk_paths(tree)}
+        for element in (record.partition_key, record.sort_key):
+            if element is not None and element.name in heads:
+                source = "QueryFilter" if self.legacy_filter else "Filter Expression"
+                raise errors.validation(
+                    f"{source} can only contain non-primary key attributes: Primary key attribute: {element.name}"
+                )
+
+
+def validate(body: Any) -> QueryRequest:
+    body = expect_dict(body)
+    v = Violations()
+    read, to_get = reads.shape(body, v)
+    forward = common.boolean(body, "ScanIndexForward")
+    if body.get("ConditionalOperator") is not None:
+        v.enum(common.string(body, "ConditionalOperator"), "conditionalOperator", common.CONDITIONAL_OPERATORS)
+    key_condition = common.string(body, "KeyConditionExpression")
+    projection = common.string(body, "ProjectionExpression")
+    # Query reports the Select rules among the model constraints ("1 validation error
+    # detected: ..."); Scan reports them bare.
+    problem = reads.select_problem(read.select, read.index_name, projection is not None, to_get is not None)
+    if problem is not None:
+        v.messages.append(problem)
+    v.raise_if_any()
+
+    common.check_expression_params(
+        body,
+        ["ProjectionExpression", "FilterExpression", "KeyConditionExpression"],
+        ["AttributesToGet", "QueryFilter", "ConditionalOperator", "KeyConditions"],
+    )
+    common.check_no_duplicate_names(to_get)
+    start = reads.exclusive_start(read.exclusive_start)
+    key_conditions = body.get("KeyConditions")
+    if key_conditions is None and key_condition is None:
+        raise errors.validation(
+            "Either the KeyConditions or KeyConditionExpression parameter must be specified in the request."
+        )
+    expressions = reads.filter_and_projection(
+        body,
+        "QueryFilter",
+        to_get,
+        key_condition=key_condition,
+        key_conditions=key_conditions if key_condition is None else None,
+    )
+    select = reads.effective_select(read.select, expressions.projection is not None)
+    read = ReadCommon(
+        read.table_name, read.index_name, select, read.limit, read.consistent, start, read.capacity
+    )
+    return QueryRequest(read, forward is not False, expressions, body.get("QueryFilter") is not None)

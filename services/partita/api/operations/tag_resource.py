@@ -1,0 +1,63 @@
+"""TagResource: validate the request into a `TagResourceRequest` (and the shared ARN rule)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from partita.api.shape import Violations, expect_dict, expect_type
+from partita.common import errors
+
+# A DynamoDB table ARN; the table name is the part after "table/".
+_TABLE_ARN = re.compile(r"arn:aws[a-z-]*:dynamodb:[^:]+:\d+:table/([^/]{3,255})")
+MAX_KEY_LENGTH = 128
+MAX_VALUE_LENGTH = 256
+MAX_TAGS = 50
+
+
+@dataclass(frozen=True)
+class TagResourceRequest:
+    arn: str
+    table_name: str
+    tags: list[tuple[str, str]]
+
+
+def table_of_arn(arn: Any) -> tuple[str, str]:
+    """(arn, table name) of a ResourceArn, or DynamoDB's ValidationException."""
+    if arn is None:
+        raise errors.validation("Invalid TableArn")
+    if not isinstance(arn, str):
+        raise errors.serialization("Unexpected value type in payload: expected a string")
+    match = _TABLE_ARN.fullmatch(arn)
+    if match is None:
+        raise errors.validation(f"Invalid TableArn: Invalid ResourceArn provided as input {arn}")
+    return arn, match.group(1)
+
+
+def validate(body: Any) -> TagResourceRequest:
+    body = expect_dict(body)
+    tags = expect_type(body.get("Tags"), list, "a list")
+    arn, table = table_of_arn(body.get("ResourceArn"))
+    if tags is None:
+        raise errors.constraint_violations(
+            ["Value null at 'tags' failed to satisfy constraint: Member must not be null"]
+        )
+    if not tags:
+        raise errors.validation("Atleast one Tag needs to be provided as Input.")
+    v = Violations()
+    out = []
+    for i, tag in enumerate(tags, 1):
+        tag = expect_dict(tag)
+        key = expect_type(tag.get("Key"), str, "a string")
+        value = expect_type(tag.get("Value"), str, "a string")
+        if v.not_null(key, f"tags.{i}.member.key"):
+            if len(key) < 1:
+                v.add(key, f"tags.{i}.member.key", "Member must have length greater than or equal to 1")
+            if len(key) > MAX_KEY_LENGTH:
+                v.add(key, f"tags.{i}.member.key", f"Member must have length less than or equal to {MAX_KEY_LENGTH}")
+        if v.not_null(value, f"tags.{i}.member.value") and len(value) > MAX_VALUE_LENGTH:
+            v.add(value, f"tags.{i}.member.value", f"Member must have length less than or equal to {MAX_VALUE_LENGTH}")
+        out.append((key, value))
+    v.raise_if_any()
+    return TagResourceRequest(arn, table, out)

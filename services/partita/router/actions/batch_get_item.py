@@ -1,0 +1,80 @@
+"""BatchGetItem: up to 100 point reads, issued concurrently so they share storage batches."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+
+from partita._proto import storage_pb2 as pb
+from partita.api import capacity
+from partita.api.operations import batch_get_item
+from partita.api.table_keys import key_of_key
+from partita.common import errors
+from partita.common.errors import DynamoError
+from partita.router.actions import wire
+from partita.router.context import RouterContext
+
+# DynamoDB answers at most 16 MB per call and leaves the rest in UnprocessedKeys.
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+_DUPLICATES = "Provided list of item keys contains duplicates"
+
+
+async def run(ctx: RouterContext, body: Any) -> bytes:
+    req = batch_get_item.validate(body)
+    charged = req.capacity != "NONE"
+    calls = []  # (table entry, raw key, awaitable)
+    for entry in req.tables:
+        table = ctx.tables.require_active(entry.table_name)
+        options = entry.expressions.storage_body()
+        if charged:
+            options["capacity"] = True
+        payload = wire.request_body(options)
+        seen: set[bytes] = set()
+        for raw_key in entry.keys:
+            key = key_of_key(table.record, raw_key)
+            if key.storage_key in seen:
+                raise errors.validation(_DUPLICATES)
+            seen.add(key.storage_key)
+            request = pb.Request(
+                op=pb.GET, key_hash=key.hash, key=key.storage_key, consistent=entry.consistent, body=payload
+            )
+            calls.append((entry, raw_key, table, request))
+    # Every key is checked before any read is sent.
+    results = await asyncio.gather(*(ctx.send(c[2], c[3]) for c in calls), return_exceptions=True)
+
+    responses: dict[str, list[bytes]] = {entry.table_name: [] for entry in req.tables}
+    unprocessed: dict[str, dict[str, Any]] = {}
+    units: list[tuple[str, float]] = []
+    returned = 0
+    failures: list[BaseException] = []
+    for (entry, raw_key, _, _), result in zip(calls, results, strict=True):
+        if isinstance(result, BaseException):
+            if not _retriable(result):
+                raise result
+            failures.append(result)
+        elif result.status == pb.OK and returned + len(result.value) > MAX_RESPONSE_BYTES:
+            pass  # over DynamoDB's response size: left for the client to ask again
+        else:
+            if charged:
+                units.append((entry.table_name, capacity.read_units(result.capacity_bytes, entry.consistent)))
+            if result.status == pb.OK:
+                returned += len(result.value)
+                responses[entry.table_name].append(result.value)
+            continue
+        left = unprocessed.setdefault(entry.table_name, {**entry.raw, "Keys": []})
+        left["Keys"].append(raw_key)
+    if failures and len(failures) == len(calls):
+        raise failures[0]
+    consumed = capacity.consumed_per_table(units, req.capacity) if charged else None
+    return wire.body(
+        ("Responses", b"{" + b",".join(orjson.dumps(t) + b":[" + b",".join(items) + b"]"
+                                      for t, items in responses.items()) + b"}"),
+        ("UnprocessedKeys", orjson.dumps(unprocessed)),
+        ("ConsumedCapacity", wire.encoded(consumed)),
+    )  # fmt: skip
+
+
+def _retriable(exc: BaseException) -> bool:
+    return isinstance(exc, DynamoError) and exc.retriable

@@ -1,0 +1,74 @@
+"""Query: one partition key, so one partition: a range scan on the node that owns it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from partita._proto import storage_pb2 as pb
+from partita.api.operations import query
+from partita.api.table_keys import key_of_key
+from partita.api.values import values_equal
+from partita.common import errors, keys
+from partita.common.errors import DynamoError
+from partita.control.model import TableRecord
+from partita.router.actions import ranges
+from partita.router.context import RouterContext
+
+
+async def run(ctx: RouterContext, body: Any) -> bytes:
+    req = query.validate(body)
+    read = req.read
+    table = ctx.tables.require_active(read.table_name)
+    record = table.record
+    if read.index_name is not None:
+        raise errors.validation(f"The table does not have the specified index: {read.index_name}")
+    condition = req.key_condition(record)
+    pk = record.partition_key
+    pk_bytes = keys.partition_key_bytes(pk.name, condition.partition_value, pk.type)
+    h = keys.key_hash(pk.type, pk_bytes)
+    if condition.sort_op is None:
+        lo, hi = keys.item_collection_bounds(record.table_id, h, pk_bytes)
+    else:
+        assert record.sort_key is not None
+        sk_type = record.sort_key.type
+        bounds = [keys.encode_sort_key(v, sk_type) for v in condition.sort_values]
+        lo, hi = keys.sort_key_bounds(
+            record.table_id, h, pk_bytes, condition.sort_op,  # type: ignore[arg-type]
+            bounds[0], bounds[1] if len(bounds) > 1 else None,
+        )  # fmt: skip
+    if read.exclusive_start is not None:
+        start = _start_key(record, read.exclusive_start, condition)
+        if req.forward:
+            lo = max(lo, start + b"\x00")  # the least key above the start key
+        else:
+            hi = min(hi, start)
+    page = ranges.Page()
+    if lo < hi:
+        await ranges.read_range(
+            ctx, table, pb.QUERY, h, lo, hi, page, read, req.expressions, reverse=not req.forward
+        )
+    return ranges.answer(page, read)
+
+
+def _start_key(record: TableRecord, start: dict[str, Any], condition: Any) -> bytes:
+    """The storage key of ExclusiveStartKey, checked against the schema and the condition."""
+    names = [record.partition_key.name] + ([record.sort_key.name] if record.sort_key else [])
+    if len(start) != len(names) or any(n not in start for n in names):
+        raise errors.validation("The provided starting key is invalid")
+    try:
+        key = key_of_key(record, start)
+    except DynamoError as exc:
+        if exc.code != "ValidationException":
+            raise
+        raise errors.validation(f"The provided starting key is invalid: {exc.message}") from None
+    if record.sort_key is None or condition.sort_op is None:
+        if not values_equal(start[record.partition_key.name], condition.partition_value):
+            raise errors.validation(
+                "The provided starting key is outside query boundaries based on provided conditions"
+            )
+    else:
+        if not condition.sort_matches(start[record.sort_key.name]):
+            raise errors.validation("The provided starting key does not match the range key predicate")
+        if not values_equal(start[record.partition_key.name], condition.partition_value):
+            raise errors.validation("The query can return at most one row and cannot be restarted")
+    return key.storage_key

@@ -1,0 +1,94 @@
+"""What Query and Scan share on the router: reading one key range as a page, and the answer.
+
+A page is read by the node that owns the range (`pb.QUERY`/`pb.SCAN`, planned by
+`storage.operations.plan_range`); a Scan may read several ranges, one partition after
+another, into one page, with the limit and the 1 MB budget carried from range to range.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from partita._proto import storage_pb2 as pb
+from partita.api import capacity
+from partita.api.operations.common import Expressions
+from partita.api.operations.reads import ReadCommon
+from partita.router.actions import wire
+from partita.router.context import RouterContext
+from partita.router.table_cache import CachedTable
+
+# DynamoDB stops a Query or Scan page once it has read 1 MB of items.
+PAGE_BYTES = 1024 * 1024
+
+
+@dataclass
+class Page:
+    """Items and counters accumulated over the ranges a page read."""
+
+    items: list[bytes] = field(default_factory=list)  # each a JSON array of items, non-empty
+    count: int = 0
+    scanned: int = 0
+    size: int = 0
+    last: dict[str, Any] | None = None  # the LastEvaluatedKey, once the page stopped early
+
+    def remaining_limit(self, limit: int | None) -> int | None:
+        return None if limit is None else limit - self.scanned
+
+
+async def read_range(
+    ctx: RouterContext,
+    table: CachedTable,
+    op: pb.Op,
+    key_hash: int,
+    lo: bytes,
+    hi: bytes,
+    page: Page,
+    read: ReadCommon,
+    expressions: Expressions,
+    *,
+    reverse: bool = False,
+) -> None:
+    """Read [lo, hi) on the node owning `key_hash` into `page` (which records the stop)."""
+    record = table.record
+    options = expressions.storage_body()
+    options.update(
+        lo=base64.b64encode(lo).decode(),
+        hi=base64.b64encode(hi).decode(),
+        budget=PAGE_BYTES - page.size,
+        key_names=[record.partition_key.name] + ([record.sort_key.name] if record.sort_key else []),
+    )
+    limit = page.remaining_limit(read.limit)
+    if limit is not None:
+        options["limit"] = limit
+    if reverse:
+        options["reverse"] = True
+    if read.select == "COUNT":
+        options["count_only"] = True
+    request = pb.Request(op=op, key_hash=key_hash, consistent=read.consistent, body=orjson.dumps(options))
+    response = await ctx.send(table, request)
+    summary = orjson.loads(response.body)
+    page.count += summary["count"]
+    page.scanned += summary["scanned"]
+    page.size += response.capacity_bytes
+    page.last = summary["last"]
+    if len(response.value) > 2:  # "[]" is an empty page
+        page.items.append(response.value[1:-1])
+
+
+def answer(page: Page, read: ReadCommon) -> bytes:
+    """The Query/Scan response body."""
+    items = None if read.select == "COUNT" else b"[" + b",".join(page.items) + b"]"
+    consumed = capacity.consumed(
+        read.table_name, capacity.range_read_units(page.size, read.consistent), read.capacity
+    )
+    return wire.body(
+        ("Items", items),
+        ("Count", str(page.count).encode()),
+        ("ScannedCount", str(page.scanned).encode()),
+        ("LastEvaluatedKey", wire.encoded(page.last)),
+        ("ConsumedCapacity", wire.encoded(consumed)),
+    )

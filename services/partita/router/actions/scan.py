@@ -1,0 +1,69 @@
+"""Scan: partitions in hash order (or one hash segment of them), one page at a time.
+
+Segment i of T covers hashes [i * 2**64 // T, (i+1) * 2**64 // T): segments are
+independent of the partition layout, so a parallel scan keeps working while partitions
+split. A LastEvaluatedKey is an ordinary key; its hash says where to resume.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from partita._proto import storage_pb2 as pb
+from partita.api.operations import scan
+from partita.api.table_keys import key_of_key
+from partita.common import errors, keys
+from partita.common.errors import DynamoError
+from partita.control.model import TableRecord
+from partita.router.actions import ranges
+from partita.router.context import RouterContext
+
+HASH_SPACE = keys.HASH_SPACE
+
+
+async def run(ctx: RouterContext, body: Any) -> bytes:
+    req = scan.validate(body)
+    read = req.read
+    table = ctx.tables.require_active(read.table_name)
+    record = table.record
+    if read.index_name is not None:
+        raise errors.validation(f"The table does not have the specified index: {read.index_name}")
+    seg_lo = req.segment * HASH_SPACE // req.total_segments
+    seg_hi = (req.segment + 1) * HASH_SPACE // req.total_segments
+    resume_hash, resume_key = seg_lo, b""
+    if read.exclusive_start is not None:
+        resume_hash, start = _start_key(record, read.exclusive_start)
+        if not seg_lo <= resume_hash < seg_hi:
+            raise errors.validation(
+                "The provided starting key is invalid: Invalid ExclusiveStartKey. Please use ExclusiveStartKey "
+                f"with correct Segment. TotalSegments: {req.total_segments} Segment: {req.segment}"
+            )
+        resume_key = start + b"\x00"  # the least key above the start key
+    page = ranges.Page()
+    for partition in table.partition_map.partitions_from(resume_hash):
+        if partition.start >= seg_hi:
+            break
+        lo_hash = max(partition.start, seg_lo)
+        lo, hi = keys.hash_range_bounds(record.table_id, lo_hash, min(partition.end, seg_hi))
+        lo = max(lo, resume_key)
+        await ranges.read_range(ctx, table, pb.SCAN, max(lo_hash, resume_hash), lo, hi, page, read, req.expressions)
+        if page.last is not None:
+            break
+    return ranges.answer(page, read)
+
+
+def _start_key(record: TableRecord, start: dict[str, Any]) -> tuple[int, bytes]:
+    names = [record.partition_key.name] + ([record.sort_key.name] if record.sort_key else [])
+    if len(start) != len(names):
+        raise errors.validation(
+            "The provided starting key is invalid: The provided key element does not match the schema"
+        )
+    try:
+        key = key_of_key(record, start)
+    except DynamoError as exc:
+        if exc.code != "ValidationException":
+            raise
+        raise errors.validation(f"The provided starting key is invalid: {exc.message}") from None
+    return key.hash, key.storage_key
+
+

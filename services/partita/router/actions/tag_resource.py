@@ -1,0 +1,21 @@
+"""TagResource: add or overwrite tags of a table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from partita.api.operations import tag_resource
+from partita.router.actions import tags
+from partita.router.context import RouterContext
+
+
+async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
+    req = tag_resource.validate(body)
+
+    def merged(current: tags.Tags) -> tags.Tags:
+        out = dict(current)
+        out.update(req.tags)
+        return tuple(out.items())
+
+    await tags.change(ctx, req.table_name, req.arn, merged)
+    return {}

@@ -1,0 +1,67 @@
+"""One real local cluster for the whole compatibility suite, and tables named by schema.
+
+Every compat module is marked `xdist_group("compat")`, so under `--dist loadgroup` the
+whole suite runs on one worker and this session fixture starts one cluster for it.
+Tables are shared by the tests of the session: tests use fresh random keys, never
+assume a table is empty, and create their own table when they need one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.compat.helpers import create_table
+from tests.integration.cluster import Cluster, free_port_layout
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(Path(tmp_path_factory.mktemp("compat-cluster")), free_port_layout())
+    c.start()
+    try:
+        yield c
+    finally:
+        if c.process is not None:
+            c.stop()
+
+
+@pytest.fixture(scope="session")
+def ddb(cluster: Cluster) -> Any:
+    """A boto3 DynamoDB client for the cluster (no retries: tests see every error)."""
+    from botocore.config import Config
+
+    return cluster.client(config=Config(retries={"max_attempts": 1}, read_timeout=30))
+
+
+@pytest.fixture(scope="session")
+def table_s(ddb: Any) -> str:
+    return create_table(ddb, [("pk", "S")])
+
+
+@pytest.fixture(scope="session")
+def table_n(ddb: Any) -> str:
+    return create_table(ddb, [("pk", "N")])
+
+
+@pytest.fixture(scope="session")
+def table_b(ddb: Any) -> str:
+    return create_table(ddb, [("pk", "B")])
+
+
+@pytest.fixture(scope="session")
+def table_sn(ddb: Any) -> str:
+    return create_table(ddb, [("pk", "S"), ("sk", "N")])
+
+
+@pytest.fixture(scope="session")
+def table_ss(ddb: Any) -> str:
+    return create_table(ddb, [("pk", "S"), ("sk", "S")])
+
+
+@pytest.fixture(scope="session")
+def table_sb(ddb: Any) -> str:
+    return create_table(ddb, [("pk", "S"), ("sk", "B")])
