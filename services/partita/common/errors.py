@@ -171,3 +171,32 @@ def internal_server_error(message: str = "Internal server error") -> DynamoError
 
 def service_unavailable(message: str = "The service is currently unavailable") -> DynamoError:
     return DynamoError("ServiceUnavailable", message, namespace=SERVICE_NS, status=503, retriable=True)
+
+
+# --- errors that crossed a process boundary ------------------------------------------
+
+_NAMESPACE_OF = {
+    "ValidationException": VALIDATE_NS,
+    "SerializationException": SERVICE_NS,
+    "UnknownOperationException": SERVICE_NS,
+    "ServiceUnavailable": SERVICE_NS,
+    "AccessDeniedException": SERVICE_NS,
+    "ThrottlingException": AVAILABILITY_NS,
+}
+_STATUS_OF = {"InternalServerError": 500, "ServiceUnavailable": 503}
+_RETRIABLE = frozenset(
+    {"InternalServerError", "ServiceUnavailable", "ThrottlingException", "ProvisionedThroughputExceededException"}
+)
+
+
+def from_code(code: str, message: str, extra: dict[str, Any] | None = None) -> DynamoError:
+    """Rebuild an error a storage node reported by code, with the namespace, status and
+    retry policy its factory gives it."""
+    return DynamoError(
+        code,
+        message,
+        namespace=_NAMESPACE_OF.get(code, DYNAMODB_NS),
+        status=_STATUS_OF.get(code, 400),
+        retriable=code in _RETRIABLE,
+        extra=extra,
+    )

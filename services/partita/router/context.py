@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+import orjson
+
 from partita._proto import storage_pb2 as pb
 from partita.common import errors
 from partita.common.errors import DynamoError
@@ -61,16 +63,5 @@ class RouterContext:
 
 
 def _error_of(response: pb.Response) -> DynamoError:
-    import orjson
-
-    from partita.common.errors import AVAILABILITY_NS, DYNAMODB_NS, VALIDATE_NS
-
-    namespace = {
-        "ValidationException": VALIDATE_NS,
-        "ThrottlingException": AVAILABILITY_NS,
-    }.get(response.error_code, DYNAMODB_NS)
     extra = orjson.loads(response.error_body) if response.error_body else None
-    status = 500 if response.error_code == "InternalServerError" else 400
-    return DynamoError(
-        response.error_code, response.error_message, namespace=namespace, status=status, extra=extra
-    )
+    return errors.from_code(response.error_code, response.error_message, extra)

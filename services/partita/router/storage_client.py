@@ -108,6 +108,9 @@ class NodeChannel:
             log.warning("cannot reach storage node %s: %s", self.address, exc)
             self._fail_all()
             return
+        if protocol.transport is None:  # closed before we could keep it
+            self._fail_all()
+            return
         self._connection = protocol
         self._flush()
 
@@ -137,6 +140,7 @@ class NodeChannel:
     def lost(self, connection: _Connection) -> None:
         if self._connection is connection:
             self._connection = None
+            self._outstanding = False
             log.warning("connection to storage node %s lost", self.address)
             self._fail_all()
 

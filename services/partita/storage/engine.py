@@ -44,6 +44,7 @@ class Engine:
         self._pending: dict[bytes, tuple[int, bytes | None]] = {}
         self._bytes_since_checkpoint = 0
         self._checkpointing = False
+        self._checkpoint_task: asyncio.Task[None] | None = None
 
     @classmethod
     def open(cls, directory: Path, *, sync: bool = True) -> Engine:
@@ -136,7 +137,7 @@ class Engine:
             for effects in groups:
                 self._unmark_pending(effects)
         if self._bytes_since_checkpoint > CHECKPOINT_WAL_BYTES and not self._checkpointing:
-            asyncio.get_running_loop().create_task(self.checkpoint())
+            self._checkpoint_task = asyncio.get_running_loop().create_task(self.checkpoint())
         return lsns
 
     def _mark_pending(self, effects: list[Effect]) -> None:
@@ -184,6 +185,8 @@ class Engine:
             self._checkpointing = False
 
     async def close(self) -> None:
+        if self._checkpoint_task is not None:
+            await self._checkpoint_task  # it flushes and truncates: let it finish first
         await self._wal.close()
         self._db.flush(True)
         self._wal.truncate_before(self.applied_lsn + 1)
