@@ -200,6 +200,7 @@ class Config:
     secret_key: str = "bench-secret"
     region: str = "us-east-1"
     server_pid: int = 0  # for the "external" target: root of its process tree, 0 = unknown
+    rounds: int = 1  # all targets this many times, alternating; medians reported
 
     @property
     def conn_count(self) -> int:
@@ -507,8 +508,10 @@ def render_table(results: dict[str, dict[str, Any]], workloads: list[str]) -> st
             w = res["workloads"][name]
             lat = w["latency"]
             errs = ", ".join(f"{k}: {v}" for k, v in sorted(w["errors"].items())) or "0"
+            spread = w.get("ops_per_s_range")
+            ops = f"{w['ops_per_s']:.0f}" + (f" ({spread[0]:.0f}-{spread[1]:.0f})" if spread else "")
             lines.append(
-                f"| {w['workload']} | {target} | {w['ops_per_s']:.0f} | {_fmt(lat.get('p50_ms'))} | "
+                f"| {w['workload']} | {target} | {ops} | {_fmt(lat.get('p50_ms'))} | "
                 f"{_fmt(lat.get('p99_ms'))} | {_fmt(lat.get('p99_9_ms'))} | {errs} | "
                 f"{_fmt(w['server_cpu_us_per_op'], 0)} | {_fmt(w['client_cpu_us_per_op'], 0)} |"
             )
@@ -557,7 +560,9 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
         default=",".join(peers.TARGETS),
         help=f"comma-separated, from {', '.join((*peers.ALL_TARGETS, 'external'))} (default: %(default)s)",
     )
-    p.add_argument("--workloads", default="a,b,c", help="comma-separated, from a, b, c (default: %(default)s)")
+    p.add_argument(
+        "--workloads", default="a,b,c", help="comma-separated, from a, b, c (default: %(default)s)"
+    )
     p.add_argument("--records", type=int, default=DEFAULT_RECORDS, help="keys loaded (default: %(default)s)")
     p.add_argument(
         "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="in-flight requests (%(default)s)"
@@ -580,6 +585,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
     p.add_argument("--table", default=DEFAULT_TABLE)
     p.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT_S)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=1, help="repeat all targets; report medians (%(default)s)")
     p.add_argument("--endpoint", default="", help="external target: http://host:port")
     p.add_argument("--access-key", default="bench", help="external target credentials")
     p.add_argument("--secret-key", default="bench-secret")
@@ -620,16 +626,47 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
         secret_key=a.secret_key,
         region=a.region,
         server_pid=a.server_pid,
+        rounds=a.rounds,
     )
     return cfg, a.out
+
+
+def median_of_rounds(
+    rounds: list[dict[str, dict[str, Any]]], workloads: list[str]
+) -> dict[str, dict[str, Any]]:
+    """One result per target whose figures are the medians over rounds (the round with
+    the median throughput supplies the latencies), with the throughput range kept."""
+    merged: dict[str, dict[str, Any]] = {}
+    for target in rounds[0]:
+        runs = [r[target] for r in rounds]
+        ok = [r for r in runs if "error" not in r]
+        if not ok:
+            merged[target] = runs[0]
+            continue
+        out = dict(ok[0], workloads={}, rounds=len(ok))
+        for name in workloads:
+            ws = sorted((r["workloads"][name] for r in ok), key=lambda w: w["ops_per_s"])
+            mid = dict(ws[len(ws) // 2])
+            for key in ("server_cpu_us_per_op", "client_cpu_us_per_op"):
+                values = sorted(w[key] for w in ws if w[key] is not None)
+                mid[key] = values[len(values) // 2] if values else None
+            mid["ops_per_s_range"] = [ws[0]["ops_per_s"], ws[-1]["ops_per_s"]]
+            out["workloads"][name] = mid
+        merged[target] = out
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:
     cfg, out = parse_args(argv)
     started = dt.datetime.now(dt.UTC)
-    results: dict[str, dict[str, Any]] = {}
-    for target in cfg.targets:
-        results[target] = run_target(target, cfg)
+    # Rounds are outermost and targets alternate inside each, so a burst of load from
+    # elsewhere on the machine hits every target alike; medians are reported.
+    rounds: list[dict[str, dict[str, Any]]] = []
+    for number in range(cfg.rounds):
+        if cfg.rounds > 1:
+            print(f"=== round {number + 1} of {cfg.rounds}", flush=True)
+        rounds.append({target: run_target(target, cfg) for target in cfg.targets})
+    results = rounds[0] if cfg.rounds == 1 else median_of_rounds(rounds, cfg.workloads)
     table = render_table(results, cfg.workloads)
     print()
     print(table)
@@ -645,6 +682,7 @@ def main(argv: list[str] | None = None) -> int:
         "config": dataclasses.asdict(cfg),
         "machine": machine_info(),
         "results": results,
+        "rounds": rounds,
         "table_markdown": table,
     }
     if out is None:
