@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,11 @@ def _banner(data_dir: Path, endpoint: str, region: str) -> str:
 
     creds = load(credentials_path(data_dir))
     cred = creds[0]
+    aws = "aws"
+    if shutil.which("aws") is None:
+        # `make` installs the AWS CLI into the virtualenv next to `partita`.
+        beside = Path(sys.executable).parent / "aws"
+        aws = str(beside) if beside.exists() else "aws"
     return "\n".join(
         [
             "",
@@ -49,7 +55,7 @@ def _banner(data_dir: Path, endpoint: str, region: str) -> str:
             f"  export AWS_DEFAULT_REGION={region}",
             "",
             "Then, for example:",
-            f"  aws dynamodb create-table --endpoint-url {endpoint} --table-name Music "
+            f"  {aws} dynamodb create-table --endpoint-url {endpoint} --table-name Music "
             "--attribute-definitions AttributeName=Artist,AttributeType=S "
             "--key-schema AttributeName=Artist,KeyType=HASH --billing-mode PAY_PER_REQUEST",
             "",
