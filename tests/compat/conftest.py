@@ -8,6 +8,7 @@ assume a table is empty, and create their own table when they need one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,25 @@ from tests.integration.cluster import Cluster, free_port_layout
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(Path(tmp_path_factory.mktemp("compat-cluster")), free_port_layout())
     c.start()
+    _wait_healthy(c)
     try:
         yield c
     finally:
         if c.process is not None:
             c.stop()
+
+
+def _wait_healthy(c: Cluster, timeout: float = 15.0) -> None:
+    """Until the router answers its health check (the first test must not race start-up)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            c.health()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")

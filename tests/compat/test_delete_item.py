@@ -15,8 +15,12 @@ pytestmark = PYTESTMARK
 # --- serialization ------------------------------------------------------------------------
 
 
-def test_a_key_value_that_is_not_an_attribute_value_is_a_serialization_exception(cluster: Any, table_s: str) -> None:
-    status, out = raw_call(cluster, "DeleteItem", json.dumps({"TableName": table_s, "Key": {"pk": "x"}}).encode())
+def test_a_key_value_that_is_not_an_attribute_value_is_a_serialization_exception(
+    cluster: Any, table_s: str
+) -> None:
+    status, out = raw_call(
+        cluster, "DeleteItem", json.dumps({"TableName": table_s, "Key": {"pk": "x"}}).encode()
+    )
     assert (status, error_type(out)) == (400, "SerializationException")
 
 
@@ -43,7 +47,9 @@ def test_an_empty_string_key_is_refused(ddb: Any, table_s: str) -> None:
 
 
 def test_an_undefined_value_in_the_condition_is_refused(ddb: Any, table_s: str) -> None:
-    message = validation(ddb.delete_item, TableName=table_s, Key={"pk": {"S": "x"}}, ConditionExpression="a = :v")
+    message = validation(
+        ddb.delete_item, TableName=table_s, Key={"pk": {"S": "x"}}, ConditionExpression="a = :v"
+    )
     assert message == (
         "Invalid ConditionExpression: An expression attribute value used in expression is not defined; "
         "attribute value: :v"
@@ -87,9 +93,9 @@ def test_a_conditional_delete_deletes_only_when_the_condition_holds(ddb: Any, ta
 def test_a_condition_on_a_missing_item_sees_no_attributes(ddb: Any, table_s: str) -> None:
     k = {"pk": {"S": key()}}
     ddb.delete_item(TableName=table_s, Key=k, ConditionExpression="attribute_not_exists(pk)")
-    assert error(ddb.delete_item, TableName=table_s, Key=k, ConditionExpression="attribute_exists(pk)")[0] == (
-        "ConditionalCheckFailedException"
-    )
+    assert error(ddb.delete_item, TableName=table_s, Key=k, ConditionExpression="attribute_exists(pk)")[
+        0
+    ] == ("ConditionalCheckFailedException")
 
 
 def test_failed_delete_condition_returns_the_item_when_asked(ddb: Any, table_s: str) -> None:

@@ -15,7 +15,9 @@ KB = 1024
 # --- serialization ------------------------------------------------------------------------
 
 
-def test_consistent_read_that_is_not_a_boolean_is_a_serialization_exception(cluster: Any, table_s: str) -> None:
+def test_consistent_read_that_is_not_a_boolean_is_a_serialization_exception(
+    cluster: Any, table_s: str
+) -> None:
     body = {"TableName": table_s, "Key": {"pk": {"S": "x"}}, "ConsistentRead": "yes"}
     status, out = raw_call(cluster, "GetItem", json.dumps(body).encode())
     assert (status, error_type(out)) == (400, "SerializationException")
@@ -31,6 +33,7 @@ def test_a_key_that_is_a_list_is_a_serialization_exception(cluster: Any, table_s
 
 def test_a_missing_key_is_a_constraint_violation(cluster: Any, table_s: str) -> None:
     status, out = raw_call(cluster, "GetItem", json.dumps({"TableName": table_s}).encode())
+    assert status == 400
     assert out["message"] == (
         "1 validation error detected: Value null at 'key' failed to satisfy constraint: Member must not be null"
     )
@@ -48,7 +51,11 @@ def test_a_key_of_the_wrong_type_does_not_match_the_schema(ddb: Any, table_sn: s
 
 def test_projection_and_attributes_to_get_cannot_be_mixed(ddb: Any, table_s: str) -> None:
     message = validation(
-        ddb.get_item, TableName=table_s, Key={"pk": {"S": "x"}}, ProjectionExpression="a", AttributesToGet=["a"]
+        ddb.get_item,
+        TableName=table_s,
+        Key={"pk": {"S": "x"}},
+        ProjectionExpression="a",
+        AttributesToGet=["a"],
     )
     assert message == (
         "Can not use both expression and non-expression parameters in the same request: "
@@ -62,7 +69,9 @@ def test_duplicate_attributes_to_get_are_refused(ddb: Any, table_s: str) -> None
 
 
 def test_overlapping_projection_paths_are_refused(ddb: Any, table_s: str) -> None:
-    message = validation(ddb.get_item, TableName=table_s, Key={"pk": {"S": "x"}}, ProjectionExpression="a, a.b")
+    message = validation(
+        ddb.get_item, TableName=table_s, Key={"pk": {"S": "x"}}, ProjectionExpression="a, a.b"
+    )
     assert message == (
         "Invalid ProjectionExpression: Two document paths overlap with each other; must remove or rewrite one "
         "of these paths; path one: [a], path two: [a, b]"
@@ -99,7 +108,12 @@ def test_projection_returns_nested_paths_in_the_items_shape(ddb: Any, table_s: s
             "d": {"S": "gone"},
         },
     )
-    got = ddb.get_item(TableName=table_s, Key=k, ProjectionExpression="a.b, a.c[2], #p", ExpressionAttributeNames={"#p": "pk"})
+    got = ddb.get_item(
+        TableName=table_s,
+        Key=k,
+        ProjectionExpression="a.b, a.c[2], #p",
+        ExpressionAttributeNames={"#p": "pk"},
+    )
     assert got["Item"] == {**k, "a": {"M": {"b": {"N": "1"}, "c": {"L": [{"S": "z"}]}}}}
 
 
@@ -122,24 +136,37 @@ def test_consistent_read_sees_the_last_write(ddb: Any, table_s: str) -> None:
         assert ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True)["Item"]["i"] == {"N": str(i)}
 
 
-def test_read_capacity_is_four_kilobyte_units_halved_when_eventually_consistent(ddb: Any, table_s: str) -> None:
+def test_read_capacity_is_four_kilobyte_units_halved_when_eventually_consistent(
+    ddb: Any, table_s: str
+) -> None:
     pk = key()
     exact = 4 * KB - (2 + len(pk) + 3)  # "pk" + value + "pad" + value == 4096 bytes
     k = {"pk": {"S": pk}}
     ddb.put_item(TableName=table_s, Item={**k, "pad": {"S": "x" * exact}})
     strong = ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True, ReturnConsumedCapacity="TOTAL")
     weak = ddb.get_item(TableName=table_s, Key=k, ReturnConsumedCapacity="TOTAL")
-    assert (strong["ConsumedCapacity"]["CapacityUnits"], weak["ConsumedCapacity"]["CapacityUnits"]) == (1.0, 0.5)
+    assert (strong["ConsumedCapacity"]["CapacityUnits"], weak["ConsumedCapacity"]["CapacityUnits"]) == (
+        1.0,
+        0.5,
+    )
     ddb.put_item(TableName=table_s, Item={**k, "pad": {"S": "x" * (exact + 1)}})
     strong = ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True, ReturnConsumedCapacity="TOTAL")
     assert strong["ConsumedCapacity"]["CapacityUnits"] == 2.0
     # The projection does not change what the read costs.
     projected = ddb.get_item(
-        TableName=table_s, Key=k, ConsistentRead=True, ProjectionExpression="pk", ReturnConsumedCapacity="TOTAL"
+        TableName=table_s,
+        Key=k,
+        ConsistentRead=True,
+        ProjectionExpression="pk",
+        ReturnConsumedCapacity="TOTAL",
     )
     assert projected["ConsumedCapacity"]["CapacityUnits"] == 2.0
 
 
 def test_reading_a_missing_item_costs_the_minimum(ddb: Any, table_s: str) -> None:
     out = ddb.get_item(TableName=table_s, Key={"pk": {"S": key()}}, ReturnConsumedCapacity="INDEXES")
-    assert out["ConsumedCapacity"] == {"TableName": table_s, "CapacityUnits": 0.5, "Table": {"CapacityUnits": 0.5}}
+    assert out["ConsumedCapacity"] == {
+        "TableName": table_s,
+        "CapacityUnits": 0.5,
+        "Table": {"CapacityUnits": 0.5},
+    }

@@ -26,7 +26,9 @@ def test_a_string_value_holding_a_number_is_a_serialization_exception(cluster: A
     assert (status, error_type(body)) == (400, "SerializationException")
 
 
-def test_condition_expression_that_is_not_a_string_is_a_serialization_exception(cluster: Any, table_s: str) -> None:
+def test_condition_expression_that_is_not_a_string_is_a_serialization_exception(
+    cluster: Any, table_s: str
+) -> None:
     body = {"TableName": table_s, "Item": {"pk": {"S": key()}}, "ConditionExpression": 3}
     status, out = raw_call(cluster, "PutItem", json.dumps(body).encode())
     assert (status, error_type(out)) == (400, "SerializationException")
@@ -53,7 +55,10 @@ def test_put_accepts_only_all_old_or_none_return_values(ddb: Any, table_s: str, 
 
 def test_return_values_on_condition_check_failure_outside_the_enum_is_refused(ddb: Any, table_s: str) -> None:
     message = validation(
-        ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}}, ReturnValuesOnConditionCheckFailure="ALL_NEW"
+        ddb.put_item,
+        TableName=table_s,
+        Item={"pk": {"S": key()}},
+        ReturnValuesOnConditionCheckFailure="ALL_NEW",
     )
     assert message == (
         "1 validation error detected: Value 'ALL_NEW' at 'returnValuesOnConditionCheckFailure' failed to "
@@ -77,7 +82,10 @@ def test_expression_and_legacy_condition_cannot_be_mixed(ddb: Any, table_s: str)
 
 def test_attribute_values_without_an_expression_are_refused(ddb: Any, table_s: str) -> None:
     message = validation(
-        ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}}, ExpressionAttributeValues={":a": {"S": "x"}}
+        ddb.put_item,
+        TableName=table_s,
+        Item={"pk": {"S": key()}},
+        ExpressionAttributeValues={":a": {"S": "x"}},
     )
     assert message == (
         "ExpressionAttributeValues can only be specified when using expressions: ConditionExpression is null"
@@ -85,7 +93,9 @@ def test_attribute_values_without_an_expression_are_refused(ddb: Any, table_s: s
 
 
 def test_attribute_names_without_an_expression_are_refused(ddb: Any, table_s: str) -> None:
-    message = validation(ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}}, ExpressionAttributeNames={"#a": "a"})
+    message = validation(
+        ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}}, ExpressionAttributeNames={"#a": "a"}
+    )
     assert message == "ExpressionAttributeNames can only be specified when using expressions"
 
 
@@ -102,18 +112,27 @@ def test_an_unused_expression_value_is_refused(ddb: Any, table_s: str) -> None:
 
 def test_a_reserved_word_in_a_condition_is_refused(ddb: Any, table_s: str) -> None:
     message = validation(
-        ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}}, ConditionExpression="attribute_exists(name)"
+        ddb.put_item,
+        TableName=table_s,
+        Item={"pk": {"S": key()}},
+        ConditionExpression="attribute_exists(name)",
     )
-    assert message == "Invalid ConditionExpression: Attribute name is a reserved keyword; reserved keyword: name"
+    assert (
+        message == "Invalid ConditionExpression: Attribute name is a reserved keyword; reserved keyword: name"
+    )
 
 
 def test_a_syntax_error_in_a_condition_is_refused(ddb: Any, table_s: str) -> None:
-    message = validation(ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}}, ConditionExpression="a = ")
+    message = validation(
+        ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}}, ConditionExpression="a = "
+    )
     assert message.startswith("Invalid ConditionExpression: Syntax error; token: ")
 
 
 def test_a_bad_expression_is_reported_before_a_missing_table(ddb: Any) -> None:
-    message = validation(ddb.put_item, TableName="no-such-table", Item={"pk": {"S": "x"}}, ConditionExpression="(")
+    message = validation(
+        ddb.put_item, TableName="no-such-table", Item={"pk": {"S": "x"}}, ConditionExpression="("
+    )
     assert message.startswith("Invalid ConditionExpression: Syntax error")
 
 
@@ -139,9 +158,14 @@ def test_a_bad_expression_value_names_its_placeholder(ddb: Any, table_s: str) ->
 
 def test_a_conditional_put_creates_once_and_then_fails(ddb: Any, table_s: str) -> None:
     k = {"pk": {"S": key()}}
-    ddb.put_item(TableName=table_s, Item={**k, "v": {"N": "1"}}, ConditionExpression="attribute_not_exists(pk)")
+    ddb.put_item(
+        TableName=table_s, Item={**k, "v": {"N": "1"}}, ConditionExpression="attribute_not_exists(pk)"
+    )
     code, message = error(
-        ddb.put_item, TableName=table_s, Item={**k, "v": {"N": "2"}}, ConditionExpression="attribute_not_exists(pk)"
+        ddb.put_item,
+        TableName=table_s,
+        Item={**k, "v": {"N": "2"}},
+        ConditionExpression="attribute_not_exists(pk)",
     )
     assert (code, message) == ("ConditionalCheckFailedException", "The conditional request failed")
     assert ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True)["Item"]["v"] == {"N": "1"}
@@ -157,13 +181,16 @@ def test_a_condition_on_values_compares_the_stored_item(ddb: Any, table_s: str) 
         ExpressionAttributeNames={"#n": "n"},
         ExpressionAttributeValues={":limit": {"N": "6"}, ":zero": {"N": "0"}},
     )
-    assert error(
-        ddb.put_item,
-        TableName=table_s,
-        Item={**k, "n": {"N": "7"}},
-        ConditionExpression="n < :limit",
-        ExpressionAttributeValues={":limit": {"N": "6"}},
-    )[0] == "ConditionalCheckFailedException"
+    assert (
+        error(
+            ddb.put_item,
+            TableName=table_s,
+            Item={**k, "n": {"N": "7"}},
+            ConditionExpression="n < :limit",
+            ExpressionAttributeValues={":limit": {"N": "6"}},
+        )[0]
+        == "ConditionalCheckFailedException"
+    )
 
 
 def test_failed_condition_returns_the_old_item_when_asked(ddb: Any, table_s: str) -> None:
@@ -195,7 +222,9 @@ def test_failed_condition_on_a_missing_item_returns_no_item(ddb: Any, table_s: s
 def test_failed_condition_without_the_option_returns_no_item(ddb: Any, table_s: str) -> None:
     k = {"pk": {"S": key()}}
     ddb.put_item(TableName=table_s, Item=k)
-    response = client_error(ddb.put_item, TableName=table_s, Item=k, ConditionExpression="attribute_not_exists(pk)")
+    response = client_error(
+        ddb.put_item, TableName=table_s, Item=k, ConditionExpression="attribute_not_exists(pk)"
+    )
     assert "Item" not in response
 
 
@@ -216,7 +245,9 @@ def test_consumed_capacity_counts_started_kilobytes(ddb: Any, table_s: str) -> N
     )
     assert out["ConsumedCapacity"] == {"TableName": table_s, "CapacityUnits": 1.0}
     out = ddb.put_item(
-        TableName=table_s, Item={"pk": {"S": pk}, "pad": {"S": "x" * (exact + 1)}}, ReturnConsumedCapacity="TOTAL"
+        TableName=table_s,
+        Item={"pk": {"S": pk}, "pad": {"S": "x" * (exact + 1)}},
+        ReturnConsumedCapacity="TOTAL",
     )
     assert out["ConsumedCapacity"]["CapacityUnits"] == 2.0
 
@@ -230,7 +261,11 @@ def test_consumed_capacity_charges_the_larger_of_old_and_new(ddb: Any, table_s: 
 
 def test_consumed_capacity_indexes_reports_the_table_part(ddb: Any, table_s: str) -> None:
     out = ddb.put_item(TableName=table_s, Item={"pk": {"S": key()}}, ReturnConsumedCapacity="INDEXES")
-    assert out["ConsumedCapacity"] == {"TableName": table_s, "CapacityUnits": 1.0, "Table": {"CapacityUnits": 1.0}}
+    assert out["ConsumedCapacity"] == {
+        "TableName": table_s,
+        "CapacityUnits": 1.0,
+        "Table": {"CapacityUnits": 1.0},
+    }
 
 
 def test_no_consumed_capacity_unless_asked(ddb: Any, table_s: str) -> None:
@@ -247,6 +282,8 @@ def test_legacy_expected_guards_a_put(ddb: Any, table_s: str) -> None:
     k = {"pk": {"S": key()}}
     ddb.put_item(TableName=table_s, Item={**k, "a": {"N": "1"}})
     ddb.put_item(TableName=table_s, Item={**k, "a": {"N": "2"}}, Expected={"a": {"Value": {"N": "1"}}})
-    code, _ = error(ddb.put_item, TableName=table_s, Item={**k, "a": {"N": "3"}}, Expected={"a": {"Value": {"N": "1"}}})
+    code, _ = error(
+        ddb.put_item, TableName=table_s, Item={**k, "a": {"N": "3"}}, Expected={"a": {"Value": {"N": "1"}}}
+    )
     assert code == "ConditionalCheckFailedException"
     assert ddb.get_item(TableName=table_s, Key=k)["Item"]["a"] == {"N": "2"}

@@ -235,3 +235,48 @@ def test_router_survives_garbage_connections(cluster: Cluster) -> None:
                 s.recv(1024)
     assert cluster.health().startswith("healthy:")
     assert cluster.client().list_tables()["ResponseMetadata"]["HTTPStatusCode"] == 200
+
+
+def test_table_permissions_cover_batches_and_tags(cluster: Cluster) -> None:
+    allowed = f"permb-{uuid.uuid4().hex[:6]}"
+    other = allowed + "-other"
+    out = subprocess.run(
+        [sys.executable, "-m", "partita.cli.main", "credentials", "add", "--name", "scoped-batch", "--tables",
+         allowed, "--json", "--data-dir", str(cluster.data_dir)],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    added = json.loads(out.stdout)
+    admin = cluster.client()
+    for name in (allowed, other):
+        admin.create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        wait_active(admin, name)
+    admin.put_item(TableName=other, Item={"pk": {"S": "secret"}})
+    scoped = cluster.client(
+        aws_access_key_id=added["access_key_id"], aws_secret_access_key=added["secret_access_key"]
+    )
+    time.sleep(1.2)  # credentials file reload interval
+    scoped.batch_write_item(RequestItems={allowed: [{"PutRequest": {"Item": {"pk": {"S": "ok"}}}}]})
+    denied = [
+        lambda: scoped.batch_get_item(RequestItems={other: {"Keys": [{"pk": {"S": "secret"}}]}}),
+        lambda: scoped.batch_write_item(
+            RequestItems={
+                allowed: [{"PutRequest": {"Item": {"pk": {"S": "mixed"}}}}],
+                other: [{"DeleteRequest": {"Key": {"pk": {"S": "secret"}}}}],
+            }
+        ),
+        lambda: scoped.list_tags_of_resource(
+            ResourceArn=admin.describe_table(TableName=other)["Table"]["TableArn"]
+        ),
+    ]
+    for call in denied:
+        with pytest.raises(ClientError) as err:
+            call()
+        assert err.value.response["Error"]["Code"] == "AccessDeniedException"
+    # The refused mixed batch wrote nothing, and the other table's item is intact.
+    assert "Item" not in admin.get_item(TableName=allowed, Key={"pk": {"S": "mixed"}}, ConsistentRead=True)
+    assert "Item" in admin.get_item(TableName=other, Key={"pk": {"S": "secret"}}, ConsistentRead=True)

@@ -91,9 +91,9 @@ def _check_set(kind: str, members: Any) -> list[str]:
     if not isinstance(members, list):
         raise _serialization("a list")
     if not members:
-        raise errors.validation(
-            f"One or more parameter values were invalid: An {_SET_NAMES[kind]}  may not be empty"
-        )
+        # DynamoDB's own wording, double space and all; binary sets have their own.
+        what = "Binary sets should not be empty" if kind == "BS" else f"An {_SET_NAMES[kind]}  may not be empty"
+        raise errors.validation(f"One or more parameter values were invalid: {what}")
     out: list[str] = []
     for m in members:
         if kind == "NS":
@@ -109,8 +109,9 @@ def _check_set(kind: str, members: Any) -> list[str]:
             out.append(m)
     if len(set(out)) != len(out):
         shown = ", ".join(members)
+        of_type = "of type BS " if kind == "BS" else " "  # sic: DynamoDB's BS text has no space
         raise errors.validation(
-            f"One or more parameter values were invalid: Input collection [{shown}] contains duplicates."
+            f"One or more parameter values were invalid: Input collection [{shown}]{of_type}contains duplicates."
         )
     return out
 

@@ -156,7 +156,9 @@ def conditional_operator(body: Mapping[str, Any], legacy_param: str) -> str | No
 def _check_values(operator: str, values: list[AttributeValue]) -> None:
     low, high = _ARITY[operator]
     if len(values) < low or (high is not None and len(values) > high):
-        raise errors.validation(_INVALID + f"Invalid number of argument(s) for the {operator} ComparisonOperator")
+        raise errors.validation(
+            _INVALID + f"Invalid number of argument(s) for the {operator} ComparisonOperator"
+        )
     if not values:
         return
     first = value_type(values[0])
@@ -167,7 +169,8 @@ def _check_values(operator: str, values: list[AttributeValue]) -> None:
         for v in values:
             if value_type(v) not in allowed:
                 raise errors.validation(
-                    _INVALID + f"ComparisonOperator {operator} is not valid for {value_type(v)} AttributeValue type"
+                    _INVALID
+                    + f"ComparisonOperator {operator} is not valid for {value_type(v)} AttributeValue type"
                 )
     if operator == "BETWEEN":
         order = compare(values[0], values[1])
@@ -210,7 +213,9 @@ def expected(raw: Any, operator: str | None, ph: Placeholders) -> str | None:
     parts: list[str] = []
     for attribute, condition in conditions.items():
         condition = _map(condition, "an ExpectedAttributeValue structure")
-        comparison = _operator(condition.get("ComparisonOperator"), f"expected.{attribute}.member.comparisonOperator")
+        comparison = _operator(
+            condition.get("ComparisonOperator"), f"expected.{attribute}.member.comparisonOperator"
+        )
         exists = condition.get("Exists")
         if exists is not None and not isinstance(exists, bool):
             raise errors.serialization("Unexpected value type in payload: expected a boolean")
@@ -219,20 +224,27 @@ def expected(raw: Any, operator: str | None, ph: Placeholders) -> str | None:
         single = check_value(value) if value is not None else None
         where = f"for Attribute: {attribute}"
         if value_list is not None and single is not None:
-            raise errors.validation(_INVALID + f"Value and AttributeValueList cannot be used together {where}")
+            raise errors.validation(
+                _INVALID + f"Value and AttributeValueList cannot be used together {where}"
+            )
         path = ph.name(attribute)
         if comparison is not None:
             if exists is not None:
-                raise errors.validation(_INVALID + f"Exists and ComparisonOperator cannot be used together {where}")
+                raise errors.validation(
+                    _INVALID + f"Exists and ComparisonOperator cannot be used together {where}"
+                )
             if comparison not in ("NULL", "NOT_NULL") and value_list is None and single is None:
                 raise errors.validation(
-                    _INVALID + f"Value or AttributeValueList must be used with ComparisonOperator: {comparison} {where}"
+                    _INVALID
+                    + f"Value or AttributeValueList must be used with ComparisonOperator: {comparison} {where}"
                 )
             values = value_list if value_list is not None else ([single] if single is not None else [])
             _check_values(comparison, values)
             parts.append(_comparison(comparison, path, values, ph))
         elif value_list is not None:
-            raise errors.validation(_INVALID + f"AttributeValueList can only be used with a ComparisonOperator {where}")
+            raise errors.validation(
+                _INVALID + f"AttributeValueList can only be used with a ComparisonOperator {where}"
+            )
         elif exists is None or exists:
             if single is None:
                 shown = "null" if exists is None else "true"
@@ -254,7 +266,9 @@ def _conditions(raw: Any, param: str) -> list[tuple[str, str, list[AttributeValu
     out = []
     for attribute, condition in conditions.items():
         condition = _map(condition, "a Condition structure")
-        comparison = _operator(condition.get("ComparisonOperator"), f"{where_param}.{attribute}.member.comparisonOperator")
+        comparison = _operator(
+            condition.get("ComparisonOperator"), f"{where_param}.{attribute}.member.comparisonOperator"
+        )
         if comparison is None:
             raise errors.constraint_violations(
                 [
@@ -318,7 +332,9 @@ def attribute_updates(raw: Any, ph: Placeholders) -> tuple[str | None, frozenset
         value = check_value(raw_value) if raw_value is not None else None
         action = action or "PUT"
         if value is None and action != "DELETE":
-            raise errors.validation(_INVALID + "Only DELETE action is allowed when no attribute value is specified")
+            raise errors.validation(
+                _INVALID + "Only DELETE action is allowed when no attribute value is specified"
+            )
         path = ph.name(attribute)
         if action == "PUT":
             assert value is not None
@@ -329,7 +345,9 @@ def attribute_updates(raw: Any, ph: Placeholders) -> tuple[str | None, frozenset
                 continue
             kind = value_type(value)
             if kind not in ("SS", "NS", "BS"):
-                raise errors.validation(_INVALID + f"DELETE action with value is not supported for the type {kind}")
+                raise errors.validation(
+                    _INVALID + f"DELETE action with value is not supported for the type {kind}"
+                )
             clauses["DELETE"].append(f"{path} {ph.value(value)}")
         else:
             assert value is not None
@@ -338,7 +356,9 @@ def attribute_updates(raw: Any, ph: Placeholders) -> tuple[str | None, frozenset
                 raise errors.validation(_INVALID + f"ADD action is not supported for the type {kind}")
             if kind == "L":
                 empty = ph.value({"L": []})
-                clauses["SET"].append(f"{path} = list_append(if_not_exists({path}, {empty}), {ph.value(value)})")
+                clauses["SET"].append(
+                    f"{path} = list_append(if_not_exists({path}, {empty}), {ph.value(value)})"
+                )
             else:
                 clauses["ADD"].append(f"{path} {ph.value(value)}")
     text = " ".join(f"{clause} {', '.join(parts)}" for clause, parts in clauses.items() if parts)

@@ -109,7 +109,7 @@ class DynamoApp:
         if request.method != "POST":
             raise errors.unknown_operation()
         target = request.headers.get("x-amz-target", "")
-        action = OPERATIONS.get(target[len(TARGET_PREFIX):]) if target.startswith(TARGET_PREFIX) else None
+        action = OPERATIONS.get(target[len(TARGET_PREFIX) :]) if target.startswith(TARGET_PREFIX) else None
         if action is None:
             raise errors.unknown_operation()
         credential = authenticate(
@@ -127,12 +127,29 @@ class DynamoApp:
             raise errors.serialization("Start of structure or map found where not expected.") from None
         if not isinstance(payload, dict):
             raise errors.serialization("Start of structure or map found where not expected.")
-        table = payload.get("TableName")
-        if isinstance(table, str) and not credential.may_access(table):
-            operation = target[len(TARGET_PREFIX):]
-            raise errors.access_denied(
-                f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
-                f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"
-            )
+        for table in tables_named(payload):
+            if not credential.may_access(table):
+                operation = target[len(TARGET_PREFIX) :]
+                raise errors.access_denied(
+                    f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
+                    f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"
+                )
         result = await action(self.ctx, payload)
         return result if isinstance(result, bytes) else orjson.dumps(result)
+
+
+def tables_named(payload: dict[str, Any]) -> list[str]:
+    """Every table a request names: TableName, the keys of a batch's RequestItems, or the
+    table of a ResourceArn (tags). Permissions are checked on all of them before any
+    work, so a key limited to some tables cannot reach others through a batch."""
+    names = []
+    table = payload.get("TableName")
+    if isinstance(table, str):
+        names.append(table)
+    items = payload.get("RequestItems")
+    if isinstance(items, dict):
+        names.extend(name for name in items if isinstance(name, str))
+    arn = payload.get("ResourceArn")
+    if isinstance(arn, str) and ":table/" in arn:
+        names.append(arn.split(":table/", 1)[1].split("/", 1)[0])
+    return names

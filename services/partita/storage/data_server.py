@@ -40,7 +40,10 @@ class DataPlane:
         if planner is None:
             return Plan(error_response(request.id, errors.validation("unsupported operation")))
         try:
-            return planner(self.state.engine, request)
+            plan = planner(self.state.engine, request)
+            if plan.effects:
+                self.state.engine.stage(plan.effects)
+            return plan
         except DynamoError as exc:
             return Plan(error_response(request.id, exc))
         except Exception:
@@ -49,7 +52,7 @@ class DataPlane:
 
     async def commit(self, plans: list[Plan]) -> list[pb.Response]:
         try:
-            await self.state.engine.commit_many([p.effects for p in plans if p.effects])
+            await self.state.engine.commit_staged([p.effects for p in plans if p.effects])
             return [p.response for p in plans]
         except Exception as exc:  # durability failed: no write of this batch is acknowledged
             log.exception("commit failed")

@@ -124,7 +124,21 @@ class Engine:
     async def commit_many(self, groups: list[list[Effect]]) -> list[int]:
         """Commit several independent writes; they share one WAL batch."""
         for effects in groups:
-            self._mark_pending(effects)
+            self.stage(effects)
+        return await self.commit_staged(groups)
+
+    def stage(self, effects: list[Effect]) -> None:
+        """Make `effects` visible to `latest` now, before they are durable.
+
+        A read-modify-write must stage its effects in the same synchronous step that
+        planned them: the next plan on the same key, even one in the same incoming
+        batch, then builds on this write instead of on the state before it. Every staged
+        group must reach `commit_staged`, which un-stages it whatever happens.
+        """
+        self._mark_pending(effects)
+
+    async def commit_staged(self, groups: list[list[Effect]]) -> list[int]:
+        """Make staged writes durable (one WAL batch) and apply them, in order."""
         try:
             payloads = [encode_effects(effects) for effects in groups]
             lsns = await self._wal.append_many(payloads)

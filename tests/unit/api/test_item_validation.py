@@ -118,9 +118,22 @@ def test_null_false_is_refused_with_dynamodbs_message() -> None:
     )
 
 
-@pytest.mark.parametrize(("kind", "name"), [("SS", "string"), ("NS", "number"), ("BS", "binary")])
-def test_empty_sets_are_refused(kind: str, name: str) -> None:
-    assert failure(check_value, {kind: []}).message == INVALID + f"An {name} set  may not be empty"
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [
+        ("SS", "An string set  may not be empty"),
+        ("NS", "An number set  may not be empty"),
+        ("BS", "Binary sets should not be empty"),  # as recorded against DynamoDB (dynalite's tests)
+    ],
+)
+def test_empty_sets_are_refused(kind: str, text: str) -> None:
+    assert failure(check_value, {kind: []}).message == INVALID + text
+
+
+def test_duplicate_binary_set_members_use_dynamodbs_bs_wording() -> None:
+    assert failure(check_value, {"BS": ["Yg==", "Yg=="]}).message == (
+        INVALID + "Input collection [Yg==, Yg==]of type BS contains duplicates."
+    )
 
 
 def test_duplicate_set_members_are_refused() -> None:

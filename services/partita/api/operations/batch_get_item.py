@@ -42,7 +42,9 @@ def validate(body: Any) -> BatchGetItemRequest:
             v.add(items, "requestItems", "Member must have length greater than or equal to 1")
         for name, entry in items.items():
             if not isinstance(entry, dict):
-                raise errors.serialization("Unexpected value type in payload: expected a KeysAndAttributes structure")
+                raise errors.serialization(
+                    "Unexpected value type in payload: expected a KeysAndAttributes structure"
+                )
             _table_shape(name, entry, v)
     v.raise_if_any()
     assert items is not None
@@ -54,7 +56,9 @@ def validate(body: Any) -> BatchGetItemRequest:
         to_get = entry.get("AttributesToGet")
         common.check_no_duplicate_names(to_get)
         expressions = projection_expressions(
-            to_get, common.string(entry, "ProjectionExpression"), common.names_map(entry.get("ExpressionAttributeNames"))
+            to_get,
+            common.string(entry, "ProjectionExpression"),
+            common.names_map(entry.get("ExpressionAttributeNames")),
         )
         keys = []
         for raw_key in entry["Keys"]:
@@ -64,7 +68,9 @@ def validate(body: Any) -> BatchGetItemRequest:
             total += 1
             if total > MAX_KEYS:
                 raise errors.validation("Too many items requested for the BatchGetItem call")
-        tables.append(TableKeys(name, keys, bool(common.boolean(entry, "ConsistentRead")), expressions, entry))
+        tables.append(
+            TableKeys(name, keys, bool(common.boolean(entry, "ConsistentRead")), expressions, entry)
+        )
     return BatchGetItemRequest(tables, capacity)
 
 

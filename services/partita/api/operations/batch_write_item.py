@@ -12,9 +12,7 @@ from partita.api.values import Item, item_size
 from partita.common import errors
 
 MAX_REQUESTS = 25
-_ONE_OF = (
-    "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes"
-)
+_ONE_OF = "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes"
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,10 @@ class Expressions:
         return out
 
 
+# A request without expressions (the common PutItem/GetItem): shared, never re-resolved.
+NO_EXPRESSIONS = Expressions()
+
+
 def resolve(expressions: Expressions) -> Expressions:
     """Parse and resolve every expression (raising DynamoDB's error on the first fault)."""
     if (
@@ -113,7 +117,6 @@ def resolve(expressions: Expressions) -> Expressions:
 
 def valid_table_name(name: str) -> bool:
     return 3 <= len(name) <= 255 and TABLE_NAME_PATTERN.fullmatch(name) is not None
-
 
 
 def string(body: Mapping[str, Any], name: str) -> str | None:
@@ -178,7 +181,9 @@ def values_map(value: Any) -> dict[str, AttributeValue] | None:
     return out
 
 
-def attributes_to_get(body: Mapping[str, Any], v: Violations, where: str = "attributesToGet") -> list[str] | None:
+def attributes_to_get(
+    body: Mapping[str, Any], v: Violations, where: str = "attributesToGet"
+) -> list[str] | None:
     value = expect_type(body.get("AttributesToGet"), list, "a list")
     if value is None:
         return None
@@ -220,8 +225,10 @@ def check_expression_params(body: Mapping[str, Any], expressions: list[str], leg
     if body.get("ExpressionAttributeNames") is not None and not used:
         raise errors.validation("ExpressionAttributeNames can only be specified when using expressions")
     value_users = [p for p in expressions if p != "ProjectionExpression"]
-    if value_users and body.get("ExpressionAttributeValues") is not None and not any(
-        body.get(p) is not None for p in value_users
+    if (
+        value_users
+        and body.get("ExpressionAttributeValues") is not None
+        and not any(body.get(p) is not None for p in value_users)
     ):
         verb = "are" if len(value_users) > 1 else "is"
         raise errors.validation(

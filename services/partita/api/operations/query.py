@@ -58,7 +58,9 @@ def validate(body: Any) -> QueryRequest:
     read, to_get = reads.shape(body, v)
     forward = common.boolean(body, "ScanIndexForward")
     if body.get("ConditionalOperator") is not None:
-        v.enum(common.string(body, "ConditionalOperator"), "conditionalOperator", common.CONDITIONAL_OPERATORS)
+        v.enum(
+            common.string(body, "ConditionalOperator"), "conditionalOperator", common.CONDITIONAL_OPERATORS
+        )
     key_condition = common.string(body, "KeyConditionExpression")
     projection = common.string(body, "ProjectionExpression")
     # Query reports the Select rules among the model constraints ("1 validation error

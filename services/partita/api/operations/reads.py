@@ -114,7 +114,11 @@ def filter_and_projection(
             legacy.conditional_operator(body, legacy_filter)
         return common.resolve(
             Expressions(
-                key_condition=key_condition, filter=filter_text, projection=projection, names=names, values=values
+                key_condition=key_condition,
+                filter=filter_text,
+                projection=projection,
+                names=names,
+                values=values,
             )
         )
     # Legacy and expression parameters may still meet here in one case DynamoDB allows:

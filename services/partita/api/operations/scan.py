@@ -33,13 +33,17 @@ def validate(body: Any) -> ScanRequest:
     v.at_least(total, "totalSegments", 1)
     v.at_most(total, "totalSegments", MAX_TOTAL_SEGMENTS)
     if body.get("ConditionalOperator") is not None:
-        v.enum(common.string(body, "ConditionalOperator"), "conditionalOperator", common.CONDITIONAL_OPERATORS)
+        v.enum(
+            common.string(body, "ConditionalOperator"), "conditionalOperator", common.CONDITIONAL_OPERATORS
+        )
     projection = common.string(body, "ProjectionExpression")
     common.string(body, "FilterExpression")
     v.raise_if_any()
 
     common.check_expression_params(
-        body, ["ProjectionExpression", "FilterExpression"], ["AttributesToGet", "ScanFilter", "ConditionalOperator"]
+        body,
+        ["ProjectionExpression", "FilterExpression"],
+        ["AttributesToGet", "ScanFilter", "ConditionalOperator"],
     )
     problem = reads.select_problem(read.select, read.index_name, projection is not None, to_get is not None)
     if problem is not None:

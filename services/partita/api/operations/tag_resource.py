@@ -55,9 +55,17 @@ def validate(body: Any) -> TagResourceRequest:
             if len(key) < 1:
                 v.add(key, f"tags.{i}.member.key", "Member must have length greater than or equal to 1")
             if len(key) > MAX_KEY_LENGTH:
-                v.add(key, f"tags.{i}.member.key", f"Member must have length less than or equal to {MAX_KEY_LENGTH}")
+                v.add(
+                    key,
+                    f"tags.{i}.member.key",
+                    f"Member must have length less than or equal to {MAX_KEY_LENGTH}",
+                )
         if v.not_null(value, f"tags.{i}.member.value") and len(value) > MAX_VALUE_LENGTH:
-            v.add(value, f"tags.{i}.member.value", f"Member must have length less than or equal to {MAX_VALUE_LENGTH}")
+            v.add(
+                value,
+                f"tags.{i}.member.value",
+                f"Member must have length less than or equal to {MAX_VALUE_LENGTH}",
+            )
         out.append((key, value))
     v.raise_if_any()
     return TagResourceRequest(arn, table, out)

@@ -29,7 +29,8 @@ class UpdateItemRequest:
         for element in (record.partition_key, record.sort_key):
             if element is not None and element.name in self.modified:
                 raise errors.validation(
-                    common.INVALID + f"Cannot update attribute {element.name}. This attribute is part of the key"
+                    common.INVALID
+                    + f"Cannot update attribute {element.name}. This attribute is part of the key"
                 )
 
 

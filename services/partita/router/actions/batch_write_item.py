@@ -48,7 +48,9 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
                 body=wire.request_body(options),
             )  # fmt: skip
         else:
-            request = pb.Request(op=pb.DELETE, key_hash=key.hash, key=key.storage_key, body=wire.request_body(options))
+            request = pb.Request(
+                op=pb.DELETE, key_hash=key.hash, key=key.storage_key, body=wire.request_body(options)
+            )
         planned.append((write, table, request))
     # Every request is checked before any write is sent.
     results = await asyncio.gather(*(ctx.send(p[1], p[2]) for p in planned), return_exceptions=True)
@@ -67,7 +69,9 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     if failures and len(failures) == len(planned):
         raise failures[0]
     consumed = capacity.consumed_per_table(units, req.capacity) if charged else None
-    return wire.body(("UnprocessedItems", orjson.dumps(unprocessed)), ("ConsumedCapacity", wire.encoded(consumed)))
+    return wire.body(
+        ("UnprocessedItems", orjson.dumps(unprocessed)), ("ConsumedCapacity", wire.encoded(consumed))
+    )
 
 
 def _key(record: Any, write: batch_write_item.WriteRequest) -> ItemKey:

@@ -24,9 +24,13 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     charged = req.capacity != "NONE"
     if charged:
         options["capacity"] = True
-    request = pb.Request(op=pb.DELETE, key_hash=key.hash, key=key.storage_key, body=wire.request_body(options))
+    request = pb.Request(
+        op=pb.DELETE, key_hash=key.hash, key=key.storage_key, body=wire.request_body(options)
+    )
     response = await ctx.send(table, request)
     consumed = None
     if charged:
-        consumed = capacity.consumed(req.table_name, capacity.write_units(response.capacity_bytes), req.capacity)
+        consumed = capacity.consumed(
+            req.table_name, capacity.write_units(response.capacity_bytes), req.capacity
+        )
     return wire.body(("Attributes", wire.attributes(response)), ("ConsumedCapacity", wire.encoded(consumed)))

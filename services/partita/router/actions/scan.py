@@ -46,7 +46,9 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         lo_hash = max(partition.start, seg_lo)
         lo, hi = keys.hash_range_bounds(record.table_id, lo_hash, min(partition.end, seg_hi))
         lo = max(lo, resume_key)
-        await ranges.read_range(ctx, table, pb.SCAN, max(lo_hash, resume_hash), lo, hi, page, read, req.expressions)
+        await ranges.read_range(
+            ctx, table, pb.SCAN, max(lo_hash, resume_hash), lo, hi, page, read, req.expressions
+        )
         if page.last is not None:
             break
     return ranges.answer(page, read)
@@ -65,5 +67,3 @@ def _start_key(record: TableRecord, start: dict[str, Any]) -> tuple[int, bytes]:
             raise
         raise errors.validation(f"The provided starting key is invalid: {exc.message}") from None
     return key.hash, key.storage_key
-
-

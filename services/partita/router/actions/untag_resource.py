@@ -12,5 +12,7 @@ from partita.router.context import RouterContext
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     req = untag_resource.validate(body)
     gone = set(req.keys)
-    await tags.change(ctx, req.table_name, req.arn, lambda current: tuple(t for t in current if t[0] not in gone))
+    await tags.change(
+        ctx, req.table_name, req.arn, lambda current: tuple(t for t in current if t[0] not in gone)
+    )
     return {}

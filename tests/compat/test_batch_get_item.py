@@ -1,0 +1,144 @@
+"""BatchGetItem: serialization, validation, functionality (many keys, tables, projection)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.compat.helpers import PYTESTMARK, error, error_type, key, raw_call, validation
+
+pytestmark = PYTESTMARK
+
+
+# --- serialization ------------------------------------------------------------------------
+
+
+def test_keys_that_are_not_a_list_are_a_serialization_exception(cluster: Any, table_s: str) -> None:
+    body = {"RequestItems": {table_s: {"Keys": {"pk": {"S": "x"}}}}}
+    status, out = raw_call(cluster, "BatchGetItem", json.dumps(body).encode())
+    assert (status, error_type(out)) == (400, "SerializationException")
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def test_more_than_100_keys_in_one_table_is_a_constraint_violation(ddb: Any, table_s: str) -> None:
+    keys = [{"pk": {"S": str(i)}} for i in range(101)]
+    message = validation(ddb.batch_get_item, RequestItems={table_s: {"Keys": keys}})
+    assert message.startswith("1 validation error detected: Value '[")
+    assert message.endswith(
+        f"at 'requestItems.{table_s}.member.keys' failed to satisfy constraint: "
+        "Member must have length less than or equal to 100"
+    )
+
+
+def test_more_than_100_keys_across_tables_is_refused(ddb: Any, table_s: str, table_n: str) -> None:
+    message = validation(
+        ddb.batch_get_item,
+        RequestItems={
+            table_s: {"Keys": [{"pk": {"S": str(i)}} for i in range(60)]},
+            table_n: {"Keys": [{"pk": {"N": str(i)}} for i in range(41)]},
+        },
+    )
+    assert message == "Too many items requested for the BatchGetItem call"
+
+
+def test_duplicate_keys_are_refused(ddb: Any, table_sn: str) -> None:
+    k = {"pk": {"S": "x"}, "sk": {"N": "1"}}
+    # The same number written two ways is the same key.
+    other = {"pk": {"S": "x"}, "sk": {"N": "1.0"}}
+    assert validation(ddb.batch_get_item, RequestItems={table_sn: {"Keys": [k, other]}}) == (
+        "Provided list of item keys contains duplicates"
+    )
+
+
+def test_a_key_of_the_wrong_schema_is_refused(ddb: Any, table_sn: str) -> None:
+    assert validation(ddb.batch_get_item, RequestItems={table_sn: {"Keys": [{"pk": {"S": "x"}}]}}) == (
+        "The provided key element does not match the schema"
+    )
+
+
+def test_an_empty_request_is_a_constraint_violation(ddb: Any) -> None:
+    assert validation(ddb.batch_get_item, RequestItems={}) == (
+        "1 validation error detected: Value '{}' at 'requestItems' failed to satisfy constraint: "
+        "Member must have length greater than or equal to 1"
+    )
+
+
+def test_a_missing_table_fails_the_whole_request(ddb: Any, table_s: str) -> None:
+    code, _ = error(
+        ddb.batch_get_item,
+        RequestItems={
+            table_s: {"Keys": [{"pk": {"S": "x"}}]},
+            "no-such-table": {"Keys": [{"pk": {"S": "x"}}]},
+        },
+    )
+    assert code == "ResourceNotFoundException"
+
+
+# --- functionality ---------------------------------------------------------------------------
+
+
+def test_items_from_two_tables_come_back_and_missing_keys_are_omitted(
+    ddb: Any, table_s: str, table_sn: str
+) -> None:
+    a = [{"pk": {"S": key()}} for _ in range(5)]
+    b = [{"pk": {"S": key()}, "sk": {"N": str(i)}} for i in range(3)]
+    for k in a:
+        ddb.put_item(TableName=table_s, Item={**k, "v": {"S": "a"}})
+    for k in b:
+        ddb.put_item(TableName=table_sn, Item={**k, "v": {"S": "b"}})
+    out = ddb.batch_get_item(
+        RequestItems={
+            table_s: {"Keys": [*a, {"pk": {"S": key()}}], "ConsistentRead": True},
+            table_sn: {"Keys": b},
+        }
+    )
+    assert sorted(i["pk"]["S"] for i in out["Responses"][table_s]) == sorted(k["pk"]["S"] for k in a)
+    assert len(out["Responses"][table_sn]) == 3
+    assert out["UnprocessedKeys"] == {}
+
+
+def test_a_table_whose_keys_all_miss_has_an_empty_list(ddb: Any, table_s: str) -> None:
+    out = ddb.batch_get_item(RequestItems={table_s: {"Keys": [{"pk": {"S": key()}}]}})
+    assert out["Responses"] == {table_s: []}
+
+
+def test_projection_applies_per_table(ddb: Any, table_s: str) -> None:
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"S": "1"}, "b": {"S": "2"}})
+    out = ddb.batch_get_item(
+        RequestItems={
+            table_s: {"Keys": [k], "ProjectionExpression": "#b", "ExpressionAttributeNames": {"#b": "b"}}
+        }
+    )
+    assert out["Responses"][table_s] == [{"b": {"S": "2"}}]
+    out = ddb.batch_get_item(RequestItems={table_s: {"Keys": [k], "AttributesToGet": ["a"]}})
+    assert out["Responses"][table_s] == [{"a": {"S": "1"}}]
+
+
+def test_one_hundred_keys_are_read_in_one_call(ddb: Any, table_n: str) -> None:
+    base = int(key()[:8], 16)
+    keys = [{"pk": {"N": str(base + i)}} for i in range(100)]
+    with_items = keys[::2]
+    for k in with_items:
+        ddb.put_item(TableName=table_n, Item=k)
+    out = ddb.batch_get_item(RequestItems={table_n: {"Keys": keys}})
+    assert sorted(int(i["pk"]["N"]) for i in out["Responses"][table_n]) == [
+        int(k["pk"]["N"]) for k in with_items
+    ]
+
+
+def test_capacity_charges_every_item_on_its_own(ddb: Any, table_s: str, table_n: str) -> None:
+    a = [{"pk": {"S": key()}} for _ in range(5)]
+    for k in a:
+        ddb.put_item(TableName=table_s, Item=k)
+    out = ddb.batch_get_item(
+        RequestItems={
+            table_s: {"Keys": a, "ConsistentRead": True},
+            table_n: {"Keys": [{"pk": {"N": "-1"}}] * 1},
+        },
+        ReturnConsumedCapacity="TOTAL",
+    )
+    by_table = {c["TableName"]: c["CapacityUnits"] for c in out["ConsumedCapacity"]}
+    assert by_table == {table_s: 5.0, table_n: 0.5}

@@ -1,0 +1,212 @@
+"""Fuzzing the HTTP front door: malformed and random bodies for every data operation.
+
+Whatever arrives, the router answers 200 or a 400-class DynamoDB error (never a 500,
+never a dropped connection), keeps serving, and a refused batch writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.compat.helpers import PYTESTMARK, create_table, error_type, raw_call
+
+pytestmark = PYTESTMARK
+
+# Examples per run; raise it for a longer hunt: PARTITA_FUZZ_EXAMPLES=3000 pytest ...
+EXAMPLES = int(os.environ.get("PARTITA_FUZZ_EXAMPLES", "400"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+OPERATIONS = [
+    "PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
+    "UpdateTable", "TagResource", "UntagResource", "ListTagsOfResource", "DescribeLimits",
+]  # fmt: skip
+MEMBERS = [
+    "TableName", "Key", "Item", "ConditionExpression", "UpdateExpression", "KeyConditionExpression",
+    "FilterExpression", "ProjectionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues",
+    "ReturnValues", "ReturnConsumedCapacity", "ReturnValuesOnConditionCheckFailure", "Limit", "Select",
+    "ExclusiveStartKey", "ScanIndexForward", "ConsistentRead", "Segment", "TotalSegments", "RequestItems",
+    "Expected", "AttributeUpdates", "KeyConditions", "QueryFilter", "ScanFilter", "AttributesToGet",
+    "ConditionalOperator", "BillingMode", "ProvisionedThroughput", "ResourceArn", "Tags", "TagKeys",
+]  # fmt: skip
+EXPRESSION_BITS = [
+    "a",
+    "#n",
+    ":v",
+    "=",
+    "<>",
+    "<",
+    "AND",
+    "OR",
+    "NOT",
+    "(",
+    ")",
+    ",",
+    ".",
+    "[0]",
+    "SET",
+    "REMOVE",
+    "ADD",
+    "DELETE",
+    "size(",
+    "attribute_exists(",
+    "begins_with(",
+    "BETWEEN",
+    "IN",
+    "+",
+    "-",
+    "pk",
+]
+
+
+@pytest.fixture(scope="module")
+def fuzz_table(ddb: Any) -> str:
+    return create_table(ddb, [("pk", "S"), ("sk", "N")], prefix="fuzz")
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+type_tags = st.sampled_from(["S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "BS", "X", ""])
+attribute_values = st.recursive(
+    st.builds(lambda t, v: {t: v}, type_tags, json_values),
+    lambda children: st.builds(lambda t, v: {t: v}, st.sampled_from(["M", "L"]),
+                               st.dictionaries(st.text(max_size=4), children, max_size=3) | st.lists(children, max_size=3)),
+    max_leaves=6,
+)  # fmt: skip
+expressions = st.lists(st.sampled_from(EXPRESSION_BITS), max_size=10).map(" ".join)
+
+
+def _member_value(name: str, table: str) -> st.SearchStrategy[Any]:
+    if name == "TableName":
+        return st.sampled_from([table, "no-such-table", "", "x"]) | st.text(max_size=5)
+    if name in ("Key", "Item", "ExclusiveStartKey", "ExpressionAttributeValues"):
+        return (
+            st.dictionaries(st.sampled_from(["pk", "sk", "a", ":v", ":w"]), attribute_values, max_size=3)
+            | json_values
+        )
+    if name.endswith("Expression"):
+        return expressions | json_values
+    if name == "ExpressionAttributeNames":
+        return (
+            st.dictionaries(st.sampled_from(["#n", "#m", "n"]), st.text(max_size=3), max_size=2) | json_values
+        )
+    return json_values
+
+
+@st.composite
+def bodies(draw: st.DrawFn, table: str) -> bytes:
+    kind = draw(st.integers(0, 9))
+    if kind == 0:
+        return draw(st.binary(max_size=64))
+    if kind == 1:
+        text = json.dumps(draw(json_values))
+        return text[: draw(st.integers(0, len(text)))].encode()  # truncated JSON
+    if kind == 2:
+        return orjson.dumps(draw(json_values))  # any JSON, usually not an object
+    members = draw(st.lists(st.sampled_from(MEMBERS), max_size=6, unique=True))
+    body = {name: draw(_member_value(name, table)) for name in members}
+    return orjson.dumps(body)
+
+
+def _assert_dynamodb_answer(status: int, body: dict[str, Any]) -> None:
+    assert status in (200, 400), (status, body)
+    if status == 400:
+        assert error_type(body) not in ("", "InternalServerError"), body
+        assert isinstance(body.get("message", body.get("Message", "")), str)
+
+
+@FUZZ
+@given(data=st.data())
+def test_random_bodies_get_a_dynamodb_answer_never_a_500(
+    cluster: Any, fuzz_table: str, data: st.DataObject
+) -> None:
+    operation = data.draw(st.sampled_from(OPERATIONS))
+    body = data.draw(bodies(fuzz_table))
+    status, answer = raw_call(cluster, operation, body)
+    _assert_dynamodb_answer(status, answer)
+
+
+def test_the_router_still_serves_after_the_fuzzing(cluster: Any, ddb: Any, fuzz_table: str) -> None:
+    assert cluster.health().startswith("healthy")
+    item = {"pk": {"S": "alive"}, "sk": {"N": "1"}}
+    ddb.put_item(TableName=fuzz_table, Item=item)
+    assert ddb.get_item(TableName=fuzz_table, Key={"pk": {"S": "alive"}, "sk": {"N": "1"}})["Item"] == item
+
+
+def test_deeply_nested_json_is_refused_cleanly(cluster: Any, fuzz_table: str) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    status, answer = raw_call(cluster, "PutItem", f'{{"TableName": "{fuzz_table}", "Item": {deep}}}'.encode())
+    _assert_dynamodb_answer(status, answer)
+    # 400 map levels: valid JSON (orjson encodes only 254 levels, so build the text).
+    nested = '{"M":{"m":' * 400 + '{"S":"x"}' + "}}" * 400
+    body = f'{{"TableName":"{fuzz_table}","Item":{{"pk":{{"S":"n"}},"sk":{{"N":"1"}},"deep":{nested}}}}}'
+    status, answer = raw_call(cluster, "PutItem", body.encode())
+    assert (status, answer["message"]) == (400, "Nesting Levels have exceeded supported limits")
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Valid puts with fresh keys, plus requests of which at least one is invalid."""
+    valid = [
+        {"PutRequest": {"Item": {"pk": {"S": uuid.uuid4().hex}, "sk": {"N": str(i)}}}}
+        for i in range(draw(st.integers(1, 10)))
+    ]
+    broken = draw(
+        st.lists(
+            st.one_of(
+                st.builds(lambda v: {"PutRequest": {"Item": {"pk": v, "sk": {"N": "1"}}}}, attribute_values),
+                st.builds(
+                    lambda v: {"DeleteRequest": {"Key": {"pk": {"S": "x"}, "sk": v}}}, attribute_values
+                ),
+                st.builds(lambda v: {"PutRequest": {"Item": v}}, json_values),
+                st.just({}),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    return valid, broken
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=batches(), position=st.integers(0, 10))
+def test_a_refused_batch_writes_nothing(
+    cluster: Any,
+    ddb: Any,
+    fuzz_table: str,
+    batch: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+    position: int,
+) -> None:
+    valid, broken = batch
+    requests = valid[:position] + broken + valid[position:]
+    status, answer = raw_call(
+        cluster, "BatchWriteItem", orjson.dumps({"RequestItems": {fuzz_table: requests}})
+    )
+    _assert_dynamodb_answer(status, answer)
+    keys = [r["PutRequest"]["Item"] for r in valid]
+    found = ddb.batch_get_item(RequestItems={fuzz_table: {"Keys": keys, "ConsistentRead": True}})[
+        "Responses"
+    ][fuzz_table]
+    if status == 400:
+        assert found == []
+    else:
+        assert len(found) == len(keys)

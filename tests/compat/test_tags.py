@@ -1,0 +1,74 @@
+"""TagResource, UntagResource, ListTagsOfResource: validation and functionality."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.compat.helpers import PYTESTMARK, create_table, error, validation
+
+pytestmark = PYTESTMARK
+
+
+@pytest.fixture(scope="module")
+def arn(ddb: Any) -> str:
+    name = create_table(ddb, [("pk", "S")], prefix="tags")
+    table_arn: str = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    return table_arn
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def test_a_malformed_arn_is_refused(ddb: Any) -> None:
+    assert validation(ddb.list_tags_of_resource, ResourceArn="arn:aws:dynamodb:us-east-1:0:nothing/x") == (
+        "Invalid TableArn: Invalid ResourceArn provided as input arn:aws:dynamodb:us-east-1:0:nothing/x"
+    )
+
+
+def test_tagging_with_no_tags_is_refused(ddb: Any, arn: str) -> None:
+    assert (
+        validation(ddb.tag_resource, ResourceArn=arn, Tags=[])
+        == "Atleast one Tag needs to be provided as Input."
+    )
+
+
+def test_untagging_with_no_keys_is_refused(ddb: Any, arn: str) -> None:
+    assert validation(ddb.untag_resource, ResourceArn=arn, TagKeys=[]) == (
+        "Atleast one Tag Key needs to be provided as Input."
+    )
+
+
+def test_a_tag_key_over_128_characters_is_a_constraint_violation(ddb: Any, arn: str) -> None:
+    message = validation(ddb.tag_resource, ResourceArn=arn, Tags=[{"Key": "k" * 129, "Value": "v"}])
+    assert message.endswith(
+        "at 'tags.1.member.key' failed to satisfy constraint: Member must have length less than or equal to 128"
+    )
+
+
+def test_an_unknown_table_arn_is_resource_not_found(ddb: Any, arn: str) -> None:
+    missing = arn.rsplit("/", 1)[0] + "/no-such-table"
+    code, message = error(ddb.list_tags_of_resource, ResourceArn=missing)
+    assert (code, message) == (
+        "ResourceNotFoundException",
+        f"Requested resource not found: ResourcArn: {missing} not found",
+    )
+
+
+# --- functionality ---------------------------------------------------------------------------
+
+
+def test_tags_are_added_overwritten_listed_and_removed(ddb: Any, arn: str) -> None:
+    ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": "team", "Value": "db"}, {"Key": "env", "Value": "test"}])
+    ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": "env", "Value": "prod"}])
+    tags = {t["Key"]: t["Value"] for t in ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]}
+    assert tags == {"team": "db", "env": "prod"}
+    ddb.untag_resource(ResourceArn=arn, TagKeys=["team", "absent"])
+    assert ddb.list_tags_of_resource(ResourceArn=arn)["Tags"] == [{"Key": "env", "Value": "prod"}]
+
+
+def test_tags_given_at_creation_are_listed(ddb: Any) -> None:
+    name = create_table(ddb, [("pk", "S")], prefix="tags-create", Tags=[{"Key": "born", "Value": "tagged"}])
+    table_arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    assert ddb.list_tags_of_resource(ResourceArn=table_arn)["Tags"] == [{"Key": "born", "Value": "tagged"}]

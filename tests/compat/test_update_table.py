@@ -1,0 +1,127 @@
+"""UpdateTable: serialization, validation, functionality (billing mode, throughput)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.compat.helpers import PYTESTMARK, create_table, error, error_type, raw_call, validation
+
+pytestmark = PYTESTMARK
+
+
+def _provisioned(ddb: Any, rcu: int = 5, wcu: int = 5) -> str:
+    return create_table(
+        ddb, [("pk", "S")], prefix="ut", BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": rcu, "WriteCapacityUnits": wcu},
+    )  # fmt: skip
+
+
+# --- serialization ------------------------------------------------------------------------
+
+
+def test_throughput_that_is_not_a_structure_is_a_serialization_exception(cluster: Any, table_s: str) -> None:
+    body = {"TableName": table_s, "ProvisionedThroughput": 5}
+    status, out = raw_call(cluster, "UpdateTable", json.dumps(body).encode())
+    assert (status, error_type(out)) == (400, "SerializationException")
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def test_an_update_must_change_something(ddb: Any, table_s: str) -> None:
+    assert validation(ddb.update_table, TableName=table_s) == (
+        "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or "
+        "SSESpecification or ReplicaUpdates is required"
+    )
+
+
+def test_provisioned_mode_needs_throughput(ddb: Any, table_s: str) -> None:
+    assert validation(ddb.update_table, TableName=table_s, BillingMode="PROVISIONED") == (
+        "One or more parameter values were invalid: ProvisionedThroughput must be specified when BillingMode is "
+        "PROVISIONED"
+    )
+
+
+def test_throughput_on_an_on_demand_table_is_refused(ddb: Any, table_s: str) -> None:
+    message = validation(
+        ddb.update_table,
+        TableName=table_s,
+        ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+    )
+    assert message == (
+        "One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be "
+        "specified when BillingMode is PAY_PER_REQUEST"
+    )
+
+
+def test_unchanged_throughput_is_refused(ddb: Any) -> None:
+    name = _provisioned(ddb, 3, 4)
+    message = validation(
+        ddb.update_table,
+        TableName=name,
+        ProvisionedThroughput={"ReadCapacityUnits": 3, "WriteCapacityUnits": 4},
+    )
+    assert message == (
+        "The provisioned throughput for the table will not change. The requested value equals the current value. "
+        "Current ReadCapacityUnits provisioned for the table: 3. Requested ReadCapacityUnits: 3. Current "
+        "WriteCapacityUnits provisioned for the table: 4. Requested WriteCapacityUnits: 4. Refer to the Amazon "
+        "DynamoDB Developer Guide for current limits and how to request higher limits."
+    )
+
+
+def test_throughput_above_the_table_limit_is_a_limit_exceeded(ddb: Any, table_s: str) -> None:
+    code, message = error(
+        ddb.update_table, TableName=table_s, BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 40_001, "WriteCapacityUnits": 1},
+    )  # fmt: skip
+    assert code == "LimitExceededException"
+    assert "40000" in message
+
+
+def test_a_missing_table_is_resource_not_found(ddb: Any) -> None:
+    code, message = error(ddb.update_table, TableName="no-such-table", BillingMode="PAY_PER_REQUEST")
+    assert (code, message) == (
+        "ResourceNotFoundException",
+        "Requested resource not found: Table: no-such-table not found",
+    )
+
+
+# --- functionality ---------------------------------------------------------------------------
+
+
+def test_throughput_changes_are_recorded(ddb: Any) -> None:
+    name = _provisioned(ddb)
+    out = ddb.update_table(
+        TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 7, "WriteCapacityUnits": 9}
+    )
+    assert out["TableDescription"]["ProvisionedThroughput"]["ReadCapacityUnits"] == 7
+    described = ddb.describe_table(TableName=name)["Table"]
+    assert (described["ProvisionedThroughput"]["ReadCapacityUnits"],
+            described["ProvisionedThroughput"]["WriteCapacityUnits"]) == (7, 9)  # fmt: skip
+    assert described["TableStatus"] == "ACTIVE"
+
+
+def test_switching_billing_modes_both_ways(ddb: Any) -> None:
+    name = _provisioned(ddb)
+    ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")
+    described = ddb.describe_table(TableName=name)["Table"]
+    assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert described["ProvisionedThroughput"]["ReadCapacityUnits"] == 0
+    ddb.update_table(
+        TableName=name, BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 2, "WriteCapacityUnits": 3},
+    )  # fmt: skip
+    described = ddb.describe_table(TableName=name)["Table"]
+    assert (
+        "BillingModeSummary" not in described
+        or described["BillingModeSummary"]["BillingMode"] == "PROVISIONED"
+    )
+    assert described["ProvisionedThroughput"]["WriteCapacityUnits"] == 3
+
+
+def test_items_survive_a_table_update(ddb: Any) -> None:
+    name = _provisioned(ddb)
+    ddb.put_item(TableName=name, Item={"pk": {"S": "kept"}})
+    ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 6, "WriteCapacityUnits": 6})
+    assert ddb.get_item(TableName=name, Key={"pk": {"S": "kept"}})["Item"] == {"pk": {"S": "kept"}}
