@@ -73,6 +73,8 @@ class HttpProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
         self._transport = cast(asyncio.Transport, transport)
+        # Kept: asyncio.get_running_loop() makes a getpid() system call every time.
+        self._loop = asyncio.get_running_loop()
 
     def data_received(self, data: bytes) -> None:
         if self._parse_failed:
@@ -143,7 +145,7 @@ class HttpProtocol(asyncio.Protocol):
 
     def _start_worker(self) -> None:
         if self._worker is None or self._worker.done():
-            self._worker = asyncio.get_running_loop().create_task(self._drain())
+            self._worker = self._loop.create_task(self._drain())
 
     # --- answering ------------------------------------------------------------------
 

@@ -71,6 +71,8 @@ class DataProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        # Kept: asyncio.get_running_loop() makes a getpid() system call every time.
+        self._loop = asyncio.get_running_loop()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
@@ -99,7 +101,7 @@ class DataProtocol(asyncio.Protocol):
                 else:
                     self._send([plan.response])
             if writes:
-                task = asyncio.get_running_loop().create_task(self._commit(writes))
+                task = self._loop.create_task(self._commit(writes))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
@@ -110,7 +112,7 @@ class DataProtocol(asyncio.Protocol):
         self._outbox.extend(responses)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False

@@ -84,7 +84,7 @@ class Node:
     address: str
     protocols: list[DataProtocol] = field(default_factory=list)
     frames: list[int] = field(default_factory=list)  # requests per frame received
-    commit_groups: list[int] = field(default_factory=list)  # writes per commit_many
+    commit_groups: list[int] = field(default_factory=list)  # writes per commit_staged
 
 
 @pytest.fixture
@@ -116,20 +116,20 @@ async def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
     server = await start_data_server(DataPlane(state), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     n = Node(engine, server, f"127.0.0.1:{port}", protocols, frames)
-    real_commit_many = engine.commit_many
+    real_commit_staged = engine.commit_staged
 
-    async def counting_commit_many(groups: list[list[object]]) -> list[int]:
+    async def counting_commit_staged(groups: list[list[object]]) -> list[int]:
         n.commit_groups.append(len(groups))
-        return await real_commit_many(groups)  # type: ignore[arg-type]
+        return await real_commit_staged(groups)  # type: ignore[arg-type]
 
-    engine.commit_many = counting_commit_many  # type: ignore[method-assign]
+    engine.commit_staged = counting_commit_staged  # type: ignore[method-assign]
     yield n
     server.close()
     for p in protocols:
         if p._transport is not None:
             p._transport.abort()
     await server.wait_closed()
-    engine.commit_many = real_commit_many  # type: ignore[method-assign]
+    engine.commit_staged = real_commit_staged  # type: ignore[method-assign]
     await engine.close()
 
 
@@ -210,7 +210,7 @@ async def test_a_failed_commit_answers_every_write_of_the_batch_with_an_error(
     async def failing(groups: list[object]) -> list[int]:
         raise OSError(5, "disk on fire")
 
-    node.engine.commit_many = failing  # type: ignore[method-assign,assignment]
+    node.engine.commit_staged = failing  # type: ignore[method-assign,assignment]
     responses = await asyncio.gather(
         channel.call(put(7, b"a")), channel.call(put(8, b"b")), channel.call(get(9))
     )
@@ -224,14 +224,14 @@ async def test_connection_loss_fails_in_flight_calls_and_the_next_call_reconnect
     await channel.call(put(10, b"before"))
     stalled = asyncio.Event()
     release = asyncio.Event()
-    real = node.engine.commit_many
+    real = node.engine.commit_staged
 
     async def stall(groups: list[list[object]]) -> list[int]:
         stalled.set()
         await release.wait()
         return await real(groups)  # type: ignore[arg-type]
 
-    node.engine.commit_many = stall  # type: ignore[method-assign]
+    node.engine.commit_staged = stall  # type: ignore[method-assign]
     in_flight = asyncio.create_task(channel.call(put(11, b"lost?")))
     await asyncio.wait_for(stalled.wait(), 10)
     for p in node.protocols:
@@ -240,7 +240,7 @@ async def test_connection_loss_fails_in_flight_calls_and_the_next_call_reconnect
     response = await asyncio.wait_for(in_flight, 10)
     assert response.status == pb.UNAVAILABLE
     release.set()
-    node.engine.commit_many = real  # type: ignore[method-assign]
+    node.engine.commit_staged = real  # type: ignore[method-assign]
     response = await asyncio.wait_for(channel.call(get(10)), 10)
     assert response.status == pb.OK and response.value == b"before"
     assert len(node.protocols) == 2  # a second connection was made

@@ -363,3 +363,21 @@ async def test_table_ids_forgets_a_table_whose_range_was_dropped(engine: Engine)
     await engine.commit([put(tkey(5, b"a"), b"v"), put(tkey(7, b"a"), b"v"), put(tkey(7, b"b"), b"v")])
     await engine.commit([Effect(Kind.DELETE_RANGE, tkey(7), tkey(8))])
     assert engine.table_ids() == {5}
+
+
+async def test_staged_write_is_visible_to_latest_and_unstaged_when_its_commit_fails(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    effects = [Effect(Kind.PUT, b"\x00" * 7 + b"\x01staged", b"v1")]
+    engine.stage(effects)
+    assert engine.latest(effects[0].key) == b"v1"  # a later read-modify-write builds on it
+    assert engine.get(effects[0].key) is None  # but no reader sees it before it is durable
+
+    async def failing_append(payloads: list[bytes]) -> list[int]:
+        raise OSError(5, "disk on fire")
+
+    monkeypatch.setattr(engine._wal, "append_many", failing_append)
+    with pytest.raises(OSError):
+        await engine.commit_staged([effects])
+    assert engine.latest(effects[0].key) is None  # the failed write is forgotten
+    assert engine._pending == {}
