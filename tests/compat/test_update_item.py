@@ -291,7 +291,6 @@ def test_an_update_growing_the_item_past_400_kb_is_refused(ddb: Any, table_s: st
     assert "b" not in ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True)["Item"]
 
 
-
 # Concurrent read-modify-writes on one key, many landing in the same storage batch.
 def test_concurrent_increments_are_not_lost(ddb: Any, table_s: str) -> None:
     k = {"pk": {"S": key()}}

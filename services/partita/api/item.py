@@ -92,7 +92,9 @@ def _check_set(kind: str, members: Any) -> list[str]:
         raise _serialization("a list")
     if not members:
         # DynamoDB's own wording, double space and all; binary sets have their own.
-        what = "Binary sets should not be empty" if kind == "BS" else f"An {_SET_NAMES[kind]}  may not be empty"
+        what = (
+            "Binary sets should not be empty" if kind == "BS" else f"An {_SET_NAMES[kind]}  may not be empty"
+        )
         raise errors.validation(f"One or more parameter values were invalid: {what}")
     out: list[str] = []
     for m in members:

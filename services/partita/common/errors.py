@@ -185,7 +185,12 @@ _NAMESPACE_OF = {
 }
 _STATUS_OF = {"InternalServerError": 500, "ServiceUnavailable": 503}
 _RETRIABLE = frozenset(
-    {"InternalServerError", "ServiceUnavailable", "ThrottlingException", "ProvisionedThroughputExceededException"}
+    {
+        "InternalServerError",
+        "ServiceUnavailable",
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+    }
 )
 
 

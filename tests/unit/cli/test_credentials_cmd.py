@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
+
 from partita.cli import credentials_cmd
 from partita.router import credentials as creds
 

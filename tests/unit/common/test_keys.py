@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
 from partita.api.numbers import canonical, format_number
 from partita.common import errors, keys
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from partita.common.partition_count import (
     initial_partition_count,
     partition_count_after_update,

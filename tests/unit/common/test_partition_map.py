@@ -8,6 +8,7 @@ import itertools
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from partita.common.partition_map import HASH_SPACE, Partition, PartitionMap, split_evenly
 
 hashes = st.one_of(st.integers(0, HASH_SPACE - 1), st.sampled_from([0, 1, HASH_SPACE // 2, HASH_SPACE - 1]))

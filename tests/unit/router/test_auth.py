@@ -21,6 +21,7 @@ from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
 from botocore.credentials import Credentials  # type: ignore[import-untyped]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from partita.common import sigv4
 from partita.common.errors import DynamoError
 from partita.router.auth import SIGNATURE_MISMATCH, authenticate

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from partita.router import credentials as creds
 from partita.router.credentials import Credential, CredentialsFileError, CredentialStore
 

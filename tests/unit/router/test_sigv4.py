@@ -26,6 +26,7 @@ from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
 from botocore.credentials import Credentials  # type: ignore[import-untyped]
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from partita.common import sigv4
 
 AK = "AKIDEXAMPLE"
