@@ -253,3 +253,40 @@ def return_on_failure(body: Mapping[str, Any], v: Violations) -> bool:
     value = string(body, "ReturnValuesOnConditionCheckFailure")
     v.enum(value, "returnValuesOnConditionCheckFailure", RETURN_ON_FAILURE)
     return value == "ALL_OLD"
+
+
+@dataclass(slots=True)
+class WritePreamble:
+    """The members PutItem, UpdateItem and DeleteItem share, checked in DynamoDB's order."""
+
+    table_name: str | None
+    target: dict[str, Any] | None  # Item or Key
+    capacity: str
+    return_values: str | None
+    return_old_on_failure: bool
+    condition: str | None
+    names: dict[str, str] | None
+
+
+def write_preamble(body: Mapping[str, Any], v: Violations, member: str, where: str) -> WritePreamble:
+    """Check the shared members of a write; `member` ("Item" or "Key") is the written
+    target, reported at `where` ("item" or "key"). Violations are collected in `v`,
+    in the order DynamoDB lists them; the caller adds its own and raises."""
+    name = string(body, "TableName")
+    v.table_name(name)
+    target = attribute_map(body.get(member))
+    v.not_null(target, where)
+    capacity = capacity_mode(body, v)
+    collection_metrics(body, v)
+    return_values = string(body, "ReturnValues")
+    v.enum(return_values, "returnValues", RETURN_VALUES)
+    on_failure = return_on_failure(body, v)
+    return WritePreamble(
+        name,
+        target,
+        capacity,
+        return_values,
+        on_failure,
+        string(body, "ConditionExpression"),
+        names_map(body.get("ExpressionAttributeNames")),
+    )

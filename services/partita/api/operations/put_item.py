@@ -40,18 +40,11 @@ class PutItemRequest:
 def validate(body: Any) -> PutItemRequest:
     body = expect_dict(body)
     v = Violations()
-    name = common.string(body, "TableName")
-    v.table_name(name)
-    raw_item = common.attribute_map(body.get("Item"))
-    v.not_null(raw_item, "item")
-    capacity = common.capacity_mode(body, v)
-    common.collection_metrics(body, v)
-    return_values = common.string(body, "ReturnValues")
-    v.enum(return_values, "returnValues", common.RETURN_VALUES)
-    on_failure = common.return_on_failure(body, v)
-    condition = common.string(body, "ConditionExpression")
-    names = common.names_map(body.get("ExpressionAttributeNames"))
+    shared = common.write_preamble(body, v, "Item", "item")
     v.raise_if_any()
+    name, raw_item, capacity = shared.table_name, shared.target, shared.capacity
+    return_values, on_failure = shared.return_values, shared.return_old_on_failure
+    condition, names = shared.condition, shared.names
     assert name is not None and raw_item is not None
 
     plain = body.keys().isdisjoint(CONDITION_MEMBERS)

@@ -37,19 +37,12 @@ class UpdateItemRequest:
 def validate(body: Any) -> UpdateItemRequest:
     body = expect_dict(body)
     v = Violations()
-    name = common.string(body, "TableName")
-    v.table_name(name)
-    key = common.attribute_map(body.get("Key"))
-    v.not_null(key, "key")
-    capacity = common.capacity_mode(body, v)
-    common.collection_metrics(body, v)
-    return_values = common.string(body, "ReturnValues")
-    v.enum(return_values, "returnValues", common.RETURN_VALUES)
-    on_failure = common.return_on_failure(body, v)
+    shared = common.write_preamble(body, v, "Key", "key")
     update = common.string(body, "UpdateExpression")
-    condition = common.string(body, "ConditionExpression")
-    names = common.names_map(body.get("ExpressionAttributeNames"))
     v.raise_if_any()
+    name, key, capacity = shared.table_name, shared.target, shared.capacity
+    return_values, on_failure = shared.return_values, shared.return_old_on_failure
+    condition, names = shared.condition, shared.names
     assert name is not None and key is not None
 
     common.check_expression_params(

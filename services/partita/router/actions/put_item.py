@@ -7,10 +7,9 @@ from typing import Any
 import orjson
 
 from partita._proto import storage_pb2 as pb
-from partita.api import capacity
 from partita.api.operations import put_item
 from partita.api.table_keys import key_of_item
-from partita.router.actions import wire
+from partita.router.actions.writes import send_write
 from partita.router.context import RouterContext
 
 
@@ -21,22 +20,17 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     options = req.expressions.storage_body()
     if req.return_old:
         options["return_old"] = True
-    if req.return_old_on_failure:
-        options["return_old_on_failure"] = True
-    charged = req.capacity != "NONE"
-    if charged:
-        options["capacity"] = True
-        options["size"] = req.size
-    request = pb.Request(
-        op=pb.PUT,
-        key_hash=key.hash,
-        key=key.storage_key,
+    if req.capacity != "NONE":
+        options["size"] = req.size  # the node charges the larger of old and new
+    return await send_write(
+        ctx,
+        table,
+        pb.PUT,
+        key,
+        options,
+        table_name=req.table_name,
+        capacity_mode=req.capacity,
+        return_old_on_failure=req.return_old_on_failure,
         value=orjson.dumps(req.item),
-        body=wire.request_body(options),
+        new_size=req.size,
     )
-    response = await ctx.send(table, request)
-    consumed = None
-    if charged:
-        units = capacity.write_units(response.capacity_bytes, req.size)
-        consumed = capacity.consumed(req.table_name, units, req.capacity)
-    return wire.body(("Attributes", wire.attributes(response)), ("ConsumedCapacity", wire.encoded(consumed)))

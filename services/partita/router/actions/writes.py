@@ -1,0 +1,43 @@
+"""What PutItem, UpdateItem and DeleteItem do alike once validated: send one keyed write
+to the partition's node and answer with its Attributes and ConsumedCapacity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from partita._proto import storage_pb2 as pb
+from partita.api import capacity
+from partita.api.table_keys import ItemKey
+from partita.router.actions import wire
+from partita.router.context import RouterContext
+from partita.router.table_cache import CachedTable
+
+
+async def send_write(
+    ctx: RouterContext,
+    table: CachedTable,
+    op: int,  # a pb.Op value
+    key: ItemKey,
+    options: dict[str, Any],
+    *,
+    table_name: str,
+    capacity_mode: str,
+    return_old_on_failure: bool,
+    value: bytes = b"",
+    new_size: int = 0,
+) -> bytes:
+    """`options` holds the op's own storage options; this adds the shared ones."""
+    if return_old_on_failure:
+        options["return_old_on_failure"] = True
+    charged = capacity_mode != "NONE"
+    if charged:
+        options["capacity"] = True
+    request = pb.Request(
+        op=op, key_hash=key.hash, key=key.storage_key, value=value, body=wire.request_body(options)
+    )
+    response = await ctx.send(table, request)
+    consumed = None
+    if charged:
+        units = capacity.write_units(response.capacity_bytes, new_size)
+        consumed = capacity.consumed(table_name, units, capacity_mode)
+    return wire.body(("Attributes", wire.attributes(response)), ("ConsumedCapacity", wire.encoded(consumed)))
