@@ -16,7 +16,7 @@ from partita.router.table_cache import CachedTable
 async def send_write(
     ctx: RouterContext,
     table: CachedTable,
-    op: int,  # a pb.Op value
+    op: pb.Op,
     key: ItemKey,
     options: dict[str, Any],
     *,
