@@ -19,7 +19,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml setup.py $(wildcard proto/partita/*.proto) $(shell find services operator -name __init__.py -not -path "*/_proto/*")
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,dev]'
+	$(PY) -m pip install --quiet -e '.[test,dev,bench]'
 	$(PY) -m partita.common.proto_codegen . > /dev/null
 	touch $(STAMP)
 
