@@ -25,6 +25,7 @@ import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from typing import Any
 from urllib.parse import quote, unquote
 
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -129,7 +130,7 @@ def credential_scope(date: str, region: str, service: str) -> str:
 
 def string_to_sign(amz_date: str, scope: str, canonical: str) -> str:
     # surrogateescape restores non-UTF-8 header bytes a server decoded that way.
-    digest = hashlib.sha256(canonical.encode("utf-8", "surrogateescape")).hexdigest()
+    digest = sha256_hex(canonical.encode("utf-8", "surrogateescape"))
     return f"{ALGORITHM}\n{amz_date}\n{scope}\n{digest}"
 
 
@@ -143,7 +144,29 @@ def signing_key(secret_key: str, date: str, region: str, service: str) -> bytes:
 
 
 def signature(key: bytes, sts: str) -> str:
-    return hmac.digest(key, sts.encode("utf-8"), "sha256").hex()
+    """HMAC-SHA256 of the string to sign, as hex.
+
+    Written out over SHA-256 states already fed the padded key (RFC 2104) rather than
+    with hmac.digest, which pads and hashes the key again on every call: the signing key
+    changes once a day, and this saves about a third of the HMAC's cost per request.
+    """
+    inner0, outer0 = _hmac_states(key)
+    inner = inner0.copy()
+    inner.update(sts.encode("utf-8"))
+    outer = outer0.copy()
+    outer.update(inner.digest())
+    hex_signature: str = outer.hexdigest()
+    return hex_signature
+
+
+@lru_cache(maxsize=4096)
+def _hmac_states(key: bytes) -> tuple[Any, Any]:
+    # A signing key is 32 bytes, below SHA-256's 64-byte block: pad it, never hash it.
+    padded = key.ljust(64, b"\0") if len(key) <= 64 else hashlib.sha256(key).digest().ljust(64, b"\0")
+    return (
+        hashlib.sha256(bytes(b ^ 0x36 for b in padded)),
+        hashlib.sha256(bytes(b ^ 0x5C for b in padded)),
+    )
 
 
 def authorization_header(access_key: str, scope: str, signed_headers: str, sig: str) -> str:
@@ -177,7 +200,7 @@ def sign_request(
         lname = name.lower()
         if (lname.startswith("x-amz-") and lname != "x-amz-date") or lname == "content-type":
             signed[lname] = value
-    payload_hash = signed.get("x-amz-content-sha256") or hashlib.sha256(body).hexdigest()
+    payload_hash = signed.get("x-amz-content-sha256") or sha256_hex(body)
     creq, signed_names = canonical_request(method.upper(), path, query, sorted(signed.items()), payload_hash)
     scope = credential_scope(amz_date[:8], region, service)
     sig = signature(

@@ -68,7 +68,7 @@ OPERATIONS: dict[str, Action] = {
     "BatchWriteItem": batch_write_item.run,
 }
 
-_JSON = b"application/x-amz-json-1.0"
+_HEADERS = b"Content-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: %s%020d\r\nx-amz-crc32: %d\r\n"
 
 
 class DynamoApp:
@@ -76,25 +76,17 @@ class DynamoApp:
         self.ctx = ctx
         self.credentials = credentials
         self._request_ids = itertools.count(1)
-        self._id_prefix = os.urandom(6).hex().upper()
+        self._id_prefix = os.urandom(6).hex().upper().encode()
 
     def _response(self, status: int, body: bytes) -> HttpResponse:
-        request_id = f"{self._id_prefix}{next(self._request_ids):020d}".encode()
-        return HttpResponse(
-            status,
-            body,
-            [
-                (b"Content-Type", _JSON),
-                (b"x-amzn-RequestId", request_id),
-                # botocore checks this CRC32 of the body when present.
-                (b"x-amz-crc32", str(zlib.crc32(body)).encode()),
-            ],
-        )
+        # botocore checks x-amz-crc32 (CRC32 of the body) when present.
+        headers = _HEADERS % (self._id_prefix, next(self._request_ids), zlib.crc32(body))
+        return HttpResponse(status, body, headers)
 
     async def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.method == "GET":
             host = request.headers.get("host", "localhost")
-            return HttpResponse(200, f"healthy: {host} ".encode(), [(b"Content-Type", b"text/plain")])
+            return HttpResponse(200, f"healthy: {host} ".encode(), b"Content-Type: text/plain\r\n")
         try:
             body = await self._dispatch(request)
         except DynamoError as exc:

@@ -23,7 +23,6 @@ so it cannot be altered in flight. Pass `region=` to pin one.
 from __future__ import annotations
 
 import calendar
-import hashlib
 import hmac
 import time
 from collections.abc import Callable, Mapping
@@ -321,7 +320,7 @@ def _verify_common_case(
     cred = lookup(static.access_key)
     if cred is None or cred.session_token is not None:
         return None
-    body_hash = hashlib.sha256(body).hexdigest()
+    body_hash = sigv4.sha256_hex(body)
     claimed = headers.get("x-amz-content-sha256")
     if claimed is not None and claimed != body_hash:
         return None
@@ -414,7 +413,7 @@ def authenticate(
     ):
         raise _invalid_security_token()
 
-    body_hash = hashlib.sha256(body).hexdigest()
+    body_hash = sigv4.sha256_hex(body)
     claimed = headers.get("x-amz-content-sha256")
     # A claimed payload hash is what gets signed, so it must be the body's: otherwise a
     # captured request could be replayed with another body. UNSIGNED-PAYLOAD is S3's

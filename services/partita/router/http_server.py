@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 import httptools
@@ -23,6 +23,17 @@ log = logging.getLogger(__name__)
 # DynamoDB's largest request (BatchWriteItem) is 16 MB; anything larger is refused
 # before it is buffered.
 MAX_BODY_BYTES = 16 * 1024 * 1024 + 64 * 1024
+
+# The header names DynamoDB clients send, as they send them, to their lower-case text.
+_HEADER_NAMES = {
+    raw: raw.decode("latin-1").lower()
+    for text in (
+        "Host", "Content-Type", "X-Amz-Target", "X-Amz-Date", "Authorization", "Content-Length",
+        "User-Agent", "Accept-Encoding", "Connection", "X-Amz-Security-Token", "amz-sdk-invocation-id",
+        "amz-sdk-request", "X-Amz-Content-SHA256", "Accept",
+    )
+    for raw in (text.encode(), text.lower().encode())
+}  # fmt: skip
 
 _REASONS = {
     200: b"OK",
@@ -46,7 +57,7 @@ class HttpRequest:
 class HttpResponse:
     status: int
     body: bytes
-    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    headers: bytes = b""  # extra header lines, each "Name: value\r\n", rendered once
 
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
@@ -110,7 +121,7 @@ class HttpProtocol(asyncio.Protocol):
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        key = name.decode("latin-1").lower()
+        key = _HEADER_NAMES.get(name) or name.decode("latin-1").lower()
         # The signature covers the bytes sent; surrogateescape keeps non-UTF-8 bytes
         # recoverable so the verifier canonicalises exactly what was signed.
         text = value.decode("utf-8", "surrogateescape")
@@ -173,20 +184,23 @@ class HttpProtocol(asyncio.Protocol):
     def _write(self, response: HttpResponse, keep_alive: bool) -> None:
         if self._transport is None or self._transport.is_closing():
             return
-        head = [b"HTTP/1.1 %d %s\r\n" % (response.status, _REASONS.get(response.status, b"Unknown"))]
-        for name, value in response.headers:
-            head.append(name + b": " + value + b"\r\n")
-        head.append(b"Content-Length: %d\r\n" % len(response.body))
-        if not keep_alive:
-            head.append(b"Connection: close\r\n")
-        head.append(b"\r\n")
-        head.append(response.body)
-        self._transport.write(b"".join(head))
+        status = response.status
+        self._transport.write(
+            b"HTTP/1.1 %d %s\r\n%sContent-Length: %d\r\n%s\r\n%s"
+            % (
+                status,
+                _REASONS.get(status, b"Unknown"),
+                response.headers,
+                len(response.body),
+                b"" if keep_alive else b"Connection: close\r\n",
+                response.body,
+            )
+        )
 
     def _reply_and_close(self, status: int, body: bytes) -> None:
         self._parse_failed = True
         self._queue.append(
-            (HttpResponse(status, body, [(b"Content-Type", b"application/x-amz-json-1.0")]), False)
+            (HttpResponse(status, body, b"Content-Type: application/x-amz-json-1.0\r\n"), False)
         )
         self._start_worker()
 

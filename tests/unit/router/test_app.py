@@ -81,7 +81,8 @@ def unsigned(operation: str, body: bytes = b"{}") -> HttpRequest:
 
 
 def header(response: HttpResponse, name: bytes) -> bytes | None:
-    for key, value in response.headers:
+    for line in response.headers.split(b"\r\n"):
+        key, _, value = line.partition(b": ")
         if key.lower() == name.lower():
             return value
     return None

@@ -69,7 +69,7 @@ async def server() -> AsyncIterator[Server]:
             raise RuntimeError("handler bug")
         if request.body.startswith(b"slow"):
             await asyncio.sleep(0.05)
-        return HttpResponse(200, b"echo:" + request.body, [(b"X-Path", request.path.encode())])
+        return HttpResponse(200, b"echo:" + request.body, b"X-Path: " + request.path.encode() + b"\r\n")
 
     srv = await start_http_server(handler, "127.0.0.1", 0)
     state.port = srv.sockets[0].getsockname()[1]

@@ -69,10 +69,10 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         raise failures[0]
     consumed = capacity.consumed_per_table(units, req.capacity) if charged else None
     return wire.body(
-        ("Responses", b"{" + b",".join(orjson.dumps(t) + b":[" + b",".join(items) + b"]"
+        (b'"Responses":', b"{" + b",".join(orjson.dumps(t) + b":[" + b",".join(items) + b"]"
                                       for t, items in responses.items()) + b"}"),
-        ("UnprocessedKeys", orjson.dumps(unprocessed)),
-        ("ConsumedCapacity", wire.encoded(consumed)),
+        (b'"UnprocessedKeys":', orjson.dumps(unprocessed)),
+        (b'"ConsumedCapacity":', wire.encoded(consumed)),
     )  # fmt: skip
 
 

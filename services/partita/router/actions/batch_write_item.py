@@ -70,7 +70,7 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         raise failures[0]
     consumed = capacity.consumed_per_table(units, req.capacity) if charged else None
     return wire.body(
-        ("UnprocessedItems", orjson.dumps(unprocessed)), ("ConsumedCapacity", wire.encoded(consumed))
+        (b'"UnprocessedItems":', orjson.dumps(unprocessed)), (b'"ConsumedCapacity":', wire.encoded(consumed))
     )
 
 

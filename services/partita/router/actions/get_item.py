@@ -33,4 +33,4 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     if charged:
         units = capacity.read_units(response.capacity_bytes, req.consistent)
         consumed = capacity.consumed(req.table_name, units, req.capacity)
-    return wire.body(("Item", item), ("ConsumedCapacity", wire.encoded(consumed)))
+    return wire.body((b'"Item":', item), (b'"ConsumedCapacity":', wire.encoded(consumed)))

@@ -86,9 +86,9 @@ def answer(page: Page, read: ReadCommon) -> bytes:
         read.table_name, capacity.range_read_units(page.size, read.consistent), read.capacity
     )
     return wire.body(
-        ("Items", items),
-        ("Count", str(page.count).encode()),
-        ("ScannedCount", str(page.scanned).encode()),
-        ("LastEvaluatedKey", wire.encoded(page.last)),
-        ("ConsumedCapacity", wire.encoded(consumed)),
+        (b'"Items":', items),
+        (b'"Count":', str(page.count).encode()),
+        (b'"ScannedCount":', str(page.scanned).encode()),
+        (b'"LastEvaluatedKey":', wire.encoded(page.last)),
+        (b'"ConsumedCapacity":', wire.encoded(consumed)),
     )

@@ -13,10 +13,10 @@ import orjson
 from partita._proto import storage_pb2 as pb
 
 
-def body(*fields: tuple[str, bytes | None]) -> bytes:
-    """`{"Name": <raw JSON>, ...}` of the fields whose value is not None."""
-    parts = [b'"' + name.encode() + b'":' + raw for name, raw in fields if raw is not None]
-    return b"{" + b",".join(parts) + b"}"
+def body(*fields: tuple[bytes, bytes | None]) -> bytes:
+    """`{"Name": <raw JSON>, ...}` of the fields whose value is not None; each field is
+    (b'"Name":', raw JSON), its key already in JSON so nothing is encoded per answer."""
+    return b"{" + b",".join([key + raw for key, raw in fields if raw is not None]) + b"}"
 
 
 def encoded(value: Any) -> bytes | None:
