@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from partita.api.item import check_value
 from partita.common import errors, keys
 from partita.control.model import TableRecord
 
@@ -48,16 +47,20 @@ def key_of_item(record: TableRecord, item: dict[str, Any]) -> ItemKey:
 
 
 def key_of_key(record: TableRecord, key: Any) -> ItemKey:
-    """The key named by a request's Key (GetItem, DeleteItem): exactly the key attributes."""
+    """The key named by a request's Key (GetItem, DeleteItem): exactly the key attributes.
+
+    `key` comes from the operation's validation (`check_item_values`), which has already
+    checked and canonicalised every attribute value once; this checks it against the
+    table's schema.
+    """
     if not isinstance(key, dict):
         raise errors.serialization("Unexpected value type in payload: expected a map of attribute values")
-    key = {name: check_value(av) for name, av in key.items()}
-    attrs = [record.partition_key] + ([record.sort_key] if record.sort_key else [])
-    if len(key) != len(attrs):
+    sort_key = record.sort_key
+    if len(key) != (2 if sort_key else 1):
         raise errors.validation(_KEY_MISMATCH)
-    for el in attrs:
+    for el in (record.partition_key, sort_key) if sort_key else (record.partition_key,):
         av = key.get(el.name)
-        if av is None or next(iter(av)) != el.type:
+        if type(av) is not dict or el.type not in av:
             raise errors.validation(_KEY_MISMATCH)
     sk_av = key[record.sort_key.name] if record.sort_key else None
     return _locate(record, key[record.partition_key.name], sk_av)

@@ -156,6 +156,17 @@ def test_a_key_that_is_not_a_map_is_a_serialization_error() -> None:
     assert failure(key_of_key, table(), [{"S": "a"}]).code == "SerializationException"
 
 
-def test_key_values_are_validated_like_any_attribute_value() -> None:
-    assert failure(key_of_key, table(pk="N"), {"pk": {"N": "not-a-number"}}).code == "ValidationException"
-    assert failure(key_of_key, table(), {"pk": {}}).code == "ValidationException"
+def test_key_values_are_validated_by_the_operation_before_key_of_key() -> None:
+    from partita.api.operations import get_item
+
+    bad_number = {"TableName": "tbl", "Key": {"pk": {"N": "not-a-number"}}}
+    assert failure(get_item.validate, bad_number).code == "ValidationException"
+    assert failure(get_item.validate, {"TableName": "tbl", "Key": {"pk": {}}}).code == "ValidationException"
+
+
+def test_key_of_key_refuses_a_malformed_value_without_crashing() -> None:
+    assert (
+        failure(key_of_key, table(), {"pk": {}}).message
+        == "The provided key element does not match the schema"
+    )
+    assert failure(key_of_key, table(), {"pk": "text"}).code == "ValidationException"
