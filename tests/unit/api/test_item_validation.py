@@ -8,7 +8,7 @@ import pytest
 
 from partita.api import item
 from partita.api.item import MAX_ITEM_BYTES, check_item, check_value
-from partita.api.operations import item_requests
+from partita.api.operations import delete_item, get_item, put_item
 from partita.common.errors import DynamoError
 
 INVALID = "One or more parameter values were invalid: "
@@ -209,15 +209,15 @@ def put_body(**overrides: Any) -> dict[str, Any]:
 
 
 def test_put_item_request_is_validated_into_a_canonical_item() -> None:
-    req = item_requests.validate_put(put_body(ReturnValues="ALL_OLD"))
+    req = put_item.validate(put_body(ReturnValues="ALL_OLD"))
     assert req.table_name == "Orders"
     assert req.item == {"pk": {"S": "a"}, "n": {"N": "1.5"}}
     assert req.return_old is True
-    assert item_requests.validate_put(put_body()).return_old is False
+    assert put_item.validate(put_body()).return_old is False
 
 
 def test_put_item_without_table_name_and_item_reports_both() -> None:
-    error = failure(item_requests.validate_put, {})
+    error = failure(put_item.validate, {})
     assert error.message == (
         "2 validation errors detected: "
         "Value null at 'tableName' failed to satisfy constraint: Member must not be null; "
@@ -228,59 +228,59 @@ def test_put_item_without_table_name_and_item_reports_both() -> None:
 @pytest.mark.parametrize("rv", ["ALL_NEW", "UPDATED_OLD", "UPDATED_NEW"])
 def test_put_and_delete_accept_only_all_old_or_none(rv: str) -> None:
     expected = "ReturnValues can only be ALL_OLD or NONE"
-    assert failure(item_requests.validate_put, put_body(ReturnValues=rv)).message == expected
+    assert failure(put_item.validate, put_body(ReturnValues=rv)).message == expected
     delete = {"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ReturnValues": rv}
-    assert failure(item_requests.validate_delete, delete).message == expected
+    assert failure(delete_item.validate, delete).message == expected
 
 
 def test_a_return_values_outside_the_enum_is_a_constraint_violation() -> None:
-    assert failure(item_requests.validate_put, put_body(ReturnValues="SOME")).message == (
+    assert failure(put_item.validate, put_body(ReturnValues="SOME")).message == (
         "1 validation error detected: Value 'SOME' at 'returnValues' failed to satisfy constraint: "
         "Member must satisfy enum value set: [NONE, ALL_OLD, UPDATED_OLD, ALL_NEW, UPDATED_NEW]"
     )
 
 
 def test_return_consumed_capacity_outside_the_enum_is_a_constraint_violation() -> None:
-    assert failure(item_requests.validate_put, put_body(ReturnConsumedCapacity="ALL")).message == (
+    assert failure(put_item.validate, put_body(ReturnConsumedCapacity="ALL")).message == (
         "1 validation error detected: Value 'ALL' at 'returnConsumedCapacity' failed to satisfy constraint: "
         "Member must satisfy enum value set: [INDEXES, TOTAL, NONE]"
     )
 
 
 def test_get_item_takes_key_and_consistent_read() -> None:
-    req = item_requests.validate_get(
+    req = get_item.validate(
         {"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ConsistentRead": True}
     )
     assert (req.table_name, req.key, req.consistent) == ("Orders", {"pk": {"S": "a"}}, True)
-    assert item_requests.validate_get({"TableName": "Orders", "Key": {}}).consistent is False
+    assert get_item.validate({"TableName": "Orders", "Key": {}}).consistent is False
 
 
 def test_get_item_without_key_is_refused() -> None:
-    assert failure(item_requests.validate_get, {"TableName": "Orders"}).message == (
+    assert failure(get_item.validate, {"TableName": "Orders"}).message == (
         "1 validation error detected: Value null at 'key' failed to satisfy constraint: Member must not be null"
     )
 
 
 def test_get_item_consistent_read_must_be_a_boolean() -> None:
     body = {"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ConsistentRead": "yes"}
-    assert failure(item_requests.validate_get, body).code == "SerializationException"
+    assert failure(get_item.validate, body).code == "SerializationException"
 
 
 def test_get_item_ignores_return_values_which_it_does_not_have() -> None:
     # GetItem has no ReturnValues member; AWS JSON services ignore unknown members.
-    req = item_requests.validate_get(
+    req = get_item.validate(
         {"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ReturnValues": "BOGUS"}
     )
     assert req.table_name == "Orders"
 
 
 def test_delete_item_with_all_old_returns_old() -> None:
-    req = item_requests.validate_delete(
+    req = delete_item.validate(
         {"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ReturnValues": "ALL_OLD"}
     )
     assert req.return_old is True
 
 
 def test_a_bad_table_name_in_an_item_request_is_a_constraint_violation() -> None:
-    error = failure(item_requests.validate_get, {"TableName": "a$", "Key": {}})
+    error = failure(get_item.validate, {"TableName": "a$", "Key": {}})
     assert error.message.startswith("2 validation errors detected: Value 'a$' at 'tableName'")

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from partita.api.operations import common
+from partita.api.operations import common, write_condition
 from partita.api.operations.common import Expressions
-from partita.api.operations.put_item import CONDITION_MEMBERS, condition_expressions
 from partita.api.shape import Violations, expect_dict
-from partita.common import errors
 
 
 # Not frozen: a frozen dataclass costs a microsecond per request on the hot path.
@@ -28,27 +26,13 @@ def validate(body: Any) -> DeleteItemRequest:
     v = Violations()
     shared = common.write_preamble(body, v, "Key", "key")
     v.raise_if_any()
-    name, key, capacity = shared.table_name, shared.target, shared.capacity
-    return_values, on_failure = shared.return_values, shared.return_old_on_failure
-    condition, names = shared.condition, shared.names
-    assert name is not None and key is not None
-
-    plain = body.keys().isdisjoint(CONDITION_MEMBERS)
-    if not plain:
-        common.check_expression_params(body, ["ConditionExpression"], ["Expected"])
-    key = common.check_item_values(key)
-    if return_values not in (None, "NONE", "ALL_OLD"):
-        raise errors.validation("ReturnValues can only be ALL_OLD or NONE")
-    if plain:
-        expressions = common.NO_EXPRESSIONS
-    else:
-        values = common.values_map(body.get("ExpressionAttributeValues"))
-        expressions = condition_expressions(body, condition, names, values)
+    assert shared.table_name is not None and shared.target is not None
+    plain = write_condition.check_params(body)
     return DeleteItemRequest(
-        table_name=name,
-        key=key,
-        return_old=return_values == "ALL_OLD",
-        return_old_on_failure=on_failure,
-        capacity=capacity,
-        expressions=expressions,
+        table_name=shared.table_name,
+        key=common.check_item_values(shared.target),
+        return_old=write_condition.return_old(shared.return_values),
+        return_old_on_failure=shared.return_old_on_failure,
+        capacity=shared.capacity,
+        expressions=write_condition.expressions(body, shared, plain),
     )
