@@ -34,10 +34,8 @@ async def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    for address, channel in storage._channels.items():
-        log.info(
-            "data path to %s: %d requests in %d batches", address, channel.requests_sent, channel.batches_sent
-        )
+    for address, requests, batches in storage.batching():
+        log.info("data path to %s: %d requests in %d batches", address, requests, batches)
     server.close()
     refresher.cancel()
     await storage.close()

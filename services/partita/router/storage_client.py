@@ -180,6 +180,10 @@ class StorageClient:
             ch = self._channels[address] = NodeChannel(address)
         return ch
 
+    def batching(self) -> list[tuple[str, int, int]]:
+        """(node address, requests sent, batches sent) per node: the batching factor."""
+        return [(a, ch.requests_sent, ch.batches_sent) for a, ch in self._channels.items()]
+
     async def close(self) -> None:
         for ch in self._channels.values():
             await ch.close()

@@ -40,4 +40,6 @@ async def send_write(
     if charged:
         units = capacity.write_units(response.capacity_bytes, new_size)
         consumed = capacity.consumed(table_name, units, capacity_mode)
-    return wire.body((b'"Attributes":', wire.attributes(response)), (b'"ConsumedCapacity":', wire.encoded(consumed)))
+    return wire.body(
+        (b'"Attributes":', wire.attributes(response)), (b'"ConsumedCapacity":', wire.encoded(consumed))
+    )
