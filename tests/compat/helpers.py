@@ -72,41 +72,8 @@ def all_pages(call: Any, **kwargs: Any) -> tuple[list[dict[str, Any]], int]:
 
 def raw_call(cluster: Any, operation: str, body: bytes) -> tuple[int, dict[str, Any]]:
     """POST a signed request with an arbitrary body (what boto3 would refuse to send)."""
-    import http.client
-    import json
-    import time
-
-    from partita.common.sigv4 import sign_request
-
-    cred = cluster.credentials()
-    host = f"127.0.0.1:{cluster.ports['router']}"
-    headers = {
-        "Content-Type": "application/x-amz-json-1.0",
-        "X-Amz-Target": f"DynamoDB_20120810.{operation}",
-        "Host": host,
-    }
-    headers.update(
-        sign_request(
-            method="POST",
-            host=host,
-            path="/",
-            query="",
-            headers=headers,
-            body=body,
-            access_key=cred["access_key_id"],
-            secret_key=cred["secret_access_key"],
-            region="us-east-1",
-            amz_date=time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
-        )
-    )
-    conn = http.client.HTTPConnection("127.0.0.1", cluster.ports["router"], timeout=30)
-    try:
-        conn.request("POST", "/", body=body, headers=headers)
-        response = conn.getresponse()
-        payload = response.read()
-        return response.status, json.loads(payload) if payload else {}
-    finally:
-        conn.close()
+    status, answer = cluster.post(body, cluster.signed_headers(operation, body))
+    return int(status), dict(answer)
 
 
 def error_type(body: dict[str, Any]) -> str:

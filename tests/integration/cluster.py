@@ -131,6 +131,54 @@ class Cluster:
             time.sleep(0.1)
         raise TimeoutError(f"{name} was not restarted: {self.read_log()}")
 
+    def signed_headers(
+        self,
+        operation: str,
+        body: bytes,
+        *,
+        secret: str | None = None,
+        amz_date: str | None = None,
+        content_type: str = "application/x-amz-json-1.0",
+    ) -> dict[str, str]:
+        """Headers of a SigV4-signed DynamoDB request, as a client would send them."""
+        from partita.common.sigv4 import sign_request
+
+        cred = self.credentials()
+        host = f"127.0.0.1:{self.ports['router']}"
+        headers = {
+            "Content-Type": content_type,
+            "X-Amz-Target": f"DynamoDB_20120810.{operation}",
+            "Host": host,
+        }
+        headers.update(
+            sign_request(
+                method="POST",
+                host=host,
+                path="/",
+                query="",
+                headers=headers,
+                body=body,
+                access_key=cred["access_key_id"],
+                secret_key=secret or cred["secret_access_key"],
+                region="us-east-1",
+                amz_date=amz_date or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+            )
+        )
+        return headers
+
+    def post(self, body: bytes, headers: dict[str, str], timeout: float = 30) -> tuple[int, dict[str, Any]]:
+        """POST raw bytes to the endpoint: (HTTP status, decoded JSON body or {})."""
+        import http.client
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.ports["router"], timeout=timeout)
+        try:
+            conn.request("POST", "/", body=body, headers=headers)
+            response = conn.getresponse()
+            payload = response.read()
+            return response.status, json.loads(payload) if payload else {}
+        finally:
+            conn.close()
+
     def health(self) -> str:
         with urllib.request.urlopen(self.endpoint + "/", timeout=5) as response:
             body: bytes = response.read()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import subprocess
 import sys
@@ -14,50 +13,17 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from partita.common.sigv4 import sign_request
 from tests.integration.cluster import Cluster, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-front-door")]
 
 
 def _post(cluster: Cluster, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-    conn = http.client.HTTPConnection("127.0.0.1", cluster.ports["router"], timeout=10)
-    try:
-        conn.request("POST", "/", body=body, headers=headers)
-        response = conn.getresponse()
-        payload = response.read()
-        return response.status, json.loads(payload) if payload else {}
-    finally:
-        conn.close()
+    return cluster.post(body, headers, timeout=10)
 
 
-def _signed(
-    cluster: Cluster,
-    target: str,
-    body: bytes,
-    *,
-    secret: str | None = None,
-    amz_date: str | None = None,
-    content_type: str = "application/x-amz-json-1.0",
-) -> dict[str, str]:
-    cred = cluster.credentials()
-    host = f"127.0.0.1:{cluster.ports['router']}"
-    headers = {"Content-Type": content_type, "X-Amz-Target": f"DynamoDB_20120810.{target}", "Host": host}
-    headers.update(
-        sign_request(
-            method="POST",
-            host=host,
-            path="/",
-            query="",
-            headers=headers,
-            body=body,
-            access_key=cred["access_key_id"],
-            secret_key=secret or cred["secret_access_key"],
-            region="us-east-1",
-            amz_date=amz_date or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
-        )
-    )
-    return headers
+def _signed(cluster: Cluster, target: str, body: bytes, **kwargs: Any) -> dict[str, str]:
+    return cluster.signed_headers(target, body, **kwargs)
 
 
 def _type(body: dict[str, Any]) -> str:
