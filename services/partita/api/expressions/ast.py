@@ -135,3 +135,22 @@ class Update:
 @dataclass(frozen=True, slots=True)
 class Projection:
     paths: tuple[Path, ...]
+
+
+def children(node: object) -> tuple[object, ...]:
+    """A condition's or operand's direct sub-nodes, in the order they appear in the text.
+
+    Every walk over a tree (paths, function calls, update operands) is this plus what it
+    does at each node; paths and literals have no children.
+    """
+    if isinstance(node, FunctionCall):
+        return node.args
+    if isinstance(node, (And, Or, Compare, Arithmetic)):
+        return (node.left, node.right)
+    if isinstance(node, Not):
+        return (node.operand,)
+    if isinstance(node, Between):
+        return (node.operand, node.low, node.high)
+    if isinstance(node, In):
+        return (node.operand, *node.options)
+    return ()

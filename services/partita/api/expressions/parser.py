@@ -416,60 +416,29 @@ def _misused(kind: str, name: str) -> errors.DynamoError:
 
 def walk_functions(node: object) -> Iterator[ast.FunctionCall]:
     """Function calls in completion order: arguments before the call that holds them."""
-    if isinstance(node, ast.FunctionCall):
-        for arg in node.args:
-            yield from walk_functions(arg)
-        yield node
-    elif isinstance(node, (ast.And, ast.Or)):
-        yield from walk_functions(node.left)
-        yield from walk_functions(node.right)
-    elif isinstance(node, ast.Not):
-        yield from walk_functions(node.operand)
-    elif isinstance(node, ast.Compare):
-        yield from walk_functions(node.left)
-        yield from walk_functions(node.right)
-    elif isinstance(node, ast.Between):
-        yield from walk_functions(node.operand)
-        yield from walk_functions(node.low)
-        yield from walk_functions(node.high)
-    elif isinstance(node, ast.In):
-        yield from walk_functions(node.operand)
-        for option in node.options:
-            yield from walk_functions(option)
-    elif isinstance(node, ast.Arithmetic):
-        yield from walk_functions(node.left)
-        yield from walk_functions(node.right)
-    elif isinstance(node, ast.Update):
+    if isinstance(node, ast.Update):
         for action in node.actions:
             if action.value is not None:
                 yield from walk_functions(action.value)
+        return
+    for child in ast.children(node):
+        yield from walk_functions(child)
+    if isinstance(node, ast.FunctionCall):
+        yield node
 
 
 def walk_paths(node: object) -> Iterator[ast.Path]:
     """Document paths in the order they appear in the text."""
     if isinstance(node, ast.Path):
         yield node
-    elif isinstance(node, ast.FunctionCall):
-        for arg in node.args:
-            yield from walk_paths(arg)
-    elif isinstance(node, (ast.And, ast.Or, ast.Compare, ast.Arithmetic)):
-        yield from walk_paths(node.left)
-        yield from walk_paths(node.right)
-    elif isinstance(node, ast.Not):
-        yield from walk_paths(node.operand)
-    elif isinstance(node, ast.Between):
-        yield from walk_paths(node.operand)
-        yield from walk_paths(node.low)
-        yield from walk_paths(node.high)
-    elif isinstance(node, ast.In):
-        yield from walk_paths(node.operand)
-        for option in node.options:
-            yield from walk_paths(option)
     elif isinstance(node, ast.Update):
         for action in node.actions:
             yield action.path
             if action.value is not None:
                 yield from walk_paths(action.value)
+    else:
+        for child in ast.children(node):
+            yield from walk_paths(child)
 
 
 def _check_reserved(paths: Iterator[ast.Path], kind: str) -> None:

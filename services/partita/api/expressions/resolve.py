@@ -27,7 +27,7 @@ from typing import Any
 
 from partita.api.expressions import ast, cache
 from partita.api.expressions import key_condition as key_rules
-from partita.api.expressions.parser import walk_paths
+from partita.api.expressions.parser import walk_functions, walk_paths
 from partita.api.expressions.paths import check_no_overlap, format_path
 from partita.api.values import SET_TYPES, AttributeValue, compare, value_type
 from partita.common import errors
@@ -272,7 +272,7 @@ class Resolver:
         if type(leaf) is ast.FunctionCall and not any(type(a) is ast.FunctionCall for a in leaf.args):
             calls = [leaf]  # the common `attribute_exists(path)` and friends
         else:
-            calls = list(_calls(leaf))
+            calls = list(walk_functions(leaf))
         for call in calls:
             self._check_arity(call)
         for call in calls:
@@ -433,31 +433,9 @@ class Resolver:
         return ast.Projection(paths)
 
 
-def _calls(node: object) -> Iterator[ast.FunctionCall]:
-    """Function calls of one leaf condition, arguments before their caller."""
-    if isinstance(node, ast.FunctionCall):
-        for arg in node.args:
-            yield from _calls(arg)
-        yield node
-    elif isinstance(node, ast.Compare):
-        yield from _calls(node.left)
-        yield from _calls(node.right)
-    elif isinstance(node, ast.Between):
-        yield from _calls(node.operand)
-        yield from _calls(node.low)
-        yield from _calls(node.high)
-    elif isinstance(node, ast.In):
-        yield from _calls(node.operand)
-        for option in node.options:
-            yield from _calls(option)
-
-
-def _update_nodes(node: ast.Operand) -> Iterator[ast.FunctionCall | ast.Arithmetic]:
-    if isinstance(node, ast.FunctionCall):
-        for arg in node.args:
-            yield from _update_nodes(arg)
-        yield node
-    elif isinstance(node, ast.Arithmetic):
-        yield from _update_nodes(node.left)
-        yield from _update_nodes(node.right)
+def _update_nodes(node: object) -> Iterator[ast.FunctionCall | ast.Arithmetic]:
+    """Function calls and arithmetic of an update operand, operands before their user."""
+    for child in ast.children(node):
+        yield from _update_nodes(child)
+    if isinstance(node, (ast.FunctionCall, ast.Arithmetic)):
         yield node
