@@ -248,9 +248,7 @@ def test_return_consumed_capacity_outside_the_enum_is_a_constraint_violation() -
 
 
 def test_get_item_takes_key_and_consistent_read() -> None:
-    req = get_item.validate(
-        {"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ConsistentRead": True}
-    )
+    req = get_item.validate({"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ConsistentRead": True})
     assert (req.table_name, req.key, req.consistent) == ("Orders", {"pk": {"S": "a"}}, True)
     assert get_item.validate({"TableName": "Orders", "Key": {}}).consistent is False
 
@@ -268,16 +266,12 @@ def test_get_item_consistent_read_must_be_a_boolean() -> None:
 
 def test_get_item_ignores_return_values_which_it_does_not_have() -> None:
     # GetItem has no ReturnValues member; AWS JSON services ignore unknown members.
-    req = get_item.validate(
-        {"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ReturnValues": "BOGUS"}
-    )
+    req = get_item.validate({"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ReturnValues": "BOGUS"})
     assert req.table_name == "Orders"
 
 
 def test_delete_item_with_all_old_returns_old() -> None:
-    req = delete_item.validate(
-        {"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ReturnValues": "ALL_OLD"}
-    )
+    req = delete_item.validate({"TableName": "Orders", "Key": {"pk": {"S": "a"}}, "ReturnValues": "ALL_OLD"})
     assert req.return_old is True
 
 
