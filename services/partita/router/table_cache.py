@@ -34,13 +34,29 @@ class TableCache:
         self.store = store
         self.tables: dict[str, CachedTable] = {}
         self.nodes: dict[str, NodeRecord] = {}
-        self._refreshing: asyncio.Task[None] | None = None
+        self._reading: asyncio.Task[None] | None = None
+        self._requested = 0  # refresh calls so far
+        self._covered = 0  # refresh calls whose read has completed
 
     async def refresh(self) -> None:
-        """Re-read the store; concurrent callers share one read."""
-        if self._refreshing is None or self._refreshing.done():
-            self._refreshing = asyncio.create_task(self._read())
-        await asyncio.shield(self._refreshing)
+        """Re-read the store with a read that starts after this call.
+
+        A caller that has just written (UpdateTable, CreateTable) must see its own
+        write, so joining a read already in flight is not enough: it may have read
+        before the write. Callers that arrive during one read share the next one.
+        """
+        self._requested += 1
+        wanted = self._requested
+        while self._covered < wanted:
+            if self._reading is None or self._reading.done():
+                self._reading = asyncio.create_task(self._read_covering())
+            await asyncio.shield(self._reading)
+
+    async def _read_covering(self) -> None:
+        # Every call numbered up to here was made before this read touches the store.
+        covers = self._requested
+        await self._read()
+        self._covered = max(self._covered, covers)
 
     async def _read(self) -> None:
         records = await self.store.list_tables()

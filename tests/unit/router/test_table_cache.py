@@ -1,0 +1,85 @@
+"""TableCache.refresh: a caller sees the store as it was when it called, or later."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from partita.common.partition_map import Partition
+from partita.control.model import KeyElement, TableRecord
+from partita.control.store import MemoryControlStore
+from partita.router.table_cache import TableCache
+
+
+def _record(read_capacity: int) -> TableRecord:
+    return TableRecord(
+        name="t",
+        table_id=7,
+        status="ACTIVE",
+        partition_key=KeyElement("pk", "S"),
+        sort_key=None,
+        attribute_definitions=(("pk", "S"),),
+        billing_mode="PROVISIONED",
+        read_capacity=read_capacity,
+        write_capacity=5,
+        created_at=0.0,
+        partitions=(Partition("p0", 0, 2**64, ("a",), "a"),),
+    )
+
+
+class PausingStore(MemoryControlStore):
+    """Holds list_tables after taking its snapshot, until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pause = False
+        self.snapshot_taken = asyncio.Event()
+        self.release = asyncio.Event()
+        self.reads = 0
+
+    async def list_tables(self) -> list[TableRecord]:
+        records = await super().list_tables()
+        self.reads += 1
+        if self.pause:
+            self.pause = False
+            self.snapshot_taken.set()
+            await self.release.wait()
+        return records
+
+
+async def test_refresh_after_a_write_sees_it_even_while_an_older_read_is_in_flight() -> None:
+    store = PausingStore()
+    await store.create_table(_record(5))
+    cache = TableCache(store)
+    await cache.refresh()
+
+    store.pause = True
+    background = asyncio.create_task(cache.refresh())  # the watch loop's read, snapshot before the write
+    await store.snapshot_taken.wait()
+    current = await store.get_table("t")
+    assert current is not None
+    assert await store.replace_table(dataclasses.replace(current, read_capacity=7))
+    mine = asyncio.create_task(cache.refresh())
+    await asyncio.sleep(0)
+    store.release.set()
+    await asyncio.gather(background, mine)
+
+    assert cache.require("t").record.read_capacity == 7
+
+
+async def test_callers_arriving_during_one_read_share_the_next_read() -> None:
+    store = PausingStore()
+    await store.create_table(_record(5))
+    cache = TableCache(store)
+    await cache.refresh()
+    reads_before = store.reads
+
+    store.pause = True
+    first = asyncio.create_task(cache.refresh())
+    await store.snapshot_taken.wait()
+    followers = [asyncio.create_task(cache.refresh()) for _ in range(5)]
+    await asyncio.sleep(0)
+    store.release.set()
+    await asyncio.gather(first, *followers)
+
+    assert store.reads - reads_before == 2  # the read in flight, then one read for all five followers
