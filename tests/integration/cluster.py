@@ -54,6 +54,7 @@ class Cluster:
     data_dir: Path
     ports: dict[str, int]
     process: subprocess.Popen[bytes] | None = None
+    extra_args: tuple[str, ...] = ()  # more `partita up` flags
 
     @property
     def endpoint(self) -> str:
@@ -66,6 +67,7 @@ class Cluster:
             "--port", str(self.ports["router"]),
             "--etcd-port", str(self.ports["etcd"]),
             "--storage-base-port", str(self.ports["storage"]),
+            *self.extra_args,
         ]  # fmt: skip
 
     def start(self) -> None:

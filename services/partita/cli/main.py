@@ -15,6 +15,20 @@ from typing import Any
 from partita.common import config
 
 
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
+    return value
+
+
+_STATS_INTERVAL: dict[str, Any] = {
+    "type": _positive_seconds,
+    "default": config.DEFAULT_STATS_INTERVAL_SECONDS,
+    "help": "seconds between recounts of ItemCount/TableSizeBytes (%(default)s)",
+}
+
+
 def _setup_logging(verbose: bool = False) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
@@ -88,6 +102,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         storage_base_port=args.storage_base_port,
         region=args.region,
         sync=not args.unsafe_no_fsync,
+        stats_interval=args.stats_interval,
     )
 
     async def main() -> int:
@@ -158,6 +173,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             etcd_host=etcd_host,
             etcd_port=etcd_port,
             sync=not args.unsafe_no_fsync,
+            stats_interval=args.stats_interval,
         )
     )
     return 0
@@ -190,6 +206,7 @@ async def _status(data_dir: Path) -> dict[str, Any]:
         nodes = {n.node_id: n for n in await store.list_nodes()}
         out["nodes"] = [n.to_json() for n in nodes.values()]
         for record in sorted(await store.list_tables(), key=lambda r: r.name):
+            stats = await store.list_partition_stats(record.table_id)
             out["tables"].append(
                 {
                     "name": record.name,
@@ -204,6 +221,11 @@ async def _status(data_dir: Path) -> dict[str, Any]:
                                 for r in p.replicas
                             ],
                             "leader": p.leader,
+                            # The leader's last count (None: not counted yet).
+                            "items": stats[p.partition_id].item_count if p.partition_id in stats else None,
+                            "size_bytes": stats[p.partition_id].size_bytes
+                            if p.partition_id in stats
+                            else None,
                         }
                         for p in record.partitions
                     ],
@@ -243,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--storage-base-port", type=int, default=config.DEFAULT_STORAGE_BASE_PORT)
     up.add_argument("--region", default=config.DEFAULT_REGION)
     up.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
+    up.add_argument("--stats-interval", **_STATS_INTERVAL)
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -263,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--data-dir", required=True)
     storage.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     storage.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
+    storage.add_argument("--stats-interval", **_STATS_INTERVAL)
     storage.set_defaults(func=cmd_storage)
 
     status = sub.add_parser("status", help="processes, tables and partitions of a local cluster, as JSON")

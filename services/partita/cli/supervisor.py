@@ -86,6 +86,7 @@ class ClusterLayout:
     zones: tuple[str, ...] = config.DEFAULT_ZONES
     region: str = config.DEFAULT_REGION
     sync: bool = True
+    stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS
 
     def children(self) -> list[Child]:
         py = [sys.executable, "-m", "partita.cli.main"]
@@ -140,6 +141,7 @@ class ClusterLayout:
             ]
             if not self.sync:
                 argv.append("--unsafe-no-fsync")
+            argv += ["--stats-interval", str(self.stats_interval)]
             out.append(
                 Child(f"storage-{zone}", "storage", argv, {"grpc": port, "data": data_port}, zone=zone)
             )

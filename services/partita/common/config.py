@@ -12,6 +12,9 @@ DEFAULT_ZONES = ("a", "b", "c")
 DEFAULT_REGION = "us-east-1"
 # Partitions of a new PAY_PER_REQUEST table (DynamoDB does not publish its figure).
 DEFAULT_ON_DEMAND_PARTITIONS = 4
+# How often storage nodes recount ItemCount/TableSizeBytes (DynamoDB: about every six
+# hours; a pass never takes more than 5% of a node's time however long this is).
+DEFAULT_STATS_INTERVAL_SECONDS = 60.0
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:

@@ -126,6 +126,23 @@ class NodeRecord:
         return cls(**data)
 
 
+@dataclass(frozen=True)
+class PartitionStats:
+    """What a partition's leader last counted: DescribeTable's ItemCount and
+    TableSizeBytes are the sums over a table's partitions."""
+
+    item_count: int
+    size_bytes: int  # DynamoDB item sizes (attribute names and values), summed
+    measured_at: float  # seconds since the epoch
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PartitionStats:
+        return cls(int(data["item_count"]), int(data["size_bytes"]), float(data["measured_at"]))
+
+
 def new_table_id() -> int:
     # 63 bits so the id stays positive in every language that reads the store.
     return secrets.randbits(63) | 1

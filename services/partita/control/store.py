@@ -4,6 +4,9 @@ Keys (etcd):
   /partita/tables/<name>                       TableRecord JSON
   /partita/nodes/<node_id>                     NodeRecord JSON, attached to a lease (liveness)
   /partita/ready/<table_id>/<partition>/<node> replica hosted and serving ("1")
+  /partita-stats/<table_id>/<partition>        PartitionStats JSON, from the leader
+Statistics live outside /partita/ because routers and nodes watch that prefix: a
+leader publishing a new count must not make every process re-read every table.
 Every update of a table is a compare-and-swap on the record's mod revision, so
 several routers (and later the autoadmin) can drive the same transitions safely.
 """
@@ -16,12 +19,13 @@ from typing import Protocol
 
 import orjson
 
-from partita.control.model import NodeRecord, TableRecord
+from partita.control.model import NodeRecord, PartitionStats, TableRecord
 
 PREFIX = b"/partita/"
 TABLES = PREFIX + b"tables/"
 NODES = PREFIX + b"nodes/"
 READY = PREFIX + b"ready/"
+STATS = b"/partita-stats/"
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +45,18 @@ class ControlStore(Protocol):
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def clear_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]: ...
+    async def put_partition_stats(self, table_id: int, partition_id: str, stats: PartitionStats) -> None: ...
+    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]: ...
+    async def clear_partition_stats(self, table_id: int) -> None: ...
     async def wait_for_change(self, timeout: float) -> bool:
         """Return when anything in the store may have changed (True) or after `timeout` (False)."""
 
     async def close(self) -> None: ...
+
+
+def _stats_prefix(table_id: int) -> tuple[bytes, bytes]:
+    """The key range of one table's statistics ('0' is the byte after '/')."""
+    return STATS + f"{table_id}/".encode(), STATS + f"{table_id}0".encode()
 
 
 def _ready_key(table_id: int, partition_id: str, node_id: str) -> bytes:
@@ -107,6 +119,7 @@ class EtcdControlStore:
                     READY + f"{record.table_id}/".encode(),
                     range_end=READY + f"{record.table_id}0".encode(),  # '0' follows '/'
                 ),
+                tx.delete(_stats_prefix(record.table_id)[0], range_end=_stats_prefix(record.table_id)[1]),
             ],
             failure=[],
         )
@@ -162,6 +175,21 @@ class EtcdControlStore:
             out.add((partition_id, node_id))
         return out
 
+    async def put_partition_stats(self, table_id: int, partition_id: str, stats: PartitionStats) -> None:
+        key = _stats_prefix(table_id)[0] + partition_id.encode()
+        await self._client.put(key, orjson.dumps(stats.to_json()))
+
+    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]:
+        start, end = _stats_prefix(table_id)
+        result = await self._client.get_range(start, end)
+        return {
+            kv.key[len(start) :].decode(): PartitionStats.from_json(orjson.loads(kv.value)) for kv in result
+        }
+
+    async def clear_partition_stats(self, table_id: int) -> None:
+        start, end = _stats_prefix(table_id)
+        await self._client.delete_range(start, end)
+
     async def wait_for_change(self, timeout: float) -> bool:
         if self._watcher is None or self._watcher.done():
             self._watcher = asyncio.create_task(self._watch())
@@ -201,6 +229,7 @@ class MemoryControlStore:
         self._tables: dict[str, TableRecord] = {}
         self._nodes: dict[str, NodeRecord] = {}
         self._ready: set[tuple[int, str, str]] = set()
+        self._stats: dict[tuple[int, str], PartitionStats] = {}
         self._revision = 0
 
     def _bump(self, record: TableRecord) -> TableRecord:
@@ -234,6 +263,7 @@ class MemoryControlStore:
             return False
         del self._tables[record.name]
         self._ready = {r for r in self._ready if r[0] != record.table_id}
+        await self.clear_partition_stats(record.table_id)
         return True
 
     async def register_node(self, node: NodeRecord, ttl: int) -> None:
@@ -250,6 +280,15 @@ class MemoryControlStore:
 
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]:
         return {(p, n) for t, p, n in self._ready if t == table_id}
+
+    async def put_partition_stats(self, table_id: int, partition_id: str, stats: PartitionStats) -> None:
+        self._stats[(table_id, partition_id)] = stats
+
+    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]:
+        return {p: s for (t, p), s in self._stats.items() if t == table_id}
+
+    async def clear_partition_stats(self, table_id: int) -> None:
+        self._stats = {k: s for k, s in self._stats.items() if k[0] != table_id}
 
     async def wait_for_change(self, timeout: float) -> bool:
         await asyncio.sleep(min(timeout, 0.01))

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from partita.control.model import TableRecord
+from partita.control.model import PartitionStats, TableRecord
 
 
-def table_description(record: TableRecord, arn: str) -> dict[str, Any]:
+def table_description(
+    record: TableRecord, arn: str, stats: Mapping[str, PartitionStats] | None = None
+) -> dict[str, Any]:
+    """`stats` are the partitions' last counts by partition id (none yet: zero)."""
+    counted = [stats[p.partition_id] for p in record.partitions if p.partition_id in stats] if stats else []
     key_schema = [{"AttributeName": record.partition_key.name, "KeyType": "HASH"}]
     if record.sort_key is not None:
         key_schema.append({"AttributeName": record.sort_key.name, "KeyType": "RANGE"})
@@ -25,10 +30,10 @@ def table_description(record: TableRecord, arn: str) -> dict[str, Any]:
             "ReadCapacityUnits": record.read_capacity,
             "WriteCapacityUnits": record.write_capacity,
         },
-        # Size and count are refreshed every six hours in DynamoDB; Partita does not
-        # track them yet (README feature table).
-        "TableSizeBytes": 0,
-        "ItemCount": 0,
+        # DynamoDB refreshes these about every six hours; storage nodes recount them
+        # (storage/table_stats.py), so they lag recent writes as DynamoDB's do.
+        "TableSizeBytes": sum(s.size_bytes for s in counted),
+        "ItemCount": sum(s.item_count for s in counted),
         "TableArn": arn,
         "TableId": str(uuid.UUID(int=record.table_id)),
         "DeletionProtectionEnabled": False,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from partita.autoadmin.lifecycle import drive_lifecycle
 from partita.common import errors
 from partita.common.partition_map import PartitionMap
-from partita.control.model import NodeRecord, TableRecord
+from partita.control.model import NodeRecord, PartitionStats, TableRecord
 from partita.control.store import ControlStore
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ class TableCache:
         self.store = store
         self.tables: dict[str, CachedTable] = {}
         self.nodes: dict[str, NodeRecord] = {}
+        self._stats: dict[int, dict[str, PartitionStats]] = {}
         self._reading: asyncio.Task[None] | None = None
         self._requested = 0  # refresh calls so far
         self._covered = 0  # refresh calls whose read has completed
@@ -70,6 +71,8 @@ class TableCache:
                 fresh[r.name] = CachedTable(r, r.partition_map)
         self.tables = fresh
         self.nodes = {n.node_id: n for n in nodes}
+        live = {r.table_id for r in records}
+        self._stats = {t: s for t, s in self._stats.items() if t in live}
         if await drive_lifecycle(self.store, records):
             await self._read_tables_only()
 
@@ -87,6 +90,16 @@ class TableCache:
                 log.warning("control store unavailable: %s", exc)
                 await asyncio.sleep(1)
             await self.store.wait_for_change(RESYNC_SECONDS)
+
+    async def stats_of(self, table_id: int) -> dict[str, PartitionStats]:
+        """A table's partition counts, read when asked (DescribeTable is rare; the
+        routers' resync should not read them every second). The figures are advisory,
+        so with the store unreachable the last ones read stand in."""
+        try:
+            self._stats[table_id] = await self.store.list_partition_stats(table_id)
+        except Exception as exc:
+            log.warning("table statistics unavailable: %s", exc)
+        return self._stats.get(table_id, {})
 
     def get(self, name: str) -> CachedTable | None:
         return self.tables.get(name)

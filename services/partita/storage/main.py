@@ -19,6 +19,7 @@ async def serve(
     etcd_host: str,
     etcd_port: int,
     sync: bool,
+    stats_interval: float,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -30,4 +31,5 @@ async def serve(
         data_dir=data_dir,
         store=store,
         sync=sync,
+        stats_interval=stats_interval,
     )

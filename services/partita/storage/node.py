@@ -16,13 +16,14 @@ import grpc
 
 from partita._proto import storage_pb2 as pb
 from partita._proto import storage_pb2_grpc as pb_grpc
-from partita.common import keys
+from partita.common import config, keys
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import ControlStore
 from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
+from partita.storage.table_stats import StatsPublisher, leads, measure_partition, next_pass_delay
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,9 @@ async def reconcile_hosting(state: NodeState, store: ControlStore, tables: list[
         lo, hi = keys.table_bounds(table_id)
         await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
         state.ids_with_data.discard(table_id)
+        # The table's record may already be gone with its statistics; a count published
+        # while the drop was on its way would otherwise outlive the table.
+        await store.clear_partition_stats(table_id)
         record = next((t for t in tables if t.table_id == table_id), None)
         if record is not None:
             for p in record.partitions:
@@ -111,6 +115,32 @@ async def control_loop(state: NodeState, store: ControlStore) -> None:
         await store.wait_for_change(CONTROL_RESYNC_SECONDS)
 
 
+async def count_items(state: NodeState, publisher: StatsPublisher) -> None:
+    """One pass over the partitions this node leads: count, then publish what changed."""
+    for table_id, hosted in list(state.hosted.items()):
+        for partition in hosted.partitions:
+            if not leads(partition, state.node_id):
+                continue
+            figures = await measure_partition(state.engine, table_id, partition)
+            if table_id in state.hosted:  # not dropped while it was being counted
+                await publisher.publish(table_id, partition.partition_id, figures)
+    for table_id in {t for t, _ in publisher.published} - set(state.hosted):
+        publisher.forget(table_id)
+
+
+async def stats_loop(state: NodeState, store: ControlStore, interval: float) -> None:
+    publisher = StatsPublisher(store)
+    while True:
+        started = time.monotonic()
+        try:
+            await count_items(state, publisher)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # figures are advisory: try again next pass
+            log.warning("counting items failed: %s", exc)
+        await asyncio.sleep(next_pass_delay(interval, time.monotonic() - started))
+
+
 async def serve(
     *,
     node_id: str,
@@ -121,6 +151,7 @@ async def serve(
     data_dir: Path,
     store: ControlStore,
     sync: bool = True,
+    stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS,
 ) -> None:
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
@@ -137,6 +168,7 @@ async def serve(
     # WRONG_PARTITION merely because the node has just started.
     await reconcile_hosting(state, store, await store.list_tables())
     poller = asyncio.create_task(control_loop(state, store))
+    counter = asyncio.create_task(stats_loop(state, store, stats_interval))
     log.info("storage node %s (zone %s): admin %s, data %s", node_id, zone, address, record.data_address)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -145,6 +177,7 @@ async def serve(
     await stop.wait()
     started = time.monotonic()
     poller.cancel()
+    counter.cancel()
     data_server.close()
     await server.stop(grace=2)
     await engine.close()

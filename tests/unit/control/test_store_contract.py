@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import aetcd
 import pytest
 
-from partita.control.model import NodeRecord
-from partita.control.store import PREFIX, ControlStore, EtcdControlStore, MemoryControlStore
+from partita.control.model import NodeRecord, PartitionStats
+from partita.control.store import PREFIX, STATS, ControlStore, EtcdControlStore, MemoryControlStore
 from tests.unit.control.conftest import table
 
 
@@ -27,6 +27,7 @@ async def store(etcd_port: int | None) -> AsyncIterator[ControlStore]:
         return
     raw = aetcd.Client(host="127.0.0.1", port=etcd_port, timeout=5)
     await raw.delete_prefix(PREFIX)  # each test starts from an empty store
+    await raw.delete_prefix(STATS)
     await raw.close()
     s = EtcdControlStore("127.0.0.1", etcd_port)
     yield s
@@ -110,6 +111,37 @@ async def test_ready_markers_are_set_listed_and_cleared_per_table(store: Control
     await store.clear_ready(5, "p9", "n9")  # clearing what is not there is fine
     assert await store.list_ready(5) == {("0000000000000005-0001", "node-b")}
     assert await store.list_ready(51) == {("p0", "node-a")}
+
+
+# --- partition statistics ---------------------------------------------------------
+
+
+async def test_partition_stats_are_kept_per_table_and_the_latest_wins(store: ControlStore) -> None:
+    await store.put_partition_stats(5, "p0", PartitionStats(3, 300, 10.0))
+    await store.put_partition_stats(5, "p0", PartitionStats(4, 410, 20.0))
+    await store.put_partition_stats(5, "p1", PartitionStats(1, 99, 20.0))
+    await store.put_partition_stats(51, "p0", PartitionStats(7, 700, 20.0))
+    assert await store.list_partition_stats(5) == {
+        "p0": PartitionStats(4, 410, 20.0),
+        "p1": PartitionStats(1, 99, 20.0),
+    }
+    assert await store.list_partition_stats(51) == {"p0": PartitionStats(7, 700, 20.0)}
+    assert await store.list_partition_stats(6) == {}
+    await store.clear_partition_stats(5)
+    assert await store.list_partition_stats(5) == {}
+    assert await store.list_partition_stats(51) == {"p0": PartitionStats(7, 700, 20.0)}
+
+
+async def test_remove_table_removes_its_statistics_and_no_others(store: ControlStore) -> None:
+    for name, table_id in (("A", 1), ("B", 13), ("C", 133)):
+        await store.create_table(table(name, table_id))
+        await store.put_partition_stats(table_id, "p0", PartitionStats(table_id, 1, 1.0))
+    b = await store.get_table("B")
+    assert b is not None
+    assert await store.remove_table(b)
+    assert await store.list_partition_stats(13) == {}
+    assert await store.list_partition_stats(1) == {"p0": PartitionStats(1, 1, 1.0)}
+    assert await store.list_partition_stats(133) == {"p0": PartitionStats(133, 1, 1.0)}
 
 
 # --- nodes ------------------------------------------------------------------------

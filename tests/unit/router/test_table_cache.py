@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 
 from partita.common.partition_map import Partition
-from partita.control.model import KeyElement, TableRecord
+from partita.control.model import KeyElement, PartitionStats, TableRecord
 from partita.control.store import MemoryControlStore
 from partita.router.table_cache import TableCache
 
@@ -83,3 +83,17 @@ async def test_callers_arriving_during_one_read_share_the_next_read() -> None:
     await asyncio.gather(first, *followers)
 
     assert store.reads - reads_before == 2  # the read in flight, then one read for all five followers
+
+
+async def test_table_statistics_fall_back_to_the_last_figures_when_the_store_is_down() -> None:
+    store = PausingStore()
+    cache = TableCache(store)
+    await store.put_partition_stats(7, "p0", PartitionStats(3, 300, 1.0))
+    assert await cache.stats_of(7) == {"p0": PartitionStats(3, 300, 1.0)}
+
+    async def unreachable(table_id: int) -> dict[str, PartitionStats]:
+        raise ConnectionError("etcd is down")
+
+    store.list_partition_stats = unreachable  # type: ignore[method-assign]
+    assert await cache.stats_of(7) == {"p0": PartitionStats(3, 300, 1.0)}
+    assert await cache.stats_of(8) == {}

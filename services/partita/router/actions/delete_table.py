@@ -23,7 +23,8 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         if record.status == "DELETING":
             raise errors.resource_in_use(_IN_USE + f"Table is being deleted: {name}")
         deleting = record.with_status("DELETING")
+        stats = await ctx.tables.stats_of(record.table_id)  # gone with the table soon after
         if await ctx.tables.store.replace_table(deleting):
             await ctx.tables.refresh()
-            return {"TableDescription": table_description(deleting, ctx.table_arn(name))}
+            return {"TableDescription": table_description(deleting, ctx.table_arn(name), stats)}
     raise errors.internal_server_error("Table changed concurrently; retry")

@@ -12,4 +12,5 @@ from partita.router.describe import table_description
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     name = table_name_only.validate(body)
     record = ctx.tables.require(name).record
-    return {"Table": table_description(record, ctx.table_arn(name))}
+    stats = await ctx.tables.stats_of(record.table_id)
+    return {"Table": table_description(record, ctx.table_arn(name), stats)}

@@ -53,5 +53,6 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         updated = dataclasses.replace(record, billing_mode=mode, read_capacity=rcu, write_capacity=wcu)
         if await ctx.tables.store.replace_table(updated):
             await ctx.tables.refresh()
-            return {"TableDescription": table_description(updated, ctx.table_arn(updated.name))}
+            stats = await ctx.tables.stats_of(updated.table_id)
+            return {"TableDescription": table_description(updated, ctx.table_arn(updated.name), stats)}
     raise errors.internal_server_error("Table changed concurrently; retry")

@@ -1,0 +1,107 @@
+"""Item counting for DescribeTable: what a leader measures and publishes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from partita.api.values import item_size
+from partita.common import keys
+from partita.common.partition_map import Partition
+from partita.control.model import PartitionStats
+from partita.control.store import MemoryControlStore
+from partita.storage.effects import Effect, Kind
+from partita.storage.engine import Engine
+from partita.storage.hosting import desired_hosting
+from partita.storage.node import NodeState, count_items
+from partita.storage.table_stats import (
+    COST_RATIO,
+    StatsPublisher,
+    leads,
+    measure_partition,
+    next_pass_delay,
+)
+from tests.unit.storage.test_hosting import table_record
+
+HALF = 2**63
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
+    e = Engine.open(tmp_path / "node", sync=False)
+    yield e
+    await e.close()
+
+
+def _item(pk: str, payload: str) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "payload": {"S": payload}, "n": {"N": "12.5"}, "m": {"M": {"x": {"BOOL": True}}}}
+
+
+async def _put(engine: Engine, table_id: int, item: dict[str, Any]) -> int:
+    pk = item["pk"]["S"].encode()
+    h = keys.key_hash("S", pk)
+    await engine.commit([Effect(Kind.PUT, keys.item_key(table_id, h, pk, None), orjson.dumps(item))])
+    return h
+
+
+async def test_a_partition_counts_only_its_own_hash_range_and_table(engine: Engine) -> None:
+    low, high = Partition("p0", 0, HALF, ("n1",), "n1"), Partition("p1", HALF, 2**64, ("n1",), "n1")
+    expected = {"p0": [0, 0], "p1": [0, 0]}
+    for i in range(40):
+        item = _item(f"user-{i}", "y" * i)
+        h = await _put(engine, 7, item)
+        side = expected["p0" if h < HALF else "p1"]
+        side[0] += 1
+        side[1] += item_size(item)
+    await _put(engine, 8, _item("other-table", "z" * 100))  # a neighbouring table's key
+    assert 0 < expected["p0"][0] < 40  # both halves hold items
+    assert await measure_partition(engine, 7, low) == tuple(expected["p0"])
+    assert await measure_partition(engine, 7, high) == tuple(expected["p1"])
+    assert await measure_partition(engine, 9, low) == (0, 0)
+
+
+async def test_unchanged_figures_are_not_written_again() -> None:
+    store = MemoryControlStore()
+    writes: list[tuple[int, str]] = []
+    original = store.put_partition_stats
+
+    async def counting(table_id: int, partition_id: str, stats: PartitionStats) -> None:
+        writes.append((table_id, partition_id))
+        await original(table_id, partition_id, stats)
+
+    store.put_partition_stats = counting  # type: ignore[method-assign]
+    publisher = StatsPublisher(store)
+    await publisher.publish(7, "p0", (3, 300))
+    await publisher.publish(7, "p0", (3, 300))
+    await publisher.publish(7, "p0", (4, 410))
+    assert writes == [(7, "p0"), (7, "p0")]
+    stored = (await store.list_partition_stats(7))["p0"]
+    assert (stored.item_count, stored.size_bytes) == (4, 410)
+
+
+def test_a_slow_pass_stretches_the_wait_so_counting_stays_a_small_share_of_time() -> None:
+    assert next_pass_delay(60.0, 0.01) == 60.0
+    assert next_pass_delay(60.0, 10.0) == 10.0 * COST_RATIO
+    assert 10.0 / (10.0 + next_pass_delay(1.0, 10.0)) <= 0.05
+
+
+def test_only_the_leader_counts_a_partition() -> None:
+    assert leads(Partition("p0", 0, HALF, ("a", "b", "c"), "b"), "b")
+    assert not leads(Partition("p0", 0, HALF, ("a", "b", "c"), "b"), "a")
+    assert leads(Partition("p0", 0, HALF, ("a", "b"), None), "a")  # no leader yet: the first replica
+
+
+async def test_a_pass_publishes_the_partitions_this_node_leads(engine: Engine) -> None:
+    record = table_record(7, [("n1",), ("n2",)])  # p0 led by n1, p1 by n2
+    store = MemoryControlStore()
+    state = NodeState("n1", "a", engine, hosted=desired_hosting([record], "n1"))
+    items = [_item(f"user-{i}", "q") for i in range(30)]
+    mine = [i for i in items if await _put(engine, 7, i) < HALF]
+    await count_items(state, StatsPublisher(store))
+    stats = await store.list_partition_stats(7)
+    assert set(stats) == {"p0"}
+    assert (stats["p0"].item_count, stats["p0"].size_bytes) == (len(mine), sum(item_size(i) for i in mine))
