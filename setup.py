@@ -1,13 +1,17 @@
-"""Generates the protobuf/gRPC modules from proto/ whenever the package is built.
+"""Generates the protobuf/gRPC modules from proto/ whenever the package is built, and
+compiles the router's hot path with mypyc when PARTITA_COMPILE=1.
 
 Configuration lives in pyproject.toml; this file only hooks code generation into
-`build_py` (wheels, the Docker image) and `editable_wheel` (pip install -e .).
+`build_py` (wheels, the Docker image) and `editable_wheel` (pip install -e .), and
+declares the compiled modules (`native-modules.txt`; `make native` builds them in place).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -68,9 +72,25 @@ def _package_layout() -> tuple[list[str], dict[str, str]]:
     return packages, package_dir
 
 
+def _native_extensions() -> list[Any]:
+    """mypyc extensions for the modules in native-modules.txt, if asked for.
+
+    The shared runtime goes inside a regular package (partita.router), where the
+    editable install can import it; a top-level module would not be on its path.
+    """
+    if os.environ.get("PARTITA_COMPILE") != "1":
+        return []
+    from mypyc.build import mypycify
+
+    listed = (ROOT / "native-modules.txt").read_text().splitlines()
+    paths = [line.strip() for line in listed if line.strip() and not line.startswith("#")]
+    return list(mypycify(paths, opt_level="3", group_name="partita.router._native"))
+
+
 _packages, _package_dir = _package_layout()
 setup(
     cmdclass=cmdclass,
     packages=_packages,
     package_dir=_package_dir,
+    ext_modules=_native_extensions(),
 )

@@ -15,7 +15,7 @@ import orjson
 from partita._proto import storage_pb2 as pb
 from partita.common import errors
 from partita.common.errors import DynamoError
-from partita.router.storage_client import StorageClient
+from partita.router.storage_client import DataPath
 from partita.router.table_cache import CachedTable, TableCache
 
 # Attempts and pause between them when a route is stale or a node is unavailable; the
@@ -33,7 +33,7 @@ class RouterSettings:
 
 
 class RouterContext:
-    def __init__(self, tables: TableCache, storage: StorageClient, settings: RouterSettings) -> None:
+    def __init__(self, tables: TableCache, storage: DataPath, settings: RouterSettings) -> None:
         self.tables = tables
         self.storage = storage
         self.settings = settings

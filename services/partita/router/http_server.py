@@ -14,7 +14,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import httptools
 
@@ -140,7 +140,9 @@ class HttpProtocol(asyncio.Protocol):
         if self._url == b"/":  # every DynamoDB request
             path, query = "/", ""
         else:
-            url = httptools.parse_url(self._url)
+            # Any: httptools' stubs type path and query as bytes, but either may be None,
+            # and compiled code (native-modules.txt) checks the declared type.
+            url: Any = httptools.parse_url(self._url)
             path = url.path.decode("latin-1") if url.path else "/"
             query = url.query.decode("latin-1") if url.query else ""
         body = self._body

@@ -19,7 +19,7 @@ import asyncio
 import itertools
 import logging
 import time
-from typing import cast
+from typing import Protocol, cast
 
 from partita._proto import storage_pb2 as pb
 from partita.common.config import parse_endpoint
@@ -38,6 +38,16 @@ BATCH_TARGET = 16
 
 def _unavailable(request_id: int) -> pb.Response:
     return pb.Response(id=request_id, status=pb.UNAVAILABLE)
+
+
+class DataChannel(Protocol):
+    async def call(self, request: pb.Request) -> pb.Response: ...
+
+
+class DataPath(Protocol):
+    """What the router needs of the data path: a channel per storage node address."""
+
+    def channel(self, address: str) -> DataChannel: ...
 
 
 class _Connection(asyncio.Protocol):

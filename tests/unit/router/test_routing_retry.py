@@ -60,7 +60,7 @@ async def _context(store: MemoryControlStore, storage: ScriptedStorage) -> Route
         await store.register_node(NodeRecord(node, node, f"{node}:grpc", f"{node}:data"), ttl=10)
     tables = TableCache(store)
     await tables.refresh()
-    return RouterContext(tables, storage, RouterSettings())  # type: ignore[arg-type]
+    return RouterContext(tables, storage, RouterSettings())
 
 
 async def test_send_goes_to_the_partition_whose_range_holds_the_hash() -> None:
