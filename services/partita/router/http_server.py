@@ -75,7 +75,11 @@ class HttpProtocol(asyncio.Protocol):
         # Requests to answer in order; an HttpResponse is a parse error's answer, sent
         # after the answers to the requests before it, and then the connection closes.
         self._queue: deque[tuple[HttpRequest | HttpResponse, bool]] = deque()
+        # One task per connection answers its requests in turn and then waits on
+        # `_wakeup` for the next: cheaper than a task per request on keep-alive
+        # connections, where every DynamoDB client sends many.
         self._worker: asyncio.Task[None] | None = None
+        self._wakeup: asyncio.Future[None] | None = None
         self._closing = False
         self._parse_failed = False
 
@@ -159,11 +163,18 @@ class HttpProtocol(asyncio.Protocol):
     def _start_worker(self) -> None:
         if self._worker is None or self._worker.done():
             self._worker = self._loop.create_task(self._drain())
+        elif self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
 
     # --- answering ------------------------------------------------------------------
 
     async def _drain(self) -> None:
-        while self._queue and not self._closing:
+        while not self._closing:
+            if not self._queue:
+                self._wakeup = self._loop.create_future()
+                await self._wakeup
+                self._wakeup = None
+                continue
             request, keep_alive = self._queue.popleft()
             if isinstance(request, HttpResponse):
                 self._write(request, False)
