@@ -16,19 +16,14 @@ from typing import Any
 import pytest
 
 from tests.compat.helpers import create_table
-from tests.integration.cluster import Cluster, free_port_layout
+from tests.integration.cluster import Cluster, running
 
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(Path(tmp_path_factory.mktemp("compat-cluster")), free_port_layout())
-    c.start()
-    _wait_healthy(c)
-    try:
+    with running(Path(tmp_path_factory.mktemp("compat-cluster"))) as c:
+        _wait_healthy(c)
         yield c
-    finally:
-        if c.process is not None:
-            c.stop()
 
 
 def _wait_healthy(c: Cluster, timeout: float = 15.0) -> None:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,6 +187,18 @@ class Cluster:
         with urllib.request.urlopen(self.endpoint + "/", timeout=5) as response:
             body: bytes = response.read()
             return body.decode()
+
+
+@contextmanager
+def running(data_dir: Path, *extra_args: str) -> Iterator[Cluster]:
+    """A cluster started on free ports, stopped on the way out unless a test already did."""
+    c = Cluster(data_dir, free_port_layout(), extra_args=extra_args)
+    c.start()
+    try:
+        yield c
+    finally:
+        if c.process is not None:
+            c.stop()
 
 
 def wait_active(client: Any, name: str, timeout: float = 10.0) -> dict[str, Any]:

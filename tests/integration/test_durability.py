@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster, free_port_layout, wait_active
+from tests.integration.cluster import Cluster, running, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-durability")]
 
@@ -22,13 +22,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-durabili
 @pytest.fixture()
 def own_cluster(tmp_path: Path) -> Iterator[Cluster]:
     """A cluster this test may kill and restart."""
-    c = Cluster(tmp_path / "data", free_port_layout())
-    c.start()
-    try:
+    with running(tmp_path / "data") as c:
         yield c
-    finally:
-        if c.process is not None:
-            c.stop()
 
 
 def _create(ddb: Any, name: str) -> None:

@@ -15,24 +15,15 @@ from typing import Any
 import pytest
 
 from partita.api.values import item_size
-from tests.integration.cluster import Cluster, free_port_layout, wait_active
+from tests.integration.cluster import Cluster, running, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-stats")]
 
 
 @pytest.fixture(scope="module")
 def stats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(
-        Path(tmp_path_factory.mktemp("stats-cluster")),
-        free_port_layout(),
-        extra_args=("--stats-interval", "0.3"),
-    )
-    c.start()
-    try:
+    with running(Path(tmp_path_factory.mktemp("stats-cluster")), "--stats-interval", "0.3") as c:
         yield c
-    finally:
-        if c.process is not None:
-            c.stop()
 
 
 def _settled(ddb: Any, name: str, expected: tuple[int, int], timeout: float = 20.0) -> dict[str, Any]:

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 from partita.common.partition_map import Partition
-from partita.control.model import KeyElement, PartitionStats, TableRecord
+from partita.control.model import PartitionStats, TableRecord
 from partita.router.describe import table_description
+from tests.unit.records import table_record
 
 
 def _record() -> TableRecord:
-    return TableRecord(
-        name="t",
-        table_id=7,
-        status="ACTIVE",
-        partition_key=KeyElement("pk", "S"),
-        sort_key=None,
-        attribute_definitions=(("pk", "S"),),
-        billing_mode="PAY_PER_REQUEST",
-        read_capacity=0,
-        write_capacity=0,
-        created_at=0.0,
-        partitions=(Partition("p0", 0, 2**63, ("a",), "a"), Partition("p1", 2**63, 2**64, ("b",), "b")),
-    )
+    return table_record(Partition("p0", 0, 2**63, ("a",), "a"), Partition("p1", 2**63, 2**64, ("b",), "b"))
 
 
 def test_figures_are_summed_over_the_current_partitions_only() -> None:

@@ -9,11 +9,12 @@ import pytest
 from partita._proto import storage_pb2 as pb
 from partita.common.errors import DynamoError
 from partita.common.partition_map import Partition
-from partita.control.model import KeyElement, NodeRecord, TableRecord
+from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import MemoryControlStore
 from partita.router import context as context_module
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.table_cache import TableCache
+from tests.unit.records import table_record
 
 HALF = 2**63
 
@@ -40,19 +41,7 @@ class ScriptedStorage:
 
 
 def _record(partitions: tuple[Partition, ...]) -> TableRecord:
-    return TableRecord(
-        name="t",
-        table_id=11,
-        status="ACTIVE",
-        partition_key=KeyElement("pk", "S"),
-        sort_key=None,
-        attribute_definitions=(("pk", "S"),),
-        billing_mode="PAY_PER_REQUEST",
-        read_capacity=0,
-        write_capacity=0,
-        created_at=0.0,
-        partitions=partitions,
-    )
+    return table_record(*partitions, table_id=11)
 
 
 async def _context(store: MemoryControlStore, storage: ScriptedStorage) -> RouterContext:

@@ -5,26 +5,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from partita.common.partition_map import Partition
-from partita.control.model import KeyElement, PartitionStats, TableRecord
+from partita.control.model import PartitionStats, TableRecord
 from partita.control.store import MemoryControlStore
 from partita.router.table_cache import TableCache
+from tests.unit.records import table_record
 
 
 def _record(read_capacity: int) -> TableRecord:
-    return TableRecord(
-        name="t",
-        table_id=7,
-        status="ACTIVE",
-        partition_key=KeyElement("pk", "S"),
-        sort_key=None,
-        attribute_definitions=(("pk", "S"),),
-        billing_mode="PROVISIONED",
-        read_capacity=read_capacity,
-        write_capacity=5,
-        created_at=0.0,
-        partitions=(Partition("p0", 0, 2**64, ("a",), "a"),),
-    )
+    return table_record(billing_mode="PROVISIONED", read_capacity=read_capacity, write_capacity=5)
 
 
 class PausingStore(MemoryControlStore):
