@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from google.protobuf.message import DecodeError
@@ -122,6 +123,9 @@ class DataProtocol(asyncio.Protocol):
             self._transport.write(encode_frame(payload))
 
 
-async def start_data_server(plane: DataPlane, host: str, port: int) -> asyncio.Server:
+async def start_data_server(
+    plane: DataPlane, host: str, port: int, protocol: Callable[[DataPlane], DataProtocol] = DataProtocol
+) -> asyncio.Server:
+    """`protocol` makes each connection's handler (tests pass one that records)."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: DataProtocol(plane), host, port, reuse_address=True)
+    return await loop.create_server(lambda: protocol(plane), host, port, reuse_address=True)

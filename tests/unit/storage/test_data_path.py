@@ -24,7 +24,6 @@ from partita.common.framing import FrameDecoder
 from partita.common.partition_map import Partition, split_evenly
 from partita.control.model import KeyElement, TableRecord
 from partita.router.storage_client import NodeChannel
-from partita.storage import data_server
 from partita.storage.data_server import DataPlane, DataProtocol, start_data_server
 from partita.storage.engine import Engine
 from partita.storage.hosting import desired_hosting
@@ -88,7 +87,7 @@ class Node:
 
 
 @pytest.fixture
-async def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Node]:
+async def node(tmp_path: Path) -> AsyncIterator[Node]:
     engine = Engine.open(tmp_path / "node", sync=False)
     state = NodeState(NODE, "a", engine, hosted=desired_hosting([table_record()], NODE))
     protocols: list[DataProtocol] = []
@@ -112,8 +111,7 @@ async def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
 
             self._decoder = Counting()
 
-    monkeypatch.setattr(data_server, "DataProtocol", Recording)
-    server = await start_data_server(DataPlane(state), "127.0.0.1", 0)
+    server = await start_data_server(DataPlane(state), "127.0.0.1", 0, protocol=Recording)
     port = server.sockets[0].getsockname()[1]
     n = Node(engine, server, f"127.0.0.1:{port}", protocols, frames)
     real_commit_staged = engine.commit_staged
