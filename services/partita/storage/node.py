@@ -83,10 +83,12 @@ async def reconcile_hosting(state: NodeState, store: ControlStore, tables: list[
         lo, hi = keys.table_bounds(table_id)
         await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
         state.ids_with_data.discard(table_id)
-        # The table's record may already be gone with its statistics; a count published
-        # while the drop was on its way would otherwise outlive the table.
-        await store.clear_partition_stats(table_id)
         record = next((t for t in tables if t.table_id == table_id), None)
+        if record is None or record.status == "DELETING":
+            # The record may already be gone with its statistics; a count published
+            # while this drop was on its way would otherwise outlive the table. (A table
+            # that merely left this node keeps its other leaders' counts.)
+            await store.clear_partition_stats(table_id)
         if record is not None:
             for p in record.partitions:
                 if state.node_id in p.replicas:

@@ -17,7 +17,7 @@ from partita.control.store import MemoryControlStore
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.hosting import desired_hosting
-from partita.storage.node import NodeState, count_items
+from partita.storage.node import NodeState, count_items, reconcile_hosting
 from partita.storage.table_stats import (
     COST_RATIO,
     StatsPublisher,
@@ -105,3 +105,16 @@ async def test_a_pass_publishes_the_partitions_this_node_leads(engine: Engine) -
     stats = await store.list_partition_stats(7)
     assert set(stats) == {"p0"}
     assert (stats["p0"].item_count, stats["p0"].size_bytes) == (len(mine), sum(item_size(i) for i in mine))
+
+
+async def test_dropping_a_deleted_table_clears_its_counts_but_a_live_table_keeps_them(engine: Engine) -> None:
+    store = MemoryControlStore()
+    moved = table_record(8, [("n2",)])
+    await store.put_partition_stats(7, "p0", PartitionStats(5, 500, 1.0))  # published late
+    await store.put_partition_stats(8, "p0", PartitionStats(6, 600, 1.0))  # n2's count
+    # n1 holds data of both: table 7 is gone from the store, table 8 now lives on n2 only.
+    state = NodeState("n1", "a", engine, ids_with_data={7, 8})
+    await store.create_table(moved)
+    await reconcile_hosting(state, store, [moved])
+    assert await store.list_partition_stats(7) == {}
+    assert await store.list_partition_stats(8) == {"p0": PartitionStats(6, 600, 1.0)}
