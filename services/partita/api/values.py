@@ -65,6 +65,22 @@ def compare(a: AttributeValue, b: AttributeValue) -> int | None:
     return 1 if x > y else 0
 
 
+def ordered(a: AttributeValue, op: str, b: AttributeValue) -> bool:
+    """`a op b` for op in = < <= > >=, by `compare`: false for values that do not order."""
+    order = compare(a, b)
+    if order is None:
+        return False
+    if op == "=":
+        return order == 0
+    if op == "<":
+        return order < 0
+    if op == "<=":
+        return order <= 0
+    if op == ">":
+        return order > 0
+    return order >= 0
+
+
 def _number_key(text: str) -> Decimal:
     # Normalised so that 1, 1.0 and 10E-1 are one set member.
     return Decimal(text).normalize(CONTEXT)

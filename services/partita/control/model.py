@@ -48,6 +48,11 @@ class TableRecord:
     def partition_map(self) -> PartitionMap:
         return PartitionMap(list(self.partitions), version=self.map_version)
 
+    @property
+    def key_names(self) -> list[str]:
+        """The key attributes: the partition key's name, then the sort key's if any."""
+        return [self.partition_key.name] + ([self.sort_key.name] if self.sort_key else [])
+
     def with_status(self, status: TableStatus) -> TableRecord:
         return dataclasses.replace(self, status=status)
 

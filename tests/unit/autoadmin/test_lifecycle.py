@@ -8,28 +8,20 @@ import pytest
 
 from partita.autoadmin.lifecycle import drive_lifecycle, next_transition
 from partita.common.partition_map import Partition
-from partita.control.model import KeyElement, TableRecord, TableStatus
+from partita.control.model import TableRecord, TableStatus
 from partita.control.store import MemoryControlStore
+from tests.unit.records import table_record
 
 HALF = 2**63
 
 
 def table(name: str = "Orders", table_id: int = 11, status: TableStatus = "CREATING") -> TableRecord:
-    return TableRecord(
+    return table_record(
+        Partition("p0", 0, HALF, ("n1", "n2"), "n1"),
+        Partition("p1", HALF, 2**64, ("n3",), "n3"),
         name=name,
         table_id=table_id,
         status=status,
-        partition_key=KeyElement("pk", "S"),
-        sort_key=None,
-        attribute_definitions=(("pk", "S"),),
-        billing_mode="PAY_PER_REQUEST",
-        read_capacity=0,
-        write_capacity=0,
-        created_at=1.0,
-        partitions=(
-            Partition("p0", 0, HALF, ("n1", "n2"), "n1"),
-            Partition("p1", HALF, 2**64, ("n3",), "n3"),
-        ),
     )
 
 

@@ -22,12 +22,13 @@ from partita._proto import storage_pb2 as pb
 from partita.common import keys
 from partita.common.framing import FrameDecoder
 from partita.common.partition_map import Partition, split_evenly
-from partita.control.model import KeyElement, TableRecord
+from partita.control.model import TableRecord
 from partita.router.storage_client import NodeChannel
 from partita.storage.data_server import DataPlane, DataProtocol, start_data_server
 from partita.storage.engine import Engine
 from partita.storage.hosting import desired_hosting
 from partita.storage.node import NodeState
+from tests.unit import records
 
 TABLE_ID = 0x1234_5679
 OTHER_TABLE_ID = 0x7777_7771
@@ -37,18 +38,11 @@ HALF = 2**63  # partition p0 = [0, 2**63) lives here, p1 = [2**63, 2**64) elsewh
 
 def table_record() -> TableRecord:
     (r0, r1) = split_evenly(2)
-    return TableRecord(
+    return records.table_record(
+        Partition("p0", *r0, (NODE,), NODE),
+        Partition("p1", *r1, ("n2",), "n2"),
         name="orders",
         table_id=TABLE_ID,
-        status="ACTIVE",
-        partition_key=KeyElement("pk", "S"),
-        sort_key=None,
-        attribute_definitions=(("pk", "S"),),
-        billing_mode="PAY_PER_REQUEST",
-        read_capacity=0,
-        write_capacity=0,
-        created_at=0.0,
-        partitions=(Partition("p0", *r0, (NODE,), NODE), Partition("p1", *r1, ("n2",), "n2")),
     )
 
 

@@ -10,12 +10,13 @@ import pytest
 from partita._proto import storage_pb2 as pb
 from partita.common import keys
 from partita.common.partition_map import Partition, split_evenly
-from partita.control.model import KeyElement, TableRecord, TableStatus
+from partita.control.model import TableRecord, TableStatus
 from partita.control.store import MemoryControlStore
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.node import NodeState, StorageService, reconcile_hosting
+from tests.unit import records
 
 END = 2**64
 
@@ -30,19 +31,7 @@ def table_record(
         Partition(f"p{i}", start, end, reps, reps[0])
         for i, ((start, end), reps) in enumerate(zip(split_evenly(len(replicas)), replicas, strict=True))
     )
-    return TableRecord(
-        name=name or f"t{table_id}",
-        table_id=table_id,
-        status=status,
-        partition_key=KeyElement("pk", "S"),
-        sort_key=None,
-        attribute_definitions=(("pk", "S"),),
-        billing_mode="PAY_PER_REQUEST",
-        read_capacity=0,
-        write_capacity=0,
-        created_at=0.0,
-        partitions=partitions,
-    )
+    return records.table_record(*partitions, name=name or f"t{table_id}", table_id=table_id, status=status)
 
 
 def test_hosted_table_keeps_only_this_nodes_partitions_in_hash_order() -> None:

@@ -17,7 +17,7 @@ from partita.api.values import (
     AttributeValue,
     Item,
     b64_bytes,
-    compare,
+    ordered,
     set_contains,
     value_type,
     values_equal,
@@ -67,18 +67,7 @@ def _compare(node: ast.Compare, item: Item | None) -> bool:
         return left is not None and right is not None and values_equal(left, right)
     if op == "<>":
         return left is None or right is None or not values_equal(left, right)
-    if left is None or right is None:
-        return False
-    order = compare(left, right)
-    if order is None:
-        return False
-    if op == "<":
-        return order < 0
-    if op == "<=":
-        return order <= 0
-    if op == ">":
-        return order > 0
-    return order >= 0
+    return left is not None and right is not None and ordered(left, op, right)
 
 
 def _between(node: ast.Between, item: Item | None) -> bool:
@@ -87,9 +76,7 @@ def _between(node: ast.Between, item: Item | None) -> bool:
     high = operand_value(node.high, item)
     if value is None or low is None or high is None:
         return False
-    above = compare(value, low)
-    below = compare(value, high)
-    return above is not None and below is not None and above >= 0 and below <= 0
+    return ordered(value, ">=", low) and ordered(value, "<=", high)
 
 
 def _in(node: ast.In, item: Item | None) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from partita.api.expressions import ast
-from partita.api.values import AttributeValue, Item, b64_bytes, compare, value_type, values_equal
+from partita.api.values import AttributeValue, Item, b64_bytes, ordered, value_type, values_equal
 from partita.common import errors
 
 # Operator seen from the other side: `:v < sk` is `sk > :v`.
@@ -57,21 +57,9 @@ class KeyCondition:
             if "B" in value and "B" in bound:
                 return b64_bytes(value["B"]).startswith(b64_bytes(bound["B"]))
             return False
-        order = compare(value, bound)
-        if order is None:
-            return False
-        if op == "=":
-            return order == 0
-        if op == "<":
-            return order < 0
-        if op == "<=":
-            return order <= 0
-        if op == ">":
-            return order > 0
-        if op == ">=":
-            return order >= 0
-        upper = compare(value, self.sort_values[1])
-        return order >= 0 and upper is not None and upper <= 0
+        if op != "BETWEEN":
+            return ordered(value, op, bound)
+        return ordered(value, ">=", bound) and ordered(value, "<=", self.sort_values[1])
 
     def matches(self, item: Item) -> bool:
         """Whether an item's key attributes satisfy the whole key condition."""

@@ -33,21 +33,14 @@ def validate(body: Any) -> BatchGetItemRequest:
     body = expect_dict(body)
     v = Violations()
     capacity = common.capacity_mode(body, v)
-    items = body.get("RequestItems")
-    if items is not None and not isinstance(items, dict):
-        raise errors.serialization("Unexpected value type in payload: expected a map")
-    if v.not_null(items, "requestItems"):
-        assert items is not None
-        if not items:
-            v.add(items, "requestItems", "Member must have length greater than or equal to 1")
-        for name, entry in items.items():
-            if not isinstance(entry, dict):
-                raise errors.serialization(
-                    "Unexpected value type in payload: expected a KeysAndAttributes structure"
-                )
-            _table_shape(name, entry, v)
+    items = common.request_items(body, v)
+    for name, entry in items.items():
+        if not isinstance(entry, dict):
+            raise errors.serialization(
+                "Unexpected value type in payload: expected a KeysAndAttributes structure"
+            )
+        _table_shape(name, entry, v)
     v.raise_if_any()
-    assert items is not None
 
     tables = []
     total = 0

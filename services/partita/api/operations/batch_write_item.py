@@ -35,33 +35,26 @@ def validate(body: Any) -> BatchWriteItemRequest:
     v = Violations()
     capacity = common.capacity_mode(body, v)
     common.collection_metrics(body, v)
-    items = body.get("RequestItems")
-    if items is not None and not isinstance(items, dict):
-        raise errors.serialization("Unexpected value type in payload: expected a map")
-    if v.not_null(items, "requestItems"):
-        assert items is not None
-        if not items:
-            v.add(items, "requestItems", "Member must have length greater than or equal to 1")
-        for name, entries in items.items():
-            if not isinstance(entries, list):
-                raise errors.serialization("Unexpected value type in payload: expected a list")
-            if not common.valid_table_name(name):
-                v.add(
-                    name,
-                    "requestItems",
-                    "Map keys must satisfy constraint: [Member must have length less than or equal to 255, "
-                    "Member must have length greater than or equal to 3, "
-                    "Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+]",
-                )
-            if not 1 <= len(entries) <= MAX_REQUESTS:
-                v.add(
-                    "{" + name + "=" + str(entries) + "}",
-                    "requestItems",
-                    "Map value must satisfy constraint: [Member must have length less than or equal to "
-                    f"{MAX_REQUESTS}, Member must have length greater than or equal to 1]",
-                )
+    items = common.request_items(body, v)
+    for name, entries in items.items():
+        if not isinstance(entries, list):
+            raise errors.serialization("Unexpected value type in payload: expected a list")
+        if not common.valid_table_name(name):
+            v.add(
+                name,
+                "requestItems",
+                "Map keys must satisfy constraint: [Member must have length less than or equal to 255, "
+                "Member must have length greater than or equal to 3, "
+                "Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+]",
+            )
+        if not 1 <= len(entries) <= MAX_REQUESTS:
+            v.add(
+                "{" + name + "=" + str(entries) + "}",
+                "requestItems",
+                "Map value must satisfy constraint: [Member must have length less than or equal to "
+                f"{MAX_REQUESTS}, Member must have length greater than or equal to 1]",
+            )
     v.raise_if_any()
-    assert items is not None
 
     requests = []
     for name, entries in items.items():
@@ -84,18 +77,20 @@ def _request(table: str, entry: Any) -> WriteRequest:
             raise errors.serialization("Unexpected value type in payload: expected a PutRequest structure")
         raw_item = common.attribute_map(put.get("Item"))
         if raw_item is None:
-            raise errors.constraint_violations(
-                [f"Value null at 'requestItems.{table}.member.putRequest.item' failed to satisfy constraint: "
-                 "Member must not be null"]
-            )  # fmt: skip
+            raise _null_member(table, "putRequest.item")
         item = check_item(raw_item)
         return WriteRequest(table, item, None, item_size(item), entry)
     if not isinstance(delete, dict):
         raise errors.serialization("Unexpected value type in payload: expected a DeleteRequest structure")
     raw_key = common.attribute_map(delete.get("Key"))
     if raw_key is None:
-        raise errors.constraint_violations(
-            [f"Value null at 'requestItems.{table}.member.deleteRequest.key' failed to satisfy constraint: "
-             "Member must not be null"]
-        )  # fmt: skip
+        raise _null_member(table, "deleteRequest.key")
     return WriteRequest(table, None, common.check_item_values(raw_key), 0, entry)
+
+
+def _null_member(table: str, path: str) -> errors.DynamoError:
+    return errors.constraint_violations(
+        [
+            f"Value null at 'requestItems.{table}.member.{path}' failed to satisfy constraint: Member must not be null"
+        ]
+    )

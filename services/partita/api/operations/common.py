@@ -243,6 +243,17 @@ def capacity_mode(body: Mapping[str, Any], v: Violations) -> str:
     return mode or "NONE"
 
 
+def request_items(body: Mapping[str, Any], v: Violations) -> dict[str, Any]:
+    """A batch's RequestItems: a map that must be present and not empty (violations go to
+    `v`; an absent map reads as empty so callers can loop over it before raising)."""
+    items = body.get("RequestItems")
+    if items is not None and not isinstance(items, dict):
+        raise errors.serialization("Unexpected value type in payload: expected a map")
+    if v.not_null(items, "requestItems") and not items:
+        v.add(items, "requestItems", "Member must have length greater than or equal to 1")
+    return items or {}
+
+
 def collection_metrics(body: Mapping[str, Any], v: Violations) -> None:
     # Accepted and validated; without local secondary indexes there are no item
     # collection metrics to report, as in DynamoDB.

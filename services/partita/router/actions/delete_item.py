@@ -24,7 +24,6 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         pb.DELETE,
         key,
         options,
-        table_name=req.table_name,
         capacity_mode=req.capacity,
         return_old_on_failure=req.return_old_on_failure,
     )

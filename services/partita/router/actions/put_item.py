@@ -28,7 +28,6 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         pb.PUT,
         key,
         options,
-        table_name=req.table_name,
         capacity_mode=req.capacity,
         return_old_on_failure=req.return_old_on_failure,
         value=orjson.dumps(req.item),

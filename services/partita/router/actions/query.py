@@ -6,10 +6,8 @@ from typing import Any
 
 from partita._proto import storage_pb2 as pb
 from partita.api.operations import query
-from partita.api.table_keys import key_of_key
 from partita.api.values import values_equal
 from partita.common import errors, keys
-from partita.common.errors import DynamoError
 from partita.control.model import TableRecord
 from partita.router.actions import ranges
 from partita.router.context import RouterContext
@@ -18,10 +16,8 @@ from partita.router.context import RouterContext
 async def run(ctx: RouterContext, body: Any) -> bytes:
     req = query.validate(body)
     read = req.read
-    table = ctx.tables.require_active(read.table_name)
+    table = ranges.table_to_read(ctx, read)
     record = table.record
-    if read.index_name is not None:
-        raise errors.validation(f"The table does not have the specified index: {read.index_name}")
     condition = req.key_condition(record)
     pk = record.partition_key
     pk_bytes = keys.partition_key_bytes(pk.name, condition.partition_value, pk.type)
@@ -52,15 +48,10 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
 
 def _start_key(record: TableRecord, start: dict[str, Any], condition: Any) -> bytes:
     """The storage key of ExclusiveStartKey, checked against the schema and the condition."""
-    names = [record.partition_key.name] + ([record.sort_key.name] if record.sort_key else [])
+    names = record.key_names
     if len(start) != len(names) or any(n not in start for n in names):
         raise errors.validation("The provided starting key is invalid")
-    try:
-        key = key_of_key(record, start)
-    except DynamoError as exc:
-        if exc.code != "ValidationException":
-            raise
-        raise errors.validation(f"The provided starting key is invalid: {exc.message}") from None
+    key = ranges.start_key(record, start)
     if record.sort_key is None or condition.sort_op is None:
         if not values_equal(start[record.partition_key.name], condition.partition_value):
             raise errors.validation(

@@ -17,6 +17,10 @@ from partita._proto import storage_pb2 as pb
 from partita.api import capacity
 from partita.api.operations.common import Expressions
 from partita.api.operations.reads import ReadCommon
+from partita.api.table_keys import ItemKey, key_of_key
+from partita.common import errors
+from partita.common.errors import DynamoError
+from partita.control.model import TableRecord
 from partita.router.actions import wire
 from partita.router.context import RouterContext
 from partita.router.table_cache import CachedTable
@@ -39,6 +43,24 @@ class Page:
         return None if limit is None else limit - self.scanned
 
 
+def table_to_read(ctx: RouterContext, read: ReadCommon) -> CachedTable:
+    """The ACTIVE table a Query or Scan reads (secondary indexes do not exist yet)."""
+    table = ctx.tables.require_active(read.table_name)
+    if read.index_name is not None:
+        raise errors.validation(f"The table does not have the specified index: {read.index_name}")
+    return table
+
+
+def start_key(record: TableRecord, start: dict[str, Any]) -> ItemKey:
+    """ExclusiveStartKey as a key of the table, its errors worded as DynamoDB words them."""
+    try:
+        return key_of_key(record, start)
+    except DynamoError as exc:
+        if exc.code != "ValidationException":
+            raise
+        raise errors.validation(f"The provided starting key is invalid: {exc.message}") from None
+
+
 async def read_range(
     ctx: RouterContext,
     table: CachedTable,
@@ -59,7 +81,7 @@ async def read_range(
         lo=base64.b64encode(lo).decode(),
         hi=base64.b64encode(hi).decode(),
         budget=PAGE_BYTES - page.size,
-        key_names=[record.partition_key.name] + ([record.sort_key.name] if record.sort_key else []),
+        key_names=record.key_names,
     )
     limit = page.remaining_limit(read.limit)
     if limit is not None:

@@ -11,9 +11,7 @@ from typing import Any
 
 from partita._proto import storage_pb2 as pb
 from partita.api.operations import scan
-from partita.api.table_keys import key_of_key
 from partita.common import errors, keys
-from partita.common.errors import DynamoError
 from partita.control.model import TableRecord
 from partita.router.actions import ranges
 from partita.router.context import RouterContext
@@ -24,10 +22,8 @@ HASH_SPACE = keys.HASH_SPACE
 async def run(ctx: RouterContext, body: Any) -> bytes:
     req = scan.validate(body)
     read = req.read
-    table = ctx.tables.require_active(read.table_name)
+    table = ranges.table_to_read(ctx, read)
     record = table.record
-    if read.index_name is not None:
-        raise errors.validation(f"The table does not have the specified index: {read.index_name}")
     seg_lo = req.segment * HASH_SPACE // req.total_segments
     seg_hi = (req.segment + 1) * HASH_SPACE // req.total_segments
     resume_hash, resume_key = seg_lo, b""
@@ -55,15 +51,9 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
 
 
 def _start_key(record: TableRecord, start: dict[str, Any]) -> tuple[int, bytes]:
-    names = [record.partition_key.name] + ([record.sort_key.name] if record.sort_key else [])
-    if len(start) != len(names):
+    if len(start) != len(record.key_names):
         raise errors.validation(
             "The provided starting key is invalid: The provided key element does not match the schema"
         )
-    try:
-        key = key_of_key(record, start)
-    except DynamoError as exc:
-        if exc.code != "ValidationException":
-            raise
-        raise errors.validation(f"The provided starting key is invalid: {exc.message}") from None
+    key = ranges.start_key(record, start)
     return key.hash, key.storage_key

@@ -20,7 +20,6 @@ async def send_write(
     key: ItemKey,
     options: dict[str, Any],
     *,
-    table_name: str,
     capacity_mode: str,
     return_old_on_failure: bool,
     value: bytes = b"",
@@ -39,7 +38,7 @@ async def send_write(
     consumed = None
     if charged:
         units = capacity.write_units(response.capacity_bytes, new_size)
-        consumed = capacity.consumed(table_name, units, capacity_mode)
+        consumed = capacity.consumed(table.record.name, units, capacity_mode)
     return wire.body(
         (b'"Attributes":', wire.attributes(response)), (b'"ConsumedCapacity":', wire.encoded(consumed))
     )
