@@ -31,7 +31,9 @@ def test_enabled_that_is_not_a_boolean_is_a_serialization_exception(cluster: Any
     assert (status, error_type(out)) == (400, "SerializationException")
 
 
-def test_a_specification_that_is_not_a_structure_is_a_serialization_exception(cluster: Any, table_s: str) -> None:
+def test_a_specification_that_is_not_a_structure_is_a_serialization_exception(
+    cluster: Any, table_s: str
+) -> None:
     body = {"TableName": table_s, "TimeToLiveSpecification": ["a", True]}
     status, out = raw_call(cluster, "UpdateTimeToLive", json.dumps(body).encode())
     assert (status, error_type(out)) == (400, "SerializationException")
@@ -53,7 +55,9 @@ def test_a_missing_specification_member_is_reported_by_its_path(cluster: Any, ta
 
 def test_an_attribute_name_over_255_characters_is_refused(ddb: Any, table_s: str) -> None:
     name = "x" * 256
-    assert validation(ddb.update_time_to_live, TableName=table_s, TimeToLiveSpecification=_spec(name, True)) == (
+    assert validation(
+        ddb.update_time_to_live, TableName=table_s, TimeToLiveSpecification=_spec(name, True)
+    ) == (
         f"1 validation error detected: Value '{name}' at 'timeToLiveSpecification.attributeName' "
         "failed to satisfy constraint: Member must have length less than or equal to 255"
     )
@@ -71,18 +75,24 @@ def test_a_missing_table_is_not_found(ddb: Any) -> None:
     name = f"ttl-missing-{key()[:8]}"
     expected = ("ResourceNotFoundException", f"Requested resource not found: Table: {name} not found")
     assert error(ddb.describe_time_to_live, TableName=name) == expected
-    assert error(ddb.update_time_to_live, TableName=name, TimeToLiveSpecification=_spec("a", True)) == expected
+    assert (
+        error(ddb.update_time_to_live, TableName=name, TimeToLiveSpecification=_spec("a", True)) == expected
+    )
 
 
 # --- the rules of a change ---------------------------------------------------------------------
 
 
 def test_a_new_table_has_ttl_disabled_and_no_attribute_name(ddb: Any, table_s: str) -> None:
-    assert ddb.describe_time_to_live(TableName=table_s)["TimeToLiveDescription"] == {"TimeToLiveStatus": "DISABLED"}
+    assert ddb.describe_time_to_live(TableName=table_s)["TimeToLiveDescription"] == {
+        "TimeToLiveStatus": "DISABLED"
+    }
 
 
 def test_disabling_ttl_that_is_not_on_is_refused(ddb: Any, table_s: str) -> None:
-    message = validation(ddb.update_time_to_live, TableName=table_s, TimeToLiveSpecification=_spec("expires", False))
+    message = validation(
+        ddb.update_time_to_live, TableName=table_s, TimeToLiveSpecification=_spec("expires", False)
+    )
     assert message == "TimeToLive is already disabled"
 
 

@@ -51,7 +51,9 @@ def test_expired_items_are_deleted_and_every_other_item_stays(ttl_cluster: Clust
     now = int(time.time())
     # Written before TTL is enabled: swept all the same once it is.
     ddb.put_item(TableName=name, Item={"pk": {"S": "before-enable"}, "expires": {"N": str(now - 60)}})
-    ddb.update_time_to_live(TableName=name, TimeToLiveSpecification={"AttributeName": "expires", "Enabled": True})
+    ddb.update_time_to_live(
+        TableName=name, TimeToLiveSpecification={"AttributeName": "expires", "Enabled": True}
+    )
 
     expired = ["before-enable"] + [f"expired-{i}" for i in range(12)]  # spread over the partitions
     for pk in expired[1:]:
@@ -84,7 +86,9 @@ def test_expired_items_are_deleted_and_every_other_item_stays(ttl_cluster: Clust
     assert time.time() >= soon  # it went only after its time
     time.sleep(2.5)  # two more sweeps after "extended"'s original expiry
     for pk, item in staying.items():
-        assert ddb.get_item(TableName=name, Key={"pk": {"S": pk}}, ConsistentRead=True).get("Item") == item, pk
+        assert ddb.get_item(TableName=name, Key={"pk": {"S": pk}}, ConsistentRead=True).get("Item") == item, (
+            pk
+        )
     assert _present(ddb, name, "extended")
 
 
