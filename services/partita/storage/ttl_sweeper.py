@@ -75,6 +75,7 @@ class TtlSweeper:
 
     async def sweep_once(self) -> None:
         """One pass over every partition this node leads in a table with TTL on."""
+        deleted_before = self.deleted
         for table_id, hosted in list(self.state.hosted.items()):
             if not hosted.record.time_to_live.active:
                 continue
@@ -82,6 +83,8 @@ class TtlSweeper:
                 if leads(partition, self.state.node_id):
                     await self._sweep_partition(table_id, partition)
         self.passes += 1
+        if self.deleted > deleted_before:
+            log.info("TTL sweep deleted %d expired items", self.deleted - deleted_before)
 
     async def _sweep_partition(self, table_id: int, partition: Partition) -> None:
         lo, hi = keys.hash_range_bounds(table_id, partition.start, partition.end)
