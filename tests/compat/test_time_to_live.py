@@ -7,6 +7,10 @@ import json
 import time
 from typing import Any
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from tests.compat.helpers import PYTESTMARK, create_table, error, error_type, key, raw_call, validation
 
 pytestmark = PYTESTMARK
@@ -138,3 +142,56 @@ def test_an_expired_item_is_still_read_until_it_is_deleted(ddb: Any) -> None:
     item = {"pk": {"S": pk}, "expires": {"N": str(int(time.time()) - 3600)}}
     ddb.put_item(TableName=name, Item=item)
     assert ddb.get_item(TableName=name, Key={"pk": {"S": pk}}, ConsistentRead=True)["Item"] == item
+
+
+# --- fuzzing ----------------------------------------------------------------------------------
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+_specs = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "AttributeName": st.text(max_size=300) | _json,
+            "Enabled": st.booleans() | _json,
+            "Other": _json,
+        },
+    )
+    | _json
+)
+
+
+@pytest.fixture(scope="module")
+def fuzz_ttl_table(ddb: Any) -> str:
+    """Its own table: a random request may turn TTL on, which must not touch shared ones."""
+    return create_table(ddb, [("pk", "S")], prefix="ttl-fuzz")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_time_to_live_requests_get_a_dynamodb_answer_never_a_500(
+    cluster: Any, fuzz_ttl_table: str, data: st.DataObject
+) -> None:
+    operation = data.draw(st.sampled_from(["UpdateTimeToLive", "DescribeTimeToLive"]))
+    body: dict[str, Any] = {
+        "TableName": data.draw(st.sampled_from([fuzz_ttl_table, "no-such-ttl-table"]) | _json)
+    }
+    if data.draw(st.booleans()):
+        body["TimeToLiveSpecification"] = data.draw(_specs)
+    status, answer = raw_call(cluster, operation, json.dumps(body).encode())
+    assert status in (200, 400), (status, answer)
+    if status == 400:
+        assert error_type(answer) in (
+            "ValidationException",
+            "SerializationException",
+            "ResourceNotFoundException",
+        ), answer

@@ -16,6 +16,7 @@ import pytest
 from partita.common import keys
 from partita.common.partition_map import Partition
 from partita.control.model import TableRecord, TimeToLive
+from partita.storage import engine as engine_module
 from partita.storage.data_server import DataPlane
 from partita.storage.effects import Effect, Kind, decode_effects
 from partita.storage.engine import Engine
@@ -213,3 +214,28 @@ async def test_a_sweep_stops_when_ttl_is_turned_off_between_chunks(engine: Engin
     assert len(clocks.rests) == 1
     assert 0 < sweeper.deleted <= CHUNK_ITEMS
     assert sum(_present(engine, pk) for pk in pks) == len(pks) - sweeper.deleted
+
+
+async def test_a_service_delete_is_replayed_from_the_wal_after_a_crash(tmp_path: Path) -> None:
+    """The sweeper's delete is acknowledged once in the WAL: if RocksDB lost it, the
+    replay at start-up deletes the item again."""
+    directory = tmp_path / "node"
+    engine = Engine.open(directory, sync=False)
+    (pk,) = _led_keys("crash", 1)
+    await _put(engine, pk, {"N": PAST})
+    stored = engine.get(_key(pk)[1])
+    put_lsn = engine.applied_lsn
+    sweeper = _sweeper(_node(engine), Clocks())
+    await sweeper.sweep_once()
+    assert sweeper.deleted == 1
+    await engine._wal.close()
+    # Undo in RocksDB what the delete did, as a crash before RocksDB persisted it would.
+    engine._db.put(engine_module.APPLIED_LSN_KEY, engine_module._LSN.pack(put_lsn))
+    engine._db.put(_key(pk)[1], stored)
+    engine._db.close()
+    engine = Engine.open(directory, sync=False)
+    try:
+        assert engine.get(_key(pk)[1]) is None
+        assert engine.applied_lsn == put_lsn + 1
+    finally:
+        await engine.close()
