@@ -27,6 +27,11 @@ _STATS_INTERVAL: dict[str, Any] = {
     "default": config.DEFAULT_STATS_INTERVAL_SECONDS,
     "help": "seconds between recounts of ItemCount/TableSizeBytes (%(default)s)",
 }
+_TTL_SWEEP_INTERVAL: dict[str, Any] = {
+    "type": _positive_seconds,
+    "default": config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS,
+    "help": "seconds between passes deleting items whose Time to Live has expired (%(default)s)",
+}
 
 
 def _setup_logging(verbose: bool = False) -> None:
@@ -103,6 +108,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         region=args.region,
         sync=not args.unsafe_no_fsync,
         stats_interval=args.stats_interval,
+        ttl_sweep_interval=args.ttl_sweep_interval,
     )
 
     async def main() -> int:
@@ -174,6 +180,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             etcd_port=etcd_port,
             sync=not args.unsafe_no_fsync,
             stats_interval=args.stats_interval,
+            ttl_sweep_interval=args.ttl_sweep_interval,
         )
     )
     return 0
@@ -266,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--region", default=config.DEFAULT_REGION)
     up.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     up.add_argument("--stats-interval", **_STATS_INTERVAL)
+    up.add_argument("--ttl-sweep-interval", **_TTL_SWEEP_INTERVAL)
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -287,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     storage.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     storage.add_argument("--stats-interval", **_STATS_INTERVAL)
+    storage.add_argument("--ttl-sweep-interval", **_TTL_SWEEP_INTERVAL)
     storage.set_defaults(func=cmd_storage)
 
     status = sub.add_parser("status", help="processes, tables and partitions of a local cluster, as JSON")

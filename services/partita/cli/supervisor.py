@@ -87,6 +87,7 @@ class ClusterLayout:
     region: str = config.DEFAULT_REGION
     sync: bool = True
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS
+    ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS
 
     def children(self) -> list[Child]:
         py = [sys.executable, "-m", "partita.cli.main"]
@@ -142,6 +143,7 @@ class ClusterLayout:
             if not self.sync:
                 argv.append("--unsafe-no-fsync")
             argv += ["--stats-interval", str(self.stats_interval)]
+            argv += ["--ttl-sweep-interval", str(self.ttl_sweep_interval)]
             out.append(
                 Child(f"storage-{zone}", "storage", argv, {"grpc": port, "data": data_port}, zone=zone)
             )

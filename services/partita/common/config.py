@@ -15,6 +15,10 @@ DEFAULT_ON_DEMAND_PARTITIONS = 4
 # How often storage nodes recount ItemCount/TableSizeBytes (DynamoDB: about every six
 # hours; a pass never takes more than 5% of a node's time however long this is).
 DEFAULT_STATS_INTERVAL_SECONDS = 60.0
+# How often each partition's leader starts a pass deleting items whose Time to Live has
+# expired (DynamoDB: typically within two days; a pass never takes more than 5% of a
+# node's time, so a large partition's pass simply takes longer).
+DEFAULT_TTL_SWEEP_INTERVAL_SECONDS = 60.0
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:

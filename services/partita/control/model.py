@@ -17,6 +17,7 @@ from partita.common.partition_map import Partition, PartitionMap
 
 TableStatus = Literal["CREATING", "ACTIVE", "UPDATING", "DELETING"]
 BillingMode = Literal["PROVISIONED", "PAY_PER_REQUEST"]
+TimeToLiveStatus = Literal["ENABLING", "ENABLED", "DISABLING", "DISABLED"]
 HASH_SPACE_END = 2**64
 
 
@@ -24,6 +25,37 @@ HASH_SPACE_END = 2**64
 class KeyElement:
     name: str
     type: Literal["S", "N", "B"]
+
+
+@dataclass(frozen=True)
+class TimeToLive:
+    """The table's Time to Live setting, as UpdateTimeToLive last left it.
+
+    `attribute_name` is the attribute holding each item's expiry (epoch seconds) while TTL
+    is on; `changed_at` (epoch seconds) is when UpdateTimeToLive last changed the setting,
+    from which DynamoDB's cool-down between changes counts.
+    """
+
+    status: TimeToLiveStatus = "DISABLED"
+    attribute_name: str | None = None
+    changed_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether expired items are being deleted (DynamoDB: ENABLING or ENABLED)."""
+        return self.status in ("ENABLING", "ENABLED")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "attribute_name": self.attribute_name, "changed_at": self.changed_at}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TimeToLive:
+        changed_at = data.get("changed_at")
+        return cls(
+            status=data.get("status", "DISABLED"),
+            attribute_name=data.get("attribute_name"),
+            changed_at=float(changed_at) if changed_at is not None else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -41,6 +73,7 @@ class TableRecord:
     partitions: tuple[Partition, ...]
     map_version: int = 1
     tags: tuple[tuple[str, str], ...] = ()
+    time_to_live: TimeToLive = TimeToLive()
     # Set when the record was read from the store; compared on update (optimistic CAS).
     revision: int = field(default=0, compare=False)
 
@@ -70,6 +103,7 @@ class TableRecord:
             "created_at": self.created_at,
             "map_version": self.map_version,
             "tags": [list(t) for t in self.tags],
+            "time_to_live": self.time_to_live.to_json(),
             "partitions": [
                 {
                     "id": p.partition_id,
@@ -99,6 +133,8 @@ class TableRecord:
             created_at=float(data["created_at"]),
             map_version=int(data.get("map_version", 1)),
             tags=tuple((k, v) for k, v in data.get("tags", [])),
+            # Absent from records written before Time to Live existed: off.
+            time_to_live=TimeToLive.from_json(data.get("time_to_live") or {}),
             partitions=tuple(
                 Partition(
                     partition_id=p["id"],

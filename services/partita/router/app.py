@@ -27,6 +27,7 @@ from partita.router.actions import (
     delete_table,
     describe_limits,
     describe_table,
+    describe_time_to_live,
     get_item,
     list_tables,
     list_tags_of_resource,
@@ -37,6 +38,7 @@ from partita.router.actions import (
     untag_resource,
     update_item,
     update_table,
+    update_time_to_live,
 )
 from partita.router.auth import authenticate
 from partita.router.context import RouterContext
@@ -66,6 +68,8 @@ OPERATIONS: dict[str, Action] = {
     "Scan": scan.run,
     "BatchGetItem": batch_get_item.run,
     "BatchWriteItem": batch_write_item.run,
+    "UpdateTimeToLive": update_time_to_live.run,
+    "DescribeTimeToLive": describe_time_to_live.run,
 }
 
 _HEADERS = b"Content-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: %s%020d\r\nx-amz-crc32: %d\r\n"

@@ -16,6 +16,10 @@ class Kind(enum.IntEnum):
     PUT = 1
     DELETE = 2
     DELETE_RANGE = 3  # key = begin (inclusive), value = end (exclusive)
+    # A delete the service made on its own (Time to Live expiry), not a client: applied
+    # as DELETE, kept distinct in the log so Streams can show it as DynamoDB does (a
+    # REMOVE record whose userIdentity is the service).
+    SERVICE_DELETE = 4
 
 
 @dataclass(frozen=True, slots=True)

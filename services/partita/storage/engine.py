@@ -176,7 +176,7 @@ class Engine:
         for e in effects:
             if e.kind is Kind.PUT:
                 batch.put(e.key, e.value)
-            elif e.kind is Kind.DELETE:
+            elif e.kind is Kind.DELETE or e.kind is Kind.SERVICE_DELETE:
                 batch.delete(e.key)
             else:
                 batch.delete_range(e.key, e.value)

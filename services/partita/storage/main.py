@@ -20,6 +20,7 @@ async def serve(
     etcd_port: int,
     sync: bool,
     stats_interval: float,
+    ttl_sweep_interval: float,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -32,4 +33,5 @@ async def serve(
         store=store,
         sync=sync,
         stats_interval=stats_interval,
+        ttl_sweep_interval=ttl_sweep_interval,
     )

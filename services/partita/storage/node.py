@@ -24,6 +24,8 @@ from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.table_stats import StatsPublisher, leads, measure_partition, next_pass_delay
+from partita.storage.ttl_sweep import SweepPacer
+from partita.storage.ttl_sweeper import TtlSweeper
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +163,7 @@ async def serve(
     store: ControlStore,
     sync: bool = True,
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS,
+    ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS,
 ) -> None:
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
@@ -168,7 +171,8 @@ async def serve(
     pb_grpc.add_StorageServicer_to_server(StorageService(state), server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
-    data_server = await start_data_server(DataPlane(state), host, data_port)
+    plane = DataPlane(state)
+    data_server = await start_data_server(plane, host, data_port)
     data_bound = data_server.sockets[0].getsockname()[1]
     address = f"{host}:{bound}"
     record = NodeRecord(node_id, zone, address, f"{host}:{data_bound}", os.getpid())
@@ -178,6 +182,9 @@ async def serve(
     await reconcile_hosting(state, store, await store.list_tables())
     poller = asyncio.create_task(control_loop(state, store))
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
+    # Its counters (deleted, skipped, passes) are what the metrics endpoint will export.
+    ttl_sweeper = TtlSweeper(state, plane, SweepPacer(ttl_sweep_interval))
+    sweeping = asyncio.create_task(ttl_sweeper.run())
     log.info("storage node %s (zone %s): admin %s, data %s", node_id, zone, address, record.data_address)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -187,6 +194,7 @@ async def serve(
     started = time.monotonic()
     poller.cancel()
     counter.cancel()
+    sweeping.cancel()
     data_server.close()
     await server.stop(grace=2)
     await engine.close()

@@ -16,7 +16,8 @@ Request `body` (JSON) by op; every field is optional:
   GET     projection, names, capacity
   PUT     condition, names, values, return_old, return_old_on_failure, capacity, size
           (size: the new item's DynamoDB size, computed by the router)
-  DELETE  condition, names, values, return_old, return_old_on_failure, capacity
+  DELETE  condition, names, values, return_old, return_old_on_failure, capacity,
+          service (a delete the service makes itself, TTL expiry: logged as SERVICE_DELETE)
   UPDATE  update, condition, names, values, legacy, key (the key attributes, to create
           a missing item), return (NONE/ALL_OLD/UPDATED_OLD/ALL_NEW/UPDATED_NEW),
           return_old_on_failure, capacity
@@ -180,7 +181,8 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     if old is None:
         # Nothing to delete: acknowledge without a WAL record.
         return Plan(response)
-    return Plan(response, [Effect(Kind.DELETE, request.key)])
+    kind = Kind.SERVICE_DELETE if options.get("service") else Kind.DELETE
+    return Plan(response, [Effect(kind, request.key)])
 
 
 def plan_update(engine: Engine, request: pb.Request) -> Plan:
