@@ -1,0 +1,142 @@
+"""Queries every shard of a logical partition key concurrently and merges the results.
+
+boto3 is a blocking client, so shards are queried from a small thread pool (a boto3
+client is safe to share between threads); the order, paging and cursor logic is the
+pure `ShardMerge`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any
+
+from partita.client.sharding.keys import AttributeValue, Item, sharded_key
+from partita.client.sharding.merge import ShardCursor, ShardMerge
+
+DEFAULT_PAGE_SIZE = 100
+# Query rounds (one Query per shard that ran dry) before a page is returned early. A
+# FilterExpression can make many rounds return nothing; the cursor stays exact, so a
+# short page loses nothing and bounds the time one call takes.
+MAX_ROUNDS_PER_PAGE = 200
+# Query parameters the sharded read sets itself.
+_RESERVED = frozenset(
+    {"TableName", "KeyConditionExpression", "ExclusiveStartKey", "Limit", "ScanIndexForward", "Select",
+     "KeyConditions", "IndexName"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Page:
+    """Items in sort-key order (partition key shown as the logical key) and the next cursor."""
+
+    items: list[Item]
+    cursor: str | None  # None: nothing more to read
+
+
+@dataclass
+class ShardedReader:
+    client: Any  # boto3 DynamoDB client
+    table_name: str
+    partition_key_name: str
+    sort_key_name: str
+    executor: Executor
+
+    def query(
+        self,
+        partition_key: str,
+        span: int,
+        *,
+        limit: int = DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+        forward: bool = True,
+        sort_key_condition: str | None = None,
+        **query_kwargs: Any,
+    ) -> Page:
+        """One page of at most `limit` items of shards 1..span, merged in sort-key order.
+
+        `sort_key_condition` is the sort-key half of a KeyConditionExpression (e.g.
+        "#ts BETWEEN :a AND :b", with its names and values in the usual
+        ExpressionAttributeNames/Values); FilterExpression, ProjectionExpression (which
+        must keep the sort key) and ConsistentRead pass through to every shard's Query.
+        """
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        reserved = _RESERVED & set(query_kwargs)
+        if reserved:
+            raise ValueError(f"the sharded read sets {sorted(reserved)} itself")
+        previous = ShardCursor.decode(cursor) if cursor is not None else None
+        merge = ShardMerge(partition_key, self.sort_key_name, span, forward, previous)
+        items: list[Item] = []
+
+        def fetch(shard: int, want: int) -> tuple[list[Item], AttributeValue | None]:
+            start = merge.start_of(shard)
+            return self._query_shard(
+                partition_key, shard, start, want, forward, sort_key_condition, query_kwargs
+            )
+
+        for _ in range(MAX_ROUNDS_PER_PAGE):
+            needed = merge.needs()
+            if needed:
+                pages = list(self.executor.map(functools.partial(fetch, want=limit - len(items)), needed))
+                for shard, (shard_items, last) in zip(needed, pages, strict=True):
+                    merge.feed(shard, shard_items, last)
+                continue
+            while len(items) < limit and not merge.needs():
+                item = merge.pop()
+                if item is None:
+                    break
+                items.append({**item, self.partition_key_name: {"S": partition_key}})
+            if len(items) >= limit or merge.finished():
+                break
+        return Page(items, None if merge.finished() else merge.cursor().encode())
+
+    def query_all(self, partition_key: str, span: int, **kwargs: Any) -> Iterator[Item]:
+        """Every item, page after page (each page re-reads the shard count it is given)."""
+        cursor: str | None = None
+        while True:
+            page = self.query(partition_key, span, cursor=cursor, **kwargs)
+            yield from page.items
+            if page.cursor is None:
+                return
+            cursor = page.cursor
+
+    def _query_shard(
+        self,
+        partition_key: str,
+        shard: int,
+        start: AttributeValue | None,
+        limit: int,
+        forward: bool,
+        sort_key_condition: str | None,
+        query_kwargs: Mapping[str, Any],
+    ) -> tuple[list[Item], AttributeValue | None]:
+        physical = sharded_key(partition_key, shard)
+        names = {**query_kwargs.get("ExpressionAttributeNames", {}), "#shard_pk": self.partition_key_name}
+        values = {**query_kwargs.get("ExpressionAttributeValues", {}), ":shard_pk": {"S": physical}}
+        condition = "#shard_pk = :shard_pk"
+        if sort_key_condition:
+            condition += f" AND {sort_key_condition}"
+        request: dict[str, Any] = {
+            **query_kwargs,
+            "TableName": self.table_name,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": forward,
+            "Limit": limit,
+        }
+        if start is not None:
+            request["ExclusiveStartKey"] = {
+                self.partition_key_name: {"S": physical},
+                self.sort_key_name: start,
+            }
+        out = self.client.query(**request)
+        items: list[Item] = out.get("Items", [])
+        for item in items:
+            if self.sort_key_name not in item:
+                raise ValueError(f"a sharded read needs the sort key {self.sort_key_name!r} in every item")
+        last = out.get("LastEvaluatedKey")
+        return items, None if last is None else last[self.sort_key_name]
