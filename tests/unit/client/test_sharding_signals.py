@@ -75,6 +75,7 @@ def test_the_meter_averages_consumed_units_over_its_window() -> None:
         meter.record("audit", 2.0)
         clock.now += 0.1
     assert meter.rate("audit") == pytest.approx(10.0)  # 100 units in the last 10 s
+    assert meter.rate("other") == 0.0  # per table
     clock.now += 10.0
     assert meter.rate("audit") == 0.0
 

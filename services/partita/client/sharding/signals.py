@@ -85,35 +85,36 @@ class FirstKnown:
 
 @dataclass
 class ConsumedCapacityMeter:
-    """Write capacity consumed per second over a sliding window, from ConsumedCapacity.
+    """Capacity consumed per second and table over a sliding window, from ConsumedCapacity.
 
     Fed by the writer with each response's ConsumedCapacity (it asks for TOTAL when a
-    meter is configured). It sees only this process's writes, so it measures the table
+    meter is configured). It sees only this process's writes, so it measures a table
     only where this process is its main writer; feed it from elsewhere otherwise.
     """
 
     clock: Callable[[], float]
     window: float = 10.0
-    _samples: deque[tuple[float, float]] = field(default_factory=deque)
-
+    _samples: dict[str, deque[tuple[float, float]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, table_name: str, units: float) -> None:
         now = self.clock()
         with self._lock:
-            self._samples.append((now, units))
-            self._expire(now)
+            samples = self._samples.setdefault(table_name, deque())
+            samples.append((now, units))
+            self._expire(samples, now)
 
     def rate(self, table_name: str) -> float | None:
         """Units per second over the last `window` seconds."""
         now = self.clock()
         with self._lock:
-            self._expire(now)
-            return sum(units for _, units in self._samples) / self.window
+            samples = self._samples.get(table_name, deque())
+            self._expire(samples, now)
+            return sum(units for _, units in samples) / self.window
 
-    def _expire(self, now: float) -> None:
-        while self._samples and self._samples[0][0] <= now - self.window:
-            self._samples.popleft()
+    def _expire(self, samples: deque[tuple[float, float]], now: float) -> None:
+        while samples and samples[0][0] <= now - self.window:
+            samples.popleft()
 
 
 class ConsumedRate(Protocol):
