@@ -438,3 +438,34 @@ def test_the_meter_is_fed_by_the_writers_consumed_capacity(
         for ts in range(5):
             table.put_item(_entry(_path(), ts, blob={"S": "x" * 1500}))  # 2 WCU each
     assert meter.rate(audit) == pytest.approx(5 * 2 / 10.0)  # 10 units over a 10 s window
+
+
+def test_growth_stops_at_max_shards_without_touching_the_item(
+    cluster: Cluster, ddb: Any, audit: str, audit_meta: str
+) -> None:
+    path = _path()
+    capped = GrowthPolicy(cooldown=0.0, backoff_min=0.0, backoff_max=0.0, max_shards=3)
+    with _dynamic(cluster, audit, audit_meta, policy=capped) as table:
+        table.put_item(_entry(path, 1))
+        counts = [table.grow(path).number_of_shards for _ in range(5)]
+    assert counts == [2, 3, 3, 3, 3]
+    meta = from_item(_raw_meta(ddb, audit_meta, path), "file_path")
+    assert [e.count for e in meta.history] == [1, 2, 3]
+
+
+def test_a_writer_sees_a_rivals_new_count_once_its_cache_expires(
+    cluster: Cluster, audit: str, audit_meta: str
+) -> None:
+    path = _path()
+    now = [time.time()]
+    with (
+        _dynamic(cluster, audit, audit_meta) as rival,
+        _dynamic(cluster, audit, audit_meta, cache_ttl=5.0, clock=lambda: now[0]) as cached,
+    ):
+        cached.put_item(_entry(path, 1))
+        rival.grow(path)
+        meta = cached.metadata(path)
+        assert meta is not None and meta.number_of_shards == 1  # within the TTL: the cached count
+        now[0] += 5.0
+        meta = cached.metadata(path)
+        assert meta is not None and meta.number_of_shards == 2

@@ -172,7 +172,7 @@ class DynamicShardedTable:
         return self.retry.delay(attempt, self._rng)  # at max_shards: only waiting helps
 
     def grow(self, partition_key: str, *, seen: ShardMetadata | None = None) -> ShardMetadata:
-        """Raise the shard count once (ignoring cooldown and back-off); the count afterwards.
+        """Raise the shard count once, up to max_shards (ignoring cooldown and back-off).
 
         Reads the item (strongly consistent) and updates it on condition that
         `last_updated` is unchanged. If `seen` is given and the item has moved past it,
@@ -185,9 +185,11 @@ class DynamicShardedTable:
             self._cache.put(fresh)
             self._count("adopted")
             return fresh
-        wanted = fresh.changed_to(self.policy.next_count(fresh.number_of_shards), int(self._clock()),
-                                  self.history_limit)  # fmt: skip
-        return self._replace(fresh, wanted)
+        count = self.policy.next_count(fresh.number_of_shards)
+        if count <= fresh.number_of_shards:  # at max_shards: a change would only restart the cooldown
+            self._cache.put(fresh)
+            return fresh
+        return self._replace(fresh, fresh.changed_to(count, int(self._clock()), self.history_limit))
 
     def resize(self, partition_key: str, count: int) -> ShardMetadata:
         """Set the shard count (e.g. shrink it when demand fell), recorded in the history.
