@@ -173,3 +173,40 @@ def test_paging_returns_every_item_once_in_order(
     items, _ = read_all(Shards(data), 6, limit, forward)
     expected = sorted(((sk, shard) for shard, sk in set(sort_keys)), reverse=not forward)
     assert [(int(i["sk"]["N"]), i["shard"]) for i in items] == expected
+
+
+def test_each_shard_first_asks_for_its_share_of_the_page_then_doubles() -> None:
+    from partita.client.sharding.reader import fetch_limit
+
+    assert fetch_limit(100, 1, None) == 100  # one shard: the whole page
+    assert fetch_limit(100, 4, None) == 33  # ceil(100 * 1.25 / 4) + 1
+    assert fetch_limit(100, 16, None) == 9
+    assert fetch_limit(60, 4, 33) == 60  # a refill doubles, capped at what is still wanted
+    assert fetch_limit(100, 16, 9) == 18
+    assert fetch_limit(1, 64, None) == 1
+    assert fetch_limit(5, 64, 40) == 5
+
+
+def test_skewed_shards_are_read_with_few_rounds_and_little_over_read() -> None:
+    """All of a page in one shard of eight (the items written before the count grew)."""
+    from partita.client.sharding.reader import fetch_limit
+
+    shards = Shards({1: [item(sk, 1) for sk in range(200)], **{n: [item(1000 + n, n)] for n in range(2, 9)}})
+    merge = ShardMerge("pk", "sk", 8)
+    sizes: dict[int, int] = {}
+    out: list[Any] = []
+    rounds = 0
+    while len(out) < 100:
+        needed = merge.needs()
+        if needed:
+            rounds += 1
+            for shard in needed:
+                sizes[shard] = fetch_limit(100 - len(out), merge.width, sizes.get(shard))
+                merge.feed(shard, *shards.page(shard, merge.start_of(shard), sizes[shard], True))
+            continue
+        popped = merge.pop()
+        assert popped is not None
+        out.append(popped)
+    assert [int(i["sk"]["N"]) for i in out] == list(range(100))
+    assert rounds <= 4
+    assert shards.queries <= 8 + 4

@@ -246,7 +246,8 @@ class DynamicShardedTable:
             )
             return None if found is None else {**found, self.partition_key: {"S": partition_key}}
 
-        return next((item for item in self._executor.map(get, shards) if item is not None), None)
+        found = [get(1)] if len(shards) == 1 else self._executor.map(get, shards)
+        return next((item for item in found if item is not None), None)
 
     def _read_span(self, partition_key: str) -> int:
         meta = self._cache.get(partition_key, create=False)

@@ -81,9 +81,9 @@ class ShardedTable:
     def get_item(self, partition_key: str, sort_key: AttributeValue, **kwargs: Any) -> Item | None:
         """The item with this key: one GetItem when computed, one per shard (concurrent) when random."""
         shards = self._candidate_shards(partition_key, sort_key)
-        found = list(
-            self._executor.map(lambda shard: self._get(partition_key, shard, sort_key, kwargs), shards)
-        )
+        if len(shards) == 1:
+            return self._get(partition_key, shards[0], sort_key, kwargs)
+        found = self._executor.map(lambda shard: self._get(partition_key, shard, sort_key, kwargs), shards)
         for item in found:
             if item is not None:
                 return item

@@ -105,6 +105,11 @@ class ShardMerge:
                 start = widest_seen
             self._shards[shard] = _Shard(start, start)
 
+    @property
+    def width(self) -> int:
+        """How many shards this read covers."""
+        return len(self._shards)
+
     def needs(self) -> list[int]:
         """Shards that must be fetched before the next item can be chosen."""
         return [n for n, s in sorted(self._shards.items()) if not s.buffer and not s.exhausted]

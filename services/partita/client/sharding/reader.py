@@ -7,7 +7,6 @@ pure `ShardMerge`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -26,6 +25,20 @@ _RESERVED = frozenset(
     {"TableName", "KeyConditionExpression", "ExclusiveStartKey", "Limit", "ScanIndexForward", "Select",
      "KeyConditions", "IndexName"}
 )  # fmt: skip
+
+
+def fetch_limit(remaining: int, width: int, previous: int | None) -> int:
+    """The Limit of one shard's next Query while `remaining` items are still wanted.
+
+    DynamoDB charges a Query for every item it reads, so asking each of `width` shards for
+    the whole page would read up to `width` times what the page returns. A shard's first
+    Query asks for its even share (plus one, and a quarter more for unevenness); each
+    refill within the page doubles, so a shard holding most of the page (the only shard
+    before the count grew) needs a few rounds, not one per share.
+    """
+    share = -(-remaining * 5 // (4 * max(1, width))) + 1
+    wanted = share if previous is None else max(share, 2 * previous)
+    return max(1, min(remaining, wanted))
 
 
 @dataclass(frozen=True)
@@ -77,10 +90,16 @@ class ShardedReader:
                 partition_key, shard, start, want, forward, sort_key_condition, query_kwargs
             )
 
+        sizes: dict[int, int] = {}  # per shard, the Limit of its last Query in this page
         for _ in range(MAX_ROUNDS_PER_PAGE):
             needed = merge.needs()
             if needed:
-                pages = list(self.executor.map(functools.partial(fetch, want=limit - len(items)), needed))
+                for shard in needed:
+                    sizes[shard] = fetch_limit(limit - len(items), merge.width, sizes.get(shard))
+                if len(needed) == 1:  # no fan-out to wait for: skip the pool's hand-off
+                    pages = [fetch(needed[0], sizes[needed[0]])]
+                else:
+                    pages = list(self.executor.map(lambda shard: fetch(shard, sizes[shard]), needed))
                 for shard, (shard_items, last) in zip(needed, pages, strict=True):
                     merge.feed(shard, shard_items, last)
                 continue
