@@ -7,10 +7,11 @@ Run from the repository root (about a minute against a fresh local cluster):
 
 1. Read fan-out. For each shard count S: one partition key of table `audit` (file_path
    S, ts N, on-demand) holds `--items` items of ~200 bytes spread over S shards with a
-   fixed random suffix (loaded, not measured). Measured: reading the whole key through
-   `ShardedTable.query_all` (pages of `--page`), repeated `--reps` times: median time
-   per full read, Query requests and items read (ScannedCount, what DynamoDB charges)
-   per full read, items/s; and a single-item read: computed
+   fixed random suffix (loaded, not measured). Measured: reading the whole key, as one
+   stream (`ShardedTable.query_all(page=--page)`) and page by page through cursors
+   (`query(limit=--page, cursor=...)`), `--reps` times each: median time per full read,
+   Query requests and items read (ScannedCount, what DynamoDB charges) per full read,
+   items/s; and a single-item read: computed
    suffix (1 GetItem) against random suffix (S concurrent GetItems), median of 200.
 2. Growth under a partition limit. Partita does not throttle partitions yet (P4), so a
    botocore `before-call` hook limits each physical partition key to `--key-limit`
@@ -28,12 +29,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import statistics
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -93,6 +96,38 @@ class QueryCounter:
             self.scanned += int(parsed.get("ScannedCount", 0))
 
 
+def _by_cursor(table: ShardedTable, path: str, page: int) -> Iterator[dict[str, Any]]:
+    cursor: str | None = None
+    while True:
+        got = table.query(path, limit=page, cursor=cursor)
+        yield from got.items
+        if got.cursor is None:
+            return
+        cursor = got.cursor
+
+
+def _measure(
+    queries: QueryCounter, reps: int, items: int, read: Callable[[], Iterator[Any]]
+) -> dict[str, Any]:
+    """Median time of a full read of the key, and the Queries and items read per full read."""
+    times = []
+    for _ in range(reps):
+        before, scanned_before = queries.count, queries.scanned
+        start = time.perf_counter()
+        got = sum(1 for _ in read())
+        times.append(time.perf_counter() - start)
+        if got != items:
+            raise AssertionError(f"read {got} items of {items}")
+        per_read, read_per_read = queries.count - before, queries.scanned - scanned_before
+    median = statistics.median(times)
+    return {
+        "read_ms_median": round(median * 1000, 1),
+        "queries_per_read": per_read,
+        "items_read_per_read": read_per_read,
+        "items_per_s": round(items / median),
+    }
+
+
 def read_fanout(ddb: Any, shard_counts: list[int], items: int, page: int, reps: int) -> list[dict[str, Any]]:
     queries = QueryCounter()
     ddb.meta.events.register("after-call.dynamodb.Query", queries)
@@ -101,16 +136,9 @@ def read_fanout(ddb: Any, shard_counts: list[int], items: int, page: int, reps: 
         path = f"/shared/{uuid.uuid4().hex[:8]}/firetvGen2.txt"
         with ShardedTable(ddb, TABLE, partition_key="file_path", sort_key="ts", shards=shards) as table:
             with ThreadPoolExecutor(8) as pool:
-                list(pool.map(lambda ts: table.put_item(_entry(path, ts)), range(items)))  # noqa: B023
-            times = []
-            for _ in range(reps):
-                before, scanned_before = queries.count, queries.scanned
-                start = time.perf_counter()
-                got = sum(1 for _ in table.query_all(path, limit=page))
-                times.append(time.perf_counter() - start)
-                assert got == items, (got, items)
-                per_read = queries.count - before
-                read_per_read = queries.scanned - scanned_before
+                list(pool.map(table.put_item, (_entry(path, ts) for ts in range(items))))
+            stream = _measure(queries, reps, items, functools.partial(table.query_all, path, page=page))
+            pages = _measure(queries, reps, items, functools.partial(_by_cursor, table, path, page))
         get_times: dict[str, float] = {}
         for suffix in (Suffix.COMPUTED, Suffix.RANDOM):
             with ShardedTable(ddb, TABLE, partition_key="file_path", sort_key="ts", shards=shards,
@@ -123,16 +151,13 @@ def read_fanout(ddb: Any, shard_counts: list[int], items: int, page: int, reps: 
                     table.get_item(point, {"N": "7"})
                     samples.append(time.perf_counter() - start)
                 get_times[suffix.value] = statistics.median(samples) * 1000
-        median = statistics.median(times)
         rows.append(
             {
                 "shards": shards,
                 "items": items,
                 "page": page,
-                "read_ms_median": round(median * 1000, 1),
-                "queries_per_read": per_read,
-                "items_read_per_read": read_per_read,
-                "items_per_s": round(items / median),
+                "stream": stream,
+                "pages": pages,
                 "get_ms_computed": round(get_times["computed"], 2),
                 "get_ms_random": round(get_times["random"], 2),
             }

@@ -178,7 +178,7 @@ def test_the_sort_key_condition_filter_and_descending_order_apply_across_shards(
         items = list(
             table.query_all(
                 path,
-                limit=7,
+                page=7,
                 forward=False,
                 sort_key_condition="ts BETWEEN :lo AND :hi",
                 FilterExpression="op = :w",
@@ -349,7 +349,7 @@ def test_partition_throttles_grow_the_shard_count_until_the_hot_key_is_absorbed(
     assert [e.count for e in meta.history] == list(range(1, meta.number_of_shards + 1))
     # The accepted writes spread over the new shards: more than one physical key took writes.
     assert len([k for k in limit.admitted if k.startswith(path)]) > 1
-    read = [int(i["ts"]["N"]) for i in writers[0].query_all(path, limit=64)]
+    read = [int(i["ts"]["N"]) for i in writers[0].query_all(path, page=64)]
     assert read == list(range(600))
 
 

@@ -227,13 +227,8 @@ class DynamicShardedTable:
         )  # fmt: skip
 
     def query_all(self, partition_key: str, **kwargs: Any) -> Iterator[Item]:
-        cursor: str | None = None
-        while True:
-            page = self.query(partition_key, cursor=cursor, **kwargs)
-            yield from page.items
-            if page.cursor is None:
-                return
-            cursor = page.cursor
+        """Every item of the key in sort-key order, one stream (shards as of its start)."""
+        return self._reader.query_all(partition_key, self._read_span(partition_key), **kwargs)
 
     def get_item(self, partition_key: str, sort_key: AttributeValue, **kwargs: Any) -> Item | None:
         """The item with this key, looked up in every shard concurrently."""

@@ -114,6 +114,7 @@ class ShardedTable:
         )  # fmt: skip
 
     def query_all(self, partition_key: str, **kwargs: Any) -> Iterator[Item]:
+        """Every item of the key in sort-key order, one stream (see ShardedReader.query_all)."""
         return self._reader.query_all(partition_key, self.shards, **kwargs)
 
     def _candidate_shards(self, partition_key: str, sort_key: AttributeValue) -> list[int]:

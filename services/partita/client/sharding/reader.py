@@ -7,7 +7,7 @@ pure `ShardMerge`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +39,12 @@ def fetch_limit(remaining: int, width: int, previous: int | None) -> int:
     share = -(-remaining * 5 // (4 * max(1, width))) + 1
     wanted = share if previous is None else max(share, 2 * previous)
     return max(1, min(remaining, wanted))
+
+
+def _check_kwargs(query_kwargs: Mapping[str, Any]) -> None:
+    reserved = _RESERVED & set(query_kwargs)
+    if reserved:
+        raise ValueError(f"the sharded read sets {sorted(reserved)} itself")
 
 
 @dataclass(frozen=True)
@@ -77,50 +83,80 @@ class ShardedReader:
         """
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        reserved = _RESERVED & set(query_kwargs)
-        if reserved:
-            raise ValueError(f"the sharded read sets {sorted(reserved)} itself")
+        _check_kwargs(query_kwargs)
         previous = ShardCursor.decode(cursor) if cursor is not None else None
         merge = ShardMerge(partition_key, self.sort_key_name, span, forward, previous)
         items: list[Item] = []
-
-        def fetch(shard: int, want: int) -> tuple[list[Item], AttributeValue | None]:
-            start = merge.start_of(shard)
-            return self._query_shard(
-                partition_key, shard, start, want, forward, sort_key_condition, query_kwargs
-            )
-
-        sizes: dict[int, int] = {}  # per shard, the Limit of its last Query in this page
-        for _ in range(MAX_ROUNDS_PER_PAGE):
-            needed = merge.needs()
-            if needed:
-                for shard in needed:
-                    sizes[shard] = fetch_limit(limit - len(items), merge.width, sizes.get(shard))
-                if len(needed) == 1:  # no fan-out to wait for: skip the pool's hand-off
-                    pages = [fetch(needed[0], sizes[needed[0]])]
-                else:
-                    pages = list(self.executor.map(lambda shard: fetch(shard, sizes[shard]), needed))
-                for shard, (shard_items, last) in zip(needed, pages, strict=True):
-                    merge.feed(shard, shard_items, last)
-                continue
-            while len(items) < limit and not merge.needs():
-                item = merge.pop()
-                if item is None:
-                    break
-                items.append({**item, self.partition_key_name: {"S": partition_key}})
-            if len(items) >= limit or merge.finished():
+        stream = self._merged(
+            merge, lambda: limit - len(items), MAX_ROUNDS_PER_PAGE, sort_key_condition, query_kwargs
+        )
+        for item in stream:
+            items.append(item)
+            if len(items) >= limit:
                 break
         return Page(items, None if merge.finished() else merge.cursor().encode())
 
-    def query_all(self, partition_key: str, span: int, **kwargs: Any) -> Iterator[Item]:
-        """Every item, page after page (each page re-reads the shard count it is given)."""
-        cursor: str | None = None
+    def query_all(
+        self,
+        partition_key: str,
+        span: int,
+        *,
+        page: int = DEFAULT_PAGE_SIZE,
+        forward: bool = True,
+        sort_key_condition: str | None = None,
+        **query_kwargs: Any,
+    ) -> Iterator[Item]:
+        """Every item of shards 1..span in sort-key order, as one stream.
+
+        Unlike following cursors, no item is read twice: the merge stays open, and each
+        shard is asked for about `page` items at a time.
+        """
+        if page < 1:
+            raise ValueError("page must be at least 1")
+        _check_kwargs(query_kwargs)
+        merge = ShardMerge(partition_key, self.sort_key_name, span, forward)
+        yield from self._merged(merge, lambda: page, None, sort_key_condition, query_kwargs)
+
+    def _merged(
+        self,
+        merge: ShardMerge,
+        wanted: Callable[[], int],
+        max_rounds: int | None,
+        sort_key_condition: str | None,
+        query_kwargs: Mapping[str, Any],
+    ) -> Iterator[Item]:
+        """Items in merged order, querying the shards that ran dry as the merge needs them.
+
+        Every round advances each queried shard (or finds its end), so the rounds are
+        bounded by the data; `max_rounds` also bounds them for one page (see
+        MAX_ROUNDS_PER_PAGE).
+        """
+        sizes: dict[int, int] = {}  # per shard, the Limit of its last Query
+
+        def fetch(shard: int) -> tuple[list[Item], AttributeValue | None]:
+            return self._query_shard(
+                merge.partition_key, shard, merge.start_of(shard), sizes[shard], merge.forward,
+                sort_key_condition, query_kwargs,
+            )  # fmt: skip
+
+        rounds = 0
         while True:
-            page = self.query(partition_key, span, cursor=cursor, **kwargs)
-            yield from page.items
-            if page.cursor is None:
+            needed = merge.needs()
+            if needed:
+                if max_rounds is not None and rounds >= max_rounds:
+                    return
+                rounds += 1
+                for shard in needed:
+                    sizes[shard] = fetch_limit(wanted(), merge.width, sizes.get(shard))
+                # One shard has no fan-out to wait for: skip the pool's hand-off.
+                pages = [fetch(needed[0])] if len(needed) == 1 else list(self.executor.map(fetch, needed))
+                for shard, (shard_items, last) in zip(needed, pages, strict=True):
+                    merge.feed(shard, shard_items, last)
+                continue
+            item = merge.pop()
+            if item is None:
                 return
-            cursor = page.cursor
+            yield {**item, self.partition_key_name: {"S": merge.partition_key}}
 
     def _query_shard(
         self,
