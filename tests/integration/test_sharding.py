@@ -9,6 +9,7 @@ the library makes, reaches the cluster.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 import uuid
@@ -469,3 +470,74 @@ def test_a_writer_sees_a_rivals_new_count_once_its_cache_expires(
         now[0] += 5.0
         meta = cached.metadata(path)
         assert meta is not None and meta.number_of_shards == 2
+
+
+class FakeTime:
+    """The writer's clock and sleep: sleeping advances the clock at once."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+        self.slept = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept += seconds
+        self.now += seconds
+
+
+class ThrottleShards:
+    """Answers every PutItem to the given shards with a partition-level throttle."""
+
+    def __init__(self, table: str, shards: set[int]) -> None:
+        self.table, self.shards = table, shards
+        self.throttled = 0
+
+    def __call__(self, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        body = json.loads(params["body"])
+        if body.get("TableName") != self.table:
+            return None
+        if int(body["Item"]["file_path"]["S"].rsplit("_", 1)[1]) not in self.shards:
+            return None
+        self.throttled += 1
+        error = {
+            "Error": {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"},
+            "ThrottlingReasons": [{"reason": "TableWriteKeyRangeThroughputExceeded", "resource": self.table}],
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+        return AWSResponse("http://127.0.0.1/", 400, {}, None), error
+
+
+def test_a_throttled_writer_waits_out_the_cooldown_and_its_backoff_then_grows_once(
+    cluster: Cluster, ddb: Any, audit: str, audit_meta: str
+) -> None:
+    """End to end with an injected clock: shard 1 of the key is throttled, always.
+
+    The count last changed at T0+1, so with a 60 s cooldown and a 1-10 s back-off the
+    writer may grow no earlier than T0+62 and no later than T0+72 (plus one retry
+    delay); it grows exactly once, and its write lands on the new shard 2.
+    """
+    path = _path()
+    start = float(int(time.time()))
+    fake = FakeTime(start)
+    hook = ThrottleShards(audit, {1})
+    client = cluster.client(config=NO_RETRIES)
+    client.meta.events.register("before-call.dynamodb.PutItem", hook)
+    policy = GrowthPolicy(cooldown=60.0, backoff_min=1.0, backoff_max=10.0)
+    with DynamicShardedTable(
+        client, audit, audit_meta, partition_key="file_path", sort_key="ts", policy=policy, cache_ttl=0.0,
+        clock=fake.clock, sleep=fake.sleep, rng=random.Random(5), write_timeout=600, max_attempts=5_000,
+    ) as table:  # fmt: skip
+        before = table.resize(path, 1)  # a change at T0+1: the cooldown runs from there
+        assert before.last_updated == start + 1
+        table.put_item(_entry(path, 1))
+        stats = table.stats
+    meta = from_item(_raw_meta(ddb, audit_meta, path), "file_path")
+    assert meta.number_of_shards == 2
+    assert start + 62 <= meta.last_updated <= start + 73
+    assert stats.changes == 2 and stats.writes == 1  # the resize and one growth
+    assert stats.throttles == hook.throttled > 60  # it retried through the cooldown
+    assert fake.slept >= 61
+    stored = ddb.get_item(TableName=audit, Key={"file_path": {"S": sharded_key(path, 2)}, "ts": {"N": "1"}})
+    assert "Item" in stored

@@ -7,10 +7,15 @@ import random
 
 import pytest
 
-from partita.client.sharding.metadata import new_metadata
+from partita.client.sharding.metadata import ShardMetadata, new_metadata
 from partita.client.sharding.policy import GrowthPlanner, GrowthPolicy, RetryDelays, Verdict
 
 POLICY = GrowthPolicy(cooldown=60.0, backoff_min=1.0, backoff_max=10.0, max_shards=8)
+
+
+def changed_at(epoch: int, count: int = 2, key: str = "/f") -> ShardMetadata:
+    """The metadata of a key whose count last changed (to `count`) at `epoch`."""
+    return new_metadata(key, 1, epoch - 500).changed_to(count, epoch)
 
 
 class FixedRandom(random.Random):
@@ -26,7 +31,7 @@ class FixedRandom(random.Random):
 
 def test_within_the_cooldown_the_writer_only_retries_the_write() -> None:
     planner = GrowthPlanner(POLICY)
-    meta = new_metadata("/f", 2, 1000)
+    meta = changed_at(1000)
     for now in (1000.0, 1030.0, 1059.99):
         assert planner.on_partition_throttle(meta, now, random.Random(1)).verdict is Verdict.RETRY_WRITE
     assert planner.pending("/f") is None
@@ -34,7 +39,7 @@ def test_within_the_cooldown_the_writer_only_retries_the_write() -> None:
 
 def test_after_the_cooldown_the_writer_counts_down_its_random_backoff_then_grows() -> None:
     planner = GrowthPlanner(POLICY)
-    meta = new_metadata("/f", 2, 1000)
+    meta = changed_at(1000)
     rng = FixedRandom(0.5)  # back-off 5.5 s
     first = planner.on_partition_throttle(meta, 1060.0, rng)
     assert first.verdict is Verdict.RETRY_WRITE
@@ -48,13 +53,13 @@ def test_after_the_cooldown_the_writer_counts_down_its_random_backoff_then_grows
 def test_the_backoff_counts_from_the_end_of_the_cooldown_when_the_throttle_came_earlier() -> None:
     """A throttle seen long after the cooldown ended starts the count-down from that moment."""
     planner = GrowthPlanner(POLICY)
-    meta = new_metadata("/f", 2, 1000)
+    meta = changed_at(1000)
     planner.on_partition_throttle(meta, 5000.0, FixedRandom(0.0))
     assert planner.pending("/f") == pytest.approx(5001.0)
 
 
 def test_backoffs_of_many_writers_spread_over_the_seeds_1_to_10_seconds() -> None:
-    meta = new_metadata("/f", 2, 1000)
+    meta = changed_at(1000)
     dues = []
     for seed in range(500):
         planner = GrowthPlanner(POLICY)
@@ -70,7 +75,7 @@ def test_backoffs_of_many_writers_spread_over_the_seeds_1_to_10_seconds() -> Non
 
 def test_a_count_raised_by_someone_else_voids_the_plan_and_restarts_the_cooldown() -> None:
     planner = GrowthPlanner(POLICY)
-    meta = new_metadata("/f", 2, 1000)
+    meta = changed_at(1000)
     planner.on_partition_throttle(meta, 1060.0, FixedRandom(0.5))
     grown = meta.changed_to(3, 1062)
     assert planner.on_partition_throttle(grown, 1066.0, FixedRandom(0.5)).verdict is Verdict.RETRY_WRITE
@@ -79,16 +84,25 @@ def test_a_count_raised_by_someone_else_voids_the_plan_and_restarts_the_cooldown
     assert later.verdict is Verdict.RETRY_WRITE and planner.pending("/f") == pytest.approx(1123.0)
 
 
+def test_a_key_that_never_changed_grows_after_the_backoff_alone() -> None:
+    """Its creation added no shards to wait for: a key hot from its first write need not sit out the cooldown."""
+    planner = GrowthPlanner(POLICY)
+    created = new_metadata("/f", 1, 1000)
+    first = planner.on_partition_throttle(created, 1000.5, FixedRandom(0.0))
+    assert first.verdict is Verdict.RETRY_WRITE and first.grow_in == pytest.approx(1.0)
+    assert planner.on_partition_throttle(created, 1001.5, FixedRandom(0.0)).verdict is Verdict.GROW_NOW
+
+
 def test_plans_are_per_partition_key() -> None:
     planner = GrowthPlanner(POLICY)
-    planner.on_partition_throttle(new_metadata("/a", 1, 0), 100.0, FixedRandom(0.0))
+    planner.on_partition_throttle(changed_at(0, key="/a"), 100.0, FixedRandom(0.0))
     assert planner.pending("/a") == pytest.approx(101.0)
     assert planner.pending("/b") is None
 
 
 def test_at_max_shards_growth_is_not_attempted() -> None:
     planner = GrowthPlanner(POLICY)
-    meta = new_metadata("/f", 8, 0)
+    meta = changed_at(0, 8)
     decision = planner.on_partition_throttle(meta, 10_000.0, random.Random(1))
     assert decision.verdict is Verdict.AT_LIMIT and math.isinf(decision.grow_in)
 

@@ -5,7 +5,8 @@ so tests drive it with a fake clock and a seeded generator.
 
 The seed's rules:
 - cooldown: if the count changed less than `cooldown` seconds ago, do not touch the
-  metadata item; retry the write (it lands on one of the shards just added);
+  metadata item; retry the write (it lands on one of the shards just added). The
+  item's creation is not a change: a key hot from its first write need not wait;
 - random back-off: once the cooldown has run out, each writer waits its own random
   1..10 s before trying the conditional update, so a crowd of throttled writers does
   not stampede the item the instant the cooldown ends.
@@ -85,7 +86,11 @@ class GrowthPlanner:
         if meta.number_of_shards >= self.policy.max_shards:
             self._plans.pop(meta.partition_key, None)
             return Decision(Verdict.AT_LIMIT)
-        cooldown_ends = meta.last_updated + self.policy.cooldown
+        # The cooldown lets shards just added absorb the load before judging again; a key
+        # that never changed (only its creation in the history) has no such shards, so a
+        # key that is hot from its first write grows after the back-off alone.
+        changed = len(meta.history) > 1
+        cooldown_ends = meta.last_updated + self.policy.cooldown if changed else float("-inf")
         if now < cooldown_ends:
             self._plans.pop(meta.partition_key, None)
             return Decision(Verdict.RETRY_WRITE)
