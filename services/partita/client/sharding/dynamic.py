@@ -84,6 +84,8 @@ class DynamicShardedTable:
         rng: random.Random | None = None,
         max_workers: int = DEFAULT_WORKERS,
     ) -> None:
+        if max_attempts < 1 or write_timeout <= 0:
+            raise ValueError("max_attempts must be at least 1 and write_timeout positive")
         self.client = client
         self.table_name = table_name
         self.partition_key = partition_key
@@ -132,8 +134,7 @@ class DynamicShardedTable:
         deadline = self._clock() + self.write_timeout
         throttle: ClientError | None = None
         for attempt in range(self.max_attempts):
-            meta = self._cache.get(partition_key, create=True)
-            assert meta is not None  # create=True always yields an item
+            meta = self._cache.get_or_create(partition_key)
             shard = random_shard(meta.number_of_shards, self._rng)
             physical = {**item, self.partition_key: {"S": sharded_key(partition_key, shard)}}
             try:
@@ -150,7 +151,8 @@ class DynamicShardedTable:
                 break
             if wait > 0:
                 self._sleep(wait)
-        assert throttle is not None
+        if throttle is None:  # unreachable: max_attempts >= 1 and every attempt was throttled
+            raise RuntimeError("no write attempt was made")
         raise throttle
 
     def _after_throttle(self, meta: ShardMetadata, err: ClientError, attempt: int) -> float:
@@ -179,8 +181,7 @@ class DynamicShardedTable:
         another writer already grew the count: adopt that instead of growing again.
         Losing the conditional update to a rival is not an error either.
         """
-        fresh = self._store.read(partition_key) or self._cache.get(partition_key, create=True)
-        assert fresh is not None
+        fresh = self._store.read(partition_key) or self._cache.get_or_create(partition_key)
         if seen is not None and fresh.last_updated != seen.last_updated:
             self._cache.put(fresh)
             self._count("adopted")
@@ -198,8 +199,7 @@ class DynamicShardedTable:
         to the shards above the new count stay there. Returns the item afterwards, which
         is a rival's if another writer changed it first.
         """
-        fresh = self._store.read(partition_key) or self._cache.get(partition_key, create=True)
-        assert fresh is not None
+        fresh = self._store.read(partition_key) or self._cache.get_or_create(partition_key)
         return self._replace(fresh, fresh.changed_to(count, int(self._clock()), self.history_limit))
 
     def _replace(self, fresh: ShardMetadata, wanted: ShardMetadata) -> ShardMetadata:
@@ -208,15 +208,13 @@ class DynamicShardedTable:
             self._count("changes")
             return wanted
         self._count("lost_races")
-        current = self._cache.refresh(fresh.partition_key)
-        assert current is not None
-        return current
+        return self._cache.refresh(fresh.partition_key)
 
     # --- readers ---------------------------------------------------------------------
 
     def metadata(self, partition_key: str) -> ShardMetadata | None:
         """The key's metadata item as cached (at most `cache_ttl` seconds old)."""
-        return self._cache.get(partition_key, create=False)
+        return self._cache.get(partition_key)
 
     def query(self, partition_key: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None,
               forward: bool = True, sort_key_condition: str | None = None, **kwargs: Any) -> Page:  # fmt: skip
@@ -245,7 +243,7 @@ class DynamicShardedTable:
         return next((item for item in found if item is not None), None)
 
     def _read_span(self, partition_key: str) -> int:
-        meta = self._cache.get(partition_key, create=False)
+        meta = self._cache.get(partition_key)
         return meta.read_span if meta is not None else self._cache.initial_shards
 
     def _record(self, out: dict[str, Any]) -> None:

@@ -105,23 +105,31 @@ class CachedMetadata:
     _items: dict[str, tuple[float, ShardMetadata]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, partition_key: str, *, create: bool) -> ShardMetadata | None:
+    def get(self, partition_key: str) -> ShardMetadata | None:
+        """The key's item, from the cache while it is younger than `ttl`; None if it has none."""
         now = self.clock()
         with self._lock:
             cached = self._items.get(partition_key)
         if cached is not None and now - cached[0] < self.ttl:
             return cached[1]
         meta = self.store.read(partition_key)
-        if meta is None and create:
-            meta = self.store.create(partition_key, self.initial_shards, int(now))
         if meta is not None:
             self.put(meta)
         return meta
 
-    def refresh(self, partition_key: str) -> ShardMetadata | None:
+    def get_or_create(self, partition_key: str) -> ShardMetadata:
+        """The key's item; a key seen for the first time gets one with `initial_shards`."""
+        meta = self.get(partition_key)
+        if meta is None:
+            meta = self.store.create(partition_key, self.initial_shards, int(self.clock()))
+            self.put(meta)
+        return meta
+
+    def refresh(self, partition_key: str) -> ShardMetadata:
+        """The item as stored now (it exists: the caller saw it)."""
         with self._lock:
             self._items.pop(partition_key, None)
-        return self.get(partition_key, create=False)
+        return self.get_or_create(partition_key)
 
     def put(self, meta: ShardMetadata) -> None:
         """Adopt `meta` unless the cache already holds a newer version."""
