@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -541,3 +543,51 @@ def test_a_throttled_writer_waits_out_the_cooldown_and_its_backoff_then_grows_on
     assert fake.slept >= 61
     stored = ddb.get_item(TableName=audit, Key={"file_path": {"S": sharded_key(path, 2)}, "ts": {"N": "1"}})
     assert "Item" in stored
+
+
+GROWER = """
+import json, sys, time
+import boto3
+from botocore.config import Config
+from partita.client.sharding import DynamicShardedTable, GrowthPolicy
+
+endpoint, key, secret, table, meta_table, path, start_at, rounds = sys.argv[1:]
+client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=key,
+                      aws_secret_access_key=secret, config=Config(retries={"max_attempts": 1}))
+policy = GrowthPolicy(cooldown=0, backoff_min=0, backoff_max=0, max_shards=1000)
+with DynamicShardedTable(client, table, meta_table, partition_key="file_path", sort_key="ts", policy=policy,
+                         cache_ttl=0) as sharded:
+    time.sleep(max(0.0, float(start_at) - time.time()))
+    for _ in range(int(rounds)):
+        sharded.grow(path)
+    print(json.dumps({"changes": sharded.stats.changes, "lost": sharded.stats.lost_races}))
+"""
+
+
+def test_writer_processes_racing_to_grow_never_lose_an_update(
+    cluster: Cluster, ddb: Any, audit: str, audit_meta: str
+) -> None:
+    """The same race as with threads, between real processes, started at one instant."""
+    path = _path()
+    with _dynamic(cluster, audit, audit_meta) as table:
+        table.put_item(_entry(path, 0))
+    cred = cluster.credentials()
+    start_at = time.time() + 3.0
+    argv = [cluster.endpoint, cred["access_key_id"], cred["secret_access_key"], audit, audit_meta, path,
+            str(start_at), "8"]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", GROWER, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(4)
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        results.append(json.loads(out))
+    won = sum(r["changes"] for r in results)
+    assert won + sum(r["lost"] for r in results) == 4 * 8
+    meta = from_item(_raw_meta(ddb, audit_meta, path), "file_path")
+    assert meta.number_of_shards == 1 + won
+    assert [e.count for e in meta.history] == list(range(1, meta.number_of_shards + 1))[-20:]
