@@ -31,6 +31,7 @@ from partita.client.sharding import (
     GrowthPolicy,
     ProvisionedCapacitySignal,
     ShardedTable,
+    ShardsInUse,
     Suffix,
     computed_shard,
     sharded_key,
@@ -591,3 +592,34 @@ def test_writer_processes_racing_to_grow_never_lose_an_update(
     meta = from_item(_raw_meta(ddb, audit_meta, path), "file_path")
     assert meta.number_of_shards == 1 + won
     assert [e.count for e in meta.history] == list(range(1, meta.number_of_shards + 1))[-20:]
+
+
+def test_shards_above_a_shrunk_count_are_retired_only_when_unused_and_empty(
+    cluster: Cluster, ddb: Any, audit: str, audit_meta: str
+) -> None:
+    path = _path()
+    fake = FakeTime(float(int(time.time())))
+    with _dynamic(cluster, audit, audit_meta, cache_ttl=5.0, clock=fake.clock, rng=random.Random(3)) as table:
+        table.resize(path, 4)
+        for ts in range(40):
+            table.put_item(_entry(path, ts))
+        fake.now += 6
+        shrunk = table.resize(path, 2)
+        assert (shrunk.number_of_shards, shrunk.read_span) == (2, 4)
+        with pytest.raises(ShardsInUse, match="wider count"):
+            table.retire_shards(path)  # writers may still hold the count of 4
+        fake.now += 6
+        with pytest.raises(ShardsInUse, match=r"shards \[3, 4\]"):
+            table.retire_shards(path)
+        kept = list(table.query_all(path))
+        assert len(kept) == 40
+        for shard in (3, 4):  # the application expires the old shards' items
+            out = ddb.query(TableName=audit, KeyConditionExpression="file_path = :p",
+                            ExpressionAttributeValues={":p": {"S": sharded_key(path, shard)}})  # fmt: skip
+            for item in out["Items"]:
+                ddb.delete_item(TableName=audit, Key={"file_path": item["file_path"], "ts": item["ts"]})
+        retired = table.retire_shards(path)
+        assert (retired.number_of_shards, retired.read_span) == (2, 2)
+        remaining = [int(i["ts"]["N"]) for i in table.query_all(path)]
+    assert 0 < len(remaining) < 40 and remaining == sorted(remaining)
+    assert from_item(_raw_meta(ddb, audit_meta, path), "file_path").read_span == 2

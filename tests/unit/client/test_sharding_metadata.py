@@ -95,3 +95,13 @@ def test_a_count_below_one_is_refused() -> None:
         new_metadata("/f", 0, 1)
     with pytest.raises(ValueError):
         new_metadata("/f", 1, 1).changed_to(0, 2)
+
+
+def test_retiring_drops_the_wider_entries_and_records_itself() -> None:
+    meta = new_metadata("/f", 1, 0).changed_to(4, 10).changed_to(2, 20)
+    assert meta.read_span == 4
+    retired = meta.retired(30)
+    assert retired.read_span == 2 and retired.number_of_shards == 2
+    assert [str(e) for e in retired.history] == ["0:1", "20:2", "30:2"]
+    assert retired.last_updated == 30
+    assert meta.retired(20).last_updated == 21  # still strictly increasing

@@ -9,7 +9,7 @@
 See docs/sharding.md.
 """
 
-from partita.client.sharding.dynamic import DynamicShardedTable, WriterStats
+from partita.client.sharding.dynamic import DynamicShardedTable, ShardsInUse, WriterStats
 from partita.client.sharding.fixed import ShardedTable
 from partita.client.sharding.keys import Suffix, computed_shard, sharded_key
 from partita.client.sharding.metadata import HistoryEntry, ShardMetadata
@@ -38,6 +38,7 @@ __all__ = [
     "RetryDelays",
     "ShardMetadata",
     "ShardedTable",
+    "ShardsInUse",
     "Suffix",
     "ThrottleSignal",
     "ThrottlingReasonsSignal",

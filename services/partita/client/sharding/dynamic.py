@@ -40,6 +40,10 @@ from partita.client.sharding.store import CachedMetadata, MetadataStore
 THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException"})
 
 
+class ShardsInUse(RuntimeError):
+    """Shards cannot be retired yet: writers may still use them, or they hold items."""
+
+
 @dataclass
 class WriterStats:
     """What this writer did, for logs and tests (counts since creation)."""
@@ -201,6 +205,38 @@ class DynamicShardedTable:
         """
         fresh = self._store.read(partition_key) or self._cache.get_or_create(partition_key)
         return self._replace(fresh, fresh.changed_to(count, int(self._clock()), self.history_limit))
+
+    def retire_shards(self, partition_key: str) -> ShardMetadata:
+        """After a shrink, stop reading the shards above the count once they are empty.
+
+        Refused (ShardsInUse) within `cache_ttl` of the last change, while writers may
+        still use the wider count they cached, and while any retired shard holds an
+        item (delete or expire them first). Returns the item afterwards.
+        """
+        fresh = self._store.read(partition_key)
+        if fresh is None or fresh.read_span == fresh.number_of_shards:
+            return fresh or self._cache.get_or_create(partition_key)
+        if self._clock() - fresh.last_updated <= self._cache.ttl:
+            raise ShardsInUse(f"writers may use the wider count for {self._cache.ttl} s after a change")
+        busy = [
+            n
+            for n in range(fresh.number_of_shards + 1, fresh.read_span + 1)
+            if self._holds_items(partition_key, n)
+        ]
+        if busy:
+            raise ShardsInUse(f"shards {busy} of {partition_key!r} still hold items")
+        return self._replace(fresh, fresh.retired(int(self._clock())))
+
+    def _holds_items(self, partition_key: str, shard: int) -> bool:
+        out = self.client.query(
+            TableName=self.table_name,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": self.partition_key},
+            ExpressionAttributeValues={":pk": {"S": sharded_key(partition_key, shard)}},
+            ConsistentRead=True,
+            Limit=1,
+        )
+        return bool(out.get("Items"))
 
     def _replace(self, fresh: ShardMetadata, wanted: ShardMetadata) -> ShardMetadata:
         if self._store.replace(fresh, wanted):

@@ -73,6 +73,17 @@ class ShardMetadata:
         history = pruned((*self.history, HistoryEntry(epoch, count)), history_limit)
         return ShardMetadata(self.partition_key, count, epoch, history)
 
+    def retired(self, now: int) -> ShardMetadata:
+        """The item once the shards above the current count are known to be empty.
+
+        Drops the history entries wider than the current count (so `read_span` falls to
+        it) and records the retirement as a change of the count to itself.
+        """
+        epoch = max(now, self.last_updated + 1)
+        kept = tuple(entry for entry in self.history if entry.count <= self.number_of_shards)
+        return ShardMetadata(self.partition_key, self.number_of_shards, epoch,
+                             (*kept, HistoryEntry(epoch, self.number_of_shards)))  # fmt: skip
+
 
 def new_metadata(partition_key: str, count: int, now: int) -> ShardMetadata:
     """The item a writer inserts for a partition key it is the first to see."""
