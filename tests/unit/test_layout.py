@@ -48,6 +48,7 @@ def test_built_wheel_holds_both_roots_and_generated_code_and_imports(tmp_path: P
         "partita/router/app.py",
         "partita/storage/node.py",
         "partita/autoadmin/lifecycle.py",
+        "partita/client/sharding/dynamic.py",
         "partita/_proto/storage_pb2.py",
         "partita/_proto/storage_pb2_grpc.py",
     ):
