@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from partita.api import service_model
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import (
@@ -121,7 +122,8 @@ class DynamoApp:
             lookup=self.credentials.lookup,
         )
         target = request.headers.get("x-amz-target", "")
-        action = OPERATIONS.get(target[len(TARGET_PREFIX) :]) if target.startswith(TARGET_PREFIX) else None
+        operation = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else ""
+        action = OPERATIONS.get(operation)
         if action is None:
             raise errors.unknown_operation()
         try:
@@ -129,10 +131,15 @@ class DynamoApp:
         except orjson.JSONDecodeError:
             raise errors.serialization("Start of structure or map found where not expected.") from None
         if not isinstance(payload, dict):
-            raise errors.serialization("Start of structure or map found where not expected.")
+            raise errors.serialization(
+                "Start of list found where not expected"
+                if isinstance(payload, list)
+                else "Start of structure or map found where not expected."
+            )
+        # Coral's first stage, for every operation in OPERATIONS alike.
+        service_model.check_request(operation, payload)
         for table in tables_named(payload):
             if not credential.may_access(table):
-                operation = target[len(TARGET_PREFIX) :]
                 raise errors.access_denied(
                     f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
                     f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"
