@@ -222,7 +222,8 @@ def load_model() -> dict[str, Any]:
     return model
 
 
-_PLANS: dict[str, StructureCheck] = compile_model(load_model())
+_MODEL = load_model()
+_PLANS: dict[str, StructureCheck] = compile_model(_MODEL)
 _NO_MEMBERS = StructureCheck()
 
 
@@ -231,3 +232,9 @@ def check_request(operation: str, body: dict[str, Any]) -> None:
     raises its SerializationException. An operation the model does not describe (none
     Partita serves today) is checked as a structure without members."""
     _PLANS.get(operation, _NO_MEMBERS).check(body, 1)
+
+
+def input_members(operation: str) -> list[str]:
+    """The members of an operation's input shape, in the model's order."""
+    spec = _MODEL["operations"][operation].get("input")
+    return list(_MODEL["shapes"][spec["shape"]].get("members", {})) if spec else []
