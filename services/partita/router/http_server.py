@@ -231,13 +231,9 @@ class HttpProtocol(asyncio.Protocol):
 # so an SDK reports them as errors instead of failing to parse the answer. The service
 # framework's own errors spell the text "Message".
 _MALFORMED = (
-    b'{"__type":"com.amazon.coral.service#SerializationException",'
-    b'"Message":"Malformed HTTP request"}'
+    b'{"__type":"com.amazon.coral.service#SerializationException","Message":"Malformed HTTP request"}'
 )
-_TOO_LARGE = (
-    b'{"__type":"com.amazon.coral.service#SerializationException",'
-    b'"Message":"Request size exceeded"}'
-)
+_TOO_LARGE = b'{"__type":"com.amazon.coral.service#SerializationException","Message":"Request size exceeded"}'
 
 
 class _TooLarge(Exception):

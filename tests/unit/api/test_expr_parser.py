@@ -402,9 +402,7 @@ def test_deeply_nested_parentheses_get_a_validation_error_not_a_recursion_error(
     parse: Any, kind: str, inner: str | None, depth: int
 ) -> None:
     text = (
-        "SET a = " + "(" * depth + ":v" + ")" * depth
-        if inner is None
-        else "(" * depth + inner + ")" * depth
+        "SET a = " + "(" * depth + ":v" + ")" * depth if inner is None else "(" * depth + inner + ")" * depth
     )
     with pytest.raises(DynamoError) as info:
         parse(text, kind)

@@ -76,7 +76,8 @@ def check_tag_rules(tags: list[tuple[str, str]]) -> None:
             raise errors.validation(_INVALID + f"Tag keys and values may not start with '{_RESERVED_PREFIX}'")
         if not _TAG_TEXT.fullmatch(key) or not _TAG_TEXT.fullmatch(value):
             raise errors.validation(
-                _INVALID + "Tag keys and values may contain only letters, numbers, white space and + - = . _ : /"
+                _INVALID
+                + "Tag keys and values may contain only letters, numbers, white space and + - = . _ : /"
             )
     check_tag_count(len({key for key, _ in tags}))
 
