@@ -206,10 +206,8 @@ def test_a_deeply_nested_value_where_a_string_belongs_is_a_400(cluster: Any) -> 
 
 
 def test_a_document_nested_past_dynamodbs_limit_is_a_validation_error(cluster: Any, table_s: str) -> None:
-    value = '{"S": "x"}'
-    for _ in range(500):
-        value = '{"L": [%s]}' % value
-    body = ('{"TableName": "%s", "Item": {"pk": {"S": "deep"}, "d": %s}}' % (table_s, value)).encode()
+    value = '{"L": [' * 500 + '{"S": "x"}' + "]}" * 500
+    body = ('{"TableName": "' + table_s + '", "Item": {"pk": {"S": "deep"}, "d": ' + value + "}}").encode()
     status, answer = raw_call(cluster, "PutItem", body)
     assert (status, error_type(answer)) == (400, "ValidationException")
     assert message_of(answer) == "Nesting Levels have exceeded supported limits"

@@ -30,6 +30,8 @@ FUZZ = settings(
 OPERATIONS = [
     "PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
     "UpdateTable", "TagResource", "UntagResource", "ListTagsOfResource", "DescribeLimits",
+    # CreateTable never succeeds here: MEMBERS has no KeySchema/AttributeDefinitions.
+    "CreateTable", "DescribeTable", "DescribeEndpoints", "DeleteTable",
 ]  # fmt: skip
 MEMBERS = [
     "TableName", "Key", "Item", "ConditionExpression", "UpdateExpression", "KeyConditionExpression",
@@ -92,7 +94,48 @@ attribute_values = st.recursive(
                                st.dictionaries(st.text(max_size=4), children, max_size=3) | st.lists(children, max_size=3)),
     max_leaves=6,
 )  # fmt: skip
-expressions = st.lists(st.sampled_from(EXPRESSION_BITS), max_size=10).map(" ".join)
+flat_expressions = st.lists(st.sampled_from(EXPRESSION_BITS), max_size=10).map(" ".join)
+# Deep parenthesis nesting (a recursive-descent parser's stack) around any expression.
+expressions = flat_expressions | st.builds(
+    lambda depth, inner: "(" * depth + inner + ")" * depth, st.integers(1, 400), flat_expressions
+)
+tags = st.lists(
+    st.fixed_dictionaries(
+        {"Key": json_values | st.text(max_size=130), "Value": json_values | st.text(max_size=4)}
+    ),
+    max_size=3,
+)
+# Legacy conditions, each member of which Coral type-checks (Exists is a Boolean, ...).
+expected = st.dictionaries(
+    st.sampled_from(["a", "pk", ""]),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "Exists": json_values,
+            "Value": attribute_values | json_values,
+            "ComparisonOperator": st.sampled_from(["EQ", "NULL", "BEGINS_WITH", "XX"]) | json_values,
+            "AttributeValueList": st.lists(attribute_values | st.none(), max_size=2) | json_values,
+        },
+    ),
+    max_size=2,
+)
+
+
+def request_items(table: str) -> st.SearchStrategy[Any]:
+    """Both batches' RequestItems, with nulls and wrong types where keys and requests go."""
+    keys = st.lists(
+        st.none() | st.dictionaries(st.sampled_from(["pk", "sk"]), attribute_values, max_size=2), max_size=3
+    )
+    reads = st.fixed_dictionaries({"Keys": keys | json_values}, optional={"ConsistentRead": json_values})
+    writes = st.lists(
+        st.none()
+        | st.fixed_dictionaries({"PutRequest": st.none() | st.fixed_dictionaries({"Item": json_values})})
+        | st.fixed_dictionaries({"DeleteRequest": st.fixed_dictionaries({"Key": st.none() | json_values})}),
+        max_size=3,
+    )
+    return st.dictionaries(
+        st.sampled_from([table, "no-such-table"]), reads | writes | json_values, max_size=2
+    )
 
 
 def _member_value(name: str, table: str) -> st.SearchStrategy[Any]:
@@ -109,12 +152,23 @@ def _member_value(name: str, table: str) -> st.SearchStrategy[Any]:
         return (
             st.dictionaries(st.sampled_from(["#n", "#m", "n"]), st.text(max_size=3), max_size=2) | json_values
         )
+    if name == "Tags":
+        return tags | json_values
+    if name == "Expected":
+        return expected | json_values
+    if name == "RequestItems":
+        return request_items(table) | json_values
     return json_values
+
+
+def _deep_text(depth: int, leaf: str) -> str:
+    """JSON nested `depth` levels, as text: orjson refuses to encode past 254 levels."""
+    return '{"a":[' * depth + leaf + "]}" * depth
 
 
 @st.composite
 def bodies(draw: st.DrawFn, table: str) -> bytes:
-    kind = draw(st.integers(0, 9))
+    kind = draw(st.integers(0, 12))
     if kind == 0:
         return draw(st.binary(max_size=64))
     if kind == 1:
@@ -124,6 +178,12 @@ def bodies(draw: st.DrawFn, table: str) -> bytes:
         return orjson.dumps(draw(json_values))  # any JSON, usually not an object
     members = draw(st.lists(st.sampled_from(MEMBERS), max_size=6, unique=True))
     body = {name: draw(_member_value(name, table)) for name in members}
+    if kind == 3 and members:
+        # One member (often where a string belongs) replaced by a value nested deeper
+        # than anything legitimate: no check may recurse its way to a 500.
+        deep = _deep_text(draw(st.integers(100, 1000)), draw(st.sampled_from(['"x"', "1", "null", "{}"])))
+        body[members[0]] = None
+        return orjson.dumps(body).replace(b"null", deep.encode(), 1)
     return orjson.dumps(body)
 
 
@@ -161,6 +221,31 @@ def test_deeply_nested_json_is_refused_cleanly(cluster: Any, fuzz_table: str) ->
     body = f'{{"TableName":"{fuzz_table}","Item":{{"pk":{{"S":"n"}},"sk":{{"N":"1"}},"deep":{nested}}}}}'
     status, answer = raw_call(cluster, "PutItem", body.encode())
     assert (status, answer["message"]) == (400, "Nesting Levels have exceeded supported limits")
+
+
+# The inputs that once reached a 500, kept as explicit examples of the corpus.
+KNOWN_500S = [
+    ("BatchGetItem", b'{"RequestItems": {"%(t)s": {"Keys": [null]}}}'),
+    ("PutItem", b'{"TableName": "%(t)s", "Item": {"pk": {"S": "a"}, "sk": {"N": "1"}}, "ConditionExpression": "'
+     + b"(" * 244 + b"pk = pk" + b")" * 244 + b'"}'),
+    ("Query", b'{"TableName": "%(t)s", "KeyConditionExpression": "' + b"(" * 300 + b"pk = :v" + b")" * 300
+     + b'", "ExpressionAttributeValues": {":v": {"S": "x"}}}'),
+    ("CreateTable", b'{"TableName": "t-deep", "BillingMode": ' + b"[" * 1000 + b"]" * 1000 + b"}"),
+    ("TagResource", b'{"ResourceArn": "arn:aws:dynamodb:us-east-1:000000000000:table/%(t)s", "Tags": [{"Key": "k", "Value": '
+     + b'{"a":' * 900 + b"1" + b"}" * 900 + b"}]}"),
+    ("CreateTable", b'{"TableName": "t-tags", "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],'
+     b' "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST",'
+     b' "Tags": [{"Key": null, "Value": {"a": 1}}]}'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("operation", "template"), KNOWN_500S)
+def test_inputs_that_once_got_a_500_get_a_400(
+    cluster: Any, fuzz_table: str, operation: str, template: bytes
+) -> None:
+    status, answer = raw_call(cluster, operation, template % {b"t": fuzz_table.encode()})
+    assert status == 400, answer
+    assert error_type(answer) not in ("", "InternalServerError"), answer
 
 
 @st.composite

@@ -97,7 +97,7 @@ def validate(body: Any) -> CreateTableRequest:
             _INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified "
             "when BillingMode is PAY_PER_REQUEST"
         )
-    defined: dict[str, str] = {}
+    defined: dict[str, Any] = {}  # names to "S"|"N"|"B", checked against the enum above
     for d in attr_defs:
         if d["AttributeName"] in defined:
             raise errors.validation(f"Duplicate AttributeName={d['AttributeName']} in AttributeDefinitions")
