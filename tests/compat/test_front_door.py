@@ -82,6 +82,16 @@ def test_an_expired_signature_for_an_unknown_operation_names_the_dates(cluster: 
     assert message_of(answer).startswith(f"Signature expired: {stale} is now earlier than ")
 
 
+def test_a_signature_from_too_far_in_the_future_for_an_unknown_operation_names_the_dates(
+    cluster: Any,
+) -> None:
+    future = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() + 20 * 60))
+    headers = cluster.signed_headers(UNKNOWN_OPERATION, b"{}", amz_date=future)
+    status, answer = cluster.post(b"{}", headers)
+    assert (status, error_type(answer)) == (400, "InvalidSignatureException")
+    assert message_of(answer).startswith(f"Signature not yet current: {future} is still later than ")
+
+
 def test_a_wrong_secret_for_an_unknown_operation_is_an_invalid_signature(cluster: Any) -> None:
     headers = cluster.signed_headers(UNKNOWN_OPERATION, b"{}", secret="y" * 40)
     status, answer = cluster.post(b"{}", headers)

@@ -256,3 +256,43 @@ async def test_other_paths_and_methods_are_not_found_with_a_json_error(
     response = await app(HttpRequest(method, path, "", {"host": "db.local:8000"}, b""))
     assert response.status == 404
     assert error_of(response)[0] == "UnknownOperationException"
+
+
+async def test_describe_endpoints_answers_the_configured_address(tmp_path: Path) -> None:
+    path = tmp_path / "credentials.json"
+    save(path, [ADMIN])
+    settings = RouterSettings(endpoint_address="db.example:8000")
+    app = DynamoApp(
+        RouterContext(TableCache(MemoryControlStore()), StorageClient(), settings), CredentialStore(path)
+    )
+    response = await app(signed("DescribeEndpoints", {}))
+    assert response.status == 200
+    assert orjson.loads(response.body) == {
+        "Endpoints": [{"Address": "db.example:8000", "CachePeriodInMinutes": 1440}]
+    }
+
+
+def test_a_wildcard_listen_address_is_advertised_as_the_machines_name() -> None:
+    import socket
+
+    from partita.router.context import endpoint_address
+
+    assert endpoint_address("127.0.0.1", 8000) == "127.0.0.1:8000"
+    assert endpoint_address("0.0.0.0", 8000) == f"{socket.getfqdn()}:8000"
+
+
+async def test_a_wrongly_typed_member_is_caught_before_the_operation_runs(app: DynamoApp) -> None:
+    response = await app(signed("CreateTable", {**CREATE_ORDERS, "BillingMode": [[["PAY_PER_REQUEST"]]]}))
+    assert error_of(response) == ("SerializationException", "Start of list found where not expected")
+    assert app.ctx.tables.get("Orders") is None
+
+
+async def test_constraint_violations_are_reported_together_before_the_operation_runs(app: DynamoApp) -> None:
+    body = {
+        **CREATE_ORDERS,
+        "BillingMode": "FREE",
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "PRIMARY"}],
+    }
+    code, message = error_of(await app(signed("CreateTable", body)))
+    assert code == "ValidationException"
+    assert message.startswith("2 validation errors detected: ")
