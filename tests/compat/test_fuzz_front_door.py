@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 import pytest
@@ -295,3 +297,51 @@ def test_a_refused_batch_writes_nothing(
         assert found == []
     else:
         assert len(found) == len(keys)
+
+
+def _raw_exchange(cluster: Any, request: bytes) -> bytes:
+    parts = urlsplit(cluster.endpoint)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(request)
+        chunks = []
+        for _ in range(100):  # bounded: every answer here closes the connection
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.partita_only
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.sampled_from([b"X-Amz-Target", b"Authorization", b"X-Amz-Date", b"Content-Type", b"X-Custom"]),
+    value=st.binary(min_size=1, max_size=40),
+    method=st.sampled_from([b"POST", b"GET", b"PUT", b"OPTIONS"]),
+)
+def test_any_header_bytes_get_an_answer_an_sdk_can_parse(
+    cluster: Any, name: bytes, value: bytes, method: bytes
+) -> None:
+    """Header values with NUL and other control bytes, any method: every answer is a
+    DynamoDB JSON error body (or the health check), never plain text or a dropped line."""
+    value = value.replace(b"\r", b"").replace(b"\n", b"")  # a line break would end the header
+    if not value:
+        value = b"\x00"
+    answer = _raw_exchange(
+        cluster,
+        method
+        + b" / HTTP/1.1\r\nHost: h\r\n"
+        + name
+        + b": "
+        + value
+        + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+    )
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 "), answer[:200]
+    status = int(head.split()[1])
+    if method == b"GET" and status == 200:
+        assert body.startswith(b"healthy")
+        return
+    assert 400 <= status < 500, answer[:300]
+    parsed = json.loads(body)
+    assert "#" in parsed["__type"] and not parsed["__type"].endswith("#InternalServerError")
