@@ -194,7 +194,8 @@ class Constraints:
             return False
         return True
 
-    def check_number(self, value: float, walk: Walk, path: str) -> None:
+    def check_number(self, value: int | float, walk: Walk, path: str) -> None:
+        # int | float, not float: compiled code would turn 0 into 0.0 in the message.
         if self.min is not None and value < self.min:
             walk.violation(value, path, f"Member must have value greater than or equal to {self.min}")
         elif self.max is not None and value > self.max:
