@@ -253,3 +253,11 @@ def test_244_nested_parentheses_in_an_expression_are_a_validation_error(
 def test_a_router_still_serves_after_the_hostile_inputs(cluster: Any, ddb: Any, table_s: str) -> None:
     ddb.put_item(TableName=table_s, Item={"pk": {"S": "after-hostile"}})
     assert ddb.get_item(TableName=table_s, Key={"pk": {"S": "after-hostile"}}, ConsistentRead=True)["Item"]
+
+
+def test_batch_write_item_with_null_in_a_tables_requests_is_a_validation_error(
+    cluster: Any, table_s: str
+) -> None:
+    body = orjson.dumps({"RequestItems": {table_s: [None]}})
+    status, answer = raw_call(cluster, "BatchWriteItem", body)
+    assert (status, error_type(answer)) == (400, "ValidationException")
