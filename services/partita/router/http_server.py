@@ -190,12 +190,14 @@ class HttpProtocol(asyncio.Protocol):
                     b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError",'
                     b'"message":"Internal server error"}',
                 )
-            self._write(response, keep_alive)
+            self._write(response, keep_alive, send_body=request.method != "HEAD")
             if not keep_alive:
                 self._close()
                 return
 
-    def _write(self, response: HttpResponse, keep_alive: bool) -> None:
+    def _write(self, response: HttpResponse, keep_alive: bool, send_body: bool = True) -> None:
+        """`send_body` False answers a HEAD: the same headers (Content-Length included),
+        no body, so the next answer on the connection starts where the client expects."""
         if self._transport is None or self._transport.is_closing():
             return
         status = response.status
@@ -207,7 +209,7 @@ class HttpProtocol(asyncio.Protocol):
                 response.headers,
                 len(response.body),
                 b"" if keep_alive else b"Connection: close\r\n",
-                response.body,
+                response.body if send_body else b"",
             )
         )
 

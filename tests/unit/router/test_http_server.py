@@ -132,6 +132,17 @@ async def test_malformed_http_gets_400_and_the_connection_is_closed(server: Serv
     assert server.seen == []
 
 
+async def test_a_head_answer_has_headers_only_and_the_connection_stays_in_step(server: Server) -> None:
+    reader, writer = await server.connect()
+    writer.write(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n" + post(b"next"))
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    assert head.startswith(b"HTTP/1.1 200 ")
+    assert b"Content-Length: 5\r\n" in head  # what a GET would carry, but no body follows
+    response = await read_response(reader)
+    assert response.body == b"echo:next"
+    writer.close()
+
+
 async def test_a_nul_byte_in_a_header_gets_a_dynamodb_json_error_body(server: Server) -> None:
     reader, writer = await server.connect()
     writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: A\x00B\r\nContent-Length: 2\r\n\r\n{}")
