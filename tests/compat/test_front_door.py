@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from partita.common.sigv4 import sign_request
-from tests.compat.helpers import PYTESTMARK, error_type, raw_call
+from tests.compat.helpers import PYTESTMARK, error_type, key, raw_call
 
 pytestmark = PYTESTMARK
 
@@ -261,3 +261,30 @@ def test_batch_write_item_with_null_in_a_tables_requests_is_a_validation_error(
     body = orjson.dumps({"RequestItems": {table_s: [None]}})
     status, answer = raw_call(cluster, "BatchWriteItem", body)
     assert (status, error_type(answer)) == (400, "ValidationException")
+
+
+@pytest.mark.parametrize(
+    ("condition", "holds"),
+    [
+        (" AND ".join(["a = :v"] * 150), True),  # 299 operators: a tree as tall as the limit allows
+        (" OR ".join(["a = :w"] * 149 + ["a = :v"]), True),
+        ("NOT " * 299 + "a = :v", False),  # NOT nests by recursion in the parser; odd count: false
+        ("NOT " * 298 + "a = :v", True),
+    ],
+)
+def test_conditions_at_the_operator_limit_are_evaluated(
+    ddb: Any, table_s: str, condition: str, holds: bool
+) -> None:
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"S": "x"}})
+    values = {":v": {"S": "x"}, ":w": {"S": "y"}}
+    if "a = :w" not in condition:
+        del values[":w"]
+    write = {"TableName": table_s, "Item": {**k, "a": {"S": "x"}, "b": {"S": "written"}}}
+    if holds:
+        ddb.put_item(**write, ConditionExpression=condition, ExpressionAttributeValues=values)
+    else:
+        with pytest.raises(ddb.exceptions.ConditionalCheckFailedException):
+            ddb.put_item(**write, ConditionExpression=condition, ExpressionAttributeValues=values)
+    got = ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True)["Item"]
+    assert ("b" in got) is holds
