@@ -212,7 +212,7 @@ class Check:
     def check(self, value: object, depth: int, walk: Walk, path: str) -> None:
         raise NotImplementedError
 
-    def satisfied(self, value: object, walk: Walk) -> bool:
+    def satisfied(self, value: object) -> bool:
         """Whether a map value meets this shape's own constraints (no descent)."""
         return True
 
@@ -309,7 +309,7 @@ class ListCheck(Check):
         if self.constrained:
             self.constraints.check_length(value, len(value), walk, path)
 
-    def satisfied(self, value: object, walk: Walk) -> bool:
+    def satisfied(self, value: object) -> bool:
         if not self.constrained or not isinstance(value, list):
             return True
         constraints = self.constraints
@@ -343,7 +343,7 @@ class MapCheck(Check):
             if self.keys_constrained and not self.key_constraints.check_text(key, Walk(False), ""):
                 walk.violation(key, path, self.key_text)
             if element is not None:
-                if self.value_text and not self.value_rule.satisfied(element, walk):
+                if self.value_text and not self.value_rule.satisfied(element):
                     # Coral reports a map value's own constraints on the map, naming the entry.
                     walk.violation(f"{{{key}={element}}}", path, self.value_text)
                 checker.check(element, depth + 1, walk, f"{path}.{key}.member" if describe else "")
