@@ -250,6 +250,69 @@ def test_inputs_that_once_got_a_500_get_a_400(
     assert error_type(answer) not in ("", "InternalServerError"), answer
 
 
+def _model() -> dict[str, Any]:
+    from botocore.loaders import Loader
+
+    model: dict[str, Any] = Loader().load_service_model("dynamodb", "service-2")
+    return model
+
+
+MODEL = _model()
+
+
+def from_shape(name: str, depth: int = 0) -> st.SearchStrategy[Any]:
+    """Values for a shape of DynamoDB's service model: mostly of the right type (so the
+    request reaches the later stages), sometimes any JSON at all (stage a), with enum
+    values, lengths and ranges drawn around the model's constraints (stage b)."""
+    shape = MODEL["shapes"][name]
+    kind = shape["type"]
+    wrong = json_values
+    if depth > 4:
+        return st.none() | wrong
+    if kind == "structure":
+        members = shape.get("members", {})
+        if name == "AttributeValue":
+            return attribute_values
+        right: st.SearchStrategy[Any] = st.fixed_dictionaries(
+            {}, optional={m: from_shape(spec["shape"], depth + 1) for m, spec in members.items()}
+        )
+    elif kind == "list":
+        right = st.lists(from_shape(shape["member"]["shape"], depth + 1) | st.none(), max_size=3)
+    elif kind == "map":
+        keys = st.sampled_from(["pk", "sk", "a", "#n", ":v", ""]) | st.text(max_size=4)
+        right = st.dictionaries(keys, from_shape(shape["value"]["shape"], depth + 1), max_size=3)
+    elif kind == "string":
+        right = (
+            st.sampled_from(shape["enum"])
+            if "enum" in shape
+            else st.text(max_size=int(shape.get("max", 12)) % 300 + 2)
+        )
+    elif kind == "boolean":
+        right = st.booleans()
+    elif kind in ("integer", "long"):
+        low, high = shape.get("min", -5), shape.get("max", 10**6)
+        right = st.integers(low - 2, min(high, 10**7) + 2)
+    else:
+        right = json_values
+    return st.one_of(right, right, right, wrong)
+
+
+@FUZZ
+@given(data=st.data())
+def test_bodies_drawn_from_the_service_model_get_a_dynamodb_answer(
+    cluster: Any, fuzz_table: str, data: st.DataObject
+) -> None:
+    operation = data.draw(
+        st.sampled_from([op for op in OPERATIONS if op not in ("CreateTable", "DeleteTable")])
+    )
+    input_shape = MODEL["operations"][operation].get("input")
+    body: Any = data.draw(from_shape(input_shape["shape"])) if input_shape else {}
+    if isinstance(body, dict) and "TableName" in body and data.draw(st.booleans()):
+        body["TableName"] = fuzz_table  # reach the table-level stages too
+    status, answer = raw_call(cluster, operation, orjson.dumps(body))
+    _assert_dynamodb_answer(status, answer)
+
+
 @st.composite
 def batches(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Valid puts with fresh keys, plus requests of which at least one is invalid."""
