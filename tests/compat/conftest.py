@@ -4,6 +4,10 @@ Every compat module is marked `xdist_group("compat")`, so under `--dist loadgrou
 whole suite runs on one worker and this session fixture starts one cluster for it.
 Tables are shared by the tests of the session: tests use fresh random keys, never
 assume a table is empty, and create their own table when they need one.
+
+With `PARTITA_COMPAT_ENDPOINT` set (see README.md here), the suite runs against that
+endpoint instead (DynamoDB itself, DynamoDB Local), and the tests marked
+`partita_only` (behaviour DynamoDB does not share) are skipped.
 """
 
 from __future__ import annotations
@@ -15,12 +19,29 @@ from typing import Any
 
 import pytest
 
+from tests.compat import endpoint
+from tests.compat.endpoint import RemoteEndpoint
 from tests.compat.helpers import create_table
 from tests.integration.cluster import Cluster, running
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if endpoint.configured() is None:
+        return
+    skip = pytest.mark.skip(
+        reason=f"Partita-only behaviour; {endpoint.ENDPOINT_VARIABLE} is another endpoint"
+    )
+    for item in items:
+        if "partita_only" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster | RemoteEndpoint]:
+    remote = endpoint.configured()
+    if remote is not None:
+        yield remote
+        return
     with running(Path(tmp_path_factory.mktemp("compat-cluster"))) as c:
         _wait_healthy(c)
         yield c
@@ -40,7 +61,7 @@ def _wait_healthy(c: Cluster, timeout: float = 15.0) -> None:
 
 
 @pytest.fixture(scope="session")
-def ddb(cluster: Cluster) -> Any:
+def ddb(cluster: Cluster | RemoteEndpoint) -> Any:
     """A boto3 DynamoDB client for the cluster (no retries: tests see every error)."""
     from botocore.config import Config
 

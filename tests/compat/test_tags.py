@@ -72,3 +72,32 @@ def test_tags_given_at_creation_are_listed(ddb: Any) -> None:
     name = create_table(ddb, [("pk", "S")], prefix="tags-create", Tags=[{"Key": "born", "Value": "tagged"}])
     table_arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
     assert ddb.list_tags_of_resource(ResourceArn=table_arn)["Tags"] == [{"Key": "born", "Value": "tagged"}]
+
+
+# --- DynamoDB's tagging restrictions ---------------------------------------------------------
+
+
+def test_the_aws_prefix_is_reserved_for_keys_and_values(ddb: Any, arn: str) -> None:
+    for tag in ({"Key": "aws:owner", "Value": "v"}, {"Key": "owner", "Value": "aws:v"}):
+        code, _ = error(ddb.tag_resource, ResourceArn=arn, Tags=[tag])
+        assert code == "ValidationException"
+    listed = {t["Key"] for t in ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]}
+    assert not {"aws:owner", "owner"} & listed
+
+
+def test_a_table_holds_at_most_fifty_tags_across_calls(ddb: Any) -> None:
+    name = create_table(ddb, [("pk", "S")], prefix="tags50")
+    table_arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    ddb.tag_resource(ResourceArn=table_arn, Tags=[{"Key": f"a{i}", "Value": "v"} for i in range(30)])
+    ddb.tag_resource(ResourceArn=table_arn, Tags=[{"Key": f"b{i}", "Value": "v"} for i in range(20)])
+    ddb.tag_resource(ResourceArn=table_arn, Tags=[{"Key": "a0", "Value": "overwritten"}])  # still 50
+    code, _ = error(ddb.tag_resource, ResourceArn=table_arn, Tags=[{"Key": "one-more", "Value": "v"}])
+    assert code in ("ValidationException", "LimitExceededException")
+    tags = {t["Key"]: t["Value"] for t in ddb.list_tags_of_resource(ResourceArn=table_arn)["Tags"]}
+    assert len(tags) == 50 and tags["a0"] == "overwritten" and "one-more" not in tags
+
+
+@pytest.mark.partita_only
+def test_characters_outside_dynamodbs_tag_alphabet_are_refused(ddb: Any, arn: str) -> None:
+    message = validation(ddb.tag_resource, ResourceArn=arn, Tags=[{"Key": "semi;colon", "Value": "v"}])
+    assert "may contain only letters, numbers, white space and + - = . _ : /" in message

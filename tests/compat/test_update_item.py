@@ -424,3 +424,102 @@ def test_legacy_expected_is_validated_with_its_own_messages(
         AttributeUpdates={"z": {"Action": "PUT", "Value": {"N": "1"}}}, Expected=expected,
     )  # fmt: skip
     assert got == "One or more parameter values were invalid: " + message
+
+
+# --- an update that only takes away does not create the item -----------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"UpdateExpression": "REMOVE a, b"},
+        {"UpdateExpression": "DELETE tags :t", "ExpressionAttributeValues": {":t": {"SS": ["x"]}}},
+        {"UpdateExpression": "REMOVE a DELETE tags :t", "ExpressionAttributeValues": {":t": {"SS": ["x"]}}},
+        {"AttributeUpdates": {"a": {"Action": "DELETE"}}},
+        {
+            "AttributeUpdates": {
+                "a": {"Action": "DELETE"},
+                "tags": {"Action": "DELETE", "Value": {"SS": ["x"]}},
+            }
+        },
+    ],
+)
+def test_a_remove_only_update_of_a_missing_item_creates_nothing(
+    ddb: Any, table_s: str, kwargs: dict[str, Any]
+) -> None:
+    k = {"pk": {"S": key()}}
+    out = ddb.update_item(TableName=table_s, Key=k, ReturnValues="ALL_NEW", **kwargs)
+    assert "Attributes" not in out
+    assert "Item" not in ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True)
+
+
+def test_a_remove_only_update_of_an_existing_item_still_applies(ddb: Any, table_s: str) -> None:
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"N": "1"}, "b": {"S": "keep"}})
+    out = _update(ddb, table_s, k, "REMOVE a", ReturnValues="ALL_NEW")
+    assert out["Attributes"] == {**k, "b": {"S": "keep"}}
+
+
+def test_an_update_that_sets_something_still_creates_the_item(ddb: Any, table_s: str) -> None:
+    k = {"pk": {"S": key()}}
+    out = _update(
+        ddb,
+        table_s,
+        k,
+        "SET a = :v REMOVE b",
+        ExpressionAttributeValues={":v": {"N": "1"}},
+        ReturnValues="ALL_NEW",
+    )
+    assert out["Attributes"] == {**k, "a": {"N": "1"}}
+
+
+def test_a_remove_only_update_whose_condition_fails_on_a_missing_item_is_refused(
+    ddb: Any, table_s: str
+) -> None:
+    k = {"pk": {"S": key()}}
+    code, _ = error(
+        ddb.update_item,
+        TableName=table_s,
+        Key=k,
+        UpdateExpression="REMOVE a",
+        ConditionExpression="attribute_exists(pk)",
+    )
+    assert code == "ConditionalCheckFailedException"
+
+
+# --- attribute names ----------------------------------------------------------------------
+
+
+def test_attribute_names_of_65535_bytes_work_and_longer_are_refused(ddb: Any, table_s: str) -> None:
+    k = {"pk": {"S": key()}}
+    longest = "n" * 65535
+    ddb.put_item(TableName=table_s, Item={**k, longest: {"N": "1"}})
+    got = ddb.get_item(
+        TableName=table_s,
+        Key=k,
+        ProjectionExpression="#n",
+        ExpressionAttributeNames={"#n": longest},
+        ConsistentRead=True,
+    )
+    assert got["Item"] == {longest: {"N": "1"}}
+    too_long = "n" * 65536
+    for call, kwargs in (
+        (ddb.put_item, {"Item": {**k, too_long: {"N": "1"}}}),
+        (
+            ddb.get_item,
+            {"Key": k, "ProjectionExpression": "#n", "ExpressionAttributeNames": {"#n": too_long}},
+        ),
+        (ddb.get_item, {"Key": k, "AttributesToGet": [too_long]}),
+        (
+            ddb.update_item,
+            {
+                "Key": k,
+                "UpdateExpression": "SET #n = :v",
+                "ExpressionAttributeNames": {"#n": too_long},
+                "ExpressionAttributeValues": {":v": {"N": "2"}},
+            },
+        ),
+        (ddb.update_item, {"Key": k, "AttributeUpdates": {too_long: {"Value": {"N": "2"}, "Action": "PUT"}}}),
+    ):
+        message = validation(call, TableName=table_s, **kwargs)
+        assert "Attribute name" in message

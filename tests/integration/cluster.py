@@ -170,18 +170,24 @@ class Cluster:
         )
         return headers
 
-    def post(self, body: bytes, headers: dict[str, str], timeout: float = 30) -> tuple[int, dict[str, Any]]:
-        """POST raw bytes to the endpoint: (HTTP status, decoded JSON body or {})."""
+    def request(
+        self, method: str, path: str, body: bytes, headers: dict[str, str], timeout: float = 30
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """Any raw request: (HTTP status, body bytes, lower-cased response headers)."""
         import http.client
 
         conn = http.client.HTTPConnection("127.0.0.1", self.ports["router"], timeout=timeout)
         try:
-            conn.request("POST", "/", body=body, headers=headers)
+            conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
-            payload = response.read()
-            return response.status, json.loads(payload) if payload else {}
+            return response.status, response.read(), {k.lower(): v for k, v in response.getheaders()}
         finally:
             conn.close()
+
+    def post(self, body: bytes, headers: dict[str, str], timeout: float = 30) -> tuple[int, dict[str, Any]]:
+        """POST raw bytes to the endpoint: (HTTP status, decoded JSON body or {})."""
+        status, payload, _ = self.request("POST", "/", body, headers, timeout)
+        return status, json.loads(payload) if payload else {}
 
     def health(self) -> str:
         with urllib.request.urlopen(self.endpoint + "/", timeout=5) as response:

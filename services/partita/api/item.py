@@ -17,6 +17,8 @@ from partita.common.errors import DynamoError
 
 MAX_ITEM_BYTES = 400 * 1024
 MAX_DEPTH = 32
+MAX_NAME_BYTES = 65535  # an attribute name; key attribute names are limited to 255 by the schema
+NAME_TOO_LARGE = "Attribute name is too large, must be less than 65536 bytes"
 
 _EMPTY_AV = "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
 _MULTI_AV = (
@@ -118,6 +120,11 @@ def _check_set(kind: str, members: Any) -> list[str]:
     return out
 
 
+def name_too_large(name: str) -> bool:
+    # UTF-8 needs at most 4 bytes a character: shorter names need no encoding.
+    return len(name) > MAX_NAME_BYTES // 4 and len(name.encode("utf-8")) > MAX_NAME_BYTES
+
+
 def check_item(item: Any) -> Item:
     """Validate a whole item (PutItem's Item); return it in canonical form."""
     if not isinstance(item, dict):
@@ -128,6 +135,8 @@ def check_item(item: Any) -> Item:
             raise errors.validation(
                 "One or more parameter values were invalid: An AttributeValue may not contain an empty string"
             )
+        if name_too_large(name):
+            raise errors.validation("One or more parameter values were invalid: " + NAME_TOO_LARGE)
     if item_size(canonical) > MAX_ITEM_BYTES:
         raise errors.validation("Item size has exceeded the maximum allowed size")
     return canonical

@@ -144,12 +144,16 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_router(args: argparse.Namespace) -> int:
-    from partita.router.context import RouterSettings
+    from partita.router.context import RouterSettings, endpoint_address
     from partita.router.main import serve
 
     _setup_logging(args.verbose)
     etcd_host, etcd_port = config.parse_endpoint(args.etcd)
-    settings = RouterSettings(region=args.region, on_demand_partitions=args.on_demand_partitions)
+    settings = RouterSettings(
+        region=args.region,
+        on_demand_partitions=args.on_demand_partitions,
+        endpoint_address=endpoint_address(args.host, args.port),
+    )
     _run_loop(
         serve(
             host=args.host,

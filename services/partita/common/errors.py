@@ -45,12 +45,18 @@ class DynamoError(Exception):
         return f"{self.namespace}#{self.code}"
 
     def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"__type": self.type_name, "message": self.message}
+        # The service framework (Coral) writes its own errors' text as "Message"; the
+        # DynamoDB service's errors use "message". SDKs read both, but not all tools do.
+        key = "Message" if self.code in _FRAMEWORK_CAPITALISED else "message"
+        out: dict[str, Any] = {"__type": self.type_name, key: self.message}
         out.update(self.extra)
         return out
 
     def render(self) -> bytes:
         return orjson.dumps(self.body())
+
+
+_FRAMEWORK_CAPITALISED = frozenset({"SerializationException"})
 
 
 # --- request shape -------------------------------------------------------------------
@@ -66,6 +72,11 @@ def serialization(message: str) -> DynamoError:
 
 def unknown_operation() -> DynamoError:
     return DynamoError("UnknownOperationException", "", namespace=SERVICE_NS)
+
+
+def not_found_route() -> DynamoError:
+    """A method other than POST, or a GET beside the health check on `/`."""
+    return DynamoError("UnknownOperationException", "", namespace=SERVICE_NS, status=404)
 
 
 def constraint_violations(violations: list[str]) -> DynamoError:

@@ -1,8 +1,9 @@
 """The DynamoDB front door: from an HTTP request to an operation's answer.
 
-Order of checks, as DynamoDB does it: the target operation, then authentication
-(SigV4), then the JSON body, then the operation's own validation and work. Every
-failure is a DynamoError rendered once, here.
+Order of checks, as DynamoDB does it: authentication (SigV4) first, then the target
+operation, then the JSON body, then the operation's own validation and work (shape
+from the service model, then semantics, then table state). Every failure is a
+DynamoError rendered once, here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from partita.api import service_model
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import (
@@ -25,6 +27,7 @@ from partita.router.actions import (
     create_table,
     delete_item,
     delete_table,
+    describe_endpoints,
     describe_limits,
     describe_table,
     describe_time_to_live,
@@ -57,6 +60,7 @@ OPERATIONS: dict[str, Action] = {
     "DeleteTable": delete_table.run,
     "UpdateTable": update_table.run,
     "DescribeLimits": describe_limits.run,
+    "DescribeEndpoints": describe_endpoints.run,
     "TagResource": tag_resource.run,
     "UntagResource": untag_resource.run,
     "ListTagsOfResource": list_tags_of_resource.run,
@@ -88,9 +92,8 @@ class DynamoApp:
         return HttpResponse(status, body, headers)
 
     async def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.method == "GET":
-            host = request.headers.get("host", "localhost")
-            return HttpResponse(200, f"healthy: {host} ".encode(), b"Content-Type: text/plain\r\n")
+        if request.method != "POST":
+            return self._not_post(request)
         try:
             body = await self._dispatch(request)
         except DynamoError as exc:
@@ -101,13 +104,18 @@ class DynamoApp:
             return self._response(internal.status, internal.render())
         return self._response(200, body)
 
+    def _not_post(self, request: HttpRequest) -> HttpResponse:
+        """Every GET route lives here. DynamoDB answers its health check on `/` only;
+        other paths and methods are not found there (a 4xx, never a 200)."""
+        if request.method == "GET" and request.path == "/":
+            host = request.headers.get("host", "localhost")
+            return HttpResponse(200, f"healthy: {host} ".encode(), b"Content-Type: text/plain\r\n")
+        missing = errors.not_found_route()
+        return self._response(missing.status, missing.render())
+
     async def _dispatch(self, request: HttpRequest) -> bytes:
-        if request.method != "POST":
-            raise errors.unknown_operation()
-        target = request.headers.get("x-amz-target", "")
-        action = OPERATIONS.get(target[len(TARGET_PREFIX) :]) if target.startswith(TARGET_PREFIX) else None
-        if action is None:
-            raise errors.unknown_operation()
+        # DynamoDB authenticates before it looks at the target: an unsigned request for
+        # an unknown operation is an authentication error, not UnknownOperation.
         credential = authenticate(
             method=request.method,
             path=request.path,
@@ -117,15 +125,25 @@ class DynamoApp:
             now=time.time(),
             lookup=self.credentials.lookup,
         )
+        target = request.headers.get("x-amz-target", "")
+        operation = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else ""
+        action = OPERATIONS.get(operation)
+        if action is None:
+            raise errors.unknown_operation()
         try:
             payload = orjson.loads(request.body) if request.body else {}
         except orjson.JSONDecodeError:
             raise errors.serialization("Start of structure or map found where not expected.") from None
         if not isinstance(payload, dict):
-            raise errors.serialization("Start of structure or map found where not expected.")
+            raise errors.serialization(
+                "Start of list found where not expected"
+                if isinstance(payload, list)
+                else "Start of structure or map found where not expected."
+            )
+        # Coral's first stage, for every operation in OPERATIONS alike.
+        service_model.check_request(operation, payload)
         for table in tables_named(payload):
             if not credential.may_access(table):
-                operation = target[len(TARGET_PREFIX) :]
                 raise errors.access_denied(
                     f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
                     f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"

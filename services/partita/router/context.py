@@ -8,6 +8,7 @@ route is stale or it is unavailable.
 from __future__ import annotations
 
 import asyncio
+import socket
 from dataclasses import dataclass
 
 import orjson
@@ -25,11 +26,21 @@ RETRY_PAUSE_SECONDS = 0.25
 _RETRY = {pb.WRONG_PARTITION, pb.NOT_LEADER, pb.UNAVAILABLE}
 
 
+def endpoint_address(host: str, port: int) -> str:
+    """The address to advertise for a listener: a wildcard host is no address a client
+    can use, so the machine's name stands in for it."""
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.getfqdn()
+    return f"{host}:{port}"
+
+
 @dataclass
 class RouterSettings:
     region: str = "us-east-1"
     account_id: str = "000000000000"
     on_demand_partitions: int = 4
+    # What DescribeEndpoints answers: host[:port] clients reach this router at.
+    endpoint_address: str = "127.0.0.1:8000"
 
 
 class RouterContext:

@@ -44,3 +44,18 @@ def table_description(
             "LastUpdateToPayPerRequestDateTime": record.created_at,
         }
     return out
+
+
+# DynamoDB describes a table it has begun deleting without its schema and creation
+# time (the API reference's DeleteTable example; SDK waiters read TableStatus only).
+_NOT_IN_DELETING = ("AttributeDefinitions", "KeySchema", "CreationDateTime")
+
+
+def deleting_description(
+    record: TableRecord, arn: str, stats: Mapping[str, PartitionStats] | None = None
+) -> dict[str, Any]:
+    """DeleteTable's TableDescription: the reduced form of a DELETING table."""
+    out = table_description(record, arn, stats)
+    for field in _NOT_IN_DELETING:
+        del out[field]
+    return out

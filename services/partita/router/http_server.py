@@ -38,6 +38,7 @@ _HEADER_NAMES = {
 _REASONS = {
     200: b"OK",
     400: b"Bad Request",
+    404: b"Not Found",
     413: b"Payload Too Large",
     500: b"Internal Server Error",
     503: b"Service Unavailable",
@@ -97,14 +98,14 @@ class HttpProtocol(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._reply_and_close(400, b"upgrade not supported")
+            self._reply_and_close(400, _MALFORMED)
         except httptools.HttpParserError as exc:
             # httptools wraps an exception raised in a callback (our _TooLarge) in
             # HttpParserCallbackError, keeping the original as the context.
             if isinstance(exc.__context__, _TooLarge):
                 self._reply_too_large()
             else:
-                self._reply_and_close(400, b"malformed HTTP request")
+                self._reply_and_close(400, _MALFORMED)
         except _TooLarge:
             self._reply_too_large()
 
@@ -189,12 +190,14 @@ class HttpProtocol(asyncio.Protocol):
                     b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError",'
                     b'"message":"Internal server error"}',
                 )
-            self._write(response, keep_alive)
+            self._write(response, keep_alive, send_body=request.method != "HEAD")
             if not keep_alive:
                 self._close()
                 return
 
-    def _write(self, response: HttpResponse, keep_alive: bool) -> None:
+    def _write(self, response: HttpResponse, keep_alive: bool, send_body: bool = True) -> None:
+        """`send_body` False answers a HEAD: the same headers (Content-Length included),
+        no body, so the next answer on the connection starts where the client expects."""
         if self._transport is None or self._transport.is_closing():
             return
         status = response.status
@@ -206,7 +209,7 @@ class HttpProtocol(asyncio.Protocol):
                 response.headers,
                 len(response.body),
                 b"" if keep_alive else b"Connection: close\r\n",
-                response.body,
+                response.body if send_body else b"",
             )
         )
 
@@ -218,15 +221,21 @@ class HttpProtocol(asyncio.Protocol):
         self._start_worker()
 
     def _reply_too_large(self) -> None:
-        self._reply_and_close(
-            413,
-            b'{"__type":"com.amazon.coral.service#SerializationException","message":"Request size exceeded"}',
-        )
+        self._reply_and_close(413, _TOO_LARGE)
 
     def _close(self) -> None:
         self._closing = True
         if self._transport is not None:
             self._transport.close()
+
+
+# Answers given before a request could be parsed are still DynamoDB JSON error bodies,
+# so an SDK reports them as errors instead of failing to parse the answer. The service
+# framework's own errors spell the text "Message".
+_MALFORMED = (
+    b'{"__type":"com.amazon.coral.service#SerializationException","Message":"Malformed HTTP request"}'
+)
+_TOO_LARGE = b'{"__type":"com.amazon.coral.service#SerializationException","Message":"Request size exceeded"}'
 
 
 class _TooLarge(Exception):

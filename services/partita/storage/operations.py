@@ -193,6 +193,13 @@ def plan_update(engine: Engine, request: pb.Request) -> Plan:
     old_item = _load(old)
     _check_condition(exprs, old_item)
     new_item, paths = apply_to(exprs, old_item, options.get("key") or {})
+    if old_item is None and _removes_only(exprs.update()):
+        # DynamoDB does not create an item that an update would leave with nothing but
+        # its key: removing from a missing item is a no-op, with nothing to return.
+        nothing = pb.Response(id=request.id, status=pb.OK)
+        if options.get("capacity"):
+            nothing.capacity_bytes = 0
+        return Plan(nothing)
     if item_size(new_item) > MAX_ITEM_BYTES:
         raise errors.validation(_UPDATE_TOO_BIG)
     if _depth(new_item) > MAX_DEPTH:
@@ -233,6 +240,11 @@ def apply_to(
             raise errors.validation(_LEGACY_MISMATCH) from None
         raise
     return result.item, result.paths
+
+
+def _removes_only(update: ast.Update | None) -> bool:
+    """An update whose every action takes away (REMOVE, or DELETE from a set)."""
+    return update is not None and all(a.clause in ("REMOVE", "DELETE") for a in update.actions)
 
 
 def _depth(item: Item) -> int:

@@ -277,9 +277,9 @@ def test_definitions_beyond_the_key_attributes_are_refused(
     )
 
 
-def test_an_attribute_defined_twice_is_refused() -> None:
+def test_an_attribute_defined_twice_is_refused_naming_it() -> None:
     body = request(AttributeDefinitions=[attr("pk"), attr("pk", "N")])
-    assert validation_message(body) == "Cannot have two attributes with the same name"
+    assert validation_message(body) == "Duplicate AttributeName=pk in AttributeDefinitions"
 
 
 # --- billing mode and throughput --------------------------------------------------------
@@ -406,3 +406,116 @@ def test_list_tables_limit_must_be_an_integer() -> None:
     with pytest.raises(DynamoError) as err:
         list_tables.validate({"Limit": "10"})
     assert err.value.code == "SerializationException"
+
+
+# --- key attribute names: 1..255 bytes (KeySchemaAttributeName) ------------------------
+
+
+def test_a_key_attribute_name_of_255_bytes_is_accepted() -> None:
+    name = "é" * 127 + "x"  # 255 UTF-8 bytes
+    req = create_table.validate(request(AttributeDefinitions=[attr(name)], KeySchema=[hash_key(name)]))
+    assert req.partition_key == KeyElement(name, "S")
+
+
+def test_a_key_attribute_name_over_255_bytes_is_a_constraint_violation_in_both_places() -> None:
+    name = "é" * 128  # 128 characters, 256 bytes
+    message = validation_message(request(AttributeDefinitions=[attr(name)], KeySchema=[hash_key(name)]))
+    assert message.startswith("2 validation errors detected: ")
+    assert "at 'attributeDefinitions.1.member.attributeName' failed to satisfy constraint: " in message
+    assert "at 'keySchema.1.member.attributeName' failed to satisfy constraint: " in message
+    assert message.count("Member must have length less than or equal to 255") == 2
+
+
+def test_an_empty_key_attribute_name_is_a_constraint_violation() -> None:
+    message = validation_message(request(AttributeDefinitions=[attr("")], KeySchema=[hash_key("")]))
+    assert message.count("Member must have length greater than or equal to 1") == 2
+
+
+# --- tags, with TagResource's rules ------------------------------------------------
+
+
+def test_tags_are_kept_as_given() -> None:
+    req = create_table.validate(
+        request(Tags=[{"Key": "team", "Value": "a b+c"}, {"Key": "empty", "Value": ""}])
+    )
+    assert req.tags == (("team", "a b+c"), ("empty", ""))
+
+
+def test_a_null_tag_key_is_a_constraint_violation_not_the_text_none() -> None:
+    message = validation_message(request(Tags=[{"Key": None, "Value": "v"}]))
+    assert message == (
+        "1 validation error detected: Value null at 'tags.1.member.key' failed to satisfy constraint: "
+        "Member must not be null"
+    )
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [{"Key": "aws:owner", "Value": "x"}, {"Key": "AWS:owner", "Value": "x"}, {"Key": "k", "Value": "aws:x"}],
+)
+def test_the_aws_prefix_is_reserved(tag: dict[str, str]) -> None:
+    assert "aws:" in validation_message(request(Tags=[tag]))
+
+
+def test_characters_outside_the_tag_alphabet_are_refused() -> None:
+    assert "may contain only" in validation_message(request(Tags=[{"Key": "a*b", "Value": "v"}]))
+
+
+def test_fifty_tags_are_accepted_and_fifty_one_refused() -> None:
+    tags = [{"Key": f"k{i}", "Value": "v"} for i in range(51)]
+    assert len(create_table.validate(request(Tags=tags[:50])).tags) == 50
+    assert "cannot exceed 50" in validation_message(request(Tags=tags))
+
+
+def test_a_tag_value_over_256_characters_is_a_constraint_violation() -> None:
+    message = validation_message(request(Tags=[{"Key": "k", "Value": "v" * 257}]))
+    assert (
+        "at 'tags.1.member.value' failed to satisfy constraint: Member must have length less than or equal to 256"
+        in message
+    )
+
+
+# --- parameters Partita does not implement are refused by name ---------------------
+
+
+@pytest.mark.parametrize(
+    ("member", "value"),
+    [
+        ("GlobalSecondaryIndexes", [{"IndexName": "g", "KeySchema": [hash_key()], "Projection": {}}]),
+        ("LocalSecondaryIndexes", [{"IndexName": "l", "KeySchema": [hash_key()], "Projection": {}}]),
+        ("StreamSpecification", {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}),
+        ("SSESpecification", {"Enabled": True}),
+        ("TableClass", "STANDARD_INFREQUENT_ACCESS"),
+        ("DeletionProtectionEnabled", True),
+        ("ResourcePolicy", "{}"),
+        ("OnDemandThroughput", {"MaxReadRequestUnits": 5}),
+        ("WarmThroughput", {"ReadUnitsPerSecond": 5}),
+    ],
+)
+def test_a_parameter_partita_does_not_implement_is_refused_by_name(member: str, value: Any) -> None:
+    message = validation_message(request(**{member: value}))
+    assert message == f"Partita does not support creating a table with {member} yet"
+
+
+def test_every_unimplemented_parameter_given_is_named() -> None:
+    message = validation_message(
+        request(GlobalSecondaryIndexes=[], StreamSpecification={"StreamEnabled": True})
+    )
+    assert (
+        message
+        == "Partita does not support creating a table with GlobalSecondaryIndexes, StreamSpecification yet"
+    )
+
+
+def test_asking_for_what_a_partita_table_is_anyway_is_accepted() -> None:
+    create_table.validate(request(TableClass="STANDARD", DeletionProtectionEnabled=False))
+
+
+def test_every_member_of_the_model_is_implemented_or_refused() -> None:
+    from partita.api import service_model
+
+    members = set(service_model.input_members("CreateTable"))
+    assert members == create_table.IMPLEMENTED | set(create_table.NOT_IMPLEMENTED)
+    assert {"GlobalSecondaryIndexes", "LocalSecondaryIndexes", "StreamSpecification"} <= set(
+        create_table.NOT_IMPLEMENTED
+    )

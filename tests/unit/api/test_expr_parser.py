@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from partita.api.expressions import ast
+from partita.api.expressions import ast, parser
 from partita.api.expressions.parser import parse_condition, parse_projection, parse_update
 from partita.api.expressions.printer import to_text
 from partita.api.expressions.reserved_words import RESERVED_WORDS, is_reserved
@@ -381,3 +383,51 @@ def test_printing_then_parsing_an_update_gives_the_same_tree(tree: ast.Update) -
 def test_printing_then_parsing_a_projection_gives_the_same_tree(paths: list[ast.Path]) -> None:
     tree = ast.Projection(tuple(paths))
     assert parse_projection(to_text(tree)) == tree
+
+
+# --- nesting is bounded before parsing ---------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [244, 1000])
+@pytest.mark.parametrize(
+    ("parse", "kind", "inner"),
+    [
+        (parser.parse_condition, "ConditionExpression", "a = :v"),
+        (parser.parse_condition, "FilterExpression", "a = :v"),
+        (parser.parse_condition, "KeyConditionExpression", "pk = :v"),
+        (parser.parse_update, "UpdateExpression", None),
+    ],
+)
+def test_deeply_nested_parentheses_get_a_validation_error_not_a_recursion_error(
+    parse: Any, kind: str, inner: str | None, depth: int
+) -> None:
+    text = (
+        "SET a = " + "(" * depth + ":v" + ")" * depth if inner is None else "(" * depth + inner + ")" * depth
+    )
+    with pytest.raises(DynamoError) as info:
+        parse(text, kind)
+    assert info.value.code == "ValidationException"
+    assert info.value.message == (
+        f"Invalid {kind}: The expression contains too many nested parentheses; maximum nesting depth: 100"
+    )
+
+
+def test_nesting_up_to_the_bound_parses() -> None:
+    depth = parser.MAX_PAREN_DEPTH
+    text = "(" * (depth - 1) + "(a = :v) AND b = :w" + ")" * (depth - 1)
+    # Redundant pairs are DynamoDB's own error, decided after the parse succeeded.
+    with pytest.raises(DynamoError) as info:
+        parser.parse_condition(text)
+    assert "redundant parentheses" in info.value.message
+
+
+def test_a_long_chain_of_not_is_stopped_by_the_operator_limit() -> None:
+    with pytest.raises(DynamoError) as info:
+        parser.parse_condition("NOT " * 1000 + "a = :v")
+    assert "too many operators" in info.value.message
+
+
+def test_nested_function_calls_in_an_update_are_bounded_too() -> None:
+    with pytest.raises(DynamoError) as info:
+        parser.parse_update("SET a = " + "list_append(" * 244 + ":v, :w" + ")" * 244)
+    assert "too many nested parentheses" in info.value.message

@@ -89,21 +89,35 @@ def header(response: HttpResponse, name: bytes) -> bytes | None:
 
 
 def error_of(response: HttpResponse) -> tuple[str, str]:
-    """(error type after '#', message) of a well-formed DynamoDB error answer."""
+    """(error type after '#', message) of a well-formed DynamoDB error answer. The
+    service framework's SerializationException spells its text "Message", every other
+    error "message"."""
     assert response.status >= 400
     body = orjson.loads(response.body)
-    assert set(body) >= {"__type", "message"}
-    assert isinstance(body["message"], str)
-    assert header(response, b"x-amz-crc32") == str(zlib.crc32(response.body)).encode()
-    assert header(response, b"content-type") == b"application/x-amz-json-1.0"
     namespace, _, code = body["__type"].partition("#")
     assert namespace and code
-    return code, body["message"]
+    key = "Message" if code == "SerializationException" else "message"
+    assert set(body) >= {"__type", key}
+    assert isinstance(body[key], str)
+    assert header(response, b"x-amz-crc32") == str(zlib.crc32(response.body)).encode()
+    assert header(response, b"content-type") == b"application/x-amz-json-1.0"
+    return code, body[key]
 
 
-async def test_an_unknown_target_is_unknown_operation_even_before_authentication(app: DynamoApp) -> None:
+async def test_an_unsigned_request_for_an_unknown_target_is_an_authentication_error(app: DynamoApp) -> None:
+    # DynamoDB authenticates before it looks at the operation.
     response = await app(unsigned("FlyToTheMoon"))
     assert response.status == 400
+    assert error_of(response)[0] == "MissingAuthenticationTokenException"
+
+
+async def test_an_unknown_key_for_an_unknown_target_is_unrecognized_client(app: DynamoApp) -> None:
+    response = await app(signed("FlyToTheMoon", {}, credential=UNKNOWN))
+    assert error_of(response)[0] == "UnrecognizedClientException"
+
+
+async def test_a_signed_request_for_an_unknown_target_is_unknown_operation(app: DynamoApp) -> None:
+    response = await app(signed("FlyToTheMoon", {}))
     assert error_of(response)[0] == "UnknownOperationException"
 
 
@@ -113,8 +127,7 @@ async def test_a_target_without_the_dynamodb_prefix_is_unknown(app: DynamoApp) -
 
 
 async def test_a_request_without_target_is_unknown_operation(app: DynamoApp) -> None:
-    request = unsigned("ListTables")
-    del request.headers["x-amz-target"]
+    request = signed("", {}, target_prefix="")
     assert error_of(await app(request))[0] == "UnknownOperationException"
 
 
@@ -227,3 +240,59 @@ async def test_every_answer_has_its_own_request_id(app: DynamoApp) -> None:
     ids.add(header(await app(unsigned("Nope")), b"x-amzn-RequestId"))
     assert None not in ids
     assert len(ids) == 6
+
+
+async def test_the_health_check_answers_get_on_the_root_path(app: DynamoApp) -> None:
+    response = await app(HttpRequest("GET", "/", "", {"host": "db.local:8000"}, b""))
+    assert (response.status, response.body.strip()) == (200, b"healthy: db.local:8000")
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("GET", "/abc"), ("GET", "/health"), ("PUT", "/"), ("DELETE", "/"), ("HEAD", "/x")]
+)
+async def test_other_paths_and_methods_are_not_found_with_a_json_error(
+    app: DynamoApp, method: str, path: str
+) -> None:
+    response = await app(HttpRequest(method, path, "", {"host": "db.local:8000"}, b""))
+    assert response.status == 404
+    assert error_of(response)[0] == "UnknownOperationException"
+
+
+async def test_describe_endpoints_answers_the_configured_address(tmp_path: Path) -> None:
+    path = tmp_path / "credentials.json"
+    save(path, [ADMIN])
+    settings = RouterSettings(endpoint_address="db.example:8000")
+    app = DynamoApp(
+        RouterContext(TableCache(MemoryControlStore()), StorageClient(), settings), CredentialStore(path)
+    )
+    response = await app(signed("DescribeEndpoints", {}))
+    assert response.status == 200
+    assert orjson.loads(response.body) == {
+        "Endpoints": [{"Address": "db.example:8000", "CachePeriodInMinutes": 1440}]
+    }
+
+
+def test_a_wildcard_listen_address_is_advertised_as_the_machines_name() -> None:
+    import socket
+
+    from partita.router.context import endpoint_address
+
+    assert endpoint_address("127.0.0.1", 8000) == "127.0.0.1:8000"
+    assert endpoint_address("0.0.0.0", 8000) == f"{socket.getfqdn()}:8000"
+
+
+async def test_a_wrongly_typed_member_is_caught_before_the_operation_runs(app: DynamoApp) -> None:
+    response = await app(signed("CreateTable", {**CREATE_ORDERS, "BillingMode": [[["PAY_PER_REQUEST"]]]}))
+    assert error_of(response) == ("SerializationException", "Start of list found where not expected")
+    assert app.ctx.tables.get("Orders") is None
+
+
+async def test_constraint_violations_are_reported_together_before_the_operation_runs(app: DynamoApp) -> None:
+    body = {
+        **CREATE_ORDERS,
+        "BillingMode": "FREE",
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "PRIMARY"}],
+    }
+    code, message = error_of(await app(signed("CreateTable", body)))
+    assert code == "ValidationException"
+    assert message.startswith("2 validation errors detected: ")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,6 +128,30 @@ async def test_malformed_http_gets_400_and_the_connection_is_closed(server: Serv
     assert response.status == 400
     assert response.headers.get("connection") == "close"
     assert await read_to_eof(reader) == b""
+    writer.close()
+    assert server.seen == []
+
+
+async def test_a_head_answer_has_headers_only_and_the_connection_stays_in_step(server: Server) -> None:
+    reader, writer = await server.connect()
+    writer.write(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n" + post(b"next"))
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    assert head.startswith(b"HTTP/1.1 200 ")
+    assert b"Content-Length: 5\r\n" in head  # what a GET would carry, but no body follows
+    response = await read_response(reader)
+    assert response.body == b"echo:next"
+    writer.close()
+
+
+async def test_a_nul_byte_in_a_header_gets_a_dynamodb_json_error_body(server: Server) -> None:
+    reader, writer = await server.connect()
+    writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: A\x00B\r\nContent-Length: 2\r\n\r\n{}")
+    response = await read_response(reader)
+    assert response.status == 400
+    body = json.loads(response.body)
+    assert body["__type"] == "com.amazon.coral.service#SerializationException"
+    assert isinstance(body["Message"], str)
+    assert response.headers.get("content-type") == "application/x-amz-json-1.0"
     writer.close()
     assert server.seen == []
 

@@ -157,6 +157,31 @@ async def test_an_update_of_a_missing_item_starts_from_its_key(engine: Engine) -
     assert orjson.loads(plan.response.value) == item(50, a={"S": "x"})
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"update": "REMOVE a"},
+        {"update": "DELETE s :s", "values": {":s": {"SS": ["x"]}}},
+        {"update": "REMOVE a DELETE s :s", "values": {":s": {"SS": ["x"]}}},
+    ],
+)
+async def test_a_remove_only_update_of_a_missing_item_writes_nothing(
+    engine: Engine, body: dict[str, Any]
+) -> None:
+    full = {**body, "return": "ALL_NEW", "key": item(51), "capacity": True}
+    plan = planned(plan_update, engine, request(pb.UPDATE, skey(51), full))
+    assert plan.response.status == pb.OK
+    assert plan.effects is None  # no write at all: the item stays missing
+    assert plan.response.value == b""  # ALL_NEW of no item: no Attributes
+    assert engine.get(skey(51)) is None
+
+
+async def test_a_remove_only_update_of_an_existing_item_is_written(engine: Engine) -> None:
+    body = {"update": "REMOVE v", "return": "ALL_NEW", "key": item(3)}
+    plan = planned(plan_update, engine, request(pb.UPDATE, skey(3), body))
+    assert plan.effects and orjson.loads(plan.response.value) == item(3)
+
+
 async def test_updated_old_of_a_new_attribute_returns_nothing(engine: Engine) -> None:
     body = {"update": "SET fresh = :a", "values": {":a": {"S": "x"}}, "return": "UPDATED_OLD", "key": item(4)}
     assert planned(plan_update, engine, request(pb.UPDATE, skey(4), body)).response.value == b""

@@ -36,6 +36,10 @@ MAX_EXPRESSION_BYTES = 4096  # per expression, measured on the raw UTF-8 text
 MAX_PATH_DEPTH = 32  # names plus indexes in one document path
 MAX_IN_OPERANDS = 100
 MAX_OPERATORS = 300  # comparators, AND/OR/NOT, BETWEEN, IN, functions, + and -
+# Parenthesis nesting, bounded before parsing so that no text within the 4 KB limit can
+# drive the recursive descent (or the tree walks after it) into Python's recursion
+# limit. DynamoDB's own bound is not on record; 100 is far beyond any real expression.
+MAX_PAREN_DEPTH = 100
 
 CONDITION_FUNCTIONS = frozenset(
     {"attribute_exists", "attribute_not_exists", "attribute_type", "begins_with", "contains", "size"}
@@ -107,6 +111,7 @@ class _Parser:
         self.kind = kind
         self.keywords = keywords
         self.tokens = tokenize(text)
+        _check_paren_depth(self.tokens, kind)
         self.pos = 0
         self.operators = 0
         # (open, close) token positions of every completed parenthesis pair; a pair whose
@@ -404,6 +409,22 @@ class _Parser:
 
 
 # --- text-only checks ------------------------------------------------------------------
+
+
+def _check_paren_depth(tokens: list[Token], kind: str) -> None:
+    depth = 0
+    for token in tokens:
+        if token.kind == OP:
+            if token.text == "(":
+                depth += 1
+                if depth > MAX_PAREN_DEPTH:
+                    raise _fail(
+                        kind,
+                        "The expression contains too many nested parentheses; "
+                        f"maximum nesting depth: {MAX_PAREN_DEPTH}",
+                    )
+            elif token.text == ")":
+                depth -= 1
 
 
 def _fail(kind: str, message: str) -> errors.DynamoError:

@@ -29,6 +29,7 @@ from partita.api.expressions import ast, cache
 from partita.api.expressions import key_condition as key_rules
 from partita.api.expressions.parser import walk_functions, walk_paths
 from partita.api.expressions.paths import check_no_overlap, format_path
+from partita.api.item import NAME_TOO_LARGE, name_too_large
 from partita.api.values import SET_TYPES, AttributeValue, compare, value_type
 from partita.common import errors
 
@@ -125,6 +126,10 @@ def check_attribute_maps(
             if not name:
                 raise errors.validation(
                     f"ExpressionAttributeNames contains invalid value: Empty attribute name for key {key}"
+                )
+            if name_too_large(name):
+                raise errors.validation(
+                    f"ExpressionAttributeNames contains invalid value: {NAME_TOO_LARGE} for key {key}"
                 )
     if values is not None:
         if not values:

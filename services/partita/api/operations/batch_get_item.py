@@ -12,6 +12,7 @@ from partita.api.shape import Violations, expect_dict
 from partita.common import errors
 
 MAX_KEYS = 100
+NO_SCHEMA_MATCH = "The provided key element does not match the schema"
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ def validate(body: Any) -> BatchGetItemRequest:
         keys = []
         for raw_key in entry["Keys"]:
             key = common.attribute_map(raw_key)
-            assert key is not None
+            if key is None:  # a null in Keys: a key with no attributes, which no schema matches
+                raise errors.validation(NO_SCHEMA_MATCH)
             keys.append(common.check_item_values(key))
             total += 1
             if total > MAX_KEYS:

@@ -66,6 +66,8 @@ def validate(body: Any) -> BatchWriteItemRequest:
 
 
 def _request(table: str, entry: Any) -> WriteRequest:
+    if entry is None:  # a null in the list: a WriteRequest with neither request set
+        raise errors.validation(_ONE_OF)
     if not isinstance(entry, dict):
         raise errors.serialization("Unexpected value type in payload: expected a WriteRequest structure")
     put = entry.get("PutRequest")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from partita.api.expressions import Resolved, resolve_request
-from partita.api.item import check_value
+from partita.api.item import NAME_TOO_LARGE, check_value, name_too_large
 from partita.api.shape import TABLE_NAME_PATTERN, Violations, expect_type
 from partita.api.values import AttributeValue, Item
 from partita.common import errors
@@ -203,6 +203,10 @@ def check_no_duplicate_names(names: list[str] | None) -> None:
         return
     seen: set[str] = set()
     for name in names:
+        if not name:
+            raise errors.validation(INVALID + "Empty attribute name")
+        if name_too_large(name):
+            raise errors.validation(INVALID + NAME_TOO_LARGE)
         if name in seen:
             raise errors.validation(INVALID + f"Duplicate value in attribute name: {name}")
         seen.add(name)

@@ -5,11 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from partita.api import service_model
+from partita.api.operations.tag_resource import check_tag_rules, check_tags
 from partita.api.shape import Violations, expect_dict, expect_type
 from partita.common import errors
 from partita.control.model import BillingMode, KeyElement
 
 _INVALID = "One or more parameter values were invalid: "
+MAX_KEY_NAME_BYTES = 255  # KeySchemaAttributeName in the service model
+
+# What Partita does with a CreateTable request. Every other member of the operation's
+# input shape in DynamoDB's service model is refused by name (never accepted and
+# ignored), unless it asks for exactly what a Partita table is anyway.
+IMPLEMENTED = frozenset(
+    {"TableName", "AttributeDefinitions", "KeySchema", "BillingMode", "ProvisionedThroughput", "Tags"}
+)
+_WHAT_PARTITA_DOES: dict[str, object] = {"TableClass": "STANDARD", "DeletionProtectionEnabled": False}
+NOT_IMPLEMENTED = tuple(m for m in service_model.input_members("CreateTable") if m not in IMPLEMENTED)
 
 
 @dataclass(frozen=True)
@@ -39,7 +51,8 @@ def validate(body: Any) -> CreateTableRequest:
             d = expect_dict(d)
             expect_type(d.get("AttributeName"), str, "a string")
             expect_type(d.get("AttributeType"), str, "a string")
-            v.not_null(d.get("AttributeName"), f"attributeDefinitions.{i}.member.attributeName")
+            if v.not_null(d.get("AttributeName"), f"attributeDefinitions.{i}.member.attributeName"):
+                _key_name_size(d["AttributeName"], f"attributeDefinitions.{i}.member.attributeName", v)
             if v.not_null(d.get("AttributeType"), f"attributeDefinitions.{i}.member.attributeType"):
                 v.enum(
                     d.get("AttributeType"), f"attributeDefinitions.{i}.member.attributeType", ["B", "N", "S"]
@@ -49,7 +62,8 @@ def validate(body: Any) -> CreateTableRequest:
             k = expect_dict(k)
             expect_type(k.get("AttributeName"), str, "a string")
             expect_type(k.get("KeyType"), str, "a string")
-            v.not_null(k.get("AttributeName"), f"keySchema.{i}.member.attributeName")
+            if v.not_null(k.get("AttributeName"), f"keySchema.{i}.member.attributeName"):
+                _key_name_size(k["AttributeName"], f"keySchema.{i}.member.attributeName", v)
             if v.not_null(k.get("KeyType"), f"keySchema.{i}.member.keyType"):
                 v.enum(k.get("KeyType"), f"keySchema.{i}.member.keyType", ["HASH", "RANGE"])
         if len(key_schema) > 2:
@@ -65,8 +79,10 @@ def validate(body: Any) -> CreateTableRequest:
             v.at_least(rcu, "provisionedThroughput.readCapacityUnits", 1)
         if v.not_null(wcu, "provisionedThroughput.writeCapacityUnits"):
             v.at_least(wcu, "provisionedThroughput.writeCapacityUnits", 1)
+    tags = check_tags(expect_type(body.get("Tags"), list, "a list") or [], v)
     v.raise_if_any()
     assert isinstance(name, str) and attr_defs is not None and key_schema is not None
+    refuse_not_implemented(body)
 
     # Precedence as DynamoDB's (recorded by dynalite's tests): billing mode against
     # throughput first, then key attributes against definitions, then key types.
@@ -81,9 +97,11 @@ def validate(body: Any) -> CreateTableRequest:
             _INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified "
             "when BillingMode is PAY_PER_REQUEST"
         )
-    defined = {d["AttributeName"]: d["AttributeType"] for d in attr_defs}
-    if len(defined) != len(attr_defs):
-        raise errors.validation("Cannot have two attributes with the same name")
+    defined: dict[str, Any] = {}  # names to "S"|"N"|"B", checked against the enum above
+    for d in attr_defs:
+        if d["AttributeName"] in defined:
+            raise errors.validation(f"Duplicate AttributeName={d['AttributeName']} in AttributeDefinitions")
+        defined[d["AttributeName"]] = d["AttributeType"]
     key_names = [k["AttributeName"] for k in key_schema]
     undefined = any(n not in defined for n in key_names)
     if len(key_names) == 2:
@@ -114,10 +132,7 @@ def validate(body: Any) -> CreateTableRequest:
                 "cannot exceed 40000"
             )
 
-    tags = []
-    for tag in expect_type(body.get("Tags"), list, "a list") or []:
-        tag = expect_dict(tag)
-        tags.append((str(tag.get("Key")), str(tag.get("Value"))))
+    check_tag_rules(tags)
 
     pk_name = key_schema[0]["AttributeName"]
     sk = None
@@ -134,3 +149,22 @@ def validate(body: Any) -> CreateTableRequest:
         write_capacity=int(wcu or 0),
         tags=tuple(tags),
     )
+
+
+def _key_name_size(name: str, where: str, v: Violations) -> None:
+    if len(name) < 1:
+        v.add(name, where, "Member must have length greater than or equal to 1")
+    if len(name.encode("utf-8")) > MAX_KEY_NAME_BYTES:
+        v.add(name, where, f"Member must have length less than or equal to {MAX_KEY_NAME_BYTES}")
+
+
+def refuse_not_implemented(body: dict[str, Any]) -> None:
+    """A ValidationException naming every parameter Partita does not implement yet."""
+    given = [
+        member
+        for member in NOT_IMPLEMENTED
+        if body.get(member) is not None
+        and not (member in _WHAT_PARTITA_DOES and body[member] == _WHAT_PARTITA_DOES[member])
+    ]
+    if given:
+        raise errors.validation(f"Partita does not support creating a table with {', '.join(given)} yet")

@@ -35,17 +35,15 @@ def table_of_arn(arn: Any) -> tuple[str, str]:
     return arn, match.group(1)
 
 
-def validate(body: Any) -> TagResourceRequest:
-    body = expect_dict(body)
-    tags = expect_type(body.get("Tags"), list, "a list")
-    arn, table = table_of_arn(body.get("ResourceArn"))
-    if tags is None:
-        raise errors.constraint_violations(
-            ["Value null at 'tags' failed to satisfy constraint: Member must not be null"]
-        )
-    if not tags:
-        raise errors.validation("Atleast one Tag needs to be provided as Input.")
-    v = Violations()
+# DynamoDB's tagging restrictions (developer guide, "Tagging restrictions"): letters,
+# numbers and white space in any script, and + - = . _ : /.
+_TAG_TEXT = re.compile(r"[\w\s+\-=._:/]*")
+_RESERVED_PREFIX = "aws:"
+_INVALID = "One or more parameter values were invalid: "
+
+
+def check_tags(tags: list[Any], v: Violations) -> list[tuple[str, str]]:
+    """Each tag's shape (not null, lengths) as constraint violations in `v`; the pairs."""
     out = []
     for i, tag in enumerate(tags, 1):
         tag = expect_dict(tag)
@@ -67,5 +65,40 @@ def validate(body: Any) -> TagResourceRequest:
                 f"Member must have length less than or equal to {MAX_VALUE_LENGTH}",
             )
         out.append((key, value))
+    return out
+
+
+def check_tag_rules(tags: list[tuple[str, str]]) -> None:
+    """The rules beyond the shape: characters, the reserved prefix, the count. Run after
+    every shape check passed (`tags` holds strings only)."""
+    for key, value in tags:
+        if key.lower().startswith(_RESERVED_PREFIX) or value.lower().startswith(_RESERVED_PREFIX):
+            raise errors.validation(_INVALID + f"Tag keys and values may not start with '{_RESERVED_PREFIX}'")
+        if not _TAG_TEXT.fullmatch(key) or not _TAG_TEXT.fullmatch(value):
+            raise errors.validation(
+                _INVALID
+                + "Tag keys and values may contain only letters, numbers, white space and + - = . _ : /"
+            )
+    check_tag_count(len({key for key, _ in tags}))
+
+
+def check_tag_count(count: int) -> None:
+    if count > MAX_TAGS:
+        raise errors.validation(_INVALID + f"The number of tags on a resource cannot exceed {MAX_TAGS}")
+
+
+def validate(body: Any) -> TagResourceRequest:
+    body = expect_dict(body)
+    tags = expect_type(body.get("Tags"), list, "a list")
+    arn, table = table_of_arn(body.get("ResourceArn"))
+    if tags is None:
+        raise errors.constraint_violations(
+            ["Value null at 'tags' failed to satisfy constraint: Member must not be null"]
+        )
+    if not tags:
+        raise errors.validation("Atleast one Tag needs to be provided as Input.")
+    v = Violations()
+    out = check_tags(tags, v)
     v.raise_if_any()
+    check_tag_rules(out)
     return TagResourceRequest(arn, table, out)

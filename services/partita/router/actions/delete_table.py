@@ -7,7 +7,7 @@ from typing import Any
 from partita.api.operations import table_name_only
 from partita.common import errors
 from partita.router.context import RouterContext
-from partita.router.describe import table_description
+from partita.router.describe import deleting_description
 
 _IN_USE = "Attempt to change a resource which is still in use: "
 
@@ -26,5 +26,5 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         stats = await ctx.tables.stats_of(record.table_id)  # gone with the table soon after
         if await ctx.tables.store.replace_table(deleting):
             await ctx.tables.refresh()
-            return {"TableDescription": table_description(deleting, ctx.table_arn(name), stats)}
+            return {"TableDescription": deleting_description(deleting, ctx.table_arn(name), stats)}
     raise errors.internal_server_error("Table changed concurrently; retry")

@@ -15,6 +15,7 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     def merged(current: tags.Tags) -> tags.Tags:
         out = dict(current)
         out.update(req.tags)
+        tag_resource.check_tag_count(len(out))  # the limit is on the table's tags, not the call's
         return tuple(out.items())
 
     await tags.change(ctx, req.table_name, req.arn, merged)

@@ -1,0 +1,169 @@
+"""CreateTable: parameters Partita does not implement are refused by name, tags follow
+DynamoDB's rules, key attribute names are limited, and a local table is ACTIVE by the
+time a waiter first asks."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.compat.helpers import PYTESTMARK, error, validation
+
+pytestmark = PYTESTMARK
+
+
+def spec(**extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "TableName": f"compat-ct-{uuid.uuid4().hex[:10]}",
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+    out.update(extra)
+    return out
+
+
+def table_exists(ddb: Any, name: str) -> bool:
+    try:
+        ddb.describe_table(TableName=name)
+        return True
+    except ddb.exceptions.ResourceNotFoundException:
+        return False
+
+
+GSI = [
+    {
+        "IndexName": "by-other",
+        "KeySchema": [{"AttributeName": "other", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "ALL"},
+    }
+]
+LSI = [
+    {
+        "IndexName": "by-sk",
+        "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "other", "KeyType": "RANGE"},
+        ],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    }
+]
+WITH_OTHER = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "other", "AttributeType": "S"}]
+
+
+@pytest.mark.partita_only
+@pytest.mark.parametrize(
+    ("member", "extra"),
+    [
+        ("GlobalSecondaryIndexes", {"GlobalSecondaryIndexes": GSI, "AttributeDefinitions": WITH_OTHER}),
+        ("LocalSecondaryIndexes", {"LocalSecondaryIndexes": LSI, "AttributeDefinitions": WITH_OTHER}),
+        (
+            "StreamSpecification",
+            {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}},
+        ),
+        ("SSESpecification", {"SSESpecification": {"Enabled": True}}),
+        ("TableClass", {"TableClass": "STANDARD_INFREQUENT_ACCESS"}),
+        ("DeletionProtectionEnabled", {"DeletionProtectionEnabled": True}),
+    ],
+)
+def test_an_unimplemented_parameter_is_refused_by_name_and_no_table_is_created(
+    ddb: Any, member: str, extra: dict[str, Any]
+) -> None:
+    request = spec(**extra)
+    message = validation(ddb.create_table, **request)
+    assert message == f"Partita does not support creating a table with {member} yet"
+    assert not table_exists(ddb, request["TableName"])
+
+
+def test_asking_for_the_standard_table_class_without_deletion_protection_is_accepted(ddb: Any) -> None:
+    request = spec(TableClass="STANDARD", DeletionProtectionEnabled=False)
+    assert ddb.create_table(**request)["TableDescription"]["TableName"] == request["TableName"]
+    ddb.get_waiter("table_exists").wait(
+        TableName=request["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+
+
+def test_a_key_attribute_name_over_255_bytes_is_refused_with_a_length_constraint(ddb: Any) -> None:
+    name = "k" * 256
+    message = validation(
+        ddb.create_table,
+        **spec(KeySchema=[{"AttributeName": name, "KeyType": "HASH"}], AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"}]),
+    )  # fmt: skip
+    assert "failed to satisfy constraint: Member must have length less than or equal to 255" in message
+
+
+def test_a_key_attribute_name_of_255_bytes_works(ddb: Any) -> None:
+    name = "k" * 255
+    request = spec(
+        KeySchema=[{"AttributeName": name, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"}],
+    )
+    ddb.create_table(**request)
+    ddb.get_waiter("table_exists").wait(
+        TableName=request["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+    ddb.put_item(TableName=request["TableName"], Item={name: {"S": "x"}})
+    assert ddb.get_item(TableName=request["TableName"], Key={name: {"S": "x"}}, ConsistentRead=True)["Item"]
+
+
+@pytest.mark.partita_only
+def test_a_duplicate_attribute_definition_is_named(ddb: Any) -> None:
+    defs = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "pk", "AttributeType": "N"}]
+    assert validation(ddb.create_table, **spec(AttributeDefinitions=defs)) == (
+        "Duplicate AttributeName=pk in AttributeDefinitions"
+    )
+
+
+# --- tags ------------------------------------------------------------------------------
+
+
+def test_tags_over_dynamodbs_limits_are_refused_on_create_table(ddb: Any) -> None:
+    too_many = [{"Key": f"k{i}", "Value": "v"} for i in range(51)]
+    for tags in (too_many, [{"Key": "aws:reserved", "Value": "v"}], [{"Key": "k" * 129, "Value": "v"}]):
+        request = spec(Tags=tags)
+        code, _ = error(ddb.create_table, **request)
+        assert code in ("ValidationException", "LimitExceededException")
+        assert not table_exists(ddb, request["TableName"])
+
+
+@pytest.mark.partita_only
+def test_a_tag_key_that_is_not_a_string_is_refused_not_stored_as_text(cluster: Any, ddb: Any) -> None:
+    import orjson
+
+    from tests.compat.helpers import error_type, raw_call
+
+    request = spec(Tags=[{"Key": None, "Value": "v"}])
+    status, answer = raw_call(cluster, "CreateTable", orjson.dumps(request))
+    assert (status, error_type(answer)) == (400, "ValidationException")
+    assert (
+        "Value null at 'tags.1.member.key' failed to satisfy constraint: Member must not be null"
+        in answer["message"]
+    )
+    assert not table_exists(ddb, request["TableName"])
+
+
+def test_fifty_tags_at_creation_are_kept(ddb: Any) -> None:
+    tags = [{"Key": f"k{i}", "Value": f"v{i}"} for i in range(50)]
+    request = spec(Tags=tags)
+    arn = ddb.create_table(**request)["TableDescription"]["TableArn"]
+    ddb.get_waiter("table_exists").wait(
+        TableName=request["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+    listed = ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]
+    assert sorted(listed, key=lambda t: t["Key"]) == sorted(tags, key=lambda t: t["Key"])
+
+
+# --- a local table is ACTIVE by the time a waiter asks -------------------------------------
+
+
+@pytest.mark.partita_only
+def test_the_table_exists_waiter_succeeds_on_its_first_attempt(ddb: Any) -> None:
+    request = spec()
+    created = ddb.create_table(**request)["TableDescription"]
+    assert created["TableStatus"] == "CREATING"  # the CreateTable answer says so, as DynamoDB's
+    # MaxAttempts=1: a first DescribeTable still saying CREATING would fail the waiter
+    # (with the default config it would sleep 20 s).
+    ddb.get_waiter("table_exists").wait(TableName=request["TableName"], WaiterConfig={"MaxAttempts": 1})
+    assert ddb.describe_table(TableName=request["TableName"])["Table"]["TableStatus"] == "ACTIVE"
