@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from partita.common import config
+from partita.common import config, logs
 
 
 def _positive_seconds(text: str) -> float:
@@ -29,11 +29,16 @@ _STATS_INTERVAL: dict[str, Any] = {
 }
 
 
-def _setup_logging(verbose: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+def _add_logging_flags(parser: argparse.ArgumentParser, fmt: str = logs.DEFAULT_FORMAT) -> None:
+    parser.add_argument("--log-level", choices=logs.LEVELS, default=logs.DEFAULT_LEVEL)
+    parser.add_argument(
+        "--log-format", choices=logs.FORMATS, default=fmt, help="json lines or plain text (%(default)s)"
     )
+
+
+def _setup_logging(args: argparse.Namespace, process: str) -> None:
+    level = "debug" if args.verbose else args.log_level
+    logs.configure(process, level, args.log_format)
 
 
 def _run_loop(coro: Any) -> None:
@@ -79,6 +84,12 @@ def _banner(data_dir: Path, endpoint: str, region: str) -> str:
     )
 
 
+def _metrics_banner(endpoints: list[tuple[str, str]]) -> str:
+    lines = ["Metrics (Prometheus text format):"]
+    lines += [f"  {name:<10} {url}" for name, url in endpoints]
+    return "\n".join([*lines, ""])
+
+
 def _ensure_credentials(data_dir: Path) -> None:
     from partita.router.credentials import create_credential, credentials_path, load
 
@@ -90,7 +101,7 @@ def _ensure_credentials(data_dir: Path) -> None:
 def cmd_up(args: argparse.Namespace) -> int:
     from partita.cli.supervisor import ClusterLayout, Supervisor
 
-    _setup_logging(args.verbose)
+    _setup_logging(args, "up")
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     _ensure_credentials(data_dir)
@@ -103,6 +114,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         region=args.region,
         sync=not args.unsafe_no_fsync,
         stats_interval=args.stats_interval,
+        log_level=args.log_level,
     )
 
     async def main() -> int:
@@ -120,6 +132,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             await supervisor.stop()
             return 1
         print(_banner(data_dir, f"http://{args.host}:{args.port}", args.region), flush=True)
+        print(_metrics_banner(supervisor.metrics_endpoints()), flush=True)
         watcher = asyncio.create_task(supervisor.watch())
         await stop.wait()
         watcher.cancel()
@@ -141,7 +154,7 @@ def cmd_router(args: argparse.Namespace) -> int:
     from partita.router.context import RouterSettings
     from partita.router.main import serve
 
-    _setup_logging(args.verbose)
+    _setup_logging(args, "router")
     etcd_host, etcd_port = config.parse_endpoint(args.etcd)
     settings = RouterSettings(region=args.region, on_demand_partitions=args.on_demand_partitions)
     _run_loop(
@@ -160,7 +173,7 @@ def cmd_router(args: argparse.Namespace) -> int:
 def cmd_storage(args: argparse.Namespace) -> int:
     from partita.storage.main import serve
 
-    _setup_logging(args.verbose)
+    _setup_logging(args, args.node_id)
     etcd_host, etcd_port = config.parse_endpoint(args.etcd)
     _run_loop(
         serve(
@@ -174,6 +187,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             etcd_port=etcd_port,
             sync=not args.unsafe_no_fsync,
             stats_interval=args.stats_interval,
+            metrics_port=args.metrics_port,
         )
     )
     return 0
@@ -199,7 +213,12 @@ async def _status(data_dir: Path) -> dict[str, Any]:
 
     cluster = json.loads((data_dir / "cluster.json").read_text())
     processes = [dict(p, alive=_alive(p.get("pid"))) for p in cluster["processes"]]
-    out: dict[str, Any] = {"endpoint": cluster["endpoint"], "processes": processes, "tables": []}
+    out: dict[str, Any] = {
+        "endpoint": cluster["endpoint"],
+        "metrics": cluster.get("metrics", {}),
+        "processes": processes,
+        "tables": [],
+    }
     host, port = config.parse_endpoint(cluster["etcd"])
     store = EtcdControlStore(host, port, timeout=3)
     try:
@@ -266,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--region", default=config.DEFAULT_REGION)
     up.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     up.add_argument("--stats-interval", **_STATS_INTERVAL)
+    _add_logging_flags(up, fmt="text")  # the supervisor's own lines go to a terminal
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -275,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR, help="holds credentials.json")
     router.add_argument("--region", default=config.DEFAULT_REGION)
     router.add_argument("--on-demand-partitions", type=int, default=config.DEFAULT_ON_DEMAND_PARTITIONS)
+    _add_logging_flags(router)
     router.set_defaults(func=cmd_router)
 
     storage = sub.add_parser("storage", help="run one storage node")
@@ -287,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     storage.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     storage.add_argument("--stats-interval", **_STATS_INTERVAL)
+    storage.add_argument("--metrics-port", type=int, help="serve /metrics on this port (default: off)")
+    _add_logging_flags(storage)
     storage.set_defaults(func=cmd_storage)
 
     status = sub.add_parser("status", help="processes, tables and partitions of a local cluster, as JSON")

@@ -87,6 +87,7 @@ class ClusterLayout:
     region: str = config.DEFAULT_REGION
     sync: bool = True
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS
+    log_level: str = "info"
 
     def children(self) -> list[Child]:
         py = [sys.executable, "-m", "partita.cli.main"]
@@ -141,10 +142,11 @@ class ClusterLayout:
             ]
             if not self.sync:
                 argv.append("--unsafe-no-fsync")
-            argv += ["--stats-interval", str(self.stats_interval)]
-            out.append(
-                Child(f"storage-{zone}", "storage", argv, {"grpc": port, "data": data_port}, zone=zone)
-            )
+            metrics_port = self.storage_base_port + config.STORAGE_METRICS_PORT_OFFSET + i
+            argv += ["--stats-interval", str(self.stats_interval), "--metrics-port", str(metrics_port)]
+            argv += ["--log-level", self.log_level]
+            ports = {"grpc": port, "data": data_port, "metrics": metrics_port}
+            out.append(Child(f"storage-{zone}", "storage", argv, ports, zone=zone))
         out.append(
             Child(
                 "router",
@@ -162,6 +164,8 @@ class ClusterLayout:
                     str(self.data_dir),
                     "--region",
                     self.region,
+                    "--log-level",
+                    self.log_level,
                 ],
                 {"http": self.router_port},
             )
@@ -208,10 +212,22 @@ class Supervisor:
                 raise RuntimeError(f"{child.name} did not open port {port}; see {child.log_path}")
             await asyncio.sleep(0.05)
 
+    def metrics_endpoints(self) -> list[tuple[str, str]]:
+        """(process, URL) of every /metrics endpoint: the router serves it on the
+        DynamoDB port, storage nodes on their metrics port, etcd on its client port."""
+        host = self.layout.host
+        out = []
+        for child in self.children:
+            port = child.ports.get("metrics") or child.ports.get("http") or child.ports.get("client")
+            if port is not None:
+                out.append((child.name, f"http://{host}:{port}/metrics"))
+        return out
+
     def _write_cluster_file(self) -> None:
         data = {
             "supervisor_pid": os.getpid(),
             "endpoint": f"http://{self.layout.host}:{self.layout.router_port}",
+            "metrics": dict(self.metrics_endpoints()),
             "etcd": f"{self.layout.host}:{self.layout.etcd_port}",
             "region": self.layout.region,
             "processes": [c.info() for c in self.children],

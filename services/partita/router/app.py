@@ -17,8 +17,10 @@ from typing import Any
 
 import orjson
 
-from partita.common import errors
+from partita.common import errors, metrics
 from partita.common.errors import DynamoError
+from partita.common.logs import RateLimitedLog
+from partita.router import metrics as router_metrics
 from partita.router.actions import (
     batch_get_item,
     batch_write_item,
@@ -44,6 +46,8 @@ from partita.router.credentials import CredentialStore
 from partita.router.http_server import HttpRequest, HttpResponse
 
 log = logging.getLogger(__name__)
+# Rejected requests, one line each at info, at most a burst of 100 then 10 a second.
+rejections = RateLimitedLog(logging.getLogger("partita.router.rejected"))
 
 TARGET_PREFIX = "DynamoDB_20120810."
 Action = Callable[[RouterContext, Any], Awaitable[dict[str, Any] | bytes]]
@@ -68,7 +72,18 @@ OPERATIONS: dict[str, Action] = {
     "BatchWriteItem": batch_write_item.run,
 }
 
-_HEADERS = b"Content-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: %s%020d\r\nx-amz-crc32: %d\r\n"
+_HEADERS = b"Content-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: %s\r\nx-amz-crc32: %d\r\n"
+
+
+class RequestLabels:
+    """What a request turned out to be, for its metrics and log line: filled in by
+    `_dispatch` as it learns them, so a request refused early still has its labels."""
+
+    __slots__ = ("operation", "table")
+
+    def __init__(self) -> None:
+        self.operation = "unknown"
+        self.table = router_metrics.NO_TABLE
 
 
 class DynamoApp:
@@ -78,32 +93,66 @@ class DynamoApp:
         self._request_ids = itertools.count(1)
         self._id_prefix = os.urandom(6).hex().upper().encode()
 
-    def _response(self, status: int, body: bytes) -> HttpResponse:
+    def _response(self, status: int, body: bytes, request_id: bytes) -> HttpResponse:
         # botocore checks x-amz-crc32 (CRC32 of the body) when present.
-        headers = _HEADERS % (self._id_prefix, next(self._request_ids), zlib.crc32(body))
+        headers = _HEADERS % (request_id, zlib.crc32(body))
         return HttpResponse(status, body, headers)
 
     async def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.method == "GET":
-            host = request.headers.get("host", "localhost")
-            return HttpResponse(200, f"healthy: {host} ".encode(), b"Content-Type: text/plain\r\n")
+            return answer_get(request)
+        started = time.perf_counter()
+        request_id = b"%s%020d" % (self._id_prefix, next(self._request_ids))
+        labels = RequestLabels()
+        router_metrics.started()
+        outcome = "ok"
         try:
-            body = await self._dispatch(request)
+            body = await self._dispatch(request, labels)
+            status = 200
         except DynamoError as exc:
-            return self._response(exc.status, exc.render())
+            status, body, outcome = exc.status, exc.render(), exc.code
+            self._log_error(exc, labels, request_id)
         except Exception:
-            log.exception("operation failed")
+            log.exception(
+                "operation failed",
+                extra={
+                    "request_id": request_id.decode(),
+                    "operation": labels.operation,
+                    "table": labels.table,
+                },
+            )
             internal = errors.internal_server_error()
-            return self._response(internal.status, internal.render())
-        return self._response(200, body)
+            status, body, outcome = internal.status, internal.render(), internal.code
+        finally:
+            router_metrics.finished()
+        cells = router_metrics.request_cells(labels.operation, labels.table)
+        cells.outcome(outcome).value += 1
+        cells.bytes_in.value += len(request.body)
+        cells.bytes_out.value += len(body)
+        cells.latency.observe(time.perf_counter() - started)
+        return self._response(status, body, request_id)
 
-    async def _dispatch(self, request: HttpRequest) -> bytes:
+    def _log_error(self, exc: DynamoError, labels: RequestLabels, request_id: bytes) -> None:
+        extra = {
+            "request_id": request_id.decode(),
+            "operation": labels.operation,
+            "table": labels.table,
+            "error_type": exc.code,
+            "error_message": exc.message,
+        }
+        if exc.status >= 500:
+            log.error("request failed", extra=extra, exc_info=exc)
+        else:
+            rejections.log(logging.INFO, "request rejected", extra)
+
+    async def _dispatch(self, request: HttpRequest, labels: RequestLabels) -> bytes:
         if request.method != "POST":
             raise errors.unknown_operation()
         target = request.headers.get("x-amz-target", "")
         action = OPERATIONS.get(target[len(TARGET_PREFIX) :]) if target.startswith(TARGET_PREFIX) else None
         if action is None:
             raise errors.unknown_operation()
+        labels.operation = target[len(TARGET_PREFIX) :]
         credential = authenticate(
             method=request.method,
             path=request.path,
@@ -119,6 +168,7 @@ class DynamoApp:
             raise errors.serialization("Start of structure or map found where not expected.") from None
         if not isinstance(payload, dict):
             raise errors.serialization("Start of structure or map found where not expected.")
+        labels.table = self._table_label(payload)
         for table in tables_named(payload):
             if not credential.may_access(table):
                 operation = target[len(TARGET_PREFIX) :]
@@ -128,6 +178,26 @@ class DynamoApp:
                 )
         result = await action(self.ctx, payload)
         return result if isinstance(result, bytes) else orjson.dumps(result)
+
+    def _table_label(self, payload: dict[str, Any]) -> str:
+        """The request's table when it names one the cluster has (labels stay bounded)."""
+        name = payload.get("TableName")
+        if isinstance(name, str) and name in self.ctx.tables.tables:
+            return name
+        return router_metrics.NO_TABLE
+
+
+def answer_get(request: HttpRequest) -> HttpResponse:
+    """GETs: `/` is the health check load balancers use (DynamoDB's answer), `/metrics`
+    the Prometheus exposition; any other path is a client error in DynamoDB's form."""
+    if request.path == "/":
+        host = request.headers.get("host", "localhost")
+        return HttpResponse(200, f"healthy: {host} ".encode(), b"Content-Type: text/plain\r\n")
+    if request.path == "/metrics":
+        body, content_type = metrics.exposition()
+        return HttpResponse(200, body, f"Content-Type: {content_type}\r\n".encode())
+    error = errors.unknown_operation()
+    return HttpResponse(error.status, error.render(), b"Content-Type: application/x-amz-json-1.0\r\n")
 
 
 def tables_named(payload: dict[str, Any]) -> list[str]:

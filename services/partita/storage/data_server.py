@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, cast
 from google.protobuf.message import DecodeError
 
 from partita._proto import storage_pb2 as pb
+from partita.api import capacity
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
+from partita.storage.metrics import PartitionMeter
 from partita.storage.operations import PLANNERS, Plan, error_response
 
 if TYPE_CHECKING:
@@ -26,17 +28,25 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_WRITES = frozenset((pb.PUT, pb.DELETE, pb.UPDATE))
+
 
 class DataPlane:
     """What a connection needs from the node: routing and planning over the engine."""
 
     def __init__(self, state: NodeState) -> None:
         self.state = state
+        self._meters: dict[tuple[int, str], PartitionMeter] = {}
 
     def plan(self, request: pb.Request) -> Plan:
         rejected = self.state.route(request)
         if rejected is not None:
             return Plan(rejected)
+        plan = self._plan(request)
+        self._meter(request, plan.response)
+        return plan
+
+    def _plan(self, request: pb.Request) -> Plan:
         planner = PLANNERS.get(request.op)
         if planner is None:
             return Plan(error_response(request.id, errors.validation("unsupported operation")))
@@ -46,10 +56,34 @@ class DataPlane:
                 self.state.engine.stage(plan.effects)
             return plan
         except DynamoError as exc:
-            return Plan(error_response(request.id, exc))
+            response = error_response(request.id, exc)
+            if exc.code == "ConditionalCheckFailedException":
+                # DynamoDB charges a write whose condition failed; at least one unit.
+                response.capacity_units = capacity.write_units(0)
+            return Plan(response)
         except Exception:
             log.exception("request %d failed", request.id)
             return Plan(error_response(request.id, errors.internal_server_error()))
+
+    def _meter(self, request: pb.Request, response: pb.Response) -> None:
+        units = response.capacity_units
+        if not units:
+            return
+        key = (request.table_id, request.partition_id)
+        meter = self._meters.get(key)
+        if meter is None:
+            hosted = self.state.hosted.get(request.table_id)
+            if hosted is None:
+                return
+            meter = self._meters[key] = PartitionMeter(hosted.record.name, request.partition_id)
+        if request.op in _WRITES:
+            meter.write.value += units
+        else:
+            meter.read.value += units
+
+    def forget_table(self, table_id: int) -> None:
+        """Drop a table's meters (the node dropped the table)."""
+        self._meters = {k: m for k, m in self._meters.items() if k[0] != table_id}
 
     async def commit(self, plans: list[Plan]) -> list[pb.Response]:
         try:

@@ -20,6 +20,7 @@ async def serve(
     etcd_port: int,
     sync: bool,
     stats_interval: float,
+    metrics_port: int | None = None,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -32,4 +33,5 @@ async def serve(
         store=store,
         sync=sync,
         stats_interval=stats_interval,
+        metrics_port=metrics_port,
     )
