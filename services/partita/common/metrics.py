@@ -33,7 +33,6 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -42,6 +41,7 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
@@ -306,8 +306,9 @@ class _FamilyCollector(Collector):
 
 
 def exposition(registry: CollectorRegistry = REGISTRY) -> tuple[bytes, str]:
-    """The registry in Prometheus' text format, and its Content-Type."""
-    return generate_latest(registry), CONTENT_TYPE_LATEST
+    """The registry in Prometheus' text format 0.0.4 (what generate_latest writes and
+    every Prometheus server reads), and its Content-Type."""
+    return generate_latest(registry), CONTENT_TYPE_PLAIN_0_0_4
 
 
 def sample_names(registry: CollectorRegistry = REGISTRY) -> set[str]:
