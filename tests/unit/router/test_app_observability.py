@@ -55,7 +55,11 @@ async def test_get_metrics_serves_the_prometheus_exposition(app: DynamoApp) -> N
     assert response.status == 200
     assert b"text/plain; version=0.0.4" in response.headers
     names = {f.name for f in text_string_to_metric_families(response.body.decode())}
-    assert {"partita_router_requests", "partita_router_request_duration_seconds", "process_cpu_seconds"} <= names
+    assert {
+        "partita_router_requests",
+        "partita_router_request_duration_seconds",
+        "process_cpu_seconds",
+    } <= names
 
 
 async def test_any_other_get_path_is_a_dynamodb_client_error(app: DynamoApp) -> None:
@@ -71,7 +75,10 @@ async def test_requests_are_counted_by_operation_table_and_outcome(app: DynamoAp
     # Orders is still CREATING (no storage node here): DynamoDB's answer is not found.
     read = {"TableName": "Orders", "Key": {"pk": {"S": "x"}}}
     assert error_of(await app(signed("GetItem", read)))[0] == "ResourceNotFoundException"
-    assert error_of(await app(signed("DescribeTable", {"TableName": "Nowhere"})))[0] == "ResourceNotFoundException"
+    assert (
+        error_of(await app(signed("DescribeTable", {"TableName": "Nowhere"})))[0]
+        == "ResourceNotFoundException"
+    )
     after = (await app(get("/metrics"))).body
 
     def delta(**labels: str) -> float:
@@ -84,7 +91,10 @@ async def test_requests_are_counted_by_operation_table_and_outcome(app: DynamoAp
     assert delta(operation="DescribeTable", table="", outcome="ResourceNotFoundException") == 1
     assert scrape_value(after, "partita_router_requests_total", table="Nowhere") == 0
     count = "partita_router_request_duration_seconds_count"
-    assert scrape_value(after, count, operation="GetItem") - scrape_value(before, count, operation="GetItem") == 1
+    assert (
+        scrape_value(after, count, operation="GetItem") - scrape_value(before, count, operation="GetItem")
+        == 1
+    )
     assert scrape_value(after, "partita_router_requests_in_flight") == 0
 
 
@@ -106,10 +116,10 @@ async def test_a_rejected_request_is_logged_once_with_the_request_id_the_client_
     assert len(lines) == 1
     record = lines[0]
     assert record.levelno == logging.INFO
-    assert getattr(record, "request_id") == request_id.decode()
-    assert getattr(record, "operation") == "DescribeTable"
-    assert getattr(record, "error_type") == "ResourceNotFoundException"
-    assert getattr(record, "error_message") == error_of(response)[1]
+    assert record.request_id == request_id.decode()
+    assert record.operation == "DescribeTable"
+    assert record.error_type == "ResourceNotFoundException"
+    assert record.error_message == error_of(response)[1]
 
 
 async def test_every_answer_gets_a_distinct_request_id(app: DynamoApp) -> None:
@@ -132,4 +142,4 @@ async def test_a_crash_in_an_operation_is_logged_at_error_with_its_traceback(
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1
     assert errors[0].exc_info is not None and "bug in an action" in str(errors[0].exc_info[1])
-    assert getattr(errors[0], "request_id") == header(response, b"x-amzn-RequestId").decode()  # type: ignore[union-attr]
+    assert errors[0].request_id == header(response, b"x-amzn-RequestId").decode()  # type: ignore[union-attr]

@@ -60,7 +60,9 @@ def get(name: str, consistent: bool = False, body: bytes = b"") -> pb.Request:
         ("missing", False, 0.5),
     ],
 )
-async def test_a_plain_get_carries_its_read_units(engine: Engine, name: str, consistent: bool, units: float) -> None:
+async def test_a_plain_get_carries_its_read_units(
+    engine: Engine, name: str, consistent: bool, units: float
+) -> None:
     response = plan_get(engine, get(name, consistent)).response
     assert response.capacity_units == units
 
@@ -82,7 +84,7 @@ async def test_stored_json_is_never_smaller_than_the_dynamodb_size() -> None:
         {"é": {"S": "ünïcødé"}, "m": {"M": {"k": {"L": [{"N": "1"}, {"S": ""}]}}}},
         {"b": {"B": base64.b64encode(b"\x00" * 50).decode()}, "ss": {"SS": ["a", "b"]}},
         {"ns": {"NS": ["1", "-2.5"]}, "bs": {"BS": [base64.b64encode(b"xy").decode()]}},
-        {"s": {"S": "line\nbreak\t\"quoted\""}},
+        {"s": {"S": 'line\nbreak\t"quoted"'}},
     ]
     for item in items:
         assert len(orjson.dumps(item)) >= item_size(item)
