@@ -15,7 +15,7 @@ NATIVE_SOURCES := $(shell grep -v '^\#' native-modules.txt)
 PYTEST_WORKERS ?= 2
 ARGS ?=
 
-.PHONY: up test lint bench proto clean venv native pure
+.PHONY: up test lint bench proto clean venv native pure prometheus-tools
 
 venv: $(STAMP)
 
@@ -49,7 +49,15 @@ proto: $(STAMP)
 up: $(NATIVE_STAMP)
 	$(VENV)/bin/partita up $(ARGS)
 
-test: $(NATIVE_STAMP)
+# promtool (alert rule tests) and prometheus (the scrape test): Debian's package. Where
+# it cannot be installed (no root, no apt) those tests skip and say why.
+prometheus-tools:
+	@command -v promtool > /dev/null && command -v prometheus > /dev/null \
+		|| (command -v apt-get > /dev/null && [ "$$(id -u)" = 0 ] \
+			&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus) > /dev/null) \
+		|| echo "prometheus/promtool not installed: their tests will be skipped"
+
+test: $(NATIVE_STAMP) prometheus-tools
 	PARTITA_EXPECT_NATIVE=1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --timeout 600 tests $(ARGS)
 
 lint: $(STAMP)

@@ -151,3 +151,25 @@ def test_processes_log_json_lines_and_a_rejected_request_with_its_request_id(clu
     assert line["error_type"] == "ResourceNotFoundException"
     storage_lines = (cluster.data_dir / "logs" / "storage-a.log").read_text().splitlines()
     assert any(json.loads(raw)["process"] == "storage-a" for raw in storage_lines if raw.startswith("{"))
+
+
+def exported_families(url: str) -> set[str]:
+    """Every series name a real process declares on /metrics (families without samples
+    yet included: their HELP and TYPE lines are there)."""
+    from partita.common.metrics import series_names
+
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    return {
+        n for family in text_string_to_metric_families(text) for n in series_names(family.name, family.type)
+    }
+
+
+def test_every_metric_the_dashboards_and_alerts_use_is_served_by_the_running_cluster(
+    cluster: Cluster,
+) -> None:
+    from tests import observability_queries as q
+
+    served = set().union(*(exported_families(url) for url in endpoints(cluster).values())) | q.SYNTHETIC
+    missing = {name: where for name, where in q.used_metrics().items() if name not in served}
+    assert not missing, f"queried but not served: {missing}"

@@ -26,6 +26,11 @@ from partita.common import config
 
 log = logging.getLogger("partita.up")
 
+# The alert rules, when running from a source tree (a wheel does not carry deploy/).
+RULES_FILE = Path(__file__).resolve().parents[3] / "deploy" / "prometheus" / "partita-rules.yml"
+# How often the written Prometheus configuration scrapes: locally the series are few.
+SCRAPE_INTERVAL = "1s"
+
 STOP_GRACE_SECONDS = 10.0
 READY_TIMEOUT_SECONDS = 30.0
 RESTART_BACKOFF_MAX_SECONDS = 10.0
@@ -173,6 +178,25 @@ class ClusterLayout:
         return out
 
 
+def prometheus_config(children: list[Child], host: str, rules: Path | None) -> str:
+    """A Prometheus configuration (YAML is a superset of JSON) scraping every child's
+    /metrics, one job per role, and loading the alert rules when they are at hand."""
+    jobs: dict[str, list[str]] = {}
+    for child in children:
+        port = child.ports.get("metrics") or child.ports.get("http") or child.ports.get("client")
+        if port is not None:
+            jobs.setdefault(f"partita-{child.role}", []).append(f"{host}:{port}")
+    config_data: dict[str, object] = {
+        "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
+        "scrape_configs": [
+            {"job_name": job, "static_configs": [{"targets": targets}]} for job, targets in jobs.items()
+        ],
+    }
+    if rules is not None and rules.exists():
+        config_data["rule_files"] = [str(rules)]
+    return json.dumps(config_data, indent=2) + "\n"
+
+
 class Supervisor:
     def __init__(self, layout: ClusterLayout) -> None:
         self.layout = layout
@@ -237,7 +261,14 @@ class Supervisor:
         tmp.write_text(json.dumps(data, indent=2))
         tmp.replace(path)
 
+    def write_prometheus_config(self) -> Path:
+        """`<data-dir>/prometheus.yml`: a Prometheus server's scrape of this cluster."""
+        path = self.layout.data_dir / "prometheus.yml"
+        path.write_text(prometheus_config(self.children, self.layout.host, RULES_FILE))
+        return path
+
     async def start(self) -> None:
+        self.write_prometheus_config()
         for child in self.children:
             for port in child.ports.values():
                 if _port_open(self.layout.host, port):

@@ -321,11 +321,11 @@ def family_names(registry: CollectorRegistry = REGISTRY) -> set[str]:
     every name PromQL may use for it."""
     names: set[str] = set()
     for metric in registry.collect():
-        names.update(_series_names(metric.name, metric.type))
+        names.update(series_names(metric.name, metric.type))
     return names
 
 
-def _series_names(name: str, kind: str) -> Iterator[str]:
+def series_names(name: str, kind: str) -> Iterator[str]:
     if kind == "counter":
         yield name + "_total"
         yield name + "_created"
