@@ -5,6 +5,7 @@ where the endpoints are, and the processes write JSON log lines with request ids
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -173,3 +174,63 @@ def test_every_metric_the_dashboards_and_alerts_use_is_served_by_the_running_clu
     served = set().union(*(exported_families(url) for url in endpoints(cluster).values())) | q.SYNTHETIC
     missing = {name: where for name, where in q.used_metrics().items() if name not in served}
     assert not missing, f"queried but not served: {missing}"
+
+
+def test_top_once_prints_a_frame_with_the_tables_traffic(cluster: Cluster) -> None:
+    ddb = cluster.client()
+    top = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "partita.cli.main",
+            "top",
+            "--data-dir",
+            str(cluster.data_dir),
+            "--once",
+            "--interval",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    i = 0
+    while top.poll() is None and time.monotonic() < deadline:  # traffic while it measures
+        ddb.get_item(TableName=TABLE, Key={"pk": {"S": f"k{i % 20}"}})
+        i += 1
+    out, _ = top.communicate(timeout=30)
+    assert top.returncode == 0
+    row = next(line for line in out.splitlines() if line.startswith(TABLE))
+    assert float(row.split()[1]) > 0  # requests per second
+    assert any(line.startswith("GetItem") for line in out.splitlines())
+    assert sum(1 for line in out.splitlines() if line.startswith("storage-")) == 3
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
+def test_top_refreshes_in_a_terminal_and_quits_on_q(cluster: Cluster) -> None:
+    session = f"partita-top-{cluster.ports['router']}"
+    command = f"{sys.executable} -m partita.cli.main top --data-dir {cluster.data_dir} --interval 0.5"
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", command], check=True, timeout=10
+    )
+    try:
+
+        def screen() -> str:
+            return subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True, timeout=10
+            ).stdout
+
+        eventually(lambda: "OPERATION" in screen() and "storage-a" in screen(), timeout=15)
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True, timeout=10)
+
+        def gone() -> bool:
+            return (
+                subprocess.run(
+                    ["tmux", "has-session", "-t", session], capture_output=True, timeout=10
+                ).returncode
+                != 0
+            )
+
+        eventually(gone, timeout=10)  # the only window's program exited: the session ended
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, timeout=10)

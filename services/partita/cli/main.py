@@ -270,7 +270,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from partita.cli import credentials_cmd
+    from partita.cli import credentials_cmd, top
 
     parser = argparse.ArgumentParser(prog="partita", description="Partita: a DynamoDB-compatible database")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -317,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.set_defaults(func=cmd_status)
 
     credentials_cmd.register(sub)
+    top.register(sub)
     return parser
 
 
