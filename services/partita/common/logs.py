@@ -84,6 +84,15 @@ def configure(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # A crash outside any handler is one error line with its traceback, like the rest.
+    sys.excepthook = _log_uncaught
+
+
+def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, exc, tb)
+        return
+    logging.getLogger("partita.crash").critical("uncaught exception", exc_info=(kind, exc, tb))
 
 
 class RateLimitedLog:

@@ -20,7 +20,7 @@ from partita.api import capacity
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
-from partita.storage.metrics import PartitionMeter
+from partita.storage import metrics
 from partita.storage.operations import PLANNERS, Plan, error_response
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ class DataPlane:
 
     def __init__(self, state: NodeState) -> None:
         self.state = state
-        self._meters: dict[tuple[int, str], PartitionMeter] = {}
 
     def plan(self, request: pb.Request) -> Plan:
         rejected = self.state.route(request)
@@ -69,21 +68,14 @@ class DataPlane:
         units = response.capacity_units
         if not units:
             return
-        key = (request.table_id, request.partition_id)
-        meter = self._meters.get(key)
-        if meter is None:
-            hosted = self.state.hosted.get(request.table_id)
-            if hosted is None:
-                return
-            meter = self._meters[key] = PartitionMeter(hosted.record.name, request.partition_id)
+        hosted = self.state.hosted.get(request.table_id)
+        if hosted is None:
+            return
+        meter = metrics.meter_of(request.table_id, hosted.record.name, request.partition_id)
         if request.op in _WRITES:
             meter.write.value += units
         else:
             meter.read.value += units
-
-    def forget_table(self, table_id: int) -> None:
-        """Drop a table's meters (the node dropped the table)."""
-        self._meters = {k: m for k, m in self._meters.items() if k[0] != table_id}
 
     async def commit(self, plans: list[Plan]) -> list[pb.Response]:
         try:

@@ -85,7 +85,7 @@ async def reconcile_hosting(state: NodeState, store: ControlStore, tables: list[
     for table_id in tables_to_drop(tables, state.ids_with_data | set(state.hosted), state.node_id):
         dropped = state.hosted.pop(table_id, None)
         if dropped is not None:
-            metrics.forget_table(dropped.record.name)
+            metrics.forget_table(table_id, dropped.record.name)
         state.partition_figures = {k: v for k, v in state.partition_figures.items() if k[0] != table_id}
         lo, hi = keys.table_bounds(table_id)
         await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -16,8 +17,9 @@ from partita.common.logs import RateLimitedLog
 @pytest.fixture
 def restore_root() -> Iterator[None]:
     root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    handlers, level, hook = list(root.handlers), root.level, sys.excepthook
     yield
+    sys.excepthook = hook
     for h in list(root.handlers):
         root.removeHandler(h)
     for h in handlers:
@@ -100,3 +102,15 @@ def test_rate_limited_log_writes_nothing_below_the_level(caplog: pytest.LogCaptu
     with caplog.at_level(logging.WARNING, logger="partita.test.quiet"):
         assert not limited.log(logging.INFO, "rejected", {})
     assert limited.suppressed == 0
+
+
+def test_an_uncaught_exception_is_one_critical_json_line_with_its_traceback(restore_root: None) -> None:
+    out = io.StringIO()
+    logs.configure("router", "info", "json", stream=out)
+    try:
+        raise RuntimeError("escaped every handler")
+    except RuntimeError as exc:
+        sys.excepthook(RuntimeError, exc, exc.__traceback__)
+    record = json.loads(out.getvalue())
+    assert record["level"] == "critical" and record["logger"] == "partita.crash"
+    assert "RuntimeError: escaped every handler" in record["exc"]

@@ -151,3 +151,15 @@ async def test_the_data_plane_adds_units_up_per_partition_including_failed_condi
     # A request for a partition the node does not host is refused and not metered.
     stray = pb.Request(op=pb.GET, key=key("small"), key_hash=HASH, table_id=999, partition_id="p0")
     assert plane.plan(stray).response.status == pb.WRONG_PARTITION
+
+
+def test_a_dropped_table_leaves_the_consumption_families_and_starts_afresh() -> None:
+    meter = storage_metrics.meter_of(4242, "dropped", "p0")
+    meter.read.value += 5
+    assert storage_metrics.CONSUMED_READ.value("dropped", "p0") == 5
+    storage_metrics.forget_table(4242, "dropped")
+    assert storage_metrics.CONSUMED_READ.value("dropped", "p0") == 0
+    again = storage_metrics.meter_of(4242, "dropped", "p0")
+    assert again is not meter
+    again.read.value += 1
+    assert storage_metrics.CONSUMED_READ.value("dropped", "p0") == 1
