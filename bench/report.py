@@ -100,6 +100,7 @@ def cpu_by_process(workload: dict[str, Any]) -> dict[str, float]:
     for process, seconds in workload.get("server_cpu_by_process", {}).items():
         role = process.split()[-1] if process.startswith("python storage") else process
         role = "storage nodes" if role.startswith("storage-") else role
+        role = "dynalite (node)" if role == "node" else role
         out[role] = out.get(role, 0.0) + seconds / ops * 1e6
     return {k: v for k, v in out.items() if v >= 0.05}
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _WRITES = frozenset((pb.PUT, pb.DELETE, pb.UPDATE))
+# The node's partition meters by (table id, partition id), looked up once per request.
+_METERS = metrics.meters
 
 
 class DataPlane:
@@ -68,10 +70,12 @@ class DataPlane:
         units = response.capacity_units
         if not units:
             return
-        hosted = self.state.hosted.get(request.table_id)
-        if hosted is None:
-            return
-        meter = metrics.meter_of(request.table_id, hosted.record.name, request.partition_id)
+        meter = _METERS.get((request.table_id, request.partition_id))
+        if meter is None:
+            hosted = self.state.hosted.get(request.table_id)
+            if hosted is None:
+                return
+            meter = metrics.meter_of(request.table_id, hosted.record.name, request.partition_id)
         if request.op in _WRITES:
             meter.write.value += units
         else:

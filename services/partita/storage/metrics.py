@@ -95,22 +95,23 @@ class PartitionMeter:
         self.write: CounterCell = CONSUMED_WRITE.cell(table, partition)
 
 
-_meters: dict[tuple[int, str], PartitionMeter] = {}
+# By (table id, partition id); the data plane reads it directly on every request.
+meters: dict[tuple[int, str], PartitionMeter] = {}
 
 
 def meter_of(table_id: int, table: str, partition: str) -> PartitionMeter:
     """The meter of one hosted partition, made on its first request."""
-    meter = _meters.get((table_id, partition))
+    meter = meters.get((table_id, partition))
     if meter is None:
-        meter = _meters[(table_id, partition)] = PartitionMeter(table, partition)
+        meter = meters[(table_id, partition)] = PartitionMeter(table, partition)
     return meter
 
 
 def forget_table(table_id: int, name: str) -> None:
     """A table this node dropped leaves the consumption families (and a table hosted
     here again later starts new series)."""
-    for key in [k for k in _meters if k[0] == table_id]:
-        del _meters[key]
+    for key in [k for k in meters if k[0] == table_id]:
+        del meters[key]
     CONSUMED_READ.forget(lambda labels: labels[0] == name)
     CONSUMED_WRITE.forget(lambda labels: labels[0] == name)
 
