@@ -118,7 +118,6 @@ def variable(name: str, label: str, query: str) -> dict[str, Any]:
         "type": "query",
         "datasource": DATASOURCE,
         "query": {"query": query, "refId": name},
-        "definition": query,
         "refresh": 2,
         "includeAll": True,
         "multi": True,

@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -76,6 +77,31 @@ def test_dashboards_are_valid_grafana_11_dashboards() -> None:
             for target in panel["targets"]:
                 used = set(re.findall(r"\$(\w+)", target["expr"])) - {"__rate_interval", "__interval"}
                 assert used <= variables, f"{name}: {panel['title']} uses undefined {used - variables}"
+
+
+def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _leaves(child, f"{path}/{key}")
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            yield from _leaves(child, f"{path}/{i}")
+    else:
+        yield path, value
+
+
+def test_dashboards_round_trip_through_grafana_11_6s_dashboard_model_unchanged() -> None:
+    # The model (grafana-foundation-sdk, generated from Grafana's schema) keeps only the
+    # fields the schema knows (and adds its defaults): a misspelt or unknown field of
+    # ours would be lost on the way.
+    from grafana_foundation_sdk.models.dashboard import Dashboard
+
+    for name, board in dashboards().items():
+        model = Dashboard.from_json(board)
+        again = json.loads(json.dumps(model.to_json(), default=lambda o: o.to_json()))
+        kept = dict(_leaves(again))
+        lost = {path: value for path, value in _leaves(board) if kept.get(path, object()) != value}
+        assert not lost, f"{name}: not in Grafana 11.6's dashboard schema: {lost}"
 
 
 def test_every_dashboard_and_rule_expression_parses_as_promql() -> None:
