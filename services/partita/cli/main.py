@@ -84,9 +84,13 @@ def _banner(data_dir: Path, endpoint: str, region: str) -> str:
     )
 
 
-def _metrics_banner(endpoints: list[tuple[str, str]]) -> str:
+def _metrics_banner(endpoints: list[tuple[str, str]], data_dir: Path) -> str:
     lines = ["Metrics (Prometheus text format):"]
     lines += [f"  {name:<10} {url}" for name, url in endpoints]
+    lines += [
+        f"  scrape them all: prometheus --config.file {data_dir / 'prometheus.yml'}",
+        f"  live view:       partita top --data-dir {data_dir}",
+    ]
     return "\n".join([*lines, ""])
 
 
@@ -132,7 +136,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             await supervisor.stop()
             return 1
         print(_banner(data_dir, f"http://{args.host}:{args.port}", args.region), flush=True)
-        print(_metrics_banner(supervisor.metrics_endpoints()), flush=True)
+        print(_metrics_banner(supervisor.metrics_endpoints(), data_dir), flush=True)
         watcher = asyncio.create_task(supervisor.watch())
         await stop.wait()
         watcher.cancel()
