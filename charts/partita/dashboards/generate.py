@@ -127,7 +127,9 @@ def variable(name: str, label: str, query: str) -> dict[str, Any]:
     }
 
 
-def dashboard(uid: str, title: str, panels: list[dict[str, Any]], variables: list[dict[str, Any]]) -> dict[str, Any]:
+def dashboard(
+    uid: str, title: str, panels: list[dict[str, Any]], variables: list[dict[str, Any]]
+) -> dict[str, Any]:
     datasource = {
         "name": "datasource",
         "label": "Prometheus",
@@ -174,7 +176,7 @@ def quantile(q: float, by: str, selector: str) -> str:
 def overview() -> dict[str, Any]:
     page = Layout()
     page.row("Requests")
-    requests = f'partita_router_requests_total{{{NS}, {TABLE}}}'
+    requests = f"partita_router_requests_total{{{NS}, {TABLE}}}"
     page.add(timeseries(
         "Requests by operation", "reqps",
         (f"sum by (operation) (rate({requests}[{RATE}]))", "{{operation}}"),
@@ -246,7 +248,11 @@ def tables() -> dict[str, Any]:
     size = f"partita_storage_partition_size_bytes{{{NS}, {TABLE}}}"
     page.row("Tables")
     # Every router caches every table: the largest count is the cluster's.
-    page.add(stat("Active tables", "short", f'max(partita_router_tables{{{NS}, status="ACTIVE"}})'), width=6, height=4)
+    page.add(
+        stat("Active tables", "short", f'max(partita_router_tables{{{NS}, status="ACTIVE"}})'),
+        width=6,
+        height=4,
+    )
     page.add(stat("Partitions", "short", f"count({items})"), width=6, height=4)
     page.add(stat("Items", "short", f"sum({items})"), width=6, height=4)
     page.add(stat("Size", "bytes", f"sum({size})"), width=6, height=4)
@@ -273,7 +279,9 @@ def tables() -> dict[str, Any]:
         f"topk(10, sum by (table, partition) "
         f"(rate(partita_storage_consumed_write_capacity_units_total{{{NS}, {TABLE}}}[{RATE}])))",
     ))  # fmt: skip
-    page.add(table_panel("Largest partitions", "bytes", f"topk(10, max by (table, partition) ({size}))"), width=24)
+    page.add(
+        table_panel("Largest partitions", "bytes", f"topk(10, max by (table, partition) ({size}))"), width=24
+    )
     return dashboard("partita-tables", "Partita / Tables", page.panels, [_namespace(), _table()])
 
 
