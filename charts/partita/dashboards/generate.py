@@ -296,6 +296,13 @@ def storage() -> dict[str, Any]:
         "join this dashboard then.",
     ))  # fmt: skip
     page.add(timeseries(
+        "Replicas placed but not served", "short",
+        (f"sum(max by (table) (partita_table_partition_replicas{{{NS}}})) - "
+         f"sum(partita_storage_hosted_partitions{{{NS}}})", "not served"),
+        description="Replicas the partition maps place minus those the nodes host: above 0 for long, "
+        "partitions have lost their replica (alert PartitaReplicasNotServed).",
+    ))  # fmt: skip
+    page.add(timeseries(
         "Applied LSN growth", "ops",
         (f"sum by (node) (rate(partita_storage_applied_lsn{node}[{RATE}]))", "{{node}}"),
         description="Records applied to RocksDB per second (the applied index's slope).",

@@ -29,6 +29,11 @@ def watch_tables(tables: TableCache) -> None:
         return [((status,), float(n)) for status, n in counts.items()]
 
     metrics.TABLES.read = statuses
+    metrics.PLACED_REPLICAS.read = lambda: [
+        ((c.record.name,), float(sum(len(p.replicas) for p in c.record.partitions)))
+        for c in tables.tables.values()
+        if c.record.status != "DELETING"
+    ]
     metrics.PROVISIONED.read = lambda: metrics.provisioned(
         [(c.record.name, c.record.read_capacity, c.record.write_capacity) for c in tables.tables.values()]
     )

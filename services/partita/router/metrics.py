@@ -45,6 +45,12 @@ ROUTE_REFRESHES = metrics.counter(
     ("reason",),
 )
 TABLES = metrics.Snapshot("partita_router_tables", "Tables in the router's cache, by status", ("status",))
+PLACED_REPLICAS = metrics.Snapshot(
+    "partita_table_partition_replicas",
+    "Partition replicas the partition map places, per table not being deleted: what the "
+    "storage nodes should host between them (partita_storage_hosted_partitions)",
+    ("table",),
+)
 PROVISIONED = metrics.Snapshot(
     "partita_table_provisioned_capacity_units",
     "Provisioned read and write capacity units per table (0 for on-demand tables)",

@@ -143,3 +143,25 @@ async def test_a_crash_in_an_operation_is_logged_at_error_with_its_traceback(
     assert len(errors) == 1
     assert errors[0].exc_info is not None and "bug in an action" in str(errors[0].exc_info[1])
     assert errors[0].request_id == header(response, b"x-amzn-RequestId").decode()  # type: ignore[union-attr]
+
+
+async def test_table_gauges_follow_the_routers_cache(app: DynamoApp) -> None:
+    from partita.router.main import watch_tables
+
+    watch_tables(app.ctx.tables)
+    provisioned = dict(CREATE_ORDERS, TableName="Provisioned", BillingMode="PROVISIONED")
+    provisioned["ProvisionedThroughput"] = {"ReadCapacityUnits": 5000, "WriteCapacityUnits": 10}
+    assert (await app(signed("CreateTable", provisioned))).status == 200
+    await app.ctx.tables.refresh()
+    body = (await app(get("/metrics"))).body
+    assert scrape_value(body, "partita_router_tables", status="CREATING") >= 1
+    assert (
+        scrape_value(body, "partita_table_provisioned_capacity_units", table="Provisioned", kind="read")
+        == 5000
+    )
+    assert (
+        scrape_value(body, "partita_table_provisioned_capacity_units", table="Provisioned", kind="write")
+        == 10
+    )
+    # 5000 RCU need two partitions (3000 RCU each at most), one replica each here.
+    assert scrape_value(body, "partita_table_partition_replicas", table="Provisioned") == 2
