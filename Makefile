@@ -2,7 +2,8 @@
 #   make up     run the local cluster (etcd, 3 storage nodes, router) on http://127.0.0.1:8000
 #   make test   install test dependencies and run the whole suite
 #   make lint   ruff + mypy
-#   make bench  YCSB A/B against Partita and dynalite (installs dynalite from npm)
+#   make bench  YCSB A/B/C against Partita and dynalite (installs dynalite from npm), a sweep of
+#               latency against offered load, and the report (docs/benchmarks.md + PNG plots)
 #   make native compile the router's hot path with mypyc (native-modules.txt); up, test
 #               and bench do it first. `make pure` removes the compiled modules again.
 
@@ -15,7 +16,7 @@ NATIVE_SOURCES := $(shell grep -v '^\#' native-modules.txt)
 PYTEST_WORKERS ?= 2
 ARGS ?=
 
-.PHONY: up test lint bench proto clean venv native pure
+.PHONY: up test lint bench proto clean venv native pure prometheus-tools
 
 venv: $(STAMP)
 
@@ -49,7 +50,15 @@ proto: $(STAMP)
 up: $(NATIVE_STAMP)
 	$(VENV)/bin/partita up $(ARGS)
 
-test: $(NATIVE_STAMP)
+# promtool (alert rule tests) and prometheus (the scrape test): Debian's package. Where
+# it cannot be installed (no root, no apt) those tests skip and say why.
+prometheus-tools:
+	@command -v promtool > /dev/null && command -v prometheus > /dev/null \
+		|| (command -v apt-get > /dev/null && [ "$$(id -u)" = 0 ] \
+			&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus) > /dev/null) \
+		|| echo "prometheus/promtool not installed: their tests will be skipped"
+
+test: $(NATIVE_STAMP) prometheus-tools
 	PARTITA_EXPECT_NATIVE=1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --timeout 600 tests $(ARGS)
 
 lint: $(STAMP)
@@ -57,8 +66,15 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check services operator tests bench
 	$(VENV)/bin/mypy services operator
 
+# YCSB against dynalite, then latency against offered load, then the report: tables in
+# docs/benchmarks.md (its generated section) and PNG plots in docs/img/.
+SWEEP_ARGS ?=
 bench: $(NATIVE_STAMP)
-	$(PY) -m bench.ycsb $(ARGS)
+	mkdir -p bench/results
+	$(PY) -m bench.ycsb --out bench/results/ycsb-latest.json $(ARGS)
+	$(PY) -m bench.sweep --out bench/results/sweep-latest.json $(SWEEP_ARGS)
+	$(PY) -m bench.report --ycsb bench/results/ycsb-latest.json --sweep bench/results/sweep-latest.json \
+		--doc docs/benchmarks.md --images docs/img
 
 clean:
 	rm -rf $(VENV) services/partita/_proto/*_pb2*.py* build *.egg-info

@@ -34,7 +34,8 @@ def _free(port: int) -> bool:
 
 
 def free_port_layout() -> dict[str, int]:
-    """Ports for router, etcd (client+peer) and 3 storage nodes (admin + data at +100)."""
+    """Ports for router, etcd (client+peer) and 3 storage nodes (admin + data at +100,
+    metrics at +200)."""
     rng = random.Random(os.getpid() ^ time.monotonic_ns())
     for _ in range(200):
         base = rng.randrange(20000, 59000, 10)
@@ -45,6 +46,7 @@ def free_port_layout() -> dict[str, int]:
             base + 3,
             *[base + 5 + i for i in range(3)],
             *[base + 105 + i for i in range(3)],
+            *[base + 205 + i for i in range(3)],  # storage nodes' /metrics
         ]
         if all(_free(p) for p in wanted):
             return ports

@@ -448,7 +448,7 @@ def compile_model(model: dict[str, Any]) -> dict[str, StructureCheck]:
 
 def load_model() -> dict[str, Any]:
     """DynamoDB's service model as the installed botocore ships it."""
-    from botocore.loaders import Loader  # type: ignore[import-untyped]
+    from botocore.loaders import Loader
 
     model: dict[str, Any] = Loader().load_service_model("dynamodb", "service-2")
     return model

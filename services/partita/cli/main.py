@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from partita.common import config
+from partita.common import config, logs
 
 
 def _positive_seconds(text: str) -> float:
@@ -34,11 +34,16 @@ _TTL_SWEEP_INTERVAL: dict[str, Any] = {
 }
 
 
-def _setup_logging(verbose: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+def _add_logging_flags(parser: argparse.ArgumentParser, fmt: str = logs.DEFAULT_FORMAT) -> None:
+    parser.add_argument("--log-level", choices=logs.LEVELS, default=logs.DEFAULT_LEVEL)
+    parser.add_argument(
+        "--log-format", choices=logs.FORMATS, default=fmt, help="json lines or plain text (%(default)s)"
     )
+
+
+def _setup_logging(args: argparse.Namespace, process: str) -> None:
+    level = "debug" if args.verbose else args.log_level
+    logs.configure(process, level, args.log_format)
 
 
 def _run_loop(coro: Any) -> None:
@@ -84,6 +89,16 @@ def _banner(data_dir: Path, endpoint: str, region: str) -> str:
     )
 
 
+def _metrics_banner(endpoints: list[tuple[str, str]], data_dir: Path) -> str:
+    lines = ["Metrics (Prometheus text format):"]
+    lines += [f"  {name:<10} {url}" for name, url in endpoints]
+    lines += [
+        f"  scrape them all: prometheus --config.file {data_dir / 'prometheus.yml'}",
+        f"  live view:       partita top --data-dir {data_dir}",
+    ]
+    return "\n".join([*lines, ""])
+
+
 def _ensure_credentials(data_dir: Path) -> None:
     from partita.router.credentials import create_credential, credentials_path, load
 
@@ -95,7 +110,7 @@ def _ensure_credentials(data_dir: Path) -> None:
 def cmd_up(args: argparse.Namespace) -> int:
     from partita.cli.supervisor import ClusterLayout, Supervisor
 
-    _setup_logging(args.verbose)
+    _setup_logging(args, "up")
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     _ensure_credentials(data_dir)
@@ -109,6 +124,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         sync=not args.unsafe_no_fsync,
         stats_interval=args.stats_interval,
         ttl_sweep_interval=args.ttl_sweep_interval,
+        log_level=args.log_level,
     )
 
     async def main() -> int:
@@ -126,6 +142,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             await supervisor.stop()
             return 1
         print(_banner(data_dir, f"http://{args.host}:{args.port}", args.region), flush=True)
+        print(_metrics_banner(supervisor.metrics_endpoints(), data_dir), flush=True)
         watcher = asyncio.create_task(supervisor.watch())
         await stop.wait()
         watcher.cancel()
@@ -147,7 +164,7 @@ def cmd_router(args: argparse.Namespace) -> int:
     from partita.router.context import RouterSettings, endpoint_address
     from partita.router.main import serve
 
-    _setup_logging(args.verbose)
+    _setup_logging(args, "router")
     etcd_host, etcd_port = config.parse_endpoint(args.etcd)
     settings = RouterSettings(
         region=args.region,
@@ -170,7 +187,7 @@ def cmd_router(args: argparse.Namespace) -> int:
 def cmd_storage(args: argparse.Namespace) -> int:
     from partita.storage.main import serve
 
-    _setup_logging(args.verbose)
+    _setup_logging(args, args.node_id)
     etcd_host, etcd_port = config.parse_endpoint(args.etcd)
     _run_loop(
         serve(
@@ -185,6 +202,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             sync=not args.unsafe_no_fsync,
             stats_interval=args.stats_interval,
             ttl_sweep_interval=args.ttl_sweep_interval,
+            metrics_port=args.metrics_port,
         )
     )
     return 0
@@ -210,7 +228,12 @@ async def _status(data_dir: Path) -> dict[str, Any]:
 
     cluster = json.loads((data_dir / "cluster.json").read_text())
     processes = [dict(p, alive=_alive(p.get("pid"))) for p in cluster["processes"]]
-    out: dict[str, Any] = {"endpoint": cluster["endpoint"], "processes": processes, "tables": []}
+    out: dict[str, Any] = {
+        "endpoint": cluster["endpoint"],
+        "metrics": cluster.get("metrics", {}),
+        "processes": processes,
+        "tables": [],
+    }
     host, port = config.parse_endpoint(cluster["etcd"])
     store = EtcdControlStore(host, port, timeout=3)
     try:
@@ -262,7 +285,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from partita.cli import credentials_cmd
+    from partita.cli import credentials_cmd, top
 
     parser = argparse.ArgumentParser(prog="partita", description="Partita: a DynamoDB-compatible database")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -278,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     up.add_argument("--stats-interval", **_STATS_INTERVAL)
     up.add_argument("--ttl-sweep-interval", **_TTL_SWEEP_INTERVAL)
+    _add_logging_flags(up, fmt="text")  # the supervisor's own lines go to a terminal
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -287,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR, help="holds credentials.json")
     router.add_argument("--region", default=config.DEFAULT_REGION)
     router.add_argument("--on-demand-partitions", type=int, default=config.DEFAULT_ON_DEMAND_PARTITIONS)
+    _add_logging_flags(router)
     router.set_defaults(func=cmd_router)
 
     storage = sub.add_parser("storage", help="run one storage node")
@@ -300,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     storage.add_argument("--stats-interval", **_STATS_INTERVAL)
     storage.add_argument("--ttl-sweep-interval", **_TTL_SWEEP_INTERVAL)
+    storage.add_argument("--metrics-port", type=int, help="serve /metrics on this port (default: off)")
+    _add_logging_flags(storage)
     storage.set_defaults(func=cmd_storage)
 
     status = sub.add_parser("status", help="processes, tables and partitions of a local cluster, as JSON")
@@ -307,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.set_defaults(func=cmd_status)
 
     credentials_cmd.register(sub)
+    top.register(sub)
     return parser
 
 

@@ -26,6 +26,11 @@ from partita.common import config
 
 log = logging.getLogger("partita.up")
 
+# The alert rules, when running from a source tree (a wheel does not carry deploy/).
+RULES_FILE = Path(__file__).resolve().parents[3] / "deploy" / "prometheus" / "partita-rules.yml"
+# How often the written Prometheus configuration scrapes: locally the series are few.
+SCRAPE_INTERVAL = "1s"
+
 STOP_GRACE_SECONDS = 10.0
 READY_TIMEOUT_SECONDS = 30.0
 RESTART_BACKOFF_MAX_SECONDS = 10.0
@@ -88,6 +93,7 @@ class ClusterLayout:
     sync: bool = True
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS
     ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS
+    log_level: str = "info"
 
     def children(self) -> list[Child]:
         py = [sys.executable, "-m", "partita.cli.main"]
@@ -142,11 +148,12 @@ class ClusterLayout:
             ]
             if not self.sync:
                 argv.append("--unsafe-no-fsync")
-            argv += ["--stats-interval", str(self.stats_interval)]
+            metrics_port = self.storage_base_port + config.STORAGE_METRICS_PORT_OFFSET + i
+            argv += ["--stats-interval", str(self.stats_interval), "--metrics-port", str(metrics_port)]
             argv += ["--ttl-sweep-interval", str(self.ttl_sweep_interval)]
-            out.append(
-                Child(f"storage-{zone}", "storage", argv, {"grpc": port, "data": data_port}, zone=zone)
-            )
+            argv += ["--log-level", self.log_level]
+            ports = {"grpc": port, "data": data_port, "metrics": metrics_port}
+            out.append(Child(f"storage-{zone}", "storage", argv, ports, zone=zone))
         out.append(
             Child(
                 "router",
@@ -164,11 +171,32 @@ class ClusterLayout:
                     str(self.data_dir),
                     "--region",
                     self.region,
+                    "--log-level",
+                    self.log_level,
                 ],
                 {"http": self.router_port},
             )
         )
         return out
+
+
+def prometheus_config(children: list[Child], host: str, rules: Path | None) -> str:
+    """A Prometheus configuration (YAML is a superset of JSON) scraping every child's
+    /metrics, one job per role, and loading the alert rules when they are at hand."""
+    jobs: dict[str, list[str]] = {}
+    for child in children:
+        port = child.ports.get("metrics") or child.ports.get("http") or child.ports.get("client")
+        if port is not None:
+            jobs.setdefault(f"partita-{child.role}", []).append(f"{host}:{port}")
+    config_data: dict[str, object] = {
+        "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
+        "scrape_configs": [
+            {"job_name": job, "static_configs": [{"targets": targets}]} for job, targets in jobs.items()
+        ],
+    }
+    if rules is not None and rules.exists():
+        config_data["rule_files"] = [str(rules)]
+    return json.dumps(config_data, indent=2) + "\n"
 
 
 class Supervisor:
@@ -210,10 +238,22 @@ class Supervisor:
                 raise RuntimeError(f"{child.name} did not open port {port}; see {child.log_path}")
             await asyncio.sleep(0.05)
 
+    def metrics_endpoints(self) -> list[tuple[str, str]]:
+        """(process, URL) of every /metrics endpoint: the router serves it on the
+        DynamoDB port, storage nodes on their metrics port, etcd on its client port."""
+        host = self.layout.host
+        out = []
+        for child in self.children:
+            port = child.ports.get("metrics") or child.ports.get("http") or child.ports.get("client")
+            if port is not None:
+                out.append((child.name, f"http://{host}:{port}/metrics"))
+        return out
+
     def _write_cluster_file(self) -> None:
         data = {
             "supervisor_pid": os.getpid(),
             "endpoint": f"http://{self.layout.host}:{self.layout.router_port}",
+            "metrics": dict(self.metrics_endpoints()),
             "etcd": f"{self.layout.host}:{self.layout.etcd_port}",
             "region": self.layout.region,
             "processes": [c.info() for c in self.children],
@@ -223,7 +263,14 @@ class Supervisor:
         tmp.write_text(json.dumps(data, indent=2))
         tmp.replace(path)
 
+    def write_prometheus_config(self) -> Path:
+        """`<data-dir>/prometheus.yml`: a Prometheus server's scrape of this cluster."""
+        path = self.layout.data_dir / "prometheus.yml"
+        path.write_text(prometheus_config(self.children, self.layout.host, RULES_FILE))
+        return path
+
     async def start(self) -> None:
+        self.write_prometheus_config()
         for child in self.children:
             for port in child.ports.values():
                 if _port_open(self.layout.host, port):

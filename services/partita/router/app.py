@@ -19,8 +19,10 @@ from typing import Any
 import orjson
 
 from partita.api import service_model
-from partita.common import errors
+from partita.common import errors, metrics
 from partita.common.errors import DynamoError
+from partita.common.logs import RateLimitedLog
+from partita.router import metrics as router_metrics
 from partita.router.actions import (
     batch_get_item,
     batch_write_item,
@@ -49,6 +51,8 @@ from partita.router.credentials import CredentialStore
 from partita.router.http_server import HttpRequest, HttpResponse
 
 log = logging.getLogger(__name__)
+# Rejected requests, one line each at info, at most a burst of 100 then 10 a second.
+rejections = RateLimitedLog(logging.getLogger("partita.router.rejected"))
 
 TARGET_PREFIX = "DynamoDB_20120810."
 Action = Callable[[RouterContext, Any], Awaitable[dict[str, Any] | bytes]]
@@ -76,7 +80,18 @@ OPERATIONS: dict[str, Action] = {
     "DescribeTimeToLive": describe_time_to_live.run,
 }
 
-_HEADERS = b"Content-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: %s%020d\r\nx-amz-crc32: %d\r\n"
+_HEADERS = b"Content-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: %s\r\nx-amz-crc32: %d\r\n"
+
+
+class RequestLabels:
+    """What a request turned out to be, for its metrics and log line: filled in by
+    `_dispatch` as it learns them, so a request refused early still has its labels."""
+
+    __slots__ = ("operation", "table")
+
+    def __init__(self) -> None:
+        self.operation = "unknown"
+        self.table = router_metrics.NO_TABLE
 
 
 class DynamoApp:
@@ -86,34 +101,73 @@ class DynamoApp:
         self._request_ids = itertools.count(1)
         self._id_prefix = os.urandom(6).hex().upper().encode()
 
-    def _response(self, status: int, body: bytes) -> HttpResponse:
+    def _response(self, status: int, body: bytes, request_id: bytes) -> HttpResponse:
         # botocore checks x-amz-crc32 (CRC32 of the body) when present.
-        headers = _HEADERS % (self._id_prefix, next(self._request_ids), zlib.crc32(body))
+        headers = _HEADERS % (request_id, zlib.crc32(body))
         return HttpResponse(status, body, headers)
 
     async def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST":
             return self._not_post(request)
+        started = time.perf_counter()
+        request_id = b"%s%020d" % (self._id_prefix, next(self._request_ids))
+        labels = RequestLabels()
+        router_metrics.started()
+        outcome = "ok"
         try:
-            body = await self._dispatch(request)
+            body = await self._dispatch(request, labels)
+            status = 200
         except DynamoError as exc:
-            return self._response(exc.status, exc.render())
+            status, body, outcome = exc.status, exc.render(), exc.code
+            self._log_error(exc, labels, request_id)
         except Exception:
-            log.exception("operation failed")
+            log.exception(
+                "operation failed",
+                extra={
+                    "request_id": request_id.decode(),
+                    "operation": labels.operation,
+                    "table": labels.table,
+                },
+            )
             internal = errors.internal_server_error()
-            return self._response(internal.status, internal.render())
-        return self._response(200, body)
+            status, body, outcome = internal.status, internal.render(), internal.code
+        finally:
+            router_metrics.finished()
+        cells = router_metrics.request_cells(labels.operation, labels.table)
+        cells.outcome(outcome).value += 1
+        cells.bytes_in.value += len(request.body)
+        cells.bytes_out.value += len(body)
+        cells.latency.observe(time.perf_counter() - started)
+        return self._response(status, body, request_id)
 
     def _not_post(self, request: HttpRequest) -> HttpResponse:
         """Every GET route lives here. DynamoDB answers its health check on `/` only;
-        other paths and methods are not found there (a 4xx, never a 200)."""
+        `/metrics` is the Prometheus exposition; other paths and methods are not found
+        (a 4xx in DynamoDB's JSON form, never a 200)."""
         if request.method == "GET" and request.path == "/":
             host = request.headers.get("host", "localhost")
             return HttpResponse(200, f"healthy: {host} ".encode(), b"Content-Type: text/plain\r\n")
+        if request.method == "GET" and request.path == "/metrics":
+            body, content_type = metrics.exposition()
+            return HttpResponse(200, body, f"Content-Type: {content_type}\r\n".encode())
         missing = errors.not_found_route()
-        return self._response(missing.status, missing.render())
+        request_id = b"%s%020d" % (self._id_prefix, next(self._request_ids))
+        return self._response(missing.status, missing.render(), request_id)
 
-    async def _dispatch(self, request: HttpRequest) -> bytes:
+    def _log_error(self, exc: DynamoError, labels: RequestLabels, request_id: bytes) -> None:
+        extra = {
+            "request_id": request_id.decode(),
+            "operation": labels.operation,
+            "table": labels.table,
+            "error_type": exc.code,
+            "error_message": exc.message,
+        }
+        if exc.status >= 500:
+            log.error("request failed", extra=extra, exc_info=exc)
+        else:
+            rejections.log(logging.INFO, "request rejected", extra)
+
+    async def _dispatch(self, request: HttpRequest, labels: RequestLabels) -> bytes:
         # DynamoDB authenticates before it looks at the target: an unsigned request for
         # an unknown operation is an authentication error, not UnknownOperation.
         credential = authenticate(
@@ -130,6 +184,7 @@ class DynamoApp:
         action = OPERATIONS.get(operation)
         if action is None:
             raise errors.unknown_operation()
+        labels.operation = operation
         try:
             payload = orjson.loads(request.body) if request.body else {}
         except orjson.JSONDecodeError:
@@ -140,6 +195,7 @@ class DynamoApp:
                 if isinstance(payload, list)
                 else "Start of structure or map found where not expected."
             )
+        labels.table = self._table_label(payload)
         # Coral's first stage, for every operation in OPERATIONS alike.
         service_model.check_request(operation, payload)
         for table in tables_named(payload):
@@ -150,6 +206,13 @@ class DynamoApp:
                 )
         result = await action(self.ctx, payload)
         return result if isinstance(result, bytes) else orjson.dumps(result)
+
+    def _table_label(self, payload: dict[str, Any]) -> str:
+        """The request's table when it names one the cluster has (labels stay bounded)."""
+        name = payload.get("TableName")
+        if isinstance(name, str) and name in self.ctx.tables.tables:
+            return name
+        return router_metrics.NO_TABLE
 
 
 def tables_named(payload: dict[str, Any]) -> list[str]:

@@ -16,6 +16,8 @@ import orjson
 from partita._proto import storage_pb2 as pb
 from partita.common import errors
 from partita.common.errors import DynamoError
+from partita.common.metrics import CounterCell
+from partita.router import metrics
 from partita.router.storage_client import DataPath
 from partita.router.table_cache import CachedTable, TableCache
 
@@ -24,6 +26,7 @@ from partita.router.table_cache import CachedTable, TableCache
 SEND_ATTEMPTS = 12
 RETRY_PAUSE_SECONDS = 0.25
 _RETRY = {pb.WRONG_PARTITION, pb.NOT_LEADER, pb.UNAVAILABLE}
+_READS = {pb.GET, pb.QUERY, pb.SCAN}
 
 
 def endpoint_address(host: str, port: int) -> str:
@@ -48,6 +51,7 @@ class RouterContext:
         self.tables = tables
         self.storage = storage
         self.settings = settings
+        self._consumed: dict[str, tuple[CounterCell, CounterCell]] = {}
 
     def table_arn(self, name: str) -> str:
         return f"arn:aws:dynamodb:{self.settings.region}:{self.settings.account_id}:table/{name}"
@@ -63,6 +67,7 @@ class RouterContext:
                 request.partition_id = partition.partition_id
                 response = await self.storage.channel(address).call(request)
                 if response.status not in _RETRY:
+                    self._meter(name, request.op, response.capacity_units)
                     if response.status == pb.ERROR:
                         raise _error_of(response)
                     return response
@@ -71,6 +76,12 @@ class RouterContext:
             await self.tables.refresh()
             table = self.tables.require_active(name)
         raise errors.internal_server_error("The storage node holding this key is unavailable; retry")
+
+    def _meter(self, table: str, op: int, units: float) -> None:
+        cells = self._consumed.get(table)
+        if cells is None:
+            cells = self._consumed[table] = metrics.consumed_cells(table)
+        cells[0 if op in _READS else 1].value += units
 
 
 def _error_of(response: pb.Response) -> DynamoError:

@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 from partita.control.store import EtcdControlStore
+from partita.router import metrics
 from partita.router.app import DynamoApp
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.credentials import CredentialStore
@@ -18,17 +19,38 @@ from partita.router.table_cache import TableCache
 log = logging.getLogger(__name__)
 
 
+def watch_tables(tables: TableCache) -> None:
+    """Point the table gauges at this router's cache (read when scraped)."""
+
+    def statuses() -> list[tuple[tuple[str], float]]:
+        counts: dict[str, int] = {}
+        for cached in tables.tables.values():
+            counts[cached.record.status] = counts.get(cached.record.status, 0) + 1
+        return [((status,), float(n)) for status, n in counts.items()]
+
+    metrics.TABLES.read = statuses
+    metrics.PLACED_REPLICAS.read = lambda: [
+        ((c.record.name,), float(sum(len(p.replicas) for p in c.record.partitions)))
+        for c in tables.tables.values()
+        if c.record.status != "DELETING"
+    ]
+    metrics.PROVISIONED.read = lambda: metrics.provisioned(
+        [(c.record.name, c.record.read_capacity, c.record.write_capacity) for c in tables.tables.values()]
+    )
+
+
 async def serve(
     *, host: str, port: int, etcd_host: str, etcd_port: int, data_dir: Path, settings: RouterSettings
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     tables = TableCache(store)
+    watch_tables(tables)
     await tables.refresh()
     refresher = asyncio.create_task(tables.run())
     storage = StorageClient()
     app = DynamoApp(RouterContext(tables, storage, settings), CredentialStore.from_data_dir(data_dir))
     server = await start_http_server(app, host, port)
-    log.info("router serving DynamoDB on http://%s:%d", host, port)
+    log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -24,6 +24,7 @@ from typing import Protocol, cast
 from partita._proto import storage_pb2 as pb
 from partita.common.config import parse_endpoint
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
+from partita.router import metrics
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,10 @@ class NodeChannel:
         self._outstanding = False  # a batch was sent and nothing has come back since
         self.batches_sent = 0  # with requests_sent: the batching factor, for metrics
         self.requests_sent = 0
+        self._batch_size = metrics.STORAGE_BATCH_SIZE.cell(address)
+        self._batch_seconds = metrics.STORAGE_BATCH_SECONDS.cell(address)
+        self._unavailable = metrics.STORAGE_UNAVAILABLE.cell(address)
+        self._sent_at = 0.0  # when the oldest unanswered batch left (0: none)
         self._loop = asyncio.get_running_loop()
         self._connection: _Connection | None = None
         self._connecting: asyncio.Task[None] | None = None
@@ -136,6 +141,9 @@ class NodeChannel:
         batch, self._queue = self._queue, []
         self.batches_sent += 1
         self.requests_sent += len(batch)
+        self._batch_size.observe(len(batch))
+        if not self._outstanding:
+            self._sent_at = time.perf_counter()
         self._outstanding = True
         connection.transport.write(encode_frame(pb.RequestBatch(requests=batch).SerializeToString()))
 
@@ -145,6 +153,8 @@ class NodeChannel:
             entry = pending.pop(response.id, None)
             if entry is not None and not entry[0].done():
                 entry[0].set_result(response)
+        if self._outstanding:
+            self._batch_seconds.observe(time.perf_counter() - self._sent_at)
         self._outstanding = False
 
     def lost(self, connection: _Connection) -> None:
@@ -161,12 +171,14 @@ class NodeChannel:
             expired = [rid for rid, (_, deadline) in self._pending.items() if deadline < now]
             for rid in expired:
                 future, _ = self._pending.pop(rid)
+                self._unavailable.value += 1
                 if not future.done():
                     future.set_result(_unavailable(rid))
 
     def _fail_all(self) -> None:
         pending, self._pending = self._pending, {}
         self._queue = []
+        self._unavailable.value += len(pending)
         for rid, (future, _) in pending.items():
             if not future.done():
                 future.set_result(_unavailable(rid))

@@ -17,6 +17,7 @@ from partita.common import errors
 from partita.common.partition_map import PartitionMap
 from partita.control.model import NodeRecord, PartitionStats, TableRecord
 from partita.control.store import ControlStore
+from partita.router import metrics
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class TableCache:
         self._requested = 0  # refresh calls so far
         self._covered = 0  # refresh calls whose read has completed
 
-    async def refresh(self) -> None:
+    async def refresh(self, reason: str = "request") -> None:
         """Re-read the store with a read that starts after this call.
 
         A caller that has just written (UpdateTable, CreateTable) must see its own
@@ -47,6 +48,7 @@ class TableCache:
         before the write. Callers that arrive during one read share the next one.
         """
         self._requested += 1
+        metrics.ROUTE_REFRESHES.labels(reason).inc()
         wanted = self._requested
         while self._covered < wanted:
             if self._reading is None or self._reading.done():
@@ -83,7 +85,7 @@ class TableCache:
     async def run(self) -> None:
         while True:
             try:
-                await self.refresh()
+                await self.refresh("resync")
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

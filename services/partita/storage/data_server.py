@@ -16,15 +16,21 @@ from typing import TYPE_CHECKING, cast
 from google.protobuf.message import DecodeError
 
 from partita._proto import storage_pb2 as pb
+from partita.api import capacity
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
+from partita.storage import metrics
 from partita.storage.operations import PLANNERS, Plan, error_response
 
 if TYPE_CHECKING:
     from partita.storage.node import NodeState
 
 log = logging.getLogger(__name__)
+
+_WRITES = frozenset((pb.PUT, pb.DELETE, pb.UPDATE))
+# The node's partition meters by (table id, partition id), looked up once per request.
+_METERS = metrics.meters
 
 
 class DataPlane:
@@ -37,6 +43,11 @@ class DataPlane:
         rejected = self.state.route(request)
         if rejected is not None:
             return Plan(rejected)
+        plan = self._plan(request)
+        self._meter(request, plan.response)
+        return plan
+
+    def _plan(self, request: pb.Request) -> Plan:
         planner = PLANNERS.get(request.op)
         if planner is None:
             return Plan(error_response(request.id, errors.validation("unsupported operation")))
@@ -46,10 +57,29 @@ class DataPlane:
                 self.state.engine.stage(plan.effects)
             return plan
         except DynamoError as exc:
-            return Plan(error_response(request.id, exc))
+            response = error_response(request.id, exc)
+            if exc.code == "ConditionalCheckFailedException":
+                # DynamoDB charges a write whose condition failed; at least one unit.
+                response.capacity_units = capacity.write_units(0)
+            return Plan(response)
         except Exception:
             log.exception("request %d failed", request.id)
             return Plan(error_response(request.id, errors.internal_server_error()))
+
+    def _meter(self, request: pb.Request, response: pb.Response) -> None:
+        units = response.capacity_units
+        if not units:
+            return
+        meter = _METERS.get((request.table_id, request.partition_id))
+        if meter is None:
+            hosted = self.state.hosted.get(request.table_id)
+            if hosted is None:
+                return
+            meter = metrics.meter_of(request.table_id, hosted.record.name, request.partition_id)
+        if request.op in _WRITES:
+            meter.write.value += units
+        else:
+            meter.read.value += units
 
     async def commit(self, plans: list[Plan]) -> list[pb.Response]:
         try:

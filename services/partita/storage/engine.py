@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 import rocksdict
 
 from partita.storage.effects import Effect, Kind, decode_effects, encode_effects
-from partita.storage.wal import WriteAheadLog
+from partita.storage.wal import WalMetrics, WriteAheadLog
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +46,17 @@ class Engine:
         self._bytes_since_checkpoint = 0
         self._checkpointing = False
         self._checkpoint_task: asyncio.Task[None] | None = None
+        self._options: rocksdict.Options | None = None  # set by open: its statistics
+        self._directory: Path | None = None
 
     @classmethod
     def open(cls, directory: Path, *, sync: bool = True) -> Engine:
         directory.mkdir(parents=True, exist_ok=True)
         options = rocksdict.Options(raw_mode=True)
         options.create_if_missing(True)
+        # Tickers for the metrics (block cache hits and misses); their cost is within
+        # the noise of a GetItem (docs/benchmarks.md).
+        options.enable_statistics()
         db = rocksdict.Rdict(str(directory / "rocksdb"), options)
         write_options = rocksdict.WriteOptions()
         # Durability comes from our WAL. (rocksdict's stubs call this a method; at run
@@ -61,6 +67,8 @@ class Engine:
         applied = _LSN.unpack(raw)[0] if raw is not None else 0
         wal = WriteAheadLog.open(directory / "wal", sync=sync)
         engine = cls(db, wal, applied)
+        engine._options = options
+        engine._directory = directory
         replayed = engine._replay()
         log.info("engine open at %s: applied lsn %d, replayed %d records", directory, applied, replayed)
         return engine
@@ -114,6 +122,31 @@ class Engine:
                 break
             it.seek((table_id + 1).to_bytes(8, "big"))
         return ids
+
+    # --- figures for the metrics ----------------------------------------------------
+
+    @property
+    def wal_metrics(self) -> WalMetrics:
+        return self._wal.metrics
+
+    def rocksdb_property(self, name: str) -> int:
+        """A RocksDB integer property (0 when RocksDB does not know it)."""
+        value = self._db.property_int_value(name)
+        return int(value) if value is not None else 0
+
+    def rocksdb_statistics(self) -> str:
+        """RocksDB's statistics dump (ticker and histogram lines)."""
+        if self._options is None:
+            return ""
+        text = self._options.get_statistics()
+        return str(text) if text else ""
+
+    def disk_usage(self) -> tuple[int, int]:
+        """(free, total) bytes of the file system holding the data."""
+        if self._directory is None:
+            return 0, 0
+        usage = shutil.disk_usage(self._directory)
+        return usage.free, usage.total
 
     # --- writes ---------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ async def serve(
     sync: bool,
     stats_interval: float,
     ttl_sweep_interval: float,
+    metrics_port: int | None = None,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -34,4 +35,5 @@ async def serve(
         sync=sync,
         stats_interval=stats_interval,
         ttl_sweep_interval=ttl_sweep_interval,
+        metrics_port=metrics_port,
     )

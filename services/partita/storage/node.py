@@ -17,8 +17,10 @@ import grpc
 from partita._proto import storage_pb2 as pb
 from partita._proto import storage_pb2_grpc as pb_grpc
 from partita.common import config, keys
+from partita.common.metrics import serve_metrics
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import ControlStore
+from partita.storage import metrics
 from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
@@ -44,6 +46,8 @@ class NodeState:
     hosted: dict[int, HostedTable] = field(default_factory=dict)
     ready: set[tuple[int, str]] = field(default_factory=set)  # (table_id, partition_id) marked
     ids_with_data: set[int] = field(default_factory=set)
+    # (item count, bytes) of the partitions this node leads, at their last count.
+    partition_figures: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict)
 
     def route(self, request: pb.Request) -> pb.Response | None:
         """None if this node owns the request's key; else the rejection to send."""
@@ -81,7 +85,10 @@ class StorageService(pb_grpc.StorageServicer):
 async def reconcile_hosting(state: NodeState, store: ControlStore, tables: list[TableRecord]) -> None:
     """Serve what the control store assigns to this node; drop what it no longer does."""
     for table_id in tables_to_drop(tables, state.ids_with_data | set(state.hosted), state.node_id):
-        state.hosted.pop(table_id, None)
+        dropped = state.hosted.pop(table_id, None)
+        if dropped is not None:
+            metrics.forget_table(table_id, dropped.record.name)
+        state.partition_figures = {k: v for k, v in state.partition_figures.items() if k[0] != table_id}
         lo, hi = keys.table_bounds(table_id)
         await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
         state.ids_with_data.discard(table_id)
@@ -133,6 +140,7 @@ async def count_items(state: NodeState, publisher: StatsPublisher) -> float:
             figures = await measure_partition(state.engine, table_id, partition)
             counting += time.monotonic() - started
             if table_id in state.hosted:  # not dropped while it was being counted
+                state.partition_figures[(table_id, partition.partition_id)] = figures
                 await publisher.publish(table_id, partition.partition_id, figures)
     for table_id in {t for t, _ in publisher.published} - set(state.hosted):
         publisher.forget(table_id)
@@ -164,9 +172,12 @@ async def serve(
     sync: bool = True,
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS,
     ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS,
+    metrics_port: int | None = None,
 ) -> None:
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
+    metrics.watch_node(state)
+    exporter = await serve_metrics(host, metrics_port) if metrics_port is not None else None
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_StorageServicer_to_server(StorageService(state), server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
@@ -182,10 +193,17 @@ async def serve(
     await reconcile_hosting(state, store, await store.list_tables())
     poller = asyncio.create_task(control_loop(state, store))
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
-    # Its counters (deleted, skipped, passes) are what the metrics endpoint will export.
     ttl_sweeper = TtlSweeper(state, plane, SweepPacer(ttl_sweep_interval))
+    metrics.watch_ttl_sweeper(state, ttl_sweeper)
     sweeping = asyncio.create_task(ttl_sweeper.run())
-    log.info("storage node %s (zone %s): admin %s, data %s", node_id, zone, address, record.data_address)
+    log.info(
+        "storage node %s (zone %s): admin %s, data %s, metrics %s",
+        node_id,
+        zone,
+        address,
+        record.data_address,
+        f"http://{host}:{metrics_port}/metrics" if metrics_port is not None else "off",
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -196,6 +214,8 @@ async def serve(
     counter.cancel()
     sweeping.cancel()
     data_server.close()
+    if exporter is not None:
+        exporter.close()
     await server.stop(grace=2)
     await engine.close()
     await store.close()

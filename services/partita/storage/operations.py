@@ -28,6 +28,10 @@ Response: `value` holds the item (GET), the old item (PUT/DELETE with return_old
 attributes to return (UPDATE) or the page's items as a JSON array (QUERY/SCAN);
 `body` of QUERY/SCAN is {"count", "scanned", "last"}; `capacity_bytes` is filled when
 `capacity` was asked for, and always for QUERY/SCAN (the size of the items read).
+`capacity_units` is always filled (metering is always on). It is exact without decoding
+items on the common path: an item's stored JSON is never smaller than its DynamoDB size
+(every attribute's name and value appear in it, with quotes and type tags around
+them), so a stored value no longer than one capacity unit costs exactly one unit.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 import orjson
 
 from partita._proto import storage_pb2 as pb
+from partita.api import capacity
 from partita.api.expressions import Resolver, apply_update, ast, cache, evaluate, project, project_paths
 from partita.api.item import MAX_DEPTH, MAX_ITEM_BYTES
 from partita.api.values import Item, item_size
@@ -128,22 +133,52 @@ def _check_condition(exprs: _Expressions, old: Item | None) -> None:
         raise errors.conditional_check_failed(returned)
 
 
+# --- metering ----------------------------------------------------------------------------
+
+
+def _charged_size(stored: bytes | None, unit: int) -> int:
+    """A size that costs the same units as the stored item's DynamoDB size: the stored
+    length itself when that fits in one unit (the item cannot be larger), else exact."""
+    if stored is None:
+        return 0
+    if len(stored) <= unit:
+        return len(stored)
+    item = _load(stored)
+    assert item is not None
+    return item_size(item)
+
+
+def _read_charge(stored: bytes | None, consistent: bool) -> float:
+    return capacity.read_units(_charged_size(stored, capacity.READ_UNIT_BYTES), consistent)
+
+
+def _write_charge(old: bytes | None, new_size: int) -> float:
+    return capacity.write_units(_charged_size(old, capacity.WRITE_UNIT_BYTES), new_size)
+
+
 # --- point reads and writes --------------------------------------------------------------
 
 
 def plan_get(engine: Engine, request: pb.Request) -> Plan:
     value = engine.get(request.key)
     if value is None:
-        return Plan(pb.Response(id=request.id, status=pb.NOT_FOUND))
+        return Plan(
+            pb.Response(
+                id=request.id, status=pb.NOT_FOUND, capacity_units=capacity.read_units(0, request.consistent)
+            )
+        )
     if not request.body:  # the common case: the stored bytes are the answer
-        return Plan(pb.Response(id=request.id, status=pb.OK, value=value))
+        units = _read_charge(value, request.consistent)
+        return Plan(pb.Response(id=request.id, status=pb.OK, value=value, capacity_units=units))
     exprs = _Expressions(_options(request))
     item = _load(value)
     assert item is not None
     response = pb.Response(id=request.id, status=pb.OK, value=value)
+    # DynamoDB charges for the whole item, whatever the projection returns.
+    size = item_size(item)
+    response.capacity_units = capacity.read_units(size, request.consistent)
     if exprs.options.get("capacity"):
-        # DynamoDB charges for the whole item, whatever the projection returns.
-        response.capacity_bytes = item_size(item)
+        response.capacity_bytes = size
     projection = exprs.projection()
     if projection is not None:
         response.value = orjson.dumps(project(item, projection))
@@ -152,11 +187,13 @@ def plan_get(engine: Engine, request: pb.Request) -> Plan:
 
 def plan_put(engine: Engine, request: pb.Request) -> Plan:
     options = _options(request)
-    response = pb.Response(id=request.id, status=pb.OK)
+    old = engine.latest(request.key)
+    # item_size comes from the router; the stored length bounds it for older senders.
+    new_size = request.item_size or int(options.get("size", 0)) or len(request.value)
+    response = pb.Response(id=request.id, status=pb.OK, capacity_units=_write_charge(old, new_size))
     if not options:
         return Plan(response, [Effect(Kind.PUT, request.key, request.value)])
     exprs = _Expressions(options)
-    old = engine.latest(request.key)
     if "condition" in options or options.get("capacity"):
         old_item = _load(old)
         _check_condition(exprs, old_item)
@@ -169,8 +206,8 @@ def plan_put(engine: Engine, request: pb.Request) -> Plan:
 
 def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     options = _options(request)
-    response = pb.Response(id=request.id, status=pb.OK)
     old = engine.latest(request.key)
+    response = pb.Response(id=request.id, status=pb.OK, capacity_units=_write_charge(old, 0))
     if "condition" in options or options.get("capacity"):
         old_item = _load(old)
         _check_condition(_Expressions(options), old_item)
@@ -216,8 +253,10 @@ def plan_update(engine: Engine, request: pb.Request) -> Plan:
         attributes = project_paths(source, paths)
         if attributes:
             response.value = orjson.dumps(attributes)
+    charged = max(item_size(old_item) if old_item else 0, item_size(new_item))
+    response.capacity_units = capacity.write_units(charged)
     if options.get("capacity"):
-        response.capacity_bytes = max(item_size(old_item) if old_item else 0, item_size(new_item))
+        response.capacity_bytes = charged
     return Plan(response, [Effect(Kind.PUT, request.key, new)])
 
 
@@ -308,6 +347,7 @@ def plan_range(engine: Engine, request: pb.Request) -> Plan:
         value=b"[" + b",".join(out) + b"]",
         body=orjson.dumps(summary),
         capacity_bytes=size,
+        capacity_units=capacity.range_read_units(size, request.consistent),
     )
     return Plan(response)
 

@@ -61,6 +61,7 @@ import os
 import re
 import struct
 import sys
+import time
 from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -69,6 +70,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import google_crc32c
+
+from partita.common.metrics import FSYNC_BUCKETS, HistogramCell
 
 _HEADER = struct.Struct("<IIQI")  # crc, length, lsn, batch index
 _CHECKED_FIELDS = struct.Struct("<IQI")  # the header fields after the crc
@@ -132,6 +135,9 @@ class WalMetrics:
     batch_size_sum: int = 0
     batch_size_bounds: tuple[int, ...] = BATCH_SIZE_BOUNDS
     batch_size_counts: list[int] = field(default_factory=lambda: [0] * (len(BATCH_SIZE_BOUNDS) + 1))
+    # Time to write and fdatasync one batch, as the writer (and so every waiting
+    # append) waits for it, executor hop included.
+    sync_seconds: HistogramCell = field(default_factory=lambda: HistogramCell(FSYNC_BUCKETS))
 
     def observe_batch(self, records: int, nbytes: int) -> None:
         self.records += records
@@ -318,7 +324,9 @@ class WriteAheadLog:
                     continue  # every caller waiting had been cancelled
                 if self._sync:
                     # Appends keep arriving while this runs; they form the next batch.
+                    started = time.perf_counter()
                     await loop.run_in_executor(self._executor, _write_and_sync, self._fd, data)
+                    self.metrics.sync_seconds.observe(time.perf_counter() - started)
                     self.metrics.fsyncs += 1
                 else:
                     _write_all(self._fd, data)

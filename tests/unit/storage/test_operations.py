@@ -36,19 +36,19 @@ def test_get_put_and_delete_have_their_planners() -> None:
 async def test_get_of_a_present_key_answers_ok_with_the_value(engine: Engine) -> None:
     plan = plan_get(engine, pb.Request(id=7, op=pb.GET, key=b"present"))
     assert plan.effects is None
-    assert plan.response == pb.Response(id=7, status=pb.OK, value=b"old-value")
+    assert plan.response == pb.Response(id=7, status=pb.OK, value=b"old-value", capacity_units=0.5)
 
 
 async def test_get_of_a_missing_key_answers_not_found(engine: Engine) -> None:
     plan = plan_get(engine, pb.Request(id=8, op=pb.GET, key=b"absent"))
     assert plan.effects is None
-    assert plan.response == pb.Response(id=8, status=pb.NOT_FOUND)
+    assert plan.response == pb.Response(id=8, status=pb.NOT_FOUND, capacity_units=0.5)
 
 
 async def test_put_plans_one_put_effect_and_an_empty_ok(engine: Engine) -> None:
     plan = plan_put(engine, pb.Request(id=1, op=pb.PUT, key=b"present", value=b"new"))
     assert plan.effects == [Effect(Kind.PUT, b"present", b"new")]
-    assert plan.response == pb.Response(id=1, status=pb.OK)
+    assert plan.response == pb.Response(id=1, status=pb.OK, capacity_units=1.0)
 
 
 async def test_put_with_return_old_answers_the_previous_value(engine: Engine) -> None:
@@ -62,7 +62,7 @@ async def test_put_with_return_old_answers_the_previous_value(engine: Engine) ->
 async def test_delete_of_a_present_key_plans_a_delete(engine: Engine) -> None:
     plan = plan_delete(engine, pb.Request(id=4, op=pb.DELETE, key=b"present"))
     assert plan.effects == [Effect(Kind.DELETE, b"present")]
-    assert plan.response == pb.Response(id=4, status=pb.OK)
+    assert plan.response == pb.Response(id=4, status=pb.OK, capacity_units=1.0)
 
 
 async def test_delete_with_return_old_answers_the_deleted_value(engine: Engine) -> None:
@@ -73,7 +73,7 @@ async def test_delete_with_return_old_answers_the_deleted_value(engine: Engine) 
 async def test_delete_of_a_missing_key_answers_at_once_without_a_wal_record(engine: Engine) -> None:
     plan = plan_delete(engine, pb.Request(id=5, op=pb.DELETE, key=b"absent", body=RETURN_OLD))
     assert plan.effects is None
-    assert plan.response == pb.Response(id=5, status=pb.OK)
+    assert plan.response == pb.Response(id=5, status=pb.OK, capacity_units=1.0)
 
 
 async def test_read_modify_write_plans_see_a_write_still_in_flight(

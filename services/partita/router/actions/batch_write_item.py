@@ -45,7 +45,7 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
                 options["size"] = write.size
             request = pb.Request(
                 op=pb.PUT, key_hash=key.hash, key=key.storage_key, value=orjson.dumps(write.put),
-                body=wire.request_body(options),
+                body=wire.request_body(options), item_size=write.size,
             )  # fmt: skip
         else:
             request = pb.Request(

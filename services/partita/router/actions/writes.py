@@ -32,7 +32,12 @@ async def send_write(
     if charged:
         options["capacity"] = True
     request = pb.Request(
-        op=op, key_hash=key.hash, key=key.storage_key, value=value, body=wire.request_body(options)
+        op=op,
+        key_hash=key.hash,
+        key=key.storage_key,
+        value=value,
+        body=wire.request_body(options),
+        item_size=new_size,  # the node meters the write with it
     )
     response = await ctx.send(table, request)
     consumed = None

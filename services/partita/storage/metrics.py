@@ -1,0 +1,228 @@
+"""A storage node's metrics (registered in the process registry on import).
+
+Consumed capacity is metered on every request (the response's `capacity_units`) into
+per-partition cells the data plane keeps; everything else is read when scraped from
+the state that already holds it: the hosted partitions, the WAL's own counters, the
+engine's applied LSN, RocksDB's properties and statistics, the last item counts. A
+process runs one node; `watch_node` points the snapshot families at it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from partita.common import metrics
+from partita.common.metrics import CounterCell
+
+if TYPE_CHECKING:
+    from partita.storage.node import NodeState
+    from partita.storage.ttl_sweeper import TtlSweeper
+
+CONSUMED_READ = metrics.CounterCells(
+    "partita_storage_consumed_read_capacity_units_total",
+    "Read capacity units consumed on this node, per table and partition (every request is metered)",
+    ("table", "partition"),
+)
+CONSUMED_WRITE = metrics.CounterCells(
+    "partita_storage_consumed_write_capacity_units_total",
+    "Write capacity units consumed on this node, per table and partition (failed conditions included)",
+    ("table", "partition"),
+)
+HOSTED = metrics.Snapshot(
+    "partita_storage_hosted_partitions", "Partition replicas this node hosts, by role", ("node", "role")
+)
+PARTITION_ITEMS = metrics.Snapshot(
+    "partita_storage_partition_items",
+    "Items in a partition at the leader's last count (--stats-interval)",
+    ("table", "partition"),
+)
+PARTITION_BYTES = metrics.Snapshot(
+    "partita_storage_partition_size_bytes",
+    "DynamoDB item bytes in a partition at the leader's last count (--stats-interval)",
+    ("table", "partition"),
+)
+APPLIED_LSN = metrics.Snapshot(
+    "partita_storage_applied_lsn", "The last WAL record applied to RocksDB (the applied index)", ("node",)
+)
+WAL_RECORDS = metrics.Snapshot(
+    "partita_storage_wal_appends_total", "WAL records made durable", ("node",), kind="counter"
+)
+WAL_BYTES = metrics.Snapshot(
+    "partita_storage_wal_written_bytes_total",
+    "Bytes written to the WAL, headers included",
+    ("node",),
+    "counter",
+)
+WAL_FSYNCS = metrics.Snapshot(
+    "partita_storage_wal_fsyncs_total", "fdatasyncs of WAL data (one per group commit)", ("node",), "counter"
+)
+ROCKSDB_SST_BYTES = metrics.Snapshot(
+    "partita_storage_rocksdb_sst_bytes", "Total size of RocksDB's SST files", ("node",)
+)
+ROCKSDB_PENDING_COMPACTION = metrics.Snapshot(
+    "partita_storage_rocksdb_pending_compaction_bytes",
+    "RocksDB's estimate of the bytes compaction must rewrite",
+    ("node",),
+)
+ROCKSDB_BLOCK_CACHE_HITS = metrics.Snapshot(
+    "partita_storage_rocksdb_block_cache_hits_total", "RocksDB block cache hits", ("node",), "counter"
+)
+ROCKSDB_BLOCK_CACHE_MISSES = metrics.Snapshot(
+    "partita_storage_rocksdb_block_cache_misses_total", "RocksDB block cache misses", ("node",), "counter"
+)
+DISK_FREE = metrics.Snapshot(
+    "partita_storage_disk_free_bytes", "Free bytes on the file system holding the node's data", ("node",)
+)
+DISK_TOTAL = metrics.Snapshot(
+    "partita_storage_disk_total_bytes", "Size of the file system holding the node's data", ("node",)
+)
+
+WAL_BATCH_NAME = "partita_storage_wal_batch_records"
+WAL_SYNC_NAME = "partita_storage_wal_sync_duration_seconds"
+
+
+class PartitionMeter:
+    """The consumption cells of one partition on this node."""
+
+    __slots__ = ("read", "write")
+
+    def __init__(self, table: str, partition: str) -> None:
+        self.read: CounterCell = CONSUMED_READ.cell(table, partition)
+        self.write: CounterCell = CONSUMED_WRITE.cell(table, partition)
+
+
+# By (table id, partition id); the data plane reads it directly on every request.
+meters: dict[tuple[int, str], PartitionMeter] = {}
+
+
+def meter_of(table_id: int, table: str, partition: str) -> PartitionMeter:
+    """The meter of one hosted partition, made on its first request."""
+    meter = meters.get((table_id, partition))
+    if meter is None:
+        meter = meters[(table_id, partition)] = PartitionMeter(table, partition)
+    return meter
+
+
+def forget_table(table_id: int, name: str) -> None:
+    """A table this node dropped leaves the consumption families (and a table hosted
+    here again later starts new series)."""
+    for key in [k for k in meters if k[0] == table_id]:
+        del meters[key]
+    CONSUMED_READ.forget(lambda labels: labels[0] == name)
+    CONSUMED_WRITE.forget(lambda labels: labels[0] == name)
+
+
+class _WalHistograms(Collector):
+    """The WAL's group-commit batch sizes and sync latencies, from its own counters."""
+
+    def __init__(self) -> None:
+        self.state: NodeState | None = None
+
+    def describe(self) -> Iterable[Metric]:
+        return [
+            HistogramMetricFamily(WAL_BATCH_NAME, "Records per WAL group commit", labels=("node",)),
+            HistogramMetricFamily(
+                WAL_SYNC_NAME, "Time to write and fdatasync one WAL batch", labels=("node",)
+            ),
+        ]
+
+    def collect(self) -> Iterable[Metric]:
+        batch, sync = self.describe()
+        state = self.state
+        if state is not None:
+            wal = state.engine.wal_metrics
+            assert isinstance(batch, HistogramMetricFamily) and isinstance(sync, HistogramMetricFamily)
+            batch.add_metric(
+                [state.node_id],
+                metrics.cumulative_buckets(wal.batch_size_bounds, wal.batch_size_counts),
+                float(wal.batch_size_sum),
+            )
+            cell = wal.sync_seconds
+            sync.add_metric([state.node_id], metrics.cumulative_buckets(cell.bounds, cell.counts), cell.sum)
+        return [batch, sync]
+
+
+_wal_histograms = _WalHistograms()
+metrics.REGISTRY.register(_wal_histograms)
+
+_STAT_LINE = re.compile(r"^(rocksdb\.[a-z.]+) COUNT : (\d+)$", re.MULTILINE)
+
+
+def rocksdb_tickers(statistics: str | None) -> dict[str, int]:
+    """RocksDB's ticker counters from its statistics dump (`name COUNT : n` lines)."""
+    return {m[1]: int(m[2]) for m in _STAT_LINE.finditer(statistics or "")}
+
+
+TTL_DELETED = metrics.Snapshot(
+    "partita_storage_ttl_deleted_items_total",
+    "Items deleted because their Time to Live expired (service deletions)",
+    ("node",),
+    "counter",
+)
+TTL_SKIPPED = metrics.Snapshot(
+    "partita_storage_ttl_skipped_items_total",
+    "Expired-looking items the sweeper left: extended or gone by the moment of deletion",
+    ("node",),
+    "counter",
+)
+TTL_PASSES = metrics.Snapshot(
+    "partita_storage_ttl_sweep_passes_total", "Completed passes of the TTL sweeper", ("node",), "counter"
+)
+
+
+def watch_ttl_sweeper(state: NodeState, sweeper: TtlSweeper) -> None:
+    """Read the TTL sweeper's counters when scraped."""
+    TTL_DELETED.read = lambda: _one(state, float(sweeper.deleted))
+    TTL_SKIPPED.read = lambda: _one(state, float(sweeper.skipped))
+    TTL_PASSES.read = lambda: _one(state, float(sweeper.passes))
+
+
+def _one(state: NodeState, value: float) -> Sequence[tuple[Sequence[str], float]]:
+    return [((state.node_id,), value)]
+
+
+def watch_node(state: NodeState) -> None:
+    """Read the snapshot families from this node's state when scraped."""
+    engine = state.engine
+    node = state.node_id
+    _wal_histograms.state = state
+
+    def hosted() -> list[tuple[Sequence[str], float]]:
+        # Every replica leads itself until replication lands (P3).
+        count = sum(len(h.partitions) for h in state.hosted.values())
+        return [((node, "leader"), float(count))]
+
+    def figures(index: int) -> list[tuple[Sequence[str], float]]:
+        names = {table_id: h.record.name for table_id, h in state.hosted.items()}
+        return [
+            ((names[table_id], partition), float(f[index]))
+            for (table_id, partition), f in state.partition_figures.items()
+            if table_id in names
+        ]
+
+    HOSTED.read = hosted
+    PARTITION_ITEMS.read = lambda: figures(0)
+    PARTITION_BYTES.read = lambda: figures(1)
+    APPLIED_LSN.read = lambda: _one(state, float(engine.applied_lsn))
+    WAL_RECORDS.read = lambda: _one(state, float(engine.wal_metrics.records))
+    WAL_BYTES.read = lambda: _one(state, float(engine.wal_metrics.bytes_written))
+    WAL_FSYNCS.read = lambda: _one(state, float(engine.wal_metrics.fsyncs))
+    ROCKSDB_SST_BYTES.read = lambda: _one(
+        state, float(engine.rocksdb_property("rocksdb.total-sst-files-size"))
+    )
+    ROCKSDB_PENDING_COMPACTION.read = lambda: _one(
+        state, float(engine.rocksdb_property("rocksdb.estimate-pending-compaction-bytes"))
+    )
+    ROCKSDB_BLOCK_CACHE_HITS.read = lambda: _one(
+        state, float(rocksdb_tickers(engine.rocksdb_statistics()).get("rocksdb.block.cache.hit", 0))
+    )
+    ROCKSDB_BLOCK_CACHE_MISSES.read = lambda: _one(
+        state, float(rocksdb_tickers(engine.rocksdb_statistics()).get("rocksdb.block.cache.miss", 0))
+    )
+    DISK_FREE.read = lambda: _one(state, float(engine.disk_usage()[0]))
+    DISK_TOTAL.read = lambda: _one(state, float(engine.disk_usage()[1]))
