@@ -35,7 +35,12 @@ def _terms(config: pb.Algorithm) -> tuple[float, float]:
 def _grant(store: LeaseStore, config: pb.Algorithm, r: Request, has: float, now: float) -> Lease:
     length, interval = _terms(config)
     return store.assign(
-        r.client, expiry=now + length, refresh_interval=interval, has=has, wants=r.wants, subclients=r.subclients
+        r.client,
+        expiry=now + length,
+        refresh_interval=interval,
+        has=has,
+        wants=r.wants,
+        subclients=r.subclients,
     )
 
 

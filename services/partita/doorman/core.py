@@ -66,7 +66,9 @@ class ServerCore:
         """`repository` given: a root server. None: its parent provides capacities."""
         self.server_id = server_id
         self.is_root = repository is not None
-        self.repository = repository or ResourceRepository(pb.ResourceRepository(resources=[PENDING_TEMPLATE]))
+        self.repository = repository or ResourceRepository(
+            pb.ResourceRepository(resources=[PENDING_TEMPLATE])
+        )
         self.is_master = False
         self.master: str | None = None
         self.became_master_at = -math.inf
@@ -140,7 +142,9 @@ class ServerCore:
             response.gets.CopyFrom(_wire_lease(resource, request.client_id))
         return out
 
-    def get_server_capacity(self, request: pb.GetServerCapacityRequest, now: float) -> pb.GetServerCapacityResponse:
+    def get_server_capacity(
+        self, request: pb.GetServerCapacityRequest, now: float
+    ) -> pb.GetServerCapacityResponse:
         if not request.server_id:
             raise InvalidRequest("server_id cannot be empty")
         for r in request.resource:
@@ -222,7 +226,9 @@ class ServerCore:
             algo.CopyFrom(r.algorithm)
             algo.refresh_interval = max(1, math.floor(r.gets.refresh_interval * decay_factor(r.algorithm)))
             algo.lease_length = max(algo.lease_length, algo.refresh_interval)
-            local = pb.ResourceTemplate(identifier_glob=r.resource_id, capacity=r.gets.capacity, algorithm=algo)
+            local = pb.ResourceTemplate(
+                identifier_glob=r.resource_id, capacity=r.gets.capacity, algorithm=algo
+            )
             if r.HasField("safe_capacity"):
                 local.safe_capacity = r.safe_capacity
             self.capacity_expiries[r.resource_id] = float(r.gets.expiry_time)

@@ -50,7 +50,9 @@ class Resource:
         self._algorithm: Algorithm = algorithm_for(template.algorithm)
         self._learner: Algorithm = learn(template.algorithm)
         algo = template.algorithm
-        duration = algo.learning_mode_duration if algo.HasField("learning_mode_duration") else algo.lease_length
+        duration = (
+            algo.learning_mode_duration if algo.HasField("learning_mode_duration") else algo.lease_length
+        )
         # A new master knows no leases; until every lease the previous master granted
         # has expired or been refreshed here, it only echoes what clients say they hold.
         self.learning_mode_end = became_master_at + duration if duration > 0 else -math.inf
@@ -86,7 +88,9 @@ class Resource:
         if self.is_repeat(request.client, now):
             return self.store.get(request.client)
         if request.has > 0 and not self.store.has_client(request.client) and not self.learning(now):
-            log.debug("%s: client %s claims %s it was never granted here", self.id, request.client, request.has)
+            log.debug(
+                "%s: client %s claims %s it was never granted here", self.id, request.client, request.has
+            )
         decide = self._learner if self.learning(now) else self._algorithm
         lease = decide(self.store, self.capacity(now), request, now)
         if self.capacity_expiry is not None and lease.expiry > self.capacity_expiry:
@@ -123,7 +127,8 @@ class Resource:
                 n, w = totals.get(priority, (0, 0.0))
                 totals[priority] = (n + clients, w + wants)
         return [
-            pb.PriorityBandAggregate(priority=p, num_clients=n, wants=w) for p, (n, w) in sorted(totals.items())
+            pb.PriorityBandAggregate(priority=p, num_clients=n, wants=w)
+            for p, (n, w) in sorted(totals.items())
         ]
 
     def status(self, now: float) -> ResourceStatus:
