@@ -239,7 +239,8 @@ class ServerCore:
     def upstream_failed(self) -> float:
         """The parent could not be reached: seconds until the next try (exponential)."""
         self.upstream_failures += 1
-        return min(MAX_UPSTREAM_BACKOFF, MIN_UPSTREAM_INTERVAL * 2 ** min(self.upstream_failures - 1, 10))
+        exponent = min(self.upstream_failures - 1, 10)
+        return float(min(MAX_UPSTREAM_BACKOFF, MIN_UPSTREAM_INTERVAL * (1 << exponent)))
 
     # --- observation -------------------------------------------------------------------
 
