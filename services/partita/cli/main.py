@@ -179,6 +179,28 @@ def cmd_storage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doorman(args: argparse.Namespace) -> int:
+    from partita.doorman.main import serve
+
+    _setup_logging(args.verbose)
+    parent = [a for a in args.parent.split(",") if a] if args.parent else None
+    _run_loop(
+        serve(
+            server_id=args.server_id or f"doorman-{args.host}:{args.port}",
+            host=args.host,
+            port=args.port,
+            metrics_port=args.metrics_port,
+            config_path=Path(args.config) if args.config else None,
+            parent=parent,
+            etcd=None if args.etcd == "none" else config.parse_endpoint(args.etcd),
+            election_name=args.election_name,
+            election_ttl=args.election_ttl,
+            advertise=args.advertise,
+        )
+    )
+    return 0
+
+
 # --- status --------------------------------------------------------------------------
 
 
@@ -288,6 +310,25 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     storage.add_argument("--stats-interval", **_STATS_INTERVAL)
     storage.set_defaults(func=cmd_storage)
+
+    doorman = sub.add_parser("doorman", help="run one Doorman (global rate limiting) server")
+    doorman.add_argument("--server-id", help="unique id of this server (default doorman-HOST:PORT)")
+    doorman.add_argument("--host", default=config.DEFAULT_HOST)
+    doorman.add_argument("--port", type=int, default=config.DEFAULT_DOORMAN_PORT, help="gRPC port")
+    doorman.add_argument("--advertise", help="address clients are redirected to (default HOST:PORT)")
+    doorman.add_argument("--metrics-port", type=int, help="serve /metrics on this port")
+    doorman.add_argument("--config", help="resource configuration, YAML or JSON (root servers)")
+    doorman.add_argument("--parent", help="comma-separated addresses of the parent node (non-root servers)")
+    doorman.add_argument(
+        "--etcd",
+        default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}",
+        help="etcd for master election, or 'none' for a lone server",
+    )
+    doorman.add_argument("--election-name", default="root", help="tree node this server is a candidate for")
+    doorman.add_argument(
+        "--election-ttl", type=int, default=5, help="seconds a dead master blocks its standby"
+    )
+    doorman.set_defaults(func=cmd_doorman)
 
     status = sub.add_parser("status", help="processes, tables and partitions of a local cluster, as JSON")
     status.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR)

@@ -8,6 +8,8 @@ DEFAULT_ROUTER_PORT = 8000  # the DynamoDB endpoint
 DEFAULT_ETCD_PORT = 2379  # etcd client port; the peer port is this + 1
 # Storage node i (zones a, b, c): admin gRPC on base + i, data path on base + 100 + i.
 DEFAULT_STORAGE_BASE_PORT = 7101
+# Doorman servers of `partita up`: gRPC on base + i, /metrics on base + 100 + i.
+DEFAULT_DOORMAN_PORT = 5101
 DEFAULT_ZONES = ("a", "b", "c")
 DEFAULT_REGION = "us-east-1"
 # Partitions of a new PAY_PER_REQUEST table (DynamoDB does not publish its figure).

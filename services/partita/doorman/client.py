@@ -198,7 +198,11 @@ class Client:
                 state.safe_capacity = r.safe_capacity
             state.usage.reset(self.clock())
             state.notify()
-        return min(s.refresh_interval for s in self.resources.values()) if self.resources else DEFAULT_REFRESH_SECONDS
+        return (
+            min(s.refresh_interval for s in self.resources.values())
+            if self.resources
+            else DEFAULT_REFRESH_SECONDS
+        )
 
     async def _run(self) -> None:
         while True:
@@ -223,7 +227,8 @@ class Client:
             return
         try:
             await self.connection.call(
-                "ReleaseCapacity", pb.ReleaseCapacityRequest(client_id=self.client_id, resource_id=resource_ids)
+                "ReleaseCapacity",
+                pb.ReleaseCapacityRequest(client_id=self.client_id, resource_id=resource_ids),
             )
         except Exception as exc:  # the leases will expire on their own
             log.info("ReleaseCapacity failed (%s); the leases will expire", exc)
@@ -340,13 +345,17 @@ class BlockingClient:
         future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return future.result()
 
-    def rate(self, resource_id: str, *, wants: float | None = None, priority: int = 1) -> BlockingRateResource:
+    def rate(
+        self, resource_id: str, *, wants: float | None = None, priority: int = 1
+    ) -> BlockingRateResource:
         async def make() -> RateResource:
             return self.client.rate(resource_id, wants=wants, priority=priority)
 
         return BlockingRateResource(self, self._call(make()))
 
-    def gauge(self, resource_id: str, *, wants: float | None = None, priority: int = 1) -> BlockingGaugeResource:
+    def gauge(
+        self, resource_id: str, *, wants: float | None = None, priority: int = 1
+    ) -> BlockingGaugeResource:
         async def make() -> GaugeResource:
             return self.client.gauge(resource_id, wants=wants, priority=priority)
 

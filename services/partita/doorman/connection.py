@@ -57,53 +57,47 @@ class Connection:
         self._channel: grpc.aio.Channel | None = None
         self._stub: Any = None
 
-    def _connect(self, address: str) -> Any:
+    async def _connect(self, address: str) -> Any:
         if self._stub is None or address != self.current:
-            self._drop()
+            await self._drop()
             self.current = address
             self._channel = grpc.aio.insecure_channel(address)
             self._stub = doorman_pb2_grpc.CapacityStub(self._channel)  # type: ignore[no-untyped-call]
         return self._stub
 
-    def _drop(self) -> None:
+    async def _drop(self) -> None:
         channel, self._channel, self._stub = self._channel, None, None
         if channel is not None:
-            # close() is a coroutine; an unreferenced channel is closed by grpc anyway,
-            # but closing here keeps file descriptors bounded across redirects.
-            import asyncio
+            await channel.close()
 
-            asyncio.ensure_future(channel.close())
-
-    def _rotate(self) -> None:
+    async def _rotate(self) -> None:
         self.current = self.addresses[self._next % len(self.addresses)]
         self._next += 1
-        self._drop()
+        await self._drop()
 
     async def call(self, method: str, request: Any) -> Any:
         """Calls `method` on the master; returns its answer (never a Mastership one)."""
         address = self.current
         for _ in range(MAX_REDIRECTS + 1):
-            stub = self._connect(address)
+            stub = await self._connect(address)
             try:
                 response = await getattr(stub, method)(request, timeout=self.timeout)
             except grpc.aio.AioRpcError as exc:
                 if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     raise
-                self._rotate()
+                await self._rotate()
                 raise Unavailable(f"{address}: {exc.code().name} {exc.details()}") from exc
             if not response.HasField("mastership"):
                 return response
             mastership: pb.Mastership = response.mastership
             if not mastership.HasField("master_address") or mastership.master_address == address:
-                self._rotate()
+                await self._rotate()
                 raise Unavailable(f"{address} does not know the master")
             log.info("%s is not the master; following it to %s", address, mastership.master_address)
             address = mastership.master_address
             self.redirects += 1
-        self._rotate()
+        await self._rotate()
         raise Unavailable(f"more than {MAX_REDIRECTS} redirects")
 
     async def close(self) -> None:
-        channel, self._channel, self._stub = self._channel, None, None
-        if channel is not None:
-            await channel.close()
+        await self._drop()

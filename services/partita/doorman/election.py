@@ -29,6 +29,8 @@ DEFAULT_POLL_SECONDS = 0.25
 
 
 class Election(Protocol):
+    address: str  # what the winner announces; "" lets DoormanServer.start fill it in
+
     async def run(self, on_change: OnChange) -> None: ...
     async def resign(self) -> None: ...
 

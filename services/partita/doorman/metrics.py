@@ -27,8 +27,12 @@ class _ResourceCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         status = self._status()
         families = {
-            "has": GaugeMetricFamily("doorman_server_has", "Capacity leased to clients.", labels=["resource"]),
-            "wants": GaugeMetricFamily("doorman_server_wants", "Capacity clients ask for.", labels=["resource"]),
+            "has": GaugeMetricFamily(
+                "doorman_server_has", "Capacity leased to clients.", labels=["resource"]
+            ),
+            "wants": GaugeMetricFamily(
+                "doorman_server_wants", "Capacity clients ask for.", labels=["resource"]
+            ),
             "capacity": GaugeMetricFamily(
                 "doorman_server_capacity", "Capacity this server can lease.", labels=["resource"]
             ),
@@ -36,7 +40,9 @@ class _ResourceCollector(Collector):
                 "doorman_server_clients", "Clients (subclients counted) holding a lease.", labels=["resource"]
             ),
             "learning": GaugeMetricFamily(
-                "doorman_server_learning_mode", "1 while the resource is in learning mode.", labels=["resource"]
+                "doorman_server_learning_mode",
+                "1 while the resource is in learning mode.",
+                labels=["resource"],
             ),
         }
         for r in status.resources:
@@ -61,7 +67,9 @@ class DoormanMetrics:
             registry=self.registry,
         )
         self.master_changes = Counter(
-            "doorman_server_master_changes", "Times this server won or lost mastership.", registry=self.registry
+            "doorman_server_master_changes",
+            "Times this server won or lost mastership.",
+            registry=self.registry,
         )
         self.registry.register(_ResourceCollector(status))
 

@@ -51,7 +51,9 @@ class _Servicer(doorman_pb2_grpc.CapacityServicer):
         return await self._answer("Discovery", context, self.core.discovery)
 
     async def GetCapacity(self, request: pb.GetCapacityRequest, context: Any) -> Any:
-        return await self._answer("GetCapacity", context, lambda: self.core.get_capacity(request, self.clock()))
+        return await self._answer(
+            "GetCapacity", context, lambda: self.core.get_capacity(request, self.clock())
+        )
 
     async def GetServerCapacity(self, request: pb.GetServerCapacityRequest, context: Any) -> Any:
         return await self._answer(
@@ -90,6 +92,8 @@ class DoormanServer:
         bound = self._server.add_insecure_port(f"{host}:{port}")
         await self._server.start()
         self.port = int(bound)
+        if not self.election.address:
+            self.election.address = f"{host}:{self.port}"
         self._tasks.append(asyncio.create_task(self.election.run(self._on_election)))
         if self.parent is not None:
             self._tasks.append(asyncio.create_task(self._ask_parent()))
