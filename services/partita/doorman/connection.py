@@ -71,6 +71,10 @@ class Connection:
             await channel.close()
 
     async def _rotate(self) -> None:
+        """Moves on to the configured address after the one that failed (a master we
+        were redirected to may not be in the list: then the next in turn)."""
+        if self.current in self.addresses:
+            self._next = self.addresses.index(self.current) + 1
         self.current = self.addresses[self._next % len(self.addresses)]
         self._next += 1
         await self._drop()

@@ -158,10 +158,8 @@ class EtcdElection:
         self._lease = lease
         log.info("%s won the election for %s", self.address, self.key.decode())
         report(True, self.address)
-        try:
-            await self._lead(client, lease)
-        finally:
-            self._lease = None
+        await self._lead(client, lease)  # cancelled: run() resigns with self._lease
+        self._lease = None
         log.warning("%s lost the election for %s", self.address, self.key.decode())
         report(False, None)
 
