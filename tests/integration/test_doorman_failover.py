@@ -65,7 +65,7 @@ class Server:
                     election,
                     "--election-ttl",
                     "2",
-                ],  # fmt: skip
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
