@@ -103,6 +103,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         region=args.region,
         sync=not args.unsafe_no_fsync,
         stats_interval=args.stats_interval,
+        doorman_base_port=args.doorman_base_port,
     )
 
     async def main() -> int:
@@ -257,6 +258,29 @@ async def _status(data_dir: Path) -> dict[str, Any]:
         out["control_store_error"] = str(exc)
     finally:
         await store.close()
+    out["doorman"] = await _doorman_status(host, [p for p in processes if p.get("role") == "doorman"])
+    return out
+
+
+async def _doorman_status(host: str, processes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each Doorman server's own view: is it the master, and whom does it follow."""
+    import grpc
+
+    from partita._proto import doorman_pb2, doorman_pb2_grpc
+
+    out = []
+    for p in processes:
+        address = f"{host}:{p['ports']['grpc']}"
+        entry: dict[str, Any] = {"name": p["name"], "address": address, "alive": p["alive"]}
+        try:
+            async with grpc.aio.insecure_channel(address) as channel:
+                stub = doorman_pb2_grpc.CapacityStub(channel)  # type: ignore[no-untyped-call]
+                found = await stub.Discovery(doorman_pb2.DiscoveryRequest(), timeout=2)
+            entry["is_master"] = bool(found.is_master)
+            entry["master"] = found.mastership.master_address or None
+        except grpc.aio.AioRpcError as exc:
+            entry["error"] = exc.code().name
+        out.append(entry)
     return out
 
 
@@ -288,6 +312,12 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--region", default=config.DEFAULT_REGION)
     up.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     up.add_argument("--stats-interval", **_STATS_INTERVAL)
+    up.add_argument(
+        "--doorman-base-port",
+        type=int,
+        default=config.DEFAULT_DOORMAN_PORT,
+        help="Doorman i serves gRPC on this + i and /metrics on this + 100 + i (%(default)s)",
+    )
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")

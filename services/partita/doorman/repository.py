@@ -125,6 +125,28 @@ class ResourceRepository:
         return cls.from_text(text)
 
 
+DEFAULT_CONFIG = """\
+# Doorman resources of the local cluster (reloaded when this file changes).
+# Templates match resource ids in order (an exact id first); "*" must come last.
+resources:
+  - identifier_glob: "*"
+    capacity: 1000
+    description: everything not configured above
+    algorithm:
+      kind: FAIR_SHARE
+      lease_length: 60       # seconds a grant lasts
+      refresh_interval: 16   # seconds between a client's refreshes
+      learning_mode_duration: 20  # a new master echoes leases this long
+"""
+
+
+def write_default_config(path: Path) -> None:
+    """Writes DEFAULT_CONFIG unless the operator already has a configuration there."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(DEFAULT_CONFIG)
+
+
 def template(
     glob: str,
     capacity: float,
