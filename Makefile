@@ -3,6 +3,8 @@
 #   make test   install test dependencies and run the whole suite
 #   make lint   ruff + mypy
 #   make bench  YCSB A/B against Partita and dynalite (installs dynalite from npm)
+#   make sim    virtual-time simulations (tests/sim)
+#   make doorman-report  Doorman simulation figures and plots into docs/doorman.md
 #   make native compile the router's hot path with mypyc (native-modules.txt); up, test
 #               and bench do it first. `make pure` removes the compiled modules again.
 
@@ -63,3 +65,11 @@ bench: $(NATIVE_STAMP)
 clean:
 	rm -rf $(VENV) services/partita/_proto/*_pb2*.py* build *.egg-info
 	find services operator -name '*.so' -delete
+
+.PHONY: sim doorman-report
+
+sim: $(STAMP)
+	$(PY) -m pytest -q tests/sim $(ARGS)
+
+doorman-report: $(STAMP)
+	$(PY) -m bench.doorman_sim

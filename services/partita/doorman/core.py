@@ -194,6 +194,12 @@ class ServerCore:
             return None
         out = pb.GetServerCapacityRequest(server_id=self.server_id)
         for rid, resource in sorted(self.resources.items()):
+            if resource.learning(now):
+                # Until every requester has been heard from, the wants are partial:
+                # asking now would let the parent give the rest away while our
+                # requesters still hold (and we echo) their old leases. The parent
+                # keeps our previous lease meanwhile; it outlasts learning mode.
+                continue
             bands = resource.aggregate_bands(now)
             if not bands:
                 continue
