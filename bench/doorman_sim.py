@@ -390,7 +390,7 @@ def _plot(result: Result, path: Path) -> None:
     top.set_ylabel("capacity units")
     top.set_title(result.config.name)
     top.legend(loc="lower right")
-    for name, series in sorted(result.per_client.items()):
+    for _name, series in sorted(result.per_client.items()):
         bottom.plot(minutes, series, lw=0.5)
     bottom.set_ylabel("grant per client")
     bottom.set_xlabel("simulated minutes")
