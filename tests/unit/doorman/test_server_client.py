@@ -237,3 +237,21 @@ async def test_the_standby_takes_over_when_the_master_resigns(pair: Pair) -> Non
         await eventually(lambda: pair.second.core.is_master)
         await eventually(lambda: client.connection.current == pair.addresses[1] and client.reachable)
         assert rate.capacity == 10
+
+
+async def test_a_leaf_server_obtains_capacity_from_its_parent_for_its_clients(pair: Pair) -> None:
+    leaf = DoormanServer(ServerCore("leaf"), InMemoryElection(InMemoryLock(), ""), parent=[pair.addresses[1]])
+    await leaf.start("127.0.0.1", 0)
+    try:
+        async with Client(f"127.0.0.1:{leaf.port}", "a") as client:
+            rate = client.rate("r", wants=30)
+            # The leaf learns for 20 s after its election (nothing to learn here), then
+            # asks the root, through the standby's redirect, on its clients' behalf.
+            await eventually(lambda: "r" in leaf.core.resources)
+            leaf.core.resources["r"].learning_mode_end = 0.0
+            await eventually(lambda: rate.capacity == 30, timeout=15)
+        root_lease = pair.first.core.resources["r"].store.get("leaf")
+        assert root_lease.has == 30 and root_lease.subclients == 1
+        assert leaf.core.resources["r"].template.algorithm.refresh_interval == 1  # max(1, 1 * 0.5)
+    finally:
+        await leaf.stop(grace=0)
