@@ -496,8 +496,11 @@ GetServerCapacity). The DynamoDB admission control (routers as clients of
 
 ## Configuration
 
-A root server reads a `ResourceRepository` in YAML or JSON (`--config`; reloaded when
-the file changes; a file that fails validation leaves the previous one in force):
+A root server reads a `ResourceRepository` in YAML or JSON from a file (`--config`)
+or an etcd key (`--config-key /partita/doorman/config`, written for example with
+`etcdctl put /partita/doorman/config "$(cat doorman.yaml)"`). It is checked every 2 s
+and reloaded when it changed; a configuration that fails validation leaves the
+previous one in force, and a root server does not start without a valid one:
 
 ```yaml
 resources:

@@ -192,6 +192,7 @@ def cmd_doorman(args: argparse.Namespace) -> int:
             port=args.port,
             metrics_port=args.metrics_port,
             config_path=Path(args.config) if args.config else None,
+            config_key=args.config_key,
             parent=parent,
             etcd=None if args.etcd == "none" else config.parse_endpoint(args.etcd),
             election_name=args.election_name,
@@ -347,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     doorman.add_argument("--port", type=int, default=config.DEFAULT_DOORMAN_PORT, help="gRPC port")
     doorman.add_argument("--advertise", help="address clients are redirected to (default HOST:PORT)")
     doorman.add_argument("--metrics-port", type=int, help="serve /metrics on this port")
-    doorman.add_argument("--config", help="resource configuration, YAML or JSON (root servers)")
+    doorman.add_argument("--config", help="resource configuration file, YAML or JSON (root servers)")
+    doorman.add_argument("--config-key", help="etcd key holding the resource configuration (root servers)")
     doorman.add_argument("--parent", help="comma-separated addresses of the parent node (non-root servers)")
     doorman.add_argument(
         "--etcd",

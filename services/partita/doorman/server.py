@@ -12,13 +12,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import grpc
 
 from partita._proto import doorman_pb2 as pb
 from partita._proto import doorman_pb2_grpc
+from partita.doorman.config_source import ConfigSource
 from partita.doorman.connection import Connection, Unavailable
 from partita.doorman.core import InvalidRequest, ServerCore
 from partita.doorman.election import Election
@@ -27,7 +27,7 @@ from partita.doorman.repository import ConfigError, ResourceRepository
 
 log = logging.getLogger("partita.doorman")
 
-# How often the configuration file is checked for changes (seconds).
+# How often the configuration (file or etcd key) is checked for changes (seconds).
 CONFIG_POLL_SECONDS = 2.0
 
 
@@ -71,18 +71,18 @@ class DoormanServer:
         election: Election,
         *,
         parent: list[str] | None = None,
-        config_path: Path | None = None,
+        config: ConfigSource | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.core = core
         self.election = election
         self.parent = Connection(parent) if parent else None
-        self.config_path = config_path
+        self.config = config
         self.clock = clock
         self.metrics = DoormanMetrics(lambda: core.status(clock()))
         self._server: grpc.aio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._config_mtime = 0.0
+        self._config_version: int | None = None
         self.port = 0
 
     async def start(self, host: str, port: int) -> int:
@@ -97,7 +97,7 @@ class DoormanServer:
         self._tasks.append(asyncio.create_task(self.election.run(self._on_election)))
         if self.parent is not None:
             self._tasks.append(asyncio.create_task(self._ask_parent()))
-        if self.config_path is not None:
+        if self.config is not None:
             self._tasks.append(asyncio.create_task(self._watch_config()))
         return self.port
 
@@ -122,31 +122,34 @@ class DoormanServer:
                     log.warning("GetServerCapacity from the parent failed (%s); next try in %.0fs", exc, wait)
             await asyncio.sleep(wait)
 
-    def reload_config(self) -> bool:
-        """Loads the configuration file again; a bad file leaves the old one in force."""
-        assert self.config_path is not None
+    async def reload_config(self) -> bool:
+        """Loads the configuration again if it changed; True if a new one is in force.
+        A configuration that fails validation (or vanished) leaves the old one."""
+        assert self.config is not None
         try:
-            repository = ResourceRepository.from_file(self.config_path)
+            found = await self.config.read()
+        except Exception as exc:
+            log.warning("cannot read the configuration from %s: %s", self.config.describe(), exc)
+            return False
+        if found is None or found[0] == self._config_version:
+            return False
+        version, text = found
+        self._config_version = version
+        try:
+            repository = ResourceRepository.from_text(text)
         except ConfigError as exc:
-            log.error("configuration %s refused, keeping the previous one: %s", self.config_path, exc)
+            log.error(
+                "configuration in %s refused, keeping the previous one: %s", self.config.describe(), exc
+            )
             return False
         self.core.load_repository(repository)
-        log.info("configuration %s loaded", self.config_path)
+        log.info("configuration from %s loaded", self.config.describe())
         return True
 
     async def _watch_config(self) -> None:
-        assert self.config_path is not None
-        with contextlib.suppress(OSError):
-            self._config_mtime = self.config_path.stat().st_mtime
         while True:
+            await self.reload_config()
             await asyncio.sleep(CONFIG_POLL_SECONDS)
-            try:
-                mtime = self.config_path.stat().st_mtime
-            except OSError:
-                continue
-            if mtime != self._config_mtime:
-                self._config_mtime = mtime
-                self.reload_config()
 
     async def stop(self, grace: float = 1.0) -> None:
         """Stops campaigning (which resigns: the standby takes over without waiting
@@ -161,3 +164,5 @@ class DoormanServer:
             await self._server.stop(grace)
         if self.parent is not None:
             await self.parent.close()
+        if self.config is not None:
+            await self.config.close()
