@@ -232,21 +232,27 @@ def test_a_leaf_gets_its_capacity_from_the_root_and_shares_it_with_decayed_refre
     root = master(repo(template("*", 100, lease_length=60, refresh_interval=16, learning_mode_duration=0)))
     leaf = ServerCore("leaf")
     leaf.on_election(True, "leaf:1", 0.0)
-    # Before the root answers, the leaf has nothing to give.
-    assert ask(leaf, "a", "r", 30, 1.0, has=None).gets.capacity == 0
-    ask(leaf, "b", "r", 50, 1.0)
-    up = leaf.upstream_request(1.0)
+    # Learning (20 s after the victory): echo, and ask the parent nothing yet.
+    assert ask(leaf, "a", "r", 30, 1.0, has=12).gets.capacity == 12
+    assert leaf.upstream_request(1.0) == pb.GetServerCapacityRequest(server_id="leaf")
+    # Learning over; before the root answers, the leaf has nothing to give.
+    assert ask(leaf, "a", "r", 30, 21.0).gets.capacity == 0
+    ask(leaf, "b", "r", 50, 21.0)
+    up = leaf.upstream_request(21.0)
     assert up is not None
     assert [(b.priority, b.num_clients, b.wants) for b in up.resource[0].wants] == [(1, 2, 80)]
-    down = root.get_server_capacity(up, 1.0)
+    down = root.get_server_capacity(up, 21.0)
     assert down.response[0].gets.capacity == 80 and down.response[0].algorithm.kind == FAIR
-    assert leaf.apply_upstream(down, 1.0) == 16
+    assert leaf.apply_upstream(down, 21.0) == 16
     leaf_resource = leaf.resources["r"]
     assert leaf_resource.template.algorithm.refresh_interval == 8  # 16 * decay 0.5
     assert ask(leaf, "a", "r", 30, 30.0).gets.capacity == 30
     lease = ask(leaf, "b", "r", 50, 30.0).gets
     assert lease.capacity == 50 and lease.refresh_interval == 8
     assert lease.expiry_time <= down.response[0].gets.expiry_time  # never beyond the leaf's own lease
+    # The leaf tells the root what it holds when it asks again.
+    again = leaf.upstream_request(40.0)
+    assert again is not None and again.resource[0].has.capacity == 80
 
 
 def test_a_leaf_whose_own_lease_lapsed_has_no_capacity() -> None:
