@@ -104,11 +104,14 @@ def fair_share(config: pb.Algorithm) -> Algorithm:
     Example (seed 002): capacity 120, wants 1000/50/10 -> 60/50/10."""
 
     def decide(store: LeaseStore, capacity: float, r: Request, now: float) -> Lease:
+        unused = _unused(store, capacity, r.client)
+        if store.sum_wants() - store.get(r.client).wants + r.wants <= capacity:
+            return _grant(store, config, r, min(r.wants, unused), now)  # enough for all
         demands = [(lease.wants, lease.subclients) for c, lease in store.items() if c != r.client]
         demands.append((r.wants, r.subclients))
         level = water_level(capacity, demands)
         gets = min(r.wants, level * r.subclients)
-        return _grant(store, config, r, min(gets, _unused(store, capacity, r.client)), now)
+        return _grant(store, config, r, min(gets, unused), now)
 
     return decide
 
