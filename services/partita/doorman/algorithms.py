@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import itemgetter
 
 from partita._proto import doorman_pb2 as pb
-from partita.doorman.leases import Lease, LeaseStore
+from partita.doorman.leases import Demand, Lease, LeaseStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +106,22 @@ def fair_share(config: pb.Algorithm) -> Algorithm:
     Example (seed 002): capacity 120, wants 1000/50/10 -> 60/50/10."""
 
     def decide(store: LeaseStore, capacity: float, r: Request, now: float) -> Lease:
+        old = store.get(r.client)
         unused = _unused(store, capacity, r.client)
-        if store.sum_wants() - store.get(r.client).wants + r.wants <= capacity:
+        if store.sum_wants() - old.wants + r.wants <= capacity:
             return _grant(store, config, r, min(r.wants, unused), now)  # enough for all
-        demands = [(lease.wants, lease.subclients) for c, lease in store.items() if c != r.client]
-        demands.append((r.wants, r.subclients))
-        level = water_level(capacity, demands)
-        gets = min(r.wants, level * r.subclients)
-        return _grant(store, config, r, min(gets, unused), now)
+        # Record the new wants first (holding what it held), so the store's sorted
+        # demands include this request; the grant below replaces the entry.
+        store.assign(
+            r.client,
+            expiry=old.expiry,
+            refresh_interval=old.refresh_interval,
+            has=old.has,
+            wants=r.wants,
+            subclients=r.subclients,
+        )
+        level = sorted_water_level(capacity, store.demands())
+        return _grant(store, config, r, min(r.wants, level * r.subclients, unused), now)
 
     return decide
 
@@ -123,19 +133,36 @@ def water_level(capacity: float, demands: list[tuple[float, int]]) -> float:
     want less than the level are satisfied; the rest share what is left equally. With
     total wants within capacity the level is unbounded (everyone gets what it wants).
     """
-    if sum(w for w, _ in demands) <= capacity:
+    entries = sorted((w / s, w, s, "") for w, s in demands if s > 0)
+    return sorted_water_level(capacity, entries)
+
+
+def sorted_water_level(capacity: float, demands: list[Demand]) -> float:
+    """water_level() over demands already sorted by wants per subclient, in
+    O(n) C-level prefix sums plus O(log n) steps (decisions run on every request).
+
+    The satisfied demands are a prefix of that order: the first unsatisfied one is the
+    first k whose wants per subclient exceed what is left per remaining subclient.
+    """
+    n = len(demands)
+    wants: list[float] = list(accumulate(map(itemgetter(1), demands), initial=0.0))
+    subclients: list[int] = list(accumulate(map(itemgetter(2), demands), initial=0))
+    if wants[n] <= capacity:
         return float("inf")
-    remaining = capacity
-    # Per-subclient appetite, smallest first: each satisfied demand frees its share.
-    pending = sorted(((w / s if s > 0 else 0.0), w, s) for w, s in demands if s > 0)
-    subclients = sum(s for _, _, s in pending)
-    for per_subclient, wants, s in pending:
-        level = remaining / subclients
-        if per_subclient > level:
-            return level
-        remaining -= wants
-        subclients -= s
-    return remaining / subclients if subclients > 0 else float("inf")
+
+    def unsatisfied(k: int) -> bool:
+        # per_subclient[k] > (capacity - wants[:k]) / (subclients after k-1), no division
+        per_subclient: float = demands[k][0]
+        return per_subclient * (subclients[n] - subclients[k]) > capacity - wants[k]
+
+    low, high = 0, n - 1  # some demand is unsatisfied: total wants exceed capacity
+    while low < high:
+        mid = (low + high) // 2
+        if unsatisfied(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return max(0.0, (capacity - wants[low]) / (subclients[n] - subclients[low]))
 
 
 def learn(config: pb.Algorithm) -> Algorithm:

@@ -7,6 +7,7 @@ server's clock seconds): nothing here reads a clock.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -51,6 +52,22 @@ class LeaseStore(Protocol):
         ...
 
     def items(self) -> Iterator[tuple[str, Lease]]: ...
+    def demands(self) -> list[Demand]:
+        """Every lease's (wants per subclient, wants, subclients, client), sorted:
+        what max-min fair sharing needs, kept in order as leases change."""
+        ...
+
+
+Demand = tuple[float, float, int, str]
+
+
+def _demand(client: str, lease: Lease) -> Demand:
+    return (
+        lease.wants / lease.subclients if lease.subclients > 0 else 0.0,
+        lease.wants,
+        lease.subclients,
+        client,
+    )
 
 
 class MemoryLeaseStore:
@@ -62,6 +79,7 @@ class MemoryLeaseStore:
         self._sum_has = 0.0
         self._sum_wants = 0.0
         self._count = 0
+        self._demands: list[Demand] = []
 
     def sum_has(self) -> float:
         return self._sum_has
@@ -88,15 +106,24 @@ class MemoryLeaseStore:
         wants: float,
         subclients: int,
     ) -> Lease:
-        old = self._leases.get(client, NO_LEASE)
+        old = self._leases.get(client)
         lease = Lease(expiry, refresh_interval, has, wants, subclients)
         self._leases[client] = lease
-        self._add(lease, old)
+        if old is None or (old.wants, old.subclients) != (wants, subclients):
+            if old is not None:
+                self._forget_demand(client, old)
+            bisect.insort(self._demands, _demand(client, lease))
+        self._add(lease, old or NO_LEASE)
         return lease
+
+    def _forget_demand(self, client: str, lease: Lease) -> None:
+        i = bisect.bisect_left(self._demands, _demand(client, lease))
+        del self._demands[i]
 
     def release(self, client: str) -> None:
         old = self._leases.pop(client, None)
         if old is not None:
+            self._forget_demand(client, old)
             self._add(NO_LEASE, old)
             if not self._leases:  # no float residue once nobody holds anything
                 self._sum_has = self._sum_wants = 0.0
@@ -109,6 +136,9 @@ class MemoryLeaseStore:
 
     def items(self) -> Iterator[tuple[str, Lease]]:
         return iter(list(self._leases.items()))
+
+    def demands(self) -> list[Demand]:
+        return self._demands
 
     def _add(self, new: Lease, old: Lease) -> None:
         self._sum_has += new.has - old.has

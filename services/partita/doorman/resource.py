@@ -21,6 +21,8 @@ REPEAT_REQUEST_WINDOW_SECONDS = 5.0
 
 Band = tuple[int, int, float]  # (priority, num_clients, wants)
 
+CLEAN_INTERVAL_SECONDS = 1.0
+
 
 @dataclass(frozen=True)
 class ResourceStatus:
@@ -47,6 +49,7 @@ class Resource:
         self.bands: dict[str, list[Band]] = {}  # per requester, for the request upstream
         self.template = template
         self.capacity_expiry: float | None = None
+        self._cleaned_at = -math.inf
         self._algorithm: Algorithm = algorithm_for(template.algorithm)
         self._learner: Algorithm = learn(template.algorithm)
         algo = template.algorithm
@@ -81,10 +84,7 @@ class Resource:
 
     def decide(self, request: Request, bands: list[Band], now: float) -> Lease:
         """Clean up, insert and decide (seed 002, steps 1-3) for one requester."""
-        self.store.clean(now)
-        for gone in [c for c in self.last_request if not self.store.has_client(c) and c != request.client]:
-            self.last_request.pop(gone, None)
-            self.bands.pop(gone, None)
+        self.clean(now)
         if self.is_repeat(request.client, now):
             return self.store.get(request.client)
         if request.has > 0 and not self.store.has_client(request.client) and not self.learning(now):
@@ -107,6 +107,18 @@ class Resource:
         self.bands[request.client] = bands
         return lease
 
+    def clean(self, now: float) -> None:
+        """Drops expired leases, at most once per second (seed 002: "only if not done
+        in the current second"): a lease up to a second past its expiry still counts
+        as held, which can only make grants smaller, never larger."""
+        if now - self._cleaned_at < CLEAN_INTERVAL_SECONDS:
+            return
+        self._cleaned_at = now
+        if self.store.clean(now):
+            for gone in [c for c in self.last_request if not self.store.has_client(c)]:
+                self.last_request.pop(gone, None)
+                self.bands.pop(gone, None)
+
     def release(self, client: str) -> None:
         self.store.release(client)
         self.last_request.pop(client, None)
@@ -120,7 +132,7 @@ class Resource:
 
     def aggregate_bands(self, now: float) -> list[pb.PriorityBandAggregate]:
         """Wants of every live requester, summed per priority band (for upstream)."""
-        self.store.clean(now)
+        self.clean(now)
         totals: dict[int, tuple[int, float]] = {}
         for client, _lease in self.store.items():
             for priority, clients, wants in self.bands.get(client, []):

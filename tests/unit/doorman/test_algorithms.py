@@ -191,3 +191,49 @@ def test_unknown_kind_falls_back_to_none() -> None:
 )
 def test_water_level(capacity: float, demands: list[tuple[float, int]], level: float) -> None:
     assert water_level(capacity, demands) == pytest.approx(level)
+
+
+def reference_water_level(capacity: float, demands: list[tuple[float, int]]) -> float:
+    """Water-filling done the slow, obvious way: satisfy the smallest appetite while
+    it is below the equal share of what is left, repeat."""
+    if sum(w for w, _ in demands) <= capacity:
+        return float("inf")
+    pending = sorted(demands, key=lambda d: d[0] / d[1])
+    remaining, subclients = capacity, sum(s for _, s in pending)
+    while pending and pending[0][0] / pending[0][1] <= remaining / subclients:
+        w, s = pending.pop(0)
+        remaining -= w
+        subclients -= s
+    return remaining / subclients
+
+
+def test_the_fast_water_level_matches_the_obvious_one_on_random_demands() -> None:
+    rng = random.Random(7)
+    for _ in range(2000):
+        demands = [
+            (rng.choice([0.0, rng.uniform(0, 100)]), rng.randint(1, 5)) for _ in range(rng.randint(1, 30))
+        ]
+        capacity = rng.uniform(0, 400)
+        assert water_level(capacity, demands) == pytest.approx(reference_water_level(capacity, demands))
+
+
+def test_the_store_keeps_demands_sorted_through_assign_and_release() -> None:
+    rng = random.Random(3)
+    store = MemoryLeaseStore()
+    for step in range(3000):
+        client = f"c{rng.randrange(20)}"
+        if rng.random() < 0.2:
+            store.release(client)
+        else:
+            store.assign(
+                client,
+                expiry=step,
+                refresh_interval=1,
+                has=0,
+                wants=rng.uniform(0, 50),
+                subclients=rng.randint(1, 3),
+            )
+        expected = sorted(
+            (lease.wants / lease.subclients, lease.wants, lease.subclients, c) for c, lease in store.items()
+        )
+        assert store.demands() == expected
