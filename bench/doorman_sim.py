@@ -472,9 +472,15 @@ GetServerCapacity). The DynamoDB admission control (routers as clients of
 - **Fair share is water-filling.** youtube/doorman's FAIR_SHARE redistributes what
   modest clients leave in two rounds; ours computes the max-min fair level directly
   (`water_level`), which gives the same answers on every documented example and the
-  exact fixed point when more rounds would be needed. Every algorithm grants at most
+  exact fixed point when more rounds would be needed. The lease store keeps the
+  demands sorted as leases change, so a decision is C-level prefix sums plus a
+  binary search (figures: docs/benchmarks.md, P4). Every algorithm grants at most
   the unused capacity, so the sum of grants stays within capacity in any order of
-  requests (checked after every grant in the tests).
+  requests (checked after every grant in the tests). PROPORTIONAL_SHARE also counts
+  the requester's new wants (doorman's compares the store's old total).
+- **Expired leases are swept at most once a second per resource** (seed 002's
+  optimisation); a lease up to a second past its expiry still counts as held, which
+  can only make grants smaller.
 - **The 5-second rule answers with the lease already held** instead of leaving the
   resource out of the answer, and never applies to a client that waited its refresh
   interval (if that is below 5 s).
