@@ -4,6 +4,8 @@
 #   make lint   ruff + mypy
 #   make bench  YCSB A/B/C against Partita and dynalite (installs dynalite from npm), a sweep of
 #               latency against offered load, and the report (docs/benchmarks.md + PNG plots)
+#   make sim    virtual-time simulations (tests/sim)
+#   make doorman-report  Doorman simulation figures and plots into docs/doorman.md
 #   make native compile the router's hot path with mypyc (native-modules.txt); up, test
 #               and bench do it first. `make pure` removes the compiled modules again.
 
@@ -79,3 +81,11 @@ bench: $(NATIVE_STAMP)
 clean:
 	rm -rf $(VENV) services/partita/_proto/*_pb2*.py* build *.egg-info
 	find services operator -name '*.so' -delete
+
+.PHONY: sim doorman-report
+
+sim: $(STAMP)
+	$(PY) -m pytest -q tests/sim $(ARGS)
+
+doorman-report: $(STAMP)
+	$(PY) -m bench.doorman_sim

@@ -39,7 +39,7 @@ def free_port_layout() -> dict[str, int]:
     rng = random.Random(os.getpid() ^ time.monotonic_ns())
     for _ in range(200):
         base = rng.randrange(20000, 59000, 10)
-        ports = {"router": base, "etcd": base + 2, "storage": base + 5}
+        ports = {"router": base, "etcd": base + 2, "storage": base + 5, "doorman": base + 8}
         wanted = [
             base,
             base + 2,
@@ -47,6 +47,7 @@ def free_port_layout() -> dict[str, int]:
             *[base + 5 + i for i in range(3)],
             *[base + 105 + i for i in range(3)],
             *[base + 205 + i for i in range(3)],  # storage nodes' /metrics
+            *[base + 8 + i for i in (0, 1, 100, 101)],  # Doorman gRPC and metrics
         ]
         if all(_free(p) for p in wanted):
             return ports
@@ -71,6 +72,7 @@ class Cluster:
             "--port", str(self.ports["router"]),
             "--etcd-port", str(self.ports["etcd"]),
             "--storage-base-port", str(self.ports["storage"]),
+            "--doorman-base-port", str(self.ports["doorman"]),
             *self.extra_args,
         ]  # fmt: skip
 

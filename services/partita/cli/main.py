@@ -125,6 +125,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         stats_interval=args.stats_interval,
         ttl_sweep_interval=args.ttl_sweep_interval,
         log_level=args.log_level,
+        doorman_base_port=args.doorman_base_port,
     )
 
     async def main() -> int:
@@ -208,6 +209,29 @@ def cmd_storage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doorman(args: argparse.Namespace) -> int:
+    from partita.doorman.main import serve
+
+    _setup_logging(args, "doorman")
+    parent = [a for a in args.parent.split(",") if a] if args.parent else None
+    _run_loop(
+        serve(
+            server_id=args.server_id or f"doorman-{args.host}:{args.port}",
+            host=args.host,
+            port=args.port,
+            metrics_port=args.metrics_port,
+            config_path=Path(args.config) if args.config else None,
+            config_key=args.config_key,
+            parent=parent,
+            etcd=None if args.etcd == "none" else config.parse_endpoint(args.etcd),
+            election_name=args.election_name,
+            election_ttl=args.election_ttl,
+            advertise=args.advertise,
+        )
+    )
+    return 0
+
+
 # --- status --------------------------------------------------------------------------
 
 
@@ -269,6 +293,29 @@ async def _status(data_dir: Path) -> dict[str, Any]:
         out["control_store_error"] = str(exc)
     finally:
         await store.close()
+    out["doorman"] = await _doorman_status(host, [p for p in processes if p.get("role") == "doorman"])
+    return out
+
+
+async def _doorman_status(host: str, processes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each Doorman server's own view: is it the master, and whom does it follow."""
+    import grpc
+
+    from partita._proto import doorman_pb2, doorman_pb2_grpc
+
+    out = []
+    for p in processes:
+        address = f"{host}:{p['ports']['grpc']}"
+        entry: dict[str, Any] = {"name": p["name"], "address": address, "alive": p["alive"]}
+        try:
+            async with grpc.aio.insecure_channel(address) as channel:
+                stub = doorman_pb2_grpc.CapacityStub(channel)  # type: ignore[no-untyped-call]
+                found = await stub.Discovery(doorman_pb2.DiscoveryRequest(), timeout=2)
+            entry["is_master"] = bool(found.is_master)
+            entry["master"] = found.mastership.master_address or None
+        except grpc.aio.AioRpcError as exc:
+            entry["error"] = exc.code().name
+        out.append(entry)
     return out
 
 
@@ -302,6 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--stats-interval", **_STATS_INTERVAL)
     up.add_argument("--ttl-sweep-interval", **_TTL_SWEEP_INTERVAL)
     _add_logging_flags(up, fmt="text")  # the supervisor's own lines go to a terminal
+    up.add_argument(
+        "--doorman-base-port",
+        type=int,
+        default=config.DEFAULT_DOORMAN_PORT,
+        help="Doorman i serves gRPC on this + i and /metrics on this + 100 + i (%(default)s)",
+    )
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -328,6 +381,27 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--metrics-port", type=int, help="serve /metrics on this port (default: off)")
     _add_logging_flags(storage)
     storage.set_defaults(func=cmd_storage)
+
+    doorman = sub.add_parser("doorman", help="run one Doorman (global rate limiting) server")
+    doorman.add_argument("--server-id", help="unique id of this server (default doorman-HOST:PORT)")
+    doorman.add_argument("--host", default=config.DEFAULT_HOST)
+    doorman.add_argument("--port", type=int, default=config.DEFAULT_DOORMAN_PORT, help="gRPC port")
+    doorman.add_argument("--advertise", help="address clients are redirected to (default HOST:PORT)")
+    doorman.add_argument("--metrics-port", type=int, help="serve /metrics on this port")
+    doorman.add_argument("--config", help="resource configuration file, YAML or JSON (root servers)")
+    doorman.add_argument("--config-key", help="etcd key holding the resource configuration (root servers)")
+    doorman.add_argument("--parent", help="comma-separated addresses of the parent node (non-root servers)")
+    doorman.add_argument(
+        "--etcd",
+        default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}",
+        help="etcd for master election, or 'none' for a lone server",
+    )
+    doorman.add_argument("--election-name", default="root", help="tree node this server is a candidate for")
+    doorman.add_argument(
+        "--election-ttl", type=int, default=5, help="seconds a dead master blocks its standby"
+    )
+    _add_logging_flags(doorman)
+    doorman.set_defaults(func=cmd_doorman)
 
     status = sub.add_parser("status", help="processes, tables and partitions of a local cluster, as JSON")
     status.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR)

@@ -94,6 +94,28 @@ class ClusterLayout:
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS
     ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS
     log_level: str = "info"
+    # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
+    # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
+    doorman_base_port: int = config.DEFAULT_DOORMAN_PORT
+    doorman_servers: int = 2
+
+    def doorman_children(self, py: list[str]) -> list[Child]:
+        out = []
+        for i in range(self.doorman_servers):
+            port, metrics = self.doorman_base_port + i, self.doorman_base_port + 100 + i
+            argv = [
+                *py, "doorman",
+                "--server-id", f"doorman-{i}",
+                "--host", self.host,
+                "--port", str(port),
+                "--metrics-port", str(metrics),
+                "--config", str(self.data_dir / "doorman.yaml"),
+                "--etcd", f"{self.host}:{self.etcd_port}",
+                "--election-name", "root",
+                "--log-level", self.log_level,
+            ]  # fmt: skip
+            out.append(Child(f"doorman-{i}", "doorman", argv, {"grpc": port, "metrics": metrics}))
+        return out
 
     def children(self) -> list[Child]:
         py = [sys.executable, "-m", "partita.cli.main"]
@@ -154,6 +176,7 @@ class ClusterLayout:
             argv += ["--log-level", self.log_level]
             ports = {"grpc": port, "data": data_port, "metrics": metrics_port}
             out.append(Child(f"storage-{zone}", "storage", argv, ports, zone=zone))
+        out += self.doorman_children(py)
         out.append(
             Child(
                 "router",
@@ -271,6 +294,9 @@ class Supervisor:
 
     async def start(self) -> None:
         self.write_prometheus_config()
+        from partita.doorman.repository import write_default_config
+
+        write_default_config(self.layout.data_dir / "doorman.yaml")
         for child in self.children:
             for port in child.ports.values():
                 if _port_open(self.layout.host, port):

@@ -10,6 +10,8 @@ DEFAULT_ETCD_PORT = 2379  # etcd client port; the peer port is this + 1
 DEFAULT_STORAGE_BASE_PORT = 7101
 # Storage node i serves /metrics on base + this + i (7301, 7302, 7303 by default).
 STORAGE_METRICS_PORT_OFFSET = 200
+# Doorman servers of `partita up`: gRPC on base + i, /metrics on base + 100 + i.
+DEFAULT_DOORMAN_PORT = 5101
 DEFAULT_ZONES = ("a", "b", "c")
 DEFAULT_REGION = "us-east-1"
 # Partitions of a new PAY_PER_REQUEST table (DynamoDB does not publish its figure).

@@ -1,0 +1,107 @@
+"""A gRPC connection to the master of one Doorman tree node, shared by the client
+library and by servers asking their parent.
+
+A non-master answers with Mastership instead of an error: we switch to the named
+master and repeat the call at once, without sleeping (a bounded number of times). A
+server that does not know the master, or cannot be reached, makes the call fail with
+`Unavailable` and the next call starts from the next configured address; the caller
+backs off exponentially between such failures (`Backoff`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from partita._proto import doorman_pb2 as pb
+from partita._proto import doorman_pb2_grpc
+
+log = logging.getLogger("partita.doorman.connection")
+
+MAX_REDIRECTS = 3
+RPC_TIMEOUT_SECONDS = 2.0
+
+
+class Unavailable(Exception):
+    """No master answered this call."""
+
+
+@dataclass
+class Backoff:
+    """Exponential back-off between failed calls: 1, 2, 4, ... up to `maximum` s."""
+
+    minimum: float = 1.0
+    maximum: float = 60.0
+    failures: int = 0
+
+    def failed(self) -> float:
+        self.failures += 1
+        return float(min(self.maximum, self.minimum * (1 << min(self.failures - 1, 20))))
+
+    def succeeded(self) -> None:
+        self.failures = 0
+
+
+class Connection:
+    def __init__(self, addresses: list[str], *, timeout: float = RPC_TIMEOUT_SECONDS) -> None:
+        if not addresses:
+            raise ValueError("at least one Doorman address is needed")
+        self.addresses = list(addresses)
+        self.timeout = timeout
+        self.current = self.addresses[0]
+        self.redirects = 0  # followed so far, for tests and metrics
+        self._next = 1
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: Any = None
+
+    async def _connect(self, address: str) -> Any:
+        if self._stub is None or address != self.current:
+            await self._drop()
+            self.current = address
+            self._channel = grpc.aio.insecure_channel(address)
+            self._stub = doorman_pb2_grpc.CapacityStub(self._channel)  # type: ignore[no-untyped-call]
+        return self._stub
+
+    async def _drop(self) -> None:
+        channel, self._channel, self._stub = self._channel, None, None
+        if channel is not None:
+            await channel.close()
+
+    async def _rotate(self) -> None:
+        """Moves on to the configured address after the one that failed (a master we
+        were redirected to may not be in the list: then the next in turn)."""
+        if self.current in self.addresses:
+            self._next = self.addresses.index(self.current) + 1
+        self.current = self.addresses[self._next % len(self.addresses)]
+        self._next += 1
+        await self._drop()
+
+    async def call(self, method: str, request: Any) -> Any:
+        """Calls `method` on the master; returns its answer (never a Mastership one)."""
+        address = self.current
+        for _ in range(MAX_REDIRECTS + 1):
+            stub = await self._connect(address)
+            try:
+                response = await getattr(stub, method)(request, timeout=self.timeout)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise
+                await self._rotate()
+                raise Unavailable(f"{address}: {exc.code().name} {exc.details()}") from exc
+            if not response.HasField("mastership"):
+                return response
+            mastership: pb.Mastership = response.mastership
+            if not mastership.HasField("master_address") or mastership.master_address == address:
+                await self._rotate()
+                raise Unavailable(f"{address} does not know the master")
+            log.info("%s is not the master; following it to %s", address, mastership.master_address)
+            address = mastership.master_address
+            self.redirects += 1
+        await self._rotate()
+        raise Unavailable(f"more than {MAX_REDIRECTS} redirects")
+
+    async def close(self) -> None:
+        await self._drop()
