@@ -465,7 +465,7 @@ GetServerCapacity). The DynamoDB admission control (routers as clients of
 | election (etcd via aetcd: lease + transaction on create revision; in-memory) | `services/partita/doorman/election.py` |
 | gRPC server, configuration reload, parent loop | `services/partita/doorman/server.py`, `main.py` |
 | client library (asyncio and blocking; RateResource, GaugeResource; modes) | `services/partita/doorman/client.py`, `connection.py` |
-| metrics (`doorman_server_has/wants/capacity/clients/learning_mode/is_master`, `doorman_server_requests_total{method,result}`, `doorman_server_master_changes_total`) | `services/partita/doorman/metrics.py` |
+| metrics (`partita_doorman_has/wants/capacity/clients/learning_mode/is_master`, `partita_doorman_requests_total{method,result}`, `partita_doorman_master_changes_total`) | `services/partita/doorman/metrics.py` |
 
 ## Decisions
 

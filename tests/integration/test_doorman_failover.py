@@ -169,7 +169,7 @@ async def test_sigkill_of_the_master_the_standby_takes_over_without_overgranting
         )
         # Each client has refreshed with the new master: it is learning, and echoes.
         await asyncio.sleep(1.5)
-        assert 'doorman_server_learning_mode{resource="r"} 1.0' in standby.metrics()
+        assert 'partita_doorman_learning_mode{resource="r"} 1.0' in standby.metrics()
         switch_end = time.monotonic()
         assert switch_end - killed_at < 8  # within the leases: nobody ran dry
 
@@ -186,7 +186,7 @@ async def test_sigkill_of_the_master_the_standby_takes_over_without_overgranting
         # Learning mode lasts a lease length (8 s); then the new master's algorithm
         # shares fairly again.
         await eventually(
-            lambda: 'doorman_server_learning_mode{resource="r"} 0.0' in standby.metrics(), timeout=15
+            lambda: 'partita_doorman_learning_mode{resource="r"} 0.0' in standby.metrics(), timeout=15
         )
         assert time.monotonic() - took_over >= 6
         await eventually(lambda: all(rates[n].capacity == pytest.approx(FAIR[n]) for n in WANTS))

@@ -8,6 +8,7 @@ import logging
 import signal
 from pathlib import Path
 
+from partita.common import metrics as metrics_registry
 from partita.doorman.config_source import ConfigSource, EtcdSource, FileSource
 from partita.doorman.core import ServerCore
 from partita.doorman.election import (
@@ -17,7 +18,6 @@ from partita.doorman.election import (
     InMemoryElection,
     InMemoryLock,
 )
-from partita.doorman.metrics import serve_metrics
 from partita.doorman.repository import ConfigError, ResourceRepository
 from partita.doorman.server import DoormanServer
 
@@ -65,9 +65,15 @@ async def serve(
         election = InMemoryElection(InMemoryLock(), address)  # alone: always the master
     else:
         election = EtcdElection(etcd[0], etcd[1], election_name, address, ttl=election_ttl)
-    server = DoormanServer(ServerCore(server_id, repository), election, parent=parent, config=source)
+    server = DoormanServer(
+        ServerCore(server_id, repository),
+        election,
+        parent=parent,
+        config=source,
+        registry=metrics_registry.REGISTRY,
+    )
     await server.start(host, port)
-    metrics = await serve_metrics(host, metrics_port, server.metrics.render) if metrics_port else None
+    metrics = await metrics_registry.serve_metrics(host, metrics_port) if metrics_port else None
     log.info("doorman %s serving on %s (metrics: %s)", server_id, address, metrics_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

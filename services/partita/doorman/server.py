@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
+from prometheus_client import CollectorRegistry
 
 from partita._proto import doorman_pb2 as pb
 from partita._proto import doorman_pb2_grpc
@@ -73,13 +74,14 @@ class DoormanServer:
         parent: list[str] | None = None,
         config: ConfigSource | None = None,
         clock: Callable[[], float] = time.time,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         self.core = core
         self.election = election
         self.parent = Connection(parent) if parent else None
         self.config = config
         self.clock = clock
-        self.metrics = DoormanMetrics(lambda: core.status(clock()))
+        self.metrics = DoormanMetrics(lambda: core.status(clock()), registry)
         self._server: grpc.aio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._config_version: int | None = None

@@ -66,6 +66,8 @@ def test_the_supervisor_lists_every_metrics_endpoint(tmp_path: Path) -> None:
         "storage-a": "http://127.0.0.1:9301/metrics",
         "storage-b": "http://127.0.0.1:9302/metrics",
         "storage-c": "http://127.0.0.1:9303/metrics",
+        "doorman-0": "http://127.0.0.1:5201/metrics",
+        "doorman-1": "http://127.0.0.1:5202/metrics",
         "router": "http://127.0.0.1:9000/metrics",
     }
 
@@ -78,6 +80,7 @@ def test_the_prometheus_config_scrapes_one_job_per_role_and_loads_the_rules(tmp_
     assert jobs == {
         "partita-etcd": ["127.0.0.1:9379"],
         "partita-storage": ["127.0.0.1:9301", "127.0.0.1:9302", "127.0.0.1:9303"],
+        "partita-doorman": ["127.0.0.1:5201", "127.0.0.1:5202"],
         "partita-router": ["127.0.0.1:9000"],
     }
     assert config["rule_files"] == [str(RULES_FILE)]

@@ -13,11 +13,11 @@ import pytest
 
 from partita._proto import doorman_pb2 as pb
 from partita._proto import doorman_pb2_grpc
+from partita.common.metrics import serve_metrics
 from partita.doorman.client import BlockingClient, Client, Mode
 from partita.doorman.connection import Backoff, Connection, Unavailable
 from partita.doorman.core import ServerCore
 from partita.doorman.election import InMemoryElection, InMemoryLock
-from partita.doorman.metrics import serve_metrics
 from partita.doorman.repository import ResourceRepository, template
 from partita.doorman.server import DoormanServer
 
@@ -215,18 +215,18 @@ async def test_metrics_endpoint_serves_per_resource_figures(pair: Pair) -> None:
     async with Client(pair.addresses, "a") as client:
         rate = client.rate("table/t/wcu", wants=7)
         await eventually(lambda: rate.capacity == 7)
-        server = await serve_metrics("127.0.0.1", 0, pair.first.metrics.render)
+        server = await serve_metrics("127.0.0.1", 0, pair.first.metrics.registry)
         port = server.sockets[0].getsockname()[1]
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         body = (await reader.read()).decode()
         writer.close()
         server.close()
-        assert 'doorman_server_has{resource="table/t/wcu"} 7.0' in body
-        assert 'doorman_server_wants{resource="table/t/wcu"} 7.0' in body
-        assert 'doorman_server_clients{resource="table/t/wcu"} 1.0' in body
-        assert 'doorman_server_requests_total{method="GetCapacity",result="ok"}' in body
-        assert "doorman_server_is_master 1.0" in body
+        assert 'partita_doorman_has{resource="table/t/wcu"} 7.0' in body
+        assert 'partita_doorman_wants{resource="table/t/wcu"} 7.0' in body
+        assert 'partita_doorman_clients{resource="table/t/wcu"} 1.0' in body
+        assert 'partita_doorman_requests_total{method="GetCapacity",result="ok"}' in body
+        assert "partita_doorman_is_master 1.0" in body
 
 
 async def test_the_standby_takes_over_when_the_master_resigns(pair: Pair) -> None:
