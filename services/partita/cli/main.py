@@ -143,7 +143,7 @@ def cmd_router(args: argparse.Namespace) -> int:
 
     _setup_logging(args.verbose)
     etcd_host, etcd_port = config.parse_endpoint(args.etcd)
-    settings = RouterSettings(region=args.region, on_demand_partitions=args.on_demand_partitions)
+    settings = RouterSettings(region=args.region)
     _run_loop(
         serve(
             host=args.host,
@@ -177,6 +177,15 @@ def cmd_storage(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def cmd_autoadmin(args: argparse.Namespace) -> int:
+    # The autoadmin is control-plane code (operator/), which services never import: run
+    # it as a fresh interpreter in this process's place, with the same arguments.
+    argv = [sys.executable, "-m", "partita.autoadmin.main", *args.passed_on]
+    if args.verbose:
+        argv.append("--verbose")
+    os.execv(sys.executable, argv)
 
 
 # --- status --------------------------------------------------------------------------
@@ -257,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    up = sub.add_parser("up", help="run the local cluster (etcd, storage nodes, router)")
+    up = sub.add_parser("up", help="run the local cluster (etcd, storage nodes, router, autoadmin)")
     up.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR)
     up.add_argument("--host", default=config.DEFAULT_HOST)
     up.add_argument("--port", type=int, default=config.DEFAULT_ROUTER_PORT, help="DynamoDB endpoint port")
@@ -274,7 +283,6 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     router.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR, help="holds credentials.json")
     router.add_argument("--region", default=config.DEFAULT_REGION)
-    router.add_argument("--on-demand-partitions", type=int, default=config.DEFAULT_ON_DEMAND_PARTITIONS)
     router.set_defaults(func=cmd_router)
 
     storage = sub.add_parser("storage", help="run one storage node")
@@ -289,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--stats-interval", **_STATS_INTERVAL)
     storage.set_defaults(func=cmd_storage)
 
+    autoadmin = sub.add_parser(
+        "autoadmin", help="run the autoadmin (places, splits and retires tables)", add_help=False
+    )
+    autoadmin.set_defaults(func=cmd_autoadmin)
+
     status = sub.add_parser("status", help="processes, tables and partitions of a local cluster, as JSON")
     status.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR)
     status.set_defaults(func=cmd_status)
@@ -298,7 +311,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # Only `autoadmin` takes arguments it does not declare: they are its process's own.
+    args, passed_on = parser.parse_known_args(argv)
+    if passed_on and args.func is not cmd_autoadmin:
+        parser.error(f"unrecognized arguments: {' '.join(passed_on)}")
+    args.passed_on = passed_on
     result: int = args.func(args)
     return result
 

@@ -1,8 +1,9 @@
 """`partita up`: the local cluster as supervised processes.
 
-etcd, three storage nodes (zones a, b, c) and a router, with every piece of state under
-one data directory. A child that dies is reported and restarted (with backoff); SIGINT
-or SIGTERM stops the children in dependency order (router, storage, etcd), each with
+etcd, three storage nodes (zones a, b, c), a router and the autoadmin, with every piece
+of state under one data directory. A child that dies is reported and restarted (with
+backoff); SIGINT or SIGTERM stops the children in dependency order (autoadmin, router,
+storage, etcd), each with
 SIGTERM first and SIGKILL only past a grace period. Children are told by the kernel to
 exit if the supervisor itself dies (PR_SET_PDEATHSIG), so no orphan keeps a port.
 `cluster.json` in the data directory says which process is where, for `partita status`.
@@ -29,6 +30,10 @@ log = logging.getLogger("partita.up")
 STOP_GRACE_SECONDS = 10.0
 READY_TIMEOUT_SECONDS = 30.0
 RESTART_BACKOFF_MAX_SECONDS = 10.0
+# etcd keeps every revision until compacted: without this its database grows with every
+# table change. Revision mode keeps the last N revisions (checked every five minutes);
+# the autoadmin also compacts and defragments on its own schedule.
+ETCD_COMPACTION_FLAGS = ("--auto-compaction-mode", "revision", "--auto-compaction-retention", "1000")
 
 
 def etcd_binary() -> str:
@@ -113,6 +118,7 @@ class ClusterLayout:
                 f"partita-local={peer_url}",
                 "--log-level",
                 "warn",
+                *ETCD_COMPACTION_FLAGS,
             ],
             {"client": self.etcd_port, "peer": self.etcd_port + 1},
         )
@@ -166,6 +172,9 @@ class ClusterLayout:
                 {"http": self.router_port},
             )
         )
+        # No port: the autoadmin only talks to etcd. `partita autoadmin` starts it as
+        # its own interpreter (services never import the control plane).
+        out.append(Child("autoadmin", "autoadmin", [*py, "autoadmin", "--etcd", etcd_arg], {}))
         return out
 
 
@@ -197,6 +206,8 @@ class Supervisor:
 
     async def _wait_ready(self, child: Child) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        if not child.ports:
+            return
         port = next(iter(child.ports.values()))
         while not _port_open(self.layout.host, port):
             assert child.process is not None
@@ -261,7 +272,7 @@ class Supervisor:
 
     async def stop(self) -> None:
         self._stopping = True
-        for child in reversed(self.children):  # router, storage nodes, then etcd
+        for child in reversed(self.children):  # autoadmin, router, storage nodes, then etcd
             await self._stop_child(child)
         log.info("all processes stopped")
 

@@ -1,4 +1,6 @@
-"""What every action handler gets: the table cache, storage channels, settings.
+"""What every action handler gets: the table cache (routes, read-only), the table
+catalog (the only thing a router writes: desired table specs), storage channels,
+settings.
 
 `send` routes one keyed request to the partition owning its hash, by floor lookup in
 the cached partition map, and retries with refreshed routes when the node says the
@@ -15,6 +17,7 @@ import orjson
 from partita._proto import storage_pb2 as pb
 from partita.common import errors
 from partita.common.errors import DynamoError
+from partita.control.store import TableCatalog
 from partita.router.storage_client import DataPath
 from partita.router.table_cache import CachedTable, TableCache
 
@@ -29,12 +32,14 @@ _RETRY = {pb.WRONG_PARTITION, pb.NOT_LEADER, pb.UNAVAILABLE}
 class RouterSettings:
     region: str = "us-east-1"
     account_id: str = "000000000000"
-    on_demand_partitions: int = 4
 
 
 class RouterContext:
-    def __init__(self, tables: TableCache, storage: DataPath, settings: RouterSettings) -> None:
+    def __init__(
+        self, tables: TableCache, catalog: TableCatalog, storage: DataPath, settings: RouterSettings
+    ) -> None:
         self.tables = tables
+        self.catalog = catalog
         self.storage = storage
         self.settings = settings
 

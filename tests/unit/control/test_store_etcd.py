@@ -5,6 +5,7 @@ are in test_store_contract.py, run against this store too."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 import aetcd
@@ -28,12 +29,12 @@ async def store(etcd: Etcd, raw: aetcd.Client) -> AsyncIterator[EtcdControlStore
 async def test_two_writers_racing_on_one_revision_only_one_wins(store: EtcdControlStore, etcd: Etcd) -> None:
     other = EtcdControlStore("127.0.0.1", etcd.port)
     try:
-        await store.create_table(table())
-        seen = await store.get_table("Orders")
+        await store.create_table_spec(table())
+        seen = await store.get_table_spec("Orders")
         assert seen is not None
         results = await asyncio.gather(
-            store.replace_table(seen.with_status("ACTIVE")),
-            other.replace_table(seen.with_status("DELETING")),
+            store.replace_table_spec(dataclasses.replace(seen, read_capacity=6)),
+            other.replace_table_spec(dataclasses.replace(seen, deleting=True)),
         )
         assert sorted(results) == [False, True]
     finally:
@@ -108,7 +109,7 @@ async def test_wait_for_change_wakes_on_a_put_and_stays_quiet_otherwise(
         assert await store.wait_for_change(10) is True
         await task
         # A change made while nobody waits is not lost: the next wait returns at once.
-        await writer.create_table(table())
+        await writer.create_table_spec(table())
         await asyncio.sleep(0.3)
         assert await store.wait_for_change(10) is True
     finally:

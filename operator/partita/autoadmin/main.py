@@ -1,0 +1,94 @@
+"""`partita autoadmin`: the local driver as a process (`python -m partita.autoadmin.main`).
+
+The `partita` console script lives in services/, which never imports the control
+plane, so its `autoadmin` sub-command starts this module as a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
+from partita.autoadmin.reconcile import Settings
+from partita.common import config
+from partita.control.store import EtcdControlStore
+
+log = logging.getLogger("partita.autoadmin")
+
+
+async def serve(*, etcd_host: str, etcd_port: int, settings: Settings, defrag_interval: float) -> None:
+    store = EtcdControlStore(etcd_host, etcd_port)
+    autoadmin = LocalAutoadmin(store, settings, maintenance=store, defrag_interval=defrag_interval)
+    runner = asyncio.create_task(autoadmin.run())
+    log.info("autoadmin following the control store at %s:%d", etcd_host, etcd_port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    runner.cancel()
+    await store.close()
+    log.info("autoadmin stopped")
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="partita autoadmin", description="place, split and retire tables")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
+    parser.add_argument(
+        "--on-demand-partitions",
+        type=_at_least_one,
+        default=config.DEFAULT_ON_DEMAND_PARTITIONS,
+        help="partitions of a new PAY_PER_REQUEST table (%(default)s)",
+    )
+    parser.add_argument(
+        "--defrag-interval",
+        type=_positive,
+        default=DEFAULT_DEFRAG_INTERVAL_SECONDS,
+        help="seconds between compactions + defragmentations of etcd (%(default)s)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    host, port = config.parse_endpoint(args.etcd)
+    coro = serve(
+        etcd_host=host,
+        etcd_port=port,
+        settings=Settings(on_demand_partitions=args.on_demand_partitions),
+        defrag_interval=args.defrag_interval,
+    )
+    try:
+        import uvloop
+
+        uvloop.run(coro)
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        asyncio.run(coro)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
