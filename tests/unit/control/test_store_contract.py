@@ -94,7 +94,9 @@ async def test_the_joined_view_carries_spec_state_and_partitions(store: ControlS
     assert (by_name["B"].status, by_name["B"].partitions) == ("ACTIVE", TWO_PARTITIONS)
 
 
-async def test_remove_table_needs_the_current_revision_and_takes_everything_of_it(store: ControlStore) -> None:
+async def test_remove_table_needs_the_current_revision_and_takes_everything_of_it(
+    store: ControlStore,
+) -> None:
     await store.create_table_spec(table())
     first = await store.get_table_spec("Orders")
     assert first is not None
@@ -112,7 +114,9 @@ async def test_remove_table_needs_the_current_revision_and_takes_everything_of_i
     assert await store.remove_table(current) is False  # a missing table reports failure
 
 
-async def test_remove_table_removes_its_ready_markers_and_partitions_and_no_others(store: ControlStore) -> None:
+async def test_remove_table_removes_its_ready_markers_and_partitions_and_no_others(
+    store: ControlStore,
+) -> None:
     # Ids chosen so that one is a decimal prefix of the others.
     for name, table_id in (("A", 1), ("B", 13), ("C", 133)):
         await store.create_table_spec(table(name, table_id))

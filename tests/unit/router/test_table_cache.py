@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
 from partita.control.model import PartitionStats, TableRecord
 from partita.control.store import MemoryControlStore
 from partita.router.table_cache import TableCache
-from tests.unit.records import table_record
+from tests.unit.records import put_record, table_record
 
 
 def _record(read_capacity: int) -> TableRecord:
@@ -37,16 +36,14 @@ class PausingStore(MemoryControlStore):
 
 async def test_refresh_after_a_write_sees_it_even_while_an_older_read_is_in_flight() -> None:
     store = PausingStore()
-    await store.create_table(_record(5))
+    await put_record(store, _record(5))
     cache = TableCache(store)
     await cache.refresh()
 
     store.pause = True
     background = asyncio.create_task(cache.refresh())  # the watch loop's read, snapshot before the write
     await store.snapshot_taken.wait()
-    current = await store.get_table("t")
-    assert current is not None
-    assert await store.replace_table(dataclasses.replace(current, read_capacity=7))
+    await put_record(store, _record(7))
     mine = asyncio.create_task(cache.refresh())
     await asyncio.sleep(0)
     store.release.set()
@@ -57,7 +54,7 @@ async def test_refresh_after_a_write_sees_it_even_while_an_older_read_is_in_flig
 
 async def test_callers_arriving_during_one_read_share_the_next_read() -> None:
     store = PausingStore()
-    await store.create_table(_record(5))
+    await put_record(store, _record(5))
     cache = TableCache(store)
     await cache.refresh()
     reads_before = store.reads
