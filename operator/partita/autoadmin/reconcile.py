@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
 from partita.autoadmin.placement import initial_placement
-from partita.common.partition_map import Partition, split_evenly
+from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
 from partita.control.model import NO_REVISION, NodeRecord, TablePhase, TableSpec, TableState
 
 
@@ -146,21 +146,30 @@ def place_new_table(
 def split_for_throughput(partitions: tuple[Partition, ...], spec: TableSpec) -> tuple[Partition, ...]:
     """The layout after splitting for the spec's throughput (unchanged if enough).
 
-    Every partition of the widest size splits at its midpoint, round after round,
-    until there are enough: an even layout doubles as DynamoDB's worked example does
-    (4 -> 8 at 6000 WCU). The children keep the parent's replicas, so each already
-    holds its half of the data and no item moves; a decrease never merges.
+    The layout counts as `level` partitions of the widest one's size; if the throughput
+    needs more, every partition wider than the target size splits at its midpoint, as
+    often as needed. An even layout thus doubles as in DynamoDB's worked example (4 ->
+    8 at 6000 WCU), and a round that a restarted driver left half done is finished the
+    same way. The children keep the parent's replicas, so each already holds its half
+    of the data and no item moves; a decrease never merges.
     """
     if spec.billing_mode != "PROVISIONED":
         return partitions
-    target = partition_count_after_update(len(partitions), spec.read_capacity, spec.write_capacity)
-    layout = sorted(partitions, key=lambda p: p.start)
-    while len(layout) < target:
-        widest = max(p.end - p.start for p in layout)
-        if widest < 2:
-            break
-        layout = [child for p in layout for child in (_halves(p) if p.end - p.start >= widest - 1 else (p,))]
-    return tuple(layout) if len(layout) != len(partitions) else partitions
+    level = max(1, HASH_SPACE // max(p.end - p.start for p in partitions))
+    target = partition_count_after_update(level, spec.read_capacity, spec.write_capacity)
+    if target == level:
+        return partitions
+    limit = -(-HASH_SPACE // target)  # the widest partition of an even layout of `target`
+    layout: list[Partition] = []
+    pending = sorted(partitions, key=lambda p: p.start, reverse=True)
+    while pending:
+        p = pending.pop()
+        if p.end - p.start > limit:
+            left, right = _halves(p)
+            pending += [right, left]
+        else:
+            layout.append(p)
+    return tuple(layout)
 
 
 def _halves(p: Partition) -> tuple[Partition, Partition]:
