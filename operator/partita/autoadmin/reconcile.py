@@ -155,7 +155,9 @@ def split_for_throughput(partitions: tuple[Partition, ...], spec: TableSpec) -> 
     """
     if spec.billing_mode != "PROVISIONED":
         return partitions
-    level = max(1, HASH_SPACE // max(p.end - p.start for p in partitions))
+    widest = max(p.end - p.start for p in partitions)
+    # Nearest, not floor: an even layout's widest range is a unit above HASH_SPACE/n.
+    level = max(1, (HASH_SPACE + widest // 2) // widest)
     target = partition_count_after_update(level, spec.read_capacity, spec.write_capacity)
     if target == level:
         return partitions
