@@ -1,7 +1,7 @@
 # Partita — every target installs what it needs into .venv first.
 #   make up     run the local cluster (etcd, 3 storage nodes, router) on http://127.0.0.1:8000
 #   make test   install test dependencies and run the whole suite
-#   make lint   ruff + mypy
+#   make lint   ruff + mypy + import contracts (lint-imports)
 #   make bench  YCSB A/B against Partita and dynalite (installs dynalite from npm)
 #   make native compile the router's hot path with mypyc (native-modules.txt); up, test
 #               and bench do it first. `make pure` removes the compiled modules again.
@@ -56,6 +56,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check services operator tests bench
 	$(VENV)/bin/ruff format --check services operator tests bench
 	$(VENV)/bin/mypy services operator
+	PYTHONPATH=services:operator $(VENV)/bin/lint-imports
 
 bench: $(NATIVE_STAMP)
 	$(PY) -m bench.ycsb $(ARGS)
