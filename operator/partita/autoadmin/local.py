@@ -28,14 +28,15 @@ from partita.autoadmin.reconcile import (
     decide,
     is_settled,
 )
+from partita.common import config
 from partita.control.store import AutoadminStore
 
 log = logging.getLogger(__name__)
 
 RESYNC_SECONDS = 1.0
-# Housekeeping: revisions of history kept when compacting, and seconds between passes.
+# Revisions of history kept when compacting (watchers that fall further behind re-read).
 KEEP_REVISIONS = 1000
-DEFAULT_DEFRAG_INTERVAL_SECONDS = 600.0
+DEFAULT_DEFRAG_INTERVAL_SECONDS = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
 
 
 class Maintenance(Protocol):

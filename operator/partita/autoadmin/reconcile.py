@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
 from partita.autoadmin.placement import initial_placement
+from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
 from partita.control.model import NO_REVISION, NodeRecord, TablePhase, TableSpec, TableState
 
@@ -30,7 +31,7 @@ from partita.control.model import NO_REVISION, NodeRecord, TablePhase, TableSpec
 @dataclass(frozen=True)
 class Settings:
     # Partitions of a new PAY_PER_REQUEST table.
-    on_demand_partitions: int = 4
+    on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
 
 
 @dataclass(frozen=True)

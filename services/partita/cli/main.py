@@ -103,6 +103,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         region=args.region,
         sync=not args.unsafe_no_fsync,
         stats_interval=args.stats_interval,
+        on_demand_partitions=args.on_demand_partitions,
+        defrag_interval=args.defrag_interval,
     )
 
     async def main() -> int:
@@ -275,6 +277,18 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--region", default=config.DEFAULT_REGION)
     up.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     up.add_argument("--stats-interval", **_STATS_INTERVAL)
+    up.add_argument(
+        "--on-demand-partitions",
+        type=int,
+        default=config.DEFAULT_ON_DEMAND_PARTITIONS,
+        help="partitions of a new PAY_PER_REQUEST table (%(default)s)",
+    )
+    up.add_argument(
+        "--defrag-interval",
+        type=_positive_seconds,
+        default=config.DEFAULT_DEFRAG_INTERVAL_SECONDS,
+        help="seconds between the autoadmin's compactions + defragmentations of etcd (%(default)s)",
+    )
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")

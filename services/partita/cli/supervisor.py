@@ -92,6 +92,8 @@ class ClusterLayout:
     region: str = config.DEFAULT_REGION
     sync: bool = True
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS
+    on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
+    defrag_interval: float = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
 
     def children(self) -> list[Child]:
         py = [sys.executable, "-m", "partita.cli.main"]
@@ -174,7 +176,17 @@ class ClusterLayout:
         )
         # No port: the autoadmin only talks to etcd. `partita autoadmin` starts it as
         # its own interpreter (services never import the control plane).
-        out.append(Child("autoadmin", "autoadmin", [*py, "autoadmin", "--etcd", etcd_arg], {}))
+        autoadmin = [
+            *py,
+            "autoadmin",
+            "--etcd",
+            etcd_arg,
+            "--on-demand-partitions",
+            str(self.on_demand_partitions),
+            "--defrag-interval",
+            str(self.defrag_interval),
+        ]
+        out.append(Child("autoadmin", "autoadmin", autoadmin, {}))
         return out
 
 

@@ -15,6 +15,9 @@ DEFAULT_ON_DEMAND_PARTITIONS = 4
 # How often storage nodes recount ItemCount/TableSizeBytes (DynamoDB: about every six
 # hours; a pass never takes more than 5% of a node's time however long this is).
 DEFAULT_STATS_INTERVAL_SECONDS = 60.0
+# How often the autoadmin compacts etcd's history and defragments its database (etcd
+# compacts on its own too, but never gives the freed space back without a defrag).
+DEFAULT_DEFRAG_INTERVAL_SECONDS = 600.0
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:
