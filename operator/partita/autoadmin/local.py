@@ -34,9 +34,8 @@ from partita.control.store import AutoadminStore
 log = logging.getLogger(__name__)
 
 RESYNC_SECONDS = 1.0
-# Revisions of history kept when compacting (watchers that fall further behind re-read).
-KEEP_REVISIONS = 1000
 DEFAULT_DEFRAG_INTERVAL_SECONDS = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
+DEFAULT_KEEP_REVISIONS = config.DEFAULT_KEEP_REVISIONS
 
 
 class Maintenance(Protocol):
@@ -51,12 +50,14 @@ class LocalAutoadmin:
         *,
         maintenance: Maintenance | None = None,
         defrag_interval: float = DEFAULT_DEFRAG_INTERVAL_SECONDS,
+        keep_revisions: int = DEFAULT_KEEP_REVISIONS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.settings = settings or Settings()
         self.maintenance = maintenance
         self.defrag_interval = defrag_interval
+        self.keep_revisions = keep_revisions
         self.clock = clock
         self._next_housekeeping = clock() + defrag_interval
 
@@ -107,7 +108,7 @@ class LocalAutoadmin:
         if self.maintenance is None or self.clock() < self._next_housekeeping:
             return False
         self._next_housekeeping = self.clock() + self.defrag_interval
-        await self.maintenance.compact_and_defragment(KEEP_REVISIONS)
+        await self.maintenance.compact_and_defragment(self.keep_revisions)
         log.info("control store compacted and defragmented")
         return True
 

@@ -20,9 +20,13 @@ from partita.control.store import EtcdControlStore
 log = logging.getLogger("partita.autoadmin")
 
 
-async def serve(*, etcd_host: str, etcd_port: int, settings: Settings, defrag_interval: float) -> None:
+async def serve(
+    *, etcd_host: str, etcd_port: int, settings: Settings, defrag_interval: float, keep_revisions: int
+) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
-    autoadmin = LocalAutoadmin(store, settings, maintenance=store, defrag_interval=defrag_interval)
+    autoadmin = LocalAutoadmin(
+        store, settings, maintenance=store, defrag_interval=defrag_interval, keep_revisions=keep_revisions
+    )
     runner = asyncio.create_task(autoadmin.run())
     log.info("autoadmin following the control store at %s:%d", etcd_host, etcd_port)
     stop = asyncio.Event()
@@ -65,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_DEFRAG_INTERVAL_SECONDS,
         help="seconds between compactions + defragmentations of etcd (%(default)s)",
     )
+    parser.add_argument(
+        "--keep-revisions",
+        type=_at_least_one,
+        default=config.DEFAULT_KEEP_REVISIONS,
+        help="revisions of etcd history kept when compacting (%(default)s)",
+    )
     return parser
 
 
@@ -80,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         etcd_port=port,
         settings=Settings(on_demand_partitions=args.on_demand_partitions),
         defrag_interval=args.defrag_interval,
+        keep_revisions=args.keep_revisions,
     )
     try:
         import uvloop

@@ -105,6 +105,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         stats_interval=args.stats_interval,
         on_demand_partitions=args.on_demand_partitions,
         defrag_interval=args.defrag_interval,
+        keep_revisions=args.keep_revisions,
     )
 
     async def main() -> int:
@@ -288,6 +289,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_seconds,
         default=config.DEFAULT_DEFRAG_INTERVAL_SECONDS,
         help="seconds between the autoadmin's compactions + defragmentations of etcd (%(default)s)",
+    )
+    up.add_argument(
+        "--etcd-keep-revisions",
+        dest="keep_revisions",
+        type=int,
+        default=config.DEFAULT_KEEP_REVISIONS,
+        help="revisions of etcd history kept when compacting (%(default)s)",
     )
     up.set_defaults(func=cmd_up)
 

@@ -33,7 +33,7 @@ RESTART_BACKOFF_MAX_SECONDS = 10.0
 # etcd keeps every revision until compacted: without this its database grows with every
 # table change. Revision mode keeps the last N revisions (checked every five minutes);
 # the autoadmin also compacts and defragments on its own schedule.
-ETCD_COMPACTION_FLAGS = ("--auto-compaction-mode", "revision", "--auto-compaction-retention", "1000")
+ETCD_COMPACTION_FLAGS = ("--auto-compaction-mode", "revision", "--auto-compaction-retention")
 
 
 def etcd_binary() -> str:
@@ -94,6 +94,7 @@ class ClusterLayout:
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS
     on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
     defrag_interval: float = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
+    keep_revisions: int = config.DEFAULT_KEEP_REVISIONS
 
     def children(self) -> list[Child]:
         py = [sys.executable, "-m", "partita.cli.main"]
@@ -121,6 +122,7 @@ class ClusterLayout:
                 "--log-level",
                 "warn",
                 *ETCD_COMPACTION_FLAGS,
+                str(self.keep_revisions),
             ],
             {"client": self.etcd_port, "peer": self.etcd_port + 1},
         )
@@ -185,6 +187,8 @@ class ClusterLayout:
             str(self.on_demand_partitions),
             "--defrag-interval",
             str(self.defrag_interval),
+            "--keep-revisions",
+            str(self.keep_revisions),
         ]
         out.append(Child("autoadmin", "autoadmin", autoadmin, {}))
         return out

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from partita.autoadmin.local import KEEP_REVISIONS, LocalAutoadmin
+from partita.autoadmin.local import LocalAutoadmin
 from partita.autoadmin.reconcile import ChangePartitions, PutState, RemoveTable, Settings
 from partita.control.model import NodeRecord
 from partita.control.store import MemoryControlStore
@@ -167,7 +167,9 @@ class RecordingMaintenance:
 
 async def test_housekeeping_runs_on_its_schedule_only() -> None:
     clock, maintenance = FakeClock(), RecordingMaintenance()
-    autoadmin = LocalAutoadmin(MemoryControlStore(), maintenance=maintenance, defrag_interval=60, clock=clock)
+    autoadmin = LocalAutoadmin(
+        MemoryControlStore(), maintenance=maintenance, defrag_interval=60, keep_revisions=50, clock=clock
+    )
     assert await autoadmin.housekeeping_if_due() is False
     clock.now = 59.9
     assert await autoadmin.housekeeping_if_due() is False
@@ -176,4 +178,4 @@ async def test_housekeeping_runs_on_its_schedule_only() -> None:
     assert await autoadmin.housekeeping_if_due() is False
     clock.now = 121.0
     assert await autoadmin.housekeeping_if_due() is True
-    assert maintenance.calls == [KEEP_REVISIONS, KEEP_REVISIONS]
+    assert maintenance.calls == [50, 50]
