@@ -141,7 +141,14 @@ def test_status_lists_processes_and_partitions(own_cluster: Cluster) -> None:
 
     status = json.loads(out.stdout)
     roles = sorted((p["role"], p["zone"]) for p in status["processes"])
-    assert roles == [("etcd", None), ("router", None), ("storage", "a"), ("storage", "b"), ("storage", "c")]
+    assert roles == [
+        ("autoadmin", None),
+        ("etcd", None),
+        ("router", None),
+        ("storage", "a"),
+        ("storage", "b"),
+        ("storage", "c"),
+    ]
     assert all(p["alive"] and p["pid"] for p in status["processes"])
     table = next(t for t in status["tables"] if t["name"] == name)
     assert table["status"] == "ACTIVE"
