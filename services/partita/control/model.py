@@ -98,7 +98,8 @@ class TableSpec:
             created_at=float(data["created_at"]),
             tags=tuple((k, v) for k, v in data.get("tags", [])),
             generation=int(data.get("generation", 1)),
-            deleting=bool(data.get("deleting", False)),
+            # Records written before the split carried DynamoDB's status instead.
+            deleting=bool(data.get("deleting", data.get("status") == "DELETING")),
             revision=revision,
         )
 
