@@ -119,6 +119,11 @@ class AutoadminStore(TableCatalog, PartitionMapStore, NodeMembership, Watchable,
         if the stored spec still has `spec.revision`."""
 
 
+class NodeStore(RouteSource, NodeMembership, Statistics, Protocol):
+    """What a storage node uses: it follows the partition objects through the joined
+    view, registers itself, reports the replicas it serves and their counts."""
+
+
 class ControlStore(AutoadminStore, RouteSource, Statistics, Protocol):
     """Every concern at once: what one store implementation provides."""
 

@@ -18,7 +18,7 @@ from partita._proto import storage_pb2 as pb
 from partita._proto import storage_pb2_grpc as pb_grpc
 from partita.common import config, keys
 from partita.control.model import NodeRecord, TableRecord
-from partita.control.store import ControlStore
+from partita.control.store import NodeStore
 from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
@@ -76,7 +76,7 @@ class StorageService(pb_grpc.StorageServicer):
         return out
 
 
-async def reconcile_hosting(state: NodeState, store: ControlStore, tables: list[TableRecord]) -> None:
+async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[TableRecord]) -> None:
     """Serve what the control store assigns to this node; drop what it no longer does."""
     for table_id in tables_to_drop(tables, state.ids_with_data | set(state.hosted), state.node_id):
         state.hosted.pop(table_id, None)
@@ -104,7 +104,7 @@ async def reconcile_hosting(state: NodeState, store: ControlStore, tables: list[
                 state.ready.add((table_id, p.partition_id))
 
 
-async def control_loop(state: NodeState, store: ControlStore) -> None:
+async def control_loop(state: NodeState, store: NodeStore) -> None:
     while True:
         try:
             tables = await store.list_tables()
@@ -130,7 +130,7 @@ async def count_items(state: NodeState, publisher: StatsPublisher) -> None:
         publisher.forget(table_id)
 
 
-async def stats_loop(state: NodeState, store: ControlStore, interval: float) -> None:
+async def stats_loop(state: NodeState, store: NodeStore, interval: float) -> None:
     publisher = StatsPublisher(store)
     while True:
         started = time.monotonic()
@@ -151,7 +151,7 @@ async def serve(
     port: int,
     data_port: int,
     data_dir: Path,
-    store: ControlStore,
+    store: NodeStore,
     sync: bool = True,
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS,
 ) -> None:

@@ -114,3 +114,27 @@ async def test_wait_for_change_wakes_on_a_put_and_stays_quiet_otherwise(
         assert await store.wait_for_change(10) is True
     finally:
         await writer.close()
+
+
+# --- housekeeping -----------------------------------------------------------------
+
+
+async def test_compacting_and_defragmenting_gives_back_the_space_of_old_revisions(
+    store: EtcdControlStore,
+) -> None:
+    await store.create_table_spec(table())
+    await store.compact_and_defragment(keep_revisions=1)
+    baseline = await store.database_size()
+    padding = "x" * 240
+    for i in range(400):  # ~10 KB per revision of the spec
+        current = await store.get_table_spec("Orders")
+        assert current is not None
+        tags = tuple((f"k{j:02d}", f"{padding}{i:06d}") for j in range(40))
+        assert await store.replace_table_spec(dataclasses.replace(current, tags=tags))
+    grown = await store.database_size()
+    assert grown > baseline + 2 * 1024 * 1024
+    await store.compact_and_defragment(keep_revisions=10)
+    assert await store.database_size() < baseline + 1024 * 1024
+    # The latest spec is intact.
+    current = await store.get_table_spec("Orders")
+    assert current is not None and current.tags[0][1].endswith("000399")
