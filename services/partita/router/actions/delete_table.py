@@ -8,7 +8,7 @@ from typing import Any
 
 from partita.api.operations import table_name_only
 from partita.common import errors
-from partita.control.model import TableRecord, TableSpec, TableStatus
+from partita.control.model import TableRecord
 from partita.router.actions import table_spec
 from partita.router.context import RouterContext
 from partita.router.describe import table_description
@@ -16,14 +16,10 @@ from partita.router.describe import table_description
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     name = table_name_only.validate(body)
-
-    def deleting(spec: TableSpec, status: TableStatus) -> TableSpec:
-        return dataclasses.replace(spec, deleting=True)
-
-    spec, _ = await table_spec.change(
+    spec = await table_spec.change(
         ctx,
         name,
-        deleting,
+        lambda spec: dataclasses.replace(spec, deleting=True),
         refuse=("CREATING", "UPDATING", "DELETING"),
         missing=lambda: errors.table_not_found(name),
     )

@@ -25,12 +25,13 @@ def in_use(name: str, status: TableStatus) -> errors.DynamoError:
 async def change(
     ctx: RouterContext,
     name: str,
-    edit: Callable[[TableSpec, TableStatus], TableSpec],
+    edit: Callable[[TableSpec], TableSpec],
     *,
     refuse: Collection[TableStatus],
     missing: Callable[[], errors.DynamoError],
-) -> tuple[TableSpec, TableStatus]:
-    """Apply `edit` to the stored spec; the spec stored and the status it had.
+) -> TableSpec:
+    """Apply `edit` to the stored spec, unless the table's status is one to `refuse`;
+    the spec as stored.
 
     `edit` may raise a DynamoError to refuse the change (it runs again after a lost
     compare-and-swap, so it must not have effects).
@@ -42,10 +43,10 @@ async def change(
         status = table_status(spec, await ctx.catalog.get_table_state(name))
         if status in refuse:
             raise in_use(name, status)
-        updated = edit(spec, status)
+        updated = edit(spec)
         if updated == spec:
-            return spec, status
+            return spec
         if await ctx.catalog.replace_table_spec(updated):
             await ctx.tables.refresh()
-            return updated, status
+            return updated
     raise errors.internal_server_error("Table changed concurrently; retry")

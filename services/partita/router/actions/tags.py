@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 
 from partita.common import errors
-from partita.control.model import TableSpec, TableStatus
+from partita.control.model import TableSpec
 from partita.router.actions import table_spec
 from partita.router.context import RouterContext
 
@@ -32,8 +32,10 @@ async def read(ctx: RouterContext, table_name: str, arn: str) -> TableSpec:
 async def change(ctx: RouterContext, table_name: str, arn: str, edit: Callable[[Tags], Tags]) -> None:
     if ctx.table_arn(table_name) != arn:
         raise not_found(arn)
-
-    def retagged(spec: TableSpec, status: TableStatus) -> TableSpec:
-        return dataclasses.replace(spec, tags=edit(spec.tags))
-
-    await table_spec.change(ctx, table_name, retagged, refuse=(), missing=lambda: not_found(arn))
+    await table_spec.change(
+        ctx,
+        table_name,
+        lambda spec: dataclasses.replace(spec, tags=edit(spec.tags)),
+        refuse=(),
+        missing=lambda: not_found(arn),
+    )

@@ -13,7 +13,7 @@ from typing import Any
 
 from partita.api.operations import common, update_table
 from partita.common import errors
-from partita.control.model import BillingMode, TableRecord, TableSpec, TableStatus
+from partita.control.model import BillingMode, TableRecord, TableSpec
 from partita.router.actions import table_spec
 from partita.router.context import RouterContext
 from partita.router.describe import table_description
@@ -47,14 +47,10 @@ def _updated(req: update_table.UpdateTableRequest, spec: TableSpec) -> TableSpec
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     req = update_table.validate(body)
-
-    def edit(spec: TableSpec, status: TableStatus) -> TableSpec:
-        return _updated(req, spec)
-
-    spec, _ = await table_spec.change(
+    spec = await table_spec.change(
         ctx,
         req.table_name,
-        edit,
+        lambda spec: _updated(req, spec),
         refuse=("CREATING", "UPDATING", "DELETING"),
         missing=lambda: errors.table_not_found(req.table_name),
     )
