@@ -469,27 +469,32 @@ class MemoryControlStore:
         self._stats = {k: s for k, s in self._stats.items() if not (k[0] == table_id and k[1] in gone)}
 
     async def register_node(self, node: NodeRecord, ttl: int) -> None:
+        self.writes += 1
         self._nodes[node.node_id] = node
 
     async def list_nodes(self) -> list[NodeRecord]:
         return sorted(self._nodes.values(), key=lambda n: n.node_id)
 
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
+        self.writes += 1
         self._ready.add((table_id, partition_id, node_id))
 
     async def clear_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
+        self.writes += 1
         self._ready.discard((table_id, partition_id, node_id))
 
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]:
         return {(p, n) for t, p, n in self._ready if t == table_id}
 
     async def put_partition_stats(self, table_id: int, partition_id: str, stats: PartitionStats) -> None:
+        self.writes += 1
         self._stats[(table_id, partition_id)] = stats
 
     async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]:
         return {p: s for (t, p), s in self._stats.items() if t == table_id}
 
     async def clear_partition_stats(self, table_id: int) -> None:
+        self.writes += 1
         self._stats = {k: s for k, s in self._stats.items() if k[0] != table_id}
 
     async def wait_for_change(self, timeout: float) -> bool:

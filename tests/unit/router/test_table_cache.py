@@ -82,3 +82,22 @@ async def test_table_statistics_fall_back_to_the_last_figures_when_the_store_is_
     store.list_partition_stats = unreachable  # type: ignore[method-assign]
     assert await cache.stats_of(7) == {"p0": PartitionStats(3, 300, 1.0)}
     assert await cache.stats_of(8) == {}
+
+
+async def test_the_cache_never_writes_nor_moves_a_table_through_its_lifecycle() -> None:
+    # Every replica of a CREATING table serves and a DELETING table's replicas are all
+    # gone: transitions the autoadmin will make. The routers' cache, refreshed as the
+    # data path does on every stale route, leaves both alone and writes nothing.
+    store = MemoryControlStore()
+    await put_record(store, table_record(name="new", table_id=1, status="CREATING"))
+    await store.mark_ready(1, "p0", "a")
+    await put_record(store, table_record(name="old", table_id=2, status="DELETING"))
+    writes = store.writes
+    cache = TableCache(store)
+    for _ in range(5):
+        await cache.refresh()
+    assert (cache.require("new").record.status, cache.require("old").record.status) == (
+        "CREATING",
+        "DELETING",
+    )
+    assert store.writes == writes
