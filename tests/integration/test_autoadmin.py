@@ -29,9 +29,8 @@ SETTLE_SECONDS = 40.0
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running(
-        Path(tmp_path_factory.mktemp("autoadmin")), "--defrag-interval", "2", "--etcd-keep-revisions", "100"
-    ) as c:
+    flags = ["--defrag-interval", "2", "--etcd-keep-revisions", "100", "--stats-interval", "0.5"]
+    with running(Path(tmp_path_factory.mktemp("autoadmin")), *flags) as c:
         yield c
 
 
@@ -78,13 +77,27 @@ def test_a_paused_autoadmin_holds_tables_in_creating_and_resuming_it_activates_t
     assert f"table {name}: ACTIVE" in _autoadmin_log(cluster)
 
 
+def _item_count(ddb: Any, name: str) -> int:
+    return int(ddb.describe_table(TableName=name)["Table"]["ItemCount"])
+
+
+def _eventually(check: Any, what: str) -> None:
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
 def test_update_table_passes_through_updating_and_splits_partitions(cluster: Cluster) -> None:
     ddb = cluster.client()
     name = _name("upd")
     _create(ddb, name, wcu=3200)
     wait_active(ddb, name, timeout=SETTLE_SECONDS)
     assert len(_partitions(cluster, name)) == 4  # the seed's example: 800 WCU each
-    ddb.put_item(TableName=name, Item={"pk": {"S": "kept"}})
+    keys = [f"item-{i}" for i in range(40)]
+    for k in keys:
+        ddb.put_item(TableName=name, Item={"pk": {"S": k}})
+    _eventually(lambda: _item_count(ddb, name) == 40, "the leaders never counted 40 items")
     answer = ddb.update_table(
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 6000}
     )["TableDescription"]
@@ -93,8 +106,13 @@ def test_update_table_passes_through_updating_and_splits_partitions(cluster: Clu
     table = wait_active(ddb, name, timeout=SETTLE_SECONDS)
     assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 6000
     assert len(_partitions(cluster, name)) == 8  # each split in two (750 WCU each)
+    # Until the children are counted they carry their share of their parent's count
+    # (at most one item per child lost to rounding), never zero.
+    assert 40 - 8 <= table["ItemCount"] <= 40
+    _eventually(lambda: _item_count(ddb, name) == 40, "the children's leaders never recounted")
     # Children keep their parent's replicas, so every item is still where it is looked for.
-    assert ddb.get_item(TableName=name, Key={"pk": {"S": "kept"}})["Item"] == {"pk": {"S": "kept"}}
+    for k in keys:
+        assert ddb.get_item(TableName=name, Key={"pk": {"S": k}})["Item"] == {"pk": {"S": k}}
 
 
 def test_killing_the_autoadmin_at_any_moment_leaves_no_table_stuck(cluster: Cluster) -> None:

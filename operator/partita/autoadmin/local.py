@@ -76,6 +76,7 @@ class LocalAutoadmin:
                 state,
                 tuple(await self.store.list_partitions(spec.table_id)),
                 frozenset(await self.store.list_ready(spec.table_id)),
+                await self.store.list_partition_stats(spec.table_id),
             )
             for action in decide(observed, nodes, self.settings):
                 if not await self._apply(action):
@@ -85,7 +86,7 @@ class LocalAutoadmin:
 
     async def _apply(self, action: Action) -> bool:
         if isinstance(action, ChangePartitions):
-            await self.store.change_partitions(action.table_id, action.put, action.remove)
+            await self.store.change_partitions(action.table_id, action.put, action.remove, action.stats)
             log.info(
                 "table %d: partitions %s placed%s",
                 action.table_id,

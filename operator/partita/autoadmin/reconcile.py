@@ -18,14 +18,14 @@ The lifecycle:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
 from partita.autoadmin.placement import initial_placement
 from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
-from partita.control.model import NO_REVISION, NodeRecord, TablePhase, TableSpec, TableState
+from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TablePhase, TableSpec, TableState
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class Observed:
     state: TableState | None  # None also when it belongs to an older incarnation
     partitions: tuple[Partition, ...]
     ready: frozenset[tuple[str, str]]  # (partition id, node id) replicas serving
+    stats: Mapping[str, PartitionStats] = field(default_factory=dict)  # by partition id
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class ChangePartitions:
     table_id: int
     put: tuple[Partition, ...]
     remove: tuple[str, ...] = ()
+    # Estimated counts of split children until their leaders recount them, so a
+    # table's ItemCount/TableSizeBytes do not drop to zero across a split.
+    stats: tuple[tuple[str, PartitionStats], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,11 +101,13 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
     layout = split_for_throughput(partitions, spec)
     if layout != partitions:
         new = {p.partition_id for p in layout}
+        put = tuple(p for p in layout if p not in partitions)
         return [
             ChangePartitions(
                 spec.table_id,
-                tuple(p for p in layout if p not in partitions),
+                put,
                 tuple(p.partition_id for p in partitions if p.partition_id not in new),
+                estimated_stats(partitions, put, observed.stats),
             )
         ]
     return [_put(state, spec, "ACTIVE", spec.generation)] if serving else []
@@ -173,6 +179,31 @@ def split_for_throughput(partitions: tuple[Partition, ...], spec: TableSpec) -> 
         else:
             layout.append(p)
     return tuple(layout)
+
+
+def estimated_stats(
+    parents: Sequence[Partition], children: Sequence[Partition], stats: Mapping[str, PartitionStats]
+) -> tuple[tuple[str, PartitionStats], ...]:
+    """Each child's share of its parent's last count, by the share of the hash range
+    (keys hash uniformly); children of a parent never counted get nothing."""
+    out = []
+    for child in children:
+        parent = next((p for p in parents if p.start <= child.start and child.end <= p.end), None)
+        counted = stats.get(parent.partition_id) if parent is not None else None
+        if parent is None or counted is None:
+            continue
+        width, share = parent.end - parent.start, child.end - child.start
+        out.append(
+            (
+                child.partition_id,
+                PartitionStats(
+                    counted.item_count * share // width,
+                    counted.size_bytes * share // width,
+                    counted.measured_at,
+                ),
+            )
+        )
+    return tuple(out)
 
 
 def _halves(p: Partition) -> tuple[Partition, Partition]:

@@ -88,9 +88,16 @@ class RouteSource(Watchable, Protocol):
 
 class PartitionMapStore(Protocol):
     async def list_partitions(self, table_id: int) -> list[Partition]: ...
-    async def change_partitions(self, table_id: int, put: Sequence[Partition], remove: Sequence[str]) -> None:
+    async def change_partitions(
+        self,
+        table_id: int,
+        put: Sequence[Partition],
+        remove: Sequence[str],
+        stats: Sequence[tuple[str, PartitionStats]] = (),
+    ) -> None:
         """Store `put` and delete the partitions with ids `remove`, with their ready
-        markers and statistics, in one step (a split replaces a parent by its children)."""
+        markers and statistics, in one step (a split replaces a parent by its children);
+        `stats` are estimated counts of new partitions, until their leaders count them."""
 
 
 class NodeMembership(Protocol):
@@ -107,7 +114,7 @@ class Statistics(Protocol):
     async def clear_partition_stats(self, table_id: int) -> None: ...
 
 
-class AutoadminStore(TableCatalog, PartitionMapStore, NodeMembership, Watchable, Protocol):
+class AutoadminStore(TableCatalog, PartitionMapStore, NodeMembership, Statistics, Watchable, Protocol):
     async def list_table_specs(self) -> list[TableSpec]: ...
     async def list_table_states(self) -> list[TableState]: ...
     async def put_table_state(self, state: TableState) -> bool:
@@ -252,7 +259,13 @@ class EtcdControlStore:
         result = await self._client.get_range(start, end)
         return sorted((partition_from_json(orjson.loads(kv.value)) for kv in result), key=lambda p: p.start)
 
-    async def change_partitions(self, table_id: int, put: Sequence[Partition], remove: Sequence[str]) -> None:
+    async def change_partitions(
+        self,
+        table_id: int,
+        put: Sequence[Partition],
+        remove: Sequence[str],
+        stats: Sequence[tuple[str, PartitionStats]] = (),
+    ) -> None:
         tx = self._client.transactions
         ops = [
             tx.put(_partition_key(table_id, p.partition_id), orjson.dumps(partition_to_json(p))) for p in put
@@ -264,6 +277,7 @@ class EtcdControlStore:
                 tx.delete(ready_start, range_end=ready_start[:-1] + b"0"),  # '0' follows '/'
                 tx.delete(_stats_key(table_id, partition_id)),
             ]
+        ops += [tx.put(_stats_key(table_id, pid), orjson.dumps(s.to_json())) for pid, s in stats]
         await self._client.transaction(compare=[], success=ops, failure=[])
 
     # --- nodes ------------------------------------------------------------------
@@ -457,7 +471,13 @@ class MemoryControlStore:
     async def list_partitions(self, table_id: int) -> list[Partition]:
         return sorted(self._partitions.get(table_id, {}).values(), key=lambda p: p.start)
 
-    async def change_partitions(self, table_id: int, put: Sequence[Partition], remove: Sequence[str]) -> None:
+    async def change_partitions(
+        self,
+        table_id: int,
+        put: Sequence[Partition],
+        remove: Sequence[str],
+        stats: Sequence[tuple[str, PartitionStats]] = (),
+    ) -> None:
         self._next_revision()
         table = self._partitions.setdefault(table_id, {})
         for p in put:
@@ -467,6 +487,7 @@ class MemoryControlStore:
             table.pop(partition_id, None)
         self._ready = {r for r in self._ready if not (r[0] == table_id and r[1] in gone)}
         self._stats = {k: s for k, s in self._stats.items() if not (k[0] == table_id and k[1] in gone)}
+        self._stats.update(((table_id, pid), s) for pid, s in stats)
 
     async def register_node(self, node: NodeRecord, ttl: int) -> None:
         self.writes += 1

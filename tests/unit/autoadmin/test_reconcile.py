@@ -22,7 +22,7 @@ from partita.autoadmin.reconcile import (
     split_for_throughput,
 )
 from partita.common.partition_map import Partition, PartitionMap, split_evenly
-from partita.control.model import KeyElement, NodeRecord, Revision, TableSpec, TableState
+from partita.control.model import KeyElement, NodeRecord, PartitionStats, Revision, TableSpec, TableState
 
 NODES = [NodeRecord(f"storage-{z}", z, f"127.0.0.1:{i}") for i, z in enumerate("abc")]
 SETTINGS = Settings(on_demand_partitions=4)
@@ -195,3 +195,20 @@ def test_a_split_of_an_even_layout_is_complete_and_as_large_as_doubling_says(
     PartitionMap(layout)
     assert len(layout) == partition_count_after_update(n, rcu, wcu)
     assert len({p.partition_id for p in layout}) == len(layout)
+
+
+def test_split_children_start_with_their_share_of_the_parents_last_count() -> None:
+    parts = placed(spec()).put
+    counted = {p.partition_id: PartitionStats(1001, 100_001, 5.0) for p in parts[:3]}  # the 4th never counted
+    raised = spec(write_capacity=6000, generation=2)
+    observed = Observed(raised, state("ACTIVE", 1), parts, frozenset(), counted)
+    [action] = decide(observed, NODES, SETTINGS)
+    assert isinstance(action, ChangePartitions)
+    estimates = dict(action.stats)
+    assert len(estimates) == 6  # two children for each counted parent
+    for parent in parts[:3]:
+        halves = [estimates[f"{parent.partition_id}-{i}"] for i in (0, 1)]
+        assert sum(h.item_count for h in halves) in (1000, 1001)  # floors of the two shares
+        assert sum(h.size_bytes for h in halves) in (100_000, 100_001)
+        assert all(h.measured_at == 5.0 for h in halves)
+    assert not any(pid.startswith(parts[3].partition_id) for pid in estimates)

@@ -155,10 +155,11 @@ async def test_a_split_replaces_the_parent_with_its_markers_and_statistics(store
         Partition("p1-0", 2**63, 3 * 2**62, ("n2",), "n2"),
         Partition("p1-1", 3 * 2**62, 2**64, ("n2",), "n2"),
     )
-    await store.change_partitions(5, children, ["p1"])
+    estimates = [("p1-0", PartitionStats(2, 200, 1.0)), ("p1-1", PartitionStats(2, 200, 1.0))]
+    await store.change_partitions(5, children, ["p1"], estimates)
     assert await store.list_partitions(5) == [TWO_PARTITIONS[0], *children]
     assert await store.list_ready(5) == {("p0", "n1"), ("p1-0", "n2")}
-    assert await store.list_partition_stats(5) == {"p0": PartitionStats(2, 200, 1.0)}
+    assert await store.list_partition_stats(5) == {"p0": PartitionStats(2, 200, 1.0), **dict(estimates)}
 
 
 async def test_ready_markers_are_set_listed_and_cleared_per_table(store: ControlStore) -> None:
