@@ -9,6 +9,8 @@ import itertools
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -214,6 +216,45 @@ def test_a_second_change_while_updating_is_refused_like_dynamodb(cluster: Cluste
     finally:
         os.kill(pid, signal.SIGCONT)
     wait_active(ddb, name, timeout=SETTLE_SECONDS)
+
+
+def test_a_second_autoadmin_stays_passive_and_takes_over_from_a_stalled_leader(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    ddb = cluster.client()
+    log_path = tmp_path / "second-autoadmin.log"
+
+    def second_log() -> str:
+        return log_path.read_text(errors="replace") if log_path.exists() else ""
+
+    with open(log_path, "wb") as log:
+        second = subprocess.Popen(
+            [sys.executable, "-m", "partita.autoadmin.main", "--etcd", f"127.0.0.1:{cluster.ports['etcd']}"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _eventually(lambda: "waiting to lead" in second_log(), "the second autoadmin did not start")
+        time.sleep(1.0)
+        assert " leads" not in second_log()  # the supervisor's autoadmin holds the role
+        leader = cluster.pid_of("autoadmin")
+        os.kill(leader, signal.SIGSTOP)  # stalled: it stops refreshing its lease
+        try:
+            name = _name("failover")
+            _create(ddb, name)
+            wait_active(ddb, name, timeout=SETTLE_SECONDS)  # by the second, once the TTL ran out
+            assert " leads" in second_log() and f"table {name}: ACTIVE" in second_log()
+        finally:
+            os.kill(leader, signal.SIGCONT)
+        # The old leader finds its lease gone and exits; its restarted successor waits.
+        _eventually(lambda: cluster.pid_of("autoadmin") != leader, "the stalled leader did not step down")
+        assert "lost the leadership" in _autoadmin_log(cluster)
+    finally:
+        second.terminate()
+        assert second.wait(30) == 0  # a clean stop resigns the role
+    name = _name("back")
+    _create(ddb, name)
+    wait_active(ddb, name, timeout=SETTLE_SECONDS)  # the supervisor's autoadmin leads again
 
 
 def _etcd_db_size(cluster: Cluster) -> int:

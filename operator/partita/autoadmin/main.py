@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
+import socket
 import sys
 
 from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
@@ -20,23 +22,48 @@ from partita.control.store import EtcdControlStore
 log = logging.getLogger("partita.autoadmin")
 
 
+ROLE = "autoadmin"
+# Seconds a killed leader keeps the role before another autoadmin may take it over.
+LEADER_TTL_SECONDS = 5
+
+
 async def serve(
     *, etcd_host: str, etcd_port: int, settings: Settings, defrag_interval: float, keep_revisions: int
-) -> None:
+) -> int:
+    """Run until SIGINT/SIGTERM (0), or until the leadership is lost (1: the supervisor
+    starts a fresh process, which waits its turn)."""
     store = EtcdControlStore(etcd_host, etcd_port)
-    autoadmin = LocalAutoadmin(
-        store, settings, maintenance=store, defrag_interval=defrag_interval, keep_revisions=keep_revisions
-    )
-    runner = asyncio.create_task(autoadmin.run())
-    log.info("autoadmin following the control store at %s:%d", etcd_host, etcd_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    runner.cancel()
+    holder = f"{socket.gethostname()}:{os.getpid()}"
+    # Only one autoadmin acts at a time (as kopf's peering does in Kubernetes); the
+    # others wait, and one takes over within the TTL when the leader dies.
+    log.info("autoadmin %s waiting to lead (control store at %s:%d)", holder, etcd_host, etcd_port)
+    campaign = asyncio.create_task(store.campaign(ROLE, holder, LEADER_TTL_SECONDS))
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({campaign, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    if campaign.done():
+        log.info("autoadmin %s leads", holder)
+        autoadmin = LocalAutoadmin(
+            store, settings, maintenance=store, defrag_interval=defrag_interval, keep_revisions=keep_revisions
+        )
+        runner = asyncio.create_task(autoadmin.run())
+        lost = asyncio.create_task(store.leadership_lost())
+        await asyncio.wait({lost, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        runner.cancel()
+        if lost.done():
+            log.error("autoadmin %s lost the leadership; exiting", holder)
+            code = 1
+        else:
+            await store.resign(ROLE, holder)
+    campaign.cancel()
+    stopping.cancel()
     await store.close()
     log.info("autoadmin stopped")
+    return code
 
 
 def _positive(text: str) -> float:
@@ -95,10 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import uvloop
 
-        uvloop.run(coro)
+        return uvloop.run(coro)
     except ImportError:  # pragma: no cover - uvloop is a dependency
-        asyncio.run(coro)
-    return 0
+        return asyncio.run(coro)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -52,6 +53,9 @@ PARTITIONS = PREFIX + b"partitions/"
 NODES = PREFIX + b"nodes/"
 READY = PREFIX + b"ready/"
 STATS = b"/partita-stats/"
+# Who leads a role (the local autoadmin): outside /partita/ so that campaigning and
+# keeping a lease alive wake no watcher.
+LEADERS = b"/partita-leaders/"
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +175,7 @@ class EtcdControlStore:
         self._node_keepalive: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
+        self._leadership: asyncio.Task[None] | None = None
 
     async def _cas_put(self, key: bytes, value: dict[str, Any], revision: Revision) -> bool:
         tx = self._client.transactions
@@ -367,6 +372,58 @@ class EtcdControlStore:
                 log.debug("compaction to %d skipped: %s", current - keep_revisions, exc)
         await self._client.defragment()
 
+    # --- leadership (etcd only) -------------------------------------------------
+
+    async def campaign(self, role: str, holder: str, ttl: int, poll: float = 1.0) -> None:
+        """Return once `holder` leads `role`, waiting (polling every `poll` seconds) while
+        another holder's lease lives. Leadership lasts while this store keeps the lease
+        alive; `leadership_lost` returns if it cannot."""
+        key = LEADERS + role.encode()
+        tx = self._client.transactions
+        while True:
+            lease = await self._client.lease(ttl)
+            ok, _ = await self._client.transaction(
+                compare=[tx.create(key) == 0], success=[tx.put(key, holder.encode(), lease=lease)], failure=[]
+            )
+            if ok:
+                self._leadership = asyncio.create_task(self._keep_leading(lease, ttl))
+                return
+            await self._client.revoke_lease(lease.id)
+            await asyncio.sleep(poll)
+
+    async def _keep_leading(self, lease: Any, ttl: int) -> None:
+        # Refresh at a third of the TTL; one refresh that finds the lease gone (or that
+        # cannot reach etcd before the lease would have run out) ends the leadership.
+        deadline = time.monotonic() + ttl
+        while True:
+            await asyncio.sleep(ttl / 3)
+            try:
+                reply = await self._client.refresh_lease(lease.id)
+                if reply is None or reply.TTL <= 0:
+                    return
+                deadline = time.monotonic() + ttl
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("could not refresh the leadership lease: %s", exc)
+                if time.monotonic() >= deadline:
+                    return
+
+    async def leadership_lost(self) -> None:
+        """Return when the leadership won by `campaign` has ended."""
+        assert self._leadership is not None, "campaign first"
+        await asyncio.shield(self._leadership)
+
+    async def resign(self, role: str, holder: str) -> None:
+        """Give the role up at once (a clean stop), so a successor need not wait out the TTL."""
+        if self._leadership is not None:
+            self._leadership.cancel()
+        key = LEADERS + role.encode()
+        tx = self._client.transactions
+        await self._client.transaction(
+            compare=[tx.value(key) == holder.encode()], success=[tx.delete(key)], failure=[]
+        )
+
     # --- change notification ----------------------------------------------------
 
     async def wait_for_change(self, timeout: float) -> bool:
@@ -395,7 +452,7 @@ class EtcdControlStore:
             await asyncio.sleep(0.5)
 
     async def close(self) -> None:
-        for task in (self._node_keepalive, self._watcher):
+        for task in (self._node_keepalive, self._watcher, self._leadership):
             if task is not None:
                 task.cancel()
         await self._client.close()

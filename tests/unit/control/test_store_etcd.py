@@ -12,7 +12,7 @@ import aetcd
 import pytest
 
 from partita.control.model import NodeRecord
-from partita.control.store import NODES, EtcdControlStore
+from partita.control.store import LEADERS, NODES, EtcdControlStore
 from tests.unit.control.conftest import Etcd, eventually, table
 
 
@@ -138,3 +138,51 @@ async def test_compacting_and_defragmenting_gives_back_the_space_of_old_revision
     # The latest spec is intact.
     current = await store.get_table_spec("Orders")
     assert current is not None and current.tags[0][1].endswith("000399")
+
+
+# --- leadership -------------------------------------------------------------------
+
+
+async def test_one_holder_leads_a_role_and_a_successor_takes_over_when_it_resigns(
+    store: EtcdControlStore, etcd: Etcd, raw: aetcd.Client
+) -> None:
+    await raw.delete_prefix(LEADERS)
+    other = EtcdControlStore("127.0.0.1", etcd.port)
+    try:
+        await asyncio.wait_for(store.campaign("autoadmin", "first", ttl=2, poll=0.1), 5)
+        waiting = asyncio.create_task(other.campaign("autoadmin", "second", ttl=2, poll=0.1))
+        await asyncio.sleep(2.5)  # longer than the TTL: the leader's keep-alive holds it
+        assert not waiting.done()
+        await store.resign("autoadmin", "first")
+        await asyncio.wait_for(waiting, 5)
+        kv = await raw.get(LEADERS + b"autoadmin")
+        assert kv is not None and kv.value == b"second"
+    finally:
+        await other.close()
+
+
+async def test_a_dead_leaders_role_passes_on_after_its_ttl(etcd: Etcd, raw: aetcd.Client) -> None:
+    await raw.delete_prefix(LEADERS)
+    dead, heir = EtcdControlStore("127.0.0.1", etcd.port), EtcdControlStore("127.0.0.1", etcd.port)
+    try:
+        await dead.campaign("autoadmin", "dead", ttl=2, poll=0.1)
+        await dead.close()  # stops refreshing without resigning, as a SIGKILL would
+        await asyncio.wait_for(heir.campaign("autoadmin", "heir", ttl=2, poll=0.1), 10)
+        kv = await raw.get(LEADERS + b"autoadmin")
+        assert kv is not None and kv.value == b"heir"
+    finally:
+        await heir.close()
+
+
+async def test_leadership_lost_returns_when_the_lease_is_gone(
+    store: EtcdControlStore, raw: aetcd.Client
+) -> None:
+    await raw.delete_prefix(LEADERS)
+    await store.campaign("autoadmin", "me", ttl=3, poll=0.1)
+    lost = asyncio.create_task(store.leadership_lost())
+    await asyncio.sleep(0.3)
+    assert not lost.done()
+    kv = await raw.get(LEADERS + b"autoadmin")
+    assert kv is not None
+    await raw.revoke_lease(kv.lease)
+    await asyncio.wait_for(lost, 5)
