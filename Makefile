@@ -1,7 +1,7 @@
 # Partita — every target installs what it needs into .venv first.
 #   make up     run the local cluster (etcd, 3 storage nodes, router) on http://127.0.0.1:8000
 #   make test   install test dependencies and run the whole suite
-#   make lint   ruff + mypy
+#   make lint   ruff + mypy + import contracts (lint-imports)
 #   make bench  YCSB A/B/C against Partita and dynalite (installs dynalite from npm), a sweep of
 #               latency against offered load, and the report (docs/benchmarks.md + PNG plots)
 #   make sim    virtual-time simulations (tests/sim)
@@ -67,6 +67,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check services operator tests bench
 	$(VENV)/bin/ruff format --check services operator tests bench
 	$(VENV)/bin/mypy services operator
+	PYTHONPATH=services:operator $(VENV)/bin/lint-imports
 
 # YCSB against dynalite, then latency against offered load, then the report: tables in
 # docs/benchmarks.md (its generated section) and PNG plots in docs/img/.

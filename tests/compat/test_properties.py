@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from partita.api import numbers
+from partita.common import numbers
 from tests.compat.helpers import PYTESTMARK, key
 
 pytestmark = PYTESTMARK

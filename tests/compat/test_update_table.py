@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from tests.compat.helpers import PYTESTMARK, create_table, error, error_type, raw_call, validation
+from tests.integration.cluster import wait_active
 
 pytestmark = PYTESTMARK
 
@@ -96,16 +97,17 @@ def test_throughput_changes_are_recorded(ddb: Any) -> None:
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 7, "WriteCapacityUnits": 9}
     )
     assert out["TableDescription"]["ProvisionedThroughput"]["ReadCapacityUnits"] == 7
-    described = ddb.describe_table(TableName=name)["Table"]
+    # As DynamoDB: UPDATING while the change is applied, then ACTIVE again.
+    assert out["TableDescription"]["TableStatus"] == "UPDATING"
+    described = wait_active(ddb, name, timeout=30)
     assert (described["ProvisionedThroughput"]["ReadCapacityUnits"],
             described["ProvisionedThroughput"]["WriteCapacityUnits"]) == (7, 9)  # fmt: skip
-    assert described["TableStatus"] == "ACTIVE"
 
 
 def test_switching_billing_modes_both_ways(ddb: Any) -> None:
     name = _provisioned(ddb)
     ddb.update_table(TableName=name, BillingMode="PAY_PER_REQUEST")
-    described = ddb.describe_table(TableName=name)["Table"]
+    described = wait_active(ddb, name, timeout=30)  # DynamoDB refuses a change while UPDATING
     assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     assert described["ProvisionedThroughput"]["ReadCapacityUnits"] == 0
     ddb.update_table(

@@ -144,6 +144,7 @@ def test_status_lists_processes_and_partitions(own_cluster: Cluster) -> None:
     assert roles == [
         ("doorman", None),
         ("doorman", None),
+        ("autoadmin", None),
         ("etcd", None),
         ("router", None),
         ("storage", "a"),

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from partita.common.partition_map import Partition
-from partita.control.model import BillingMode, KeyElement, TableRecord, TableStatus
+from partita.control.model import (
+    NO_REVISION,
+    BillingMode,
+    KeyElement,
+    TablePhase,
+    TableRecord,
+    TableSpec,
+    TableState,
+    TableStatus,
+)
+from partita.control.store import MemoryControlStore
 
 WHOLE_RANGE = (Partition("p0", 0, 2**64, ("a",), "a"),)
 
@@ -29,4 +39,38 @@ def table_record(
         write_capacity=write_capacity,
         created_at=0.0,
         partitions=partitions or WHOLE_RANGE,
+    )
+
+
+async def put_record(store: MemoryControlStore, record: TableRecord) -> None:
+    """Make the store hold `record` as the joined view of its spec, state and partitions
+    (created or replaced): the status decides the state the autoadmin would have written."""
+    current = await store.get_table_spec(record.name)
+    generation = 2 if record.status == "UPDATING" else 1
+    spec = TableSpec(
+        name=record.name,
+        table_id=record.table_id,
+        partition_key=record.partition_key,
+        sort_key=record.sort_key,
+        attribute_definitions=record.attribute_definitions,
+        billing_mode=record.billing_mode,
+        read_capacity=record.read_capacity,
+        write_capacity=record.write_capacity,
+        created_at=record.created_at,
+        tags=record.tags,
+        generation=generation,
+        deleting=record.status == "DELETING",
+        revision=current.revision if current else NO_REVISION,
+    )
+    assert await (store.replace_table_spec(spec) if current else store.create_table_spec(spec))
+    state = await store.get_table_state(record.name)
+    phase: TablePhase = "CREATING" if record.status == "CREATING" else "ACTIVE"
+    assert await store.put_table_state(
+        TableState(record.name, record.table_id, phase, 1, state.revision if state else NO_REVISION)
+    )
+    stale = [p.partition_id for p in await store.list_partitions(record.table_id)]
+    await store.change_partitions(
+        record.table_id,
+        record.partitions,
+        [i for i in stale if i not in {p.partition_id for p in record.partitions}],
     )

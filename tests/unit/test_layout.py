@@ -21,11 +21,11 @@ def test_operator_is_still_the_standard_library() -> None:
 
 
 def test_partita_namespace_spans_services_and_operator() -> None:
-    import partita.autoadmin.lifecycle
+    import partita.autoadmin.reconcile
     import partita.router.app
 
     assert Path(partita.router.app.__file__).is_relative_to(ROOT / "services")
-    assert Path(partita.autoadmin.lifecycle.__file__).is_relative_to(ROOT / "operator")
+    assert Path(partita.autoadmin.reconcile.__file__).is_relative_to(ROOT / "operator")
 
 
 def test_generated_protobuf_code_is_not_committed() -> None:
@@ -47,7 +47,7 @@ def test_built_wheel_holds_both_roots_and_generated_code_and_imports(tmp_path: P
     for expected in (
         "partita/router/app.py",
         "partita/storage/node.py",
-        "partita/autoadmin/lifecycle.py",
+        "partita/autoadmin/reconcile.py",
         "partita/client/sharding/dynamic.py",
         "partita/_proto/storage_pb2.py",
         "partita/_proto/storage_pb2_grpc.py",
@@ -65,9 +65,9 @@ def test_built_wheel_holds_both_roots_and_generated_code_and_imports(tmp_path: P
     probe = (
         "import sys\n"
         f"sys.path[:0] = [{str(site)!r}, {sysconfig.get_paths()['purelib']!r}]\n"
-        "import operator, partita.router.app, partita.autoadmin.lifecycle, partita._proto.storage_pb2 as pb\n"
+        "import operator, partita.router.app, partita.autoadmin.reconcile, partita._proto.storage_pb2 as pb\n"
         f"assert partita.router.app.__file__.startswith({str(wheel)!r}), partita.router.app.__file__\n"
-        f"assert partita.autoadmin.lifecycle.__file__.startswith({str(wheel)!r})\n"
+        f"assert partita.autoadmin.reconcile.__file__.startswith({str(wheel)!r})\n"
         "assert hasattr(operator, 'itemgetter')\n"
         "print(pb.Request(id=7).id)\n"
     )

@@ -1,7 +1,5 @@
-"""The autoadmin: pure decisions over observed state (lifecycle, placement, later split,
-migration, repair), driven by kopf handlers in Kubernetes and by a plain loop locally.
-
-Until the autoadmin runs as its own process, the local cluster's routers drive the
-lifecycle decisions; every transition is a compare-and-swap, so any number of drivers
-is safe.
+"""The autoadmin: reconciles the desired table specs into partitions, placement and
+lifecycle. One pure core (`reconcile.decide`, with `partition_count` and `placement`)
+driven locally by `local.LocalAutoadmin` (a loop over the etcd control store, run as
+the `autoadmin` process) and in Kubernetes by kopf handlers over the same decisions.
 """

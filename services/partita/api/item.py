@@ -10,9 +10,8 @@ from __future__ import annotations
 import binascii
 from typing import Any
 
-from partita.api import numbers
 from partita.api.values import AttributeValue, Item, item_size
-from partita.common import errors
+from partita.common import errors, numbers
 from partita.common.errors import DynamoError
 
 MAX_ITEM_BYTES = 400 * 1024

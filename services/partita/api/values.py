@@ -13,7 +13,7 @@ import base64
 from decimal import Decimal
 from typing import Any
 
-from partita.api.numbers import CONTEXT
+from partita.common.numbers import CONTEXT
 
 AttributeValue = dict[str, Any]
 Item = dict[str, AttributeValue]

@@ -126,6 +126,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         ttl_sweep_interval=args.ttl_sweep_interval,
         log_level=args.log_level,
         doorman_base_port=args.doorman_base_port,
+        on_demand_partitions=args.on_demand_partitions,
+        defrag_interval=args.defrag_interval,
+        keep_revisions=args.keep_revisions,
     )
 
     async def main() -> int:
@@ -169,7 +172,6 @@ def cmd_router(args: argparse.Namespace) -> int:
     etcd_host, etcd_port = config.parse_endpoint(args.etcd)
     settings = RouterSettings(
         region=args.region,
-        on_demand_partitions=args.on_demand_partitions,
         endpoint_address=endpoint_address(args.host, args.port),
     )
     _run_loop(
@@ -230,6 +232,15 @@ def cmd_doorman(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def cmd_autoadmin(args: argparse.Namespace) -> int:
+    # The autoadmin is control-plane code (operator/), which services never import: run
+    # it as a fresh interpreter in this process's place, with the same arguments.
+    argv = [sys.executable, "-m", "partita.autoadmin.main", *args.passed_on]
+    if args.verbose:
+        argv.append("--verbose")
+    os.execv(sys.executable, argv)
 
 
 # --- status --------------------------------------------------------------------------
@@ -338,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    up = sub.add_parser("up", help="run the local cluster (etcd, storage nodes, router)")
+    up = sub.add_parser("up", help="run the local cluster (etcd, storage nodes, router, autoadmin)")
     up.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR)
     up.add_argument("--host", default=config.DEFAULT_HOST)
     up.add_argument("--port", type=int, default=config.DEFAULT_ROUTER_PORT, help="DynamoDB endpoint port")
@@ -355,6 +366,25 @@ def build_parser() -> argparse.ArgumentParser:
         default=config.DEFAULT_DOORMAN_PORT,
         help="Doorman i serves gRPC on this + i and /metrics on this + 100 + i (%(default)s)",
     )
+    up.add_argument(
+        "--on-demand-partitions",
+        type=int,
+        default=config.DEFAULT_ON_DEMAND_PARTITIONS,
+        help="partitions of a new PAY_PER_REQUEST table (%(default)s)",
+    )
+    up.add_argument(
+        "--defrag-interval",
+        type=_positive_seconds,
+        default=config.DEFAULT_DEFRAG_INTERVAL_SECONDS,
+        help="seconds between the autoadmin's compactions + defragmentations of etcd (%(default)s)",
+    )
+    up.add_argument(
+        "--etcd-keep-revisions",
+        dest="keep_revisions",
+        type=int,
+        default=config.DEFAULT_KEEP_REVISIONS,
+        help="revisions of etcd history kept when compacting (%(default)s)",
+    )
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -363,7 +393,6 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     router.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR, help="holds credentials.json")
     router.add_argument("--region", default=config.DEFAULT_REGION)
-    router.add_argument("--on-demand-partitions", type=int, default=config.DEFAULT_ON_DEMAND_PARTITIONS)
     _add_logging_flags(router)
     router.set_defaults(func=cmd_router)
 
@@ -403,6 +432,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_logging_flags(doorman)
     doorman.set_defaults(func=cmd_doorman)
 
+    autoadmin = sub.add_parser(
+        "autoadmin", help="run the autoadmin (places, splits and retires tables)", add_help=False
+    )
+    autoadmin.set_defaults(func=cmd_autoadmin)
+
     status = sub.add_parser("status", help="processes, tables and partitions of a local cluster, as JSON")
     status.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR)
     status.set_defaults(func=cmd_status)
@@ -413,7 +447,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # Only `autoadmin` takes arguments it does not declare: they are its process's own.
+    args, passed_on = parser.parse_known_args(argv)
+    if passed_on and args.func is not cmd_autoadmin:
+        parser.error(f"unrecognized arguments: {' '.join(passed_on)}")
+    args.passed_on = passed_on
     result: int = args.func(args)
     return result
 

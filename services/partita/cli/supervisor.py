@@ -1,8 +1,9 @@
 """`partita up`: the local cluster as supervised processes.
 
-etcd, three storage nodes (zones a, b, c) and a router, with every piece of state under
-one data directory. A child that dies is reported and restarted (with backoff); SIGINT
-or SIGTERM stops the children in dependency order (router, storage, etcd), each with
+etcd, three storage nodes (zones a, b, c), a router and the autoadmin, with every piece
+of state under one data directory. A child that dies is reported and restarted (with
+backoff); SIGINT or SIGTERM stops the children in dependency order (autoadmin, router,
+storage, etcd), each with
 SIGTERM first and SIGKILL only past a grace period. Children are told by the kernel to
 exit if the supervisor itself dies (PR_SET_PDEATHSIG), so no orphan keeps a port.
 `cluster.json` in the data directory says which process is where, for `partita status`.
@@ -34,6 +35,10 @@ SCRAPE_INTERVAL = "1s"
 STOP_GRACE_SECONDS = 10.0
 READY_TIMEOUT_SECONDS = 30.0
 RESTART_BACKOFF_MAX_SECONDS = 10.0
+# etcd keeps every revision until compacted: without this its database grows with every
+# table change. Revision mode keeps the last N revisions (checked every five minutes);
+# the autoadmin also compacts and defragments on its own schedule.
+ETCD_COMPACTION_FLAGS = ("--auto-compaction-mode", "revision", "--auto-compaction-retention")
 
 
 def etcd_binary() -> str:
@@ -94,6 +99,9 @@ class ClusterLayout:
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS
     ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS
     log_level: str = "info"
+    on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
+    defrag_interval: float = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
+    keep_revisions: int = config.DEFAULT_KEEP_REVISIONS
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
     # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
     doorman_base_port: int = config.DEFAULT_DOORMAN_PORT
@@ -142,6 +150,8 @@ class ClusterLayout:
                 f"partita-local={peer_url}",
                 "--log-level",
                 "warn",
+                *ETCD_COMPACTION_FLAGS,
+                str(self.keep_revisions),
             ],
             {"client": self.etcd_port, "peer": self.etcd_port + 1},
         )
@@ -200,6 +210,21 @@ class ClusterLayout:
                 {"http": self.router_port},
             )
         )
+        # No port: the autoadmin only talks to etcd. `partita autoadmin` starts it as
+        # its own interpreter (services never import the control plane).
+        autoadmin = [
+            *py,
+            "autoadmin",
+            "--etcd",
+            etcd_arg,
+            "--on-demand-partitions",
+            str(self.on_demand_partitions),
+            "--defrag-interval",
+            str(self.defrag_interval),
+            "--keep-revisions",
+            str(self.keep_revisions),
+        ]
+        out.append(Child("autoadmin", "autoadmin", autoadmin, {}))
         return out
 
 
@@ -250,6 +275,8 @@ class Supervisor:
 
     async def _wait_ready(self, child: Child) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        if not child.ports:
+            return
         port = next(iter(child.ports.values()))
         while not _port_open(self.layout.host, port):
             assert child.process is not None
@@ -336,7 +363,7 @@ class Supervisor:
 
     async def stop(self) -> None:
         self._stopping = True
-        for child in reversed(self.children):  # router, storage nodes, then etcd
+        for child in reversed(self.children):  # autoadmin, router, storage nodes, then etcd
             await self._stop_child(child)
         log.info("all processes stopped")
 

@@ -23,6 +23,12 @@ DEFAULT_STATS_INTERVAL_SECONDS = 60.0
 # expired (DynamoDB: typically within two days; a pass never takes more than 5% of a
 # node's time, so a large partition's pass simply takes longer).
 DEFAULT_TTL_SWEEP_INTERVAL_SECONDS = 60.0
+# How often the autoadmin compacts etcd's history and defragments its database (etcd
+# compacts on its own too, but never gives the freed space back without a defrag).
+DEFAULT_DEFRAG_INTERVAL_SECONDS = 600.0
+# Revisions of etcd history kept when compacting: the database holds at most about this
+# many old versions of records (a watcher lagging further behind re-reads, as on resync).
+DEFAULT_KEEP_REVISIONS = 1000
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:

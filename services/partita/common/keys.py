@@ -28,8 +28,7 @@ import struct
 from decimal import Decimal
 from typing import Literal
 
-from partita.api import numbers
-from partita.common import errors
+from partita.common import errors, numbers
 
 KeyType = Literal["S", "N", "B"]
 SortOp = Literal["=", "<", "<=", ">", ">=", "BETWEEN", "begins_with"]

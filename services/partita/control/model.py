@@ -1,9 +1,22 @@
-"""Records kept in the control store, and their JSON form.
+"""Records kept in the control store, one kind per concern, and their JSON form.
 
-A `TableRecord` is the whole desired state of one table: schema, capacity settings,
-status and the partition map. Each incarnation of a table gets a fresh random
-`table_id`, the prefix of its storage keys, so a table deleted and created again under
-the same name can never see the old incarnation's items.
+- `TableSpec`: a table as the user asked for it (CreateTable, UpdateTable, TagResource,
+  DeleteTable). Routers write it; nothing else does, except that the autoadmin removes
+  it once a deleted table's data is gone.
+- `TableState`: what the autoadmin has made of the spec (its phase and the spec
+  generation it last applied). Only the autoadmin writes it.
+- `Partition` (common/partition_map.py): one object per partition, placed and split by
+  the autoadmin, followed by the storage nodes and read by the routers.
+- `NodeRecord`, ready markers and `PartitionStats`: what storage nodes report.
+
+`TableRecord` is none of these: it is the joined, read-only view (spec + state +
+partitions) that routers and storage nodes route with. Its `status` is DynamoDB's
+TableStatus, derived by `table_status`.
+
+Each incarnation of a table gets a fresh random `table_id`, the prefix of its storage
+keys, so a table deleted and created again under the same name can never see the old
+incarnation's items. `Revision` is opaque: etcd's mod revision as text here, a
+Kubernetes resourceVersion in a CRD-backed store; it is only ever compared for equality.
 """
 
 from __future__ import annotations
@@ -11,14 +24,20 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NewType
 
 from partita.common.partition_map import Partition, PartitionMap
 
 TableStatus = Literal["CREATING", "ACTIVE", "UPDATING", "DELETING"]
+# What the autoadmin records: CREATING until every replica of the first layout serves.
+TablePhase = Literal["CREATING", "ACTIVE"]
 BillingMode = Literal["PROVISIONED", "PAY_PER_REQUEST"]
 TimeToLiveStatus = Literal["ENABLING", "ENABLED", "DISABLING", "DISABLED"]
 HASH_SPACE_END = 2**64
+
+Revision = NewType("Revision", str)
+# The revision of a record that was never read from a store.
+NO_REVISION = Revision("")
 
 
 @dataclass(frozen=True)
@@ -59,7 +78,133 @@ class TimeToLive:
 
 
 @dataclass(frozen=True)
+class TableSpec:
+    """The desired table. `generation` counts the changes the autoadmin must apply
+    (billing mode and throughput); tags and the like do not move it. `deleting` is
+    set by DeleteTable and never cleared, like a Kubernetes deletion timestamp."""
+
+    name: str
+    table_id: int
+    partition_key: KeyElement
+    sort_key: KeyElement | None
+    attribute_definitions: tuple[tuple[str, str], ...]
+    billing_mode: BillingMode
+    read_capacity: int
+    write_capacity: int
+    created_at: float
+    tags: tuple[tuple[str, str], ...] = ()
+    generation: int = 1
+    deleting: bool = False
+    time_to_live: TimeToLive = TimeToLive()
+    revision: Revision = field(default=NO_REVISION, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "table_id": self.table_id,
+            "partition_key": [self.partition_key.name, self.partition_key.type],
+            "sort_key": [self.sort_key.name, self.sort_key.type] if self.sort_key else None,
+            "attribute_definitions": [list(a) for a in self.attribute_definitions],
+            "billing_mode": self.billing_mode,
+            "read_capacity": self.read_capacity,
+            "write_capacity": self.write_capacity,
+            "created_at": self.created_at,
+            "tags": [list(t) for t in self.tags],
+            "generation": self.generation,
+            "deleting": self.deleting,
+            "time_to_live": self.time_to_live.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], revision: Revision = NO_REVISION) -> TableSpec:
+        # Unknown keys are ignored and missing optional ones take their defaults, so a
+        # field added later (TTL, streams...) reads back from older records and back.
+        sort_key = data.get("sort_key")
+        return cls(
+            name=data["name"],
+            table_id=int(data["table_id"]),
+            partition_key=KeyElement(*data["partition_key"]),
+            sort_key=KeyElement(*sort_key) if sort_key else None,
+            attribute_definitions=tuple((a, t) for a, t in data["attribute_definitions"]),
+            billing_mode=data["billing_mode"],
+            read_capacity=int(data["read_capacity"]),
+            write_capacity=int(data["write_capacity"]),
+            created_at=float(data["created_at"]),
+            tags=tuple((k, v) for k, v in data.get("tags", [])),
+            generation=int(data.get("generation", 1)),
+            # Records written before the split carried DynamoDB's status instead.
+            deleting=bool(data.get("deleting", data.get("status") == "DELETING")),
+            # Absent from records written before Time to Live existed: off.
+            time_to_live=TimeToLive.from_json(data.get("time_to_live") or {}),
+            revision=revision,
+        )
+
+
+@dataclass(frozen=True)
+class TableState:
+    """The autoadmin's record of a table: the phase, and the spec generation whose
+    layout every replica serves (`observed_generation`, as in Kubernetes status)."""
+
+    name: str
+    table_id: int
+    phase: TablePhase
+    observed_generation: int
+    revision: Revision = field(default=NO_REVISION, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "table_id": self.table_id,
+            "phase": self.phase,
+            "observed_generation": self.observed_generation,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], revision: Revision = NO_REVISION) -> TableState:
+        return cls(
+            data["name"], int(data["table_id"]), data["phase"], int(data["observed_generation"]), revision
+        )
+
+
+def table_status(spec: TableSpec, state: TableState | None) -> TableStatus:
+    """DynamoDB's TableStatus of a spec and the autoadmin's state of it.
+
+    A state of an older incarnation (another table_id) counts as no state.
+    """
+    if spec.deleting:
+        return "DELETING"
+    if state is None or state.table_id != spec.table_id or state.phase == "CREATING":
+        return "CREATING"
+    if state.observed_generation < spec.generation:
+        return "UPDATING"
+    return "ACTIVE"
+
+
+def partition_to_json(p: Partition) -> dict[str, Any]:
+    return {
+        "id": p.partition_id,
+        # Hex text: the last partition ends at 2**64, beyond JSON integers.
+        "start": f"{p.start:x}",
+        "end": f"{p.end:x}",
+        "replicas": list(p.replicas),
+        "leader": p.leader,
+    }
+
+
+def partition_from_json(data: dict[str, Any]) -> Partition:
+    return Partition(
+        partition_id=data["id"],
+        start=int(data["start"], 16),
+        end=int(data["end"], 16),
+        replicas=tuple(data["replicas"]),
+        leader=data.get("leader"),
+    )
+
+
+@dataclass(frozen=True)
 class TableRecord:
+    """The joined view of one table (spec + state + partitions), read-only."""
+
     name: str
     table_id: int
     status: TableStatus
@@ -70,16 +215,31 @@ class TableRecord:
     read_capacity: int
     write_capacity: int
     created_at: float
-    partitions: tuple[Partition, ...]
-    map_version: int = 1
+    partitions: tuple[Partition, ...]  # by start; empty until the autoadmin placed them
     tags: tuple[tuple[str, str], ...] = ()
     time_to_live: TimeToLive = TimeToLive()
-    # Set when the record was read from the store; compared on update (optimistic CAS).
-    revision: int = field(default=0, compare=False)
+
+    @classmethod
+    def of(cls, spec: TableSpec, state: TableState | None, partitions: list[Partition]) -> TableRecord:
+        return cls(
+            name=spec.name,
+            table_id=spec.table_id,
+            status=table_status(spec, state),
+            partition_key=spec.partition_key,
+            sort_key=spec.sort_key,
+            attribute_definitions=spec.attribute_definitions,
+            billing_mode=spec.billing_mode,
+            read_capacity=spec.read_capacity,
+            write_capacity=spec.write_capacity,
+            created_at=spec.created_at,
+            partitions=tuple(sorted(partitions, key=lambda p: p.start)),
+            tags=spec.tags,
+            time_to_live=spec.time_to_live,
+        )
 
     @property
     def partition_map(self) -> PartitionMap:
-        return PartitionMap(list(self.partitions), version=self.map_version)
+        return PartitionMap(list(self.partitions))
 
     @property
     def key_names(self) -> list[str]:
@@ -88,65 +248,6 @@ class TableRecord:
 
     def with_status(self, status: TableStatus) -> TableRecord:
         return dataclasses.replace(self, status=status)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "table_id": self.table_id,
-            "status": self.status,
-            "partition_key": [self.partition_key.name, self.partition_key.type],
-            "sort_key": [self.sort_key.name, self.sort_key.type] if self.sort_key else None,
-            "attribute_definitions": [list(a) for a in self.attribute_definitions],
-            "billing_mode": self.billing_mode,
-            "read_capacity": self.read_capacity,
-            "write_capacity": self.write_capacity,
-            "created_at": self.created_at,
-            "map_version": self.map_version,
-            "tags": [list(t) for t in self.tags],
-            "time_to_live": self.time_to_live.to_json(),
-            "partitions": [
-                {
-                    "id": p.partition_id,
-                    # Hex text: the last partition ends at 2**64, beyond JSON integers.
-                    "start": f"{p.start:x}",
-                    "end": f"{p.end:x}",
-                    "replicas": list(p.replicas),
-                    "leader": p.leader,
-                }
-                for p in self.partitions
-            ],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], revision: int = 0) -> TableRecord:
-        sort_key = data.get("sort_key")
-        return cls(
-            name=data["name"],
-            table_id=int(data["table_id"]),
-            status=data["status"],
-            partition_key=KeyElement(*data["partition_key"]),
-            sort_key=KeyElement(*sort_key) if sort_key else None,
-            attribute_definitions=tuple((a, t) for a, t in data["attribute_definitions"]),
-            billing_mode=data["billing_mode"],
-            read_capacity=int(data["read_capacity"]),
-            write_capacity=int(data["write_capacity"]),
-            created_at=float(data["created_at"]),
-            map_version=int(data.get("map_version", 1)),
-            tags=tuple((k, v) for k, v in data.get("tags", [])),
-            # Absent from records written before Time to Live existed: off.
-            time_to_live=TimeToLive.from_json(data.get("time_to_live") or {}),
-            partitions=tuple(
-                Partition(
-                    partition_id=p["id"],
-                    start=int(p["start"], 16),
-                    end=int(p["end"], 16),
-                    replicas=tuple(p["replicas"]),
-                    leader=p.get("leader"),
-                )
-                for p in data["partitions"]
-            ),
-            revision=revision,
-        )
 
 
 @dataclass(frozen=True)

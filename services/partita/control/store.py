@@ -1,66 +1,166 @@
-"""The control store interface and its two implementations (etcd; in-memory for tests).
+"""The control store, split by concern, and its two implementations (etcd; in-memory
+for tests). A Kubernetes implementation maps each concern onto objects: the catalog's
+spec and state onto a Table resource's spec and status, partitions onto Partition
+resources, node membership onto Pods, statistics onto Partition status.
+
+Who uses what:
+- routers: `TableCatalog` (write the desired spec) and `RouteSource` (read routes);
+- the autoadmin: `AutoadminStore`, everything but registering nodes;
+- storage nodes: `RouteSource`, `NodeMembership`, `Statistics`.
 
 Keys (etcd):
-  /partita/tables/<name>                       TableRecord JSON
+  /partita/tables/<name>                       TableSpec JSON (routers)
+  /partita/state/<name>                        TableState JSON (autoadmin)
+  /partita/partitions/<table_id>/<partition>   Partition JSON (autoadmin)
   /partita/nodes/<node_id>                     NodeRecord JSON, attached to a lease (liveness)
   /partita/ready/<table_id>/<partition>/<node> replica hosted and serving ("1")
   /partita-stats/<table_id>/<partition>        PartitionStats JSON, from the leader
 Statistics live outside /partita/ because routers and nodes watch that prefix: a
 leader publishing a new count must not make every process re-read every table.
-Every update of a table is a compare-and-swap on the record's mod revision, so
-several routers (and later the autoadmin) can drive the same transitions safely.
+Every update of a spec or a state is a compare-and-swap on its revision, so several
+routers and autoadmins can act on the same table safely. Nothing here is written per
+request: specs change with table-admin calls, the rest with placement and hosting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from typing import Protocol
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import orjson
 
-from partita.control.model import NodeRecord, PartitionStats, TableRecord
+from partita.common.partition_map import Partition
+from partita.control.model import (
+    NO_REVISION,
+    NodeRecord,
+    PartitionStats,
+    Revision,
+    TableRecord,
+    TableSpec,
+    TableState,
+    partition_from_json,
+    partition_to_json,
+)
 
 PREFIX = b"/partita/"
 TABLES = PREFIX + b"tables/"
+STATES = PREFIX + b"state/"
+PARTITIONS = PREFIX + b"partitions/"
 NODES = PREFIX + b"nodes/"
 READY = PREFIX + b"ready/"
 STATS = b"/partita-stats/"
+# Who leads a role (the local autoadmin): outside /partita/ so that campaigning and
+# keeping a lease alive wake no watcher.
+LEADERS = b"/partita-leaders/"
 
 log = logging.getLogger(__name__)
 
 
-class ControlStore(Protocol):
-    async def list_tables(self) -> list[TableRecord]: ...
-    async def get_table(self, name: str) -> TableRecord | None: ...
-    async def create_table(self, record: TableRecord) -> bool:
-        """Store a new table; False if the name is taken."""
-
-    async def replace_table(self, record: TableRecord) -> bool:
-        """Store `record` if the stored one still has `record.revision`; False otherwise."""
-
-    async def remove_table(self, record: TableRecord) -> bool: ...
-    async def register_node(self, node: NodeRecord, ttl: int) -> None: ...
-    async def list_nodes(self) -> list[NodeRecord]: ...
-    async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
-    async def clear_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
-    async def list_ready(self, table_id: int) -> set[tuple[str, str]]: ...
-    async def put_partition_stats(self, table_id: int, partition_id: str, stats: PartitionStats) -> None: ...
-    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]: ...
-    async def clear_partition_stats(self, table_id: int) -> None: ...
+class Watchable(Protocol):
     async def wait_for_change(self, timeout: float) -> bool:
         """Return when anything in the store may have changed (True) or after `timeout` (False)."""
 
     async def close(self) -> None: ...
 
 
-def _stats_prefix(table_id: int) -> tuple[bytes, bytes]:
-    """The key range of one table's statistics ('0' is the byte after '/')."""
-    return STATS + f"{table_id}/".encode(), STATS + f"{table_id}0".encode()
+class TableCatalog(Protocol):
+    """The desired table specs: all a router may write."""
+
+    async def get_table_spec(self, name: str) -> TableSpec | None: ...
+    async def create_table_spec(self, spec: TableSpec) -> bool:
+        """Store a new spec; False if the name is taken."""
+
+    async def replace_table_spec(self, spec: TableSpec) -> bool:
+        """Store `spec` if the stored one still has `spec.revision`; False otherwise."""
+
+    async def get_table_state(self, name: str) -> TableState | None: ...
+
+
+class RouteSource(Watchable, Protocol):
+    """What routers and storage nodes route with."""
+
+    async def list_tables(self) -> list[TableRecord]:
+        """Every table joined with its state and partitions, as of one moment."""
+
+    async def list_nodes(self) -> list[NodeRecord]: ...
+    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]: ...
+
+
+class PartitionMapStore(Protocol):
+    async def list_partitions(self, table_id: int) -> list[Partition]: ...
+    async def change_partitions(
+        self,
+        table_id: int,
+        put: Sequence[Partition],
+        remove: Sequence[str],
+        stats: Sequence[tuple[str, PartitionStats]] = (),
+    ) -> None:
+        """Store `put` and delete the partitions with ids `remove`, with their ready
+        markers and statistics, in one step (a split replaces a parent by its children);
+        `stats` are estimated counts of new partitions, until their leaders count them."""
+
+
+class NodeMembership(Protocol):
+    async def register_node(self, node: NodeRecord, ttl: int) -> None: ...
+    async def list_nodes(self) -> list[NodeRecord]: ...
+    async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
+    async def clear_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
+    async def list_ready(self, table_id: int) -> set[tuple[str, str]]: ...
+
+
+class Statistics(Protocol):
+    async def put_partition_stats(self, table_id: int, partition_id: str, stats: PartitionStats) -> None: ...
+    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]: ...
+    async def clear_partition_stats(self, table_id: int) -> None: ...
+
+
+class AutoadminStore(TableCatalog, PartitionMapStore, NodeMembership, Statistics, Watchable, Protocol):
+    async def list_table_specs(self) -> list[TableSpec]: ...
+    async def list_table_states(self) -> list[TableState]: ...
+    async def put_table_state(self, state: TableState) -> bool:
+        """Create the state (revision NO_REVISION: only if absent) or replace it (only
+        if the stored one still has `state.revision`)."""
+
+    async def remove_table(self, spec: TableSpec) -> bool:
+        """Remove a table entirely (spec, state, partitions, ready markers, statistics)
+        if the stored spec still has `spec.revision`."""
+
+
+class NodeStore(RouteSource, NodeMembership, Statistics, Protocol):
+    """What a storage node uses: it follows the partition objects through the joined
+    view, registers itself, reports the replicas it serves and their counts."""
+
+
+class ControlStore(AutoadminStore, RouteSource, Statistics, Protocol):
+    """Every concern at once: what one store implementation provides."""
+
+
+def _id_range(prefix: bytes, table_id: int) -> tuple[bytes, bytes]:
+    """The key range of one table's keys under `prefix` ('0' is the byte after '/')."""
+    return prefix + f"{table_id}/".encode(), prefix + f"{table_id}0".encode()
 
 
 def _ready_key(table_id: int, partition_id: str, node_id: str) -> bytes:
     return READY + f"{table_id}/{partition_id}/{node_id}".encode()
+
+
+def _partition_key(table_id: int, partition_id: str) -> bytes:
+    return PARTITIONS + f"{table_id}/{partition_id}".encode()
+
+
+def _stats_key(table_id: int, partition_id: str) -> bytes:
+    return _id_range(STATS, table_id)[0] + partition_id.encode()
+
+
+def _join(
+    specs: list[TableSpec], states: list[TableState], parts: dict[int, list[Partition]]
+) -> list[TableRecord]:
+    by_name = {s.name: s for s in states}
+    return [TableRecord.of(s, by_name.get(s.name), parts.get(s.table_id, [])) for s in specs]
 
 
 class EtcdControlStore:
@@ -75,55 +175,117 @@ class EtcdControlStore:
         self._node_keepalive: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
+        self._leadership: asyncio.Task[None] | None = None
 
-    async def list_tables(self) -> list[TableRecord]:
-        result = await self._client.get_prefix(TABLES)
-        return [TableRecord.from_json(orjson.loads(kv.value), kv.mod_revision) for kv in result]
+    async def _cas_put(self, key: bytes, value: dict[str, Any], revision: Revision) -> bool:
+        tx = self._client.transactions
+        if revision == NO_REVISION:
+            compare = [tx.create(key) == 0]
+        else:
+            # A missing key has mod revision 0; the version check keeps a CAS from
+            # turning into a create.
+            compare = [tx.version(key) > 0, tx.mod(key) == int(revision)]
+        ok, _ = await self._client.transaction(
+            compare=compare, success=[tx.put(key, orjson.dumps(value))], failure=[]
+        )
+        return bool(ok)
 
-    async def get_table(self, name: str) -> TableRecord | None:
+    # --- catalog ----------------------------------------------------------------
+
+    async def get_table_spec(self, name: str) -> TableSpec | None:
         kv = await self._client.get(TABLES + name.encode())
         if kv is None:
             return None
-        return TableRecord.from_json(orjson.loads(kv.value), kv.mod_revision)
+        return TableSpec.from_json(orjson.loads(kv.value), Revision(str(kv.mod_revision)))
 
-    async def create_table(self, record: TableRecord) -> bool:
-        key = TABLES + record.name.encode()
-        tx = self._client.transactions
-        ok, _ = await self._client.transaction(
-            compare=[tx.create(key) == 0],
-            success=[tx.put(key, orjson.dumps(record.to_json()))],
-            failure=[],
-        )
-        return bool(ok)
+    async def create_table_spec(self, spec: TableSpec) -> bool:
+        return await self._cas_put(TABLES + spec.name.encode(), spec.to_json(), NO_REVISION)
 
-    async def replace_table(self, record: TableRecord) -> bool:
-        key = TABLES + record.name.encode()
-        tx = self._client.transactions
-        ok, _ = await self._client.transaction(
-            # A missing key has mod revision 0: without the version check a record
-            # never read from the store (revision 0) would create the table.
-            compare=[tx.version(key) > 0, tx.mod(key) == record.revision],
-            success=[tx.put(key, orjson.dumps(record.to_json()))],
-            failure=[],
-        )
-        return bool(ok)
+    async def replace_table_spec(self, spec: TableSpec) -> bool:
+        if spec.revision == NO_REVISION:
+            return False
+        return await self._cas_put(TABLES + spec.name.encode(), spec.to_json(), spec.revision)
 
-    async def remove_table(self, record: TableRecord) -> bool:
-        key = TABLES + record.name.encode()
+    async def list_table_specs(self) -> list[TableSpec]:
+        result = await self._client.get_prefix(TABLES)
+        return [TableSpec.from_json(orjson.loads(kv.value), Revision(str(kv.mod_revision))) for kv in result]
+
+    async def get_table_state(self, name: str) -> TableState | None:
+        kv = await self._client.get(STATES + name.encode())
+        if kv is None:
+            return None
+        return TableState.from_json(orjson.loads(kv.value), Revision(str(kv.mod_revision)))
+
+    async def list_table_states(self) -> list[TableState]:
+        result = await self._client.get_prefix(STATES)
+        return [TableState.from_json(orjson.loads(kv.value), Revision(str(kv.mod_revision))) for kv in result]
+
+    async def put_table_state(self, state: TableState) -> bool:
+        return await self._cas_put(STATES + state.name.encode(), state.to_json(), state.revision)
+
+    async def remove_table(self, spec: TableSpec) -> bool:
+        if spec.revision == NO_REVISION:
+            return False
+        key = TABLES + spec.name.encode()
         tx = self._client.transactions
+        ranges = [_id_range(prefix, spec.table_id) for prefix in (PARTITIONS, READY, STATS)]
         ok, _ = await self._client.transaction(
-            compare=[tx.version(key) > 0, tx.mod(key) == record.revision],
+            compare=[tx.version(key) > 0, tx.mod(key) == int(spec.revision)],
             success=[
                 tx.delete(key),
-                tx.delete(
-                    READY + f"{record.table_id}/".encode(),
-                    range_end=READY + f"{record.table_id}0".encode(),  # '0' follows '/'
-                ),
-                tx.delete(_stats_prefix(record.table_id)[0], range_end=_stats_prefix(record.table_id)[1]),
+                tx.delete(STATES + spec.name.encode()),
+                *(tx.delete(start, range_end=end) for start, end in ranges),
             ],
             failure=[],
         )
         return bool(ok)
+
+    async def list_tables(self) -> list[TableRecord]:
+        # One range read of the whole prefix: specs, states and partitions as of one
+        # revision, so no reader sees a state without its partitions.
+        specs: list[TableSpec] = []
+        states: list[TableState] = []
+        parts: dict[int, list[Partition]] = {}
+        for kv in await self._client.get_prefix(PREFIX):
+            key: bytes = kv.key
+            if key.startswith(TABLES):
+                specs.append(TableSpec.from_json(orjson.loads(kv.value)))
+            elif key.startswith(STATES):
+                states.append(TableState.from_json(orjson.loads(kv.value)))
+            elif key.startswith(PARTITIONS):
+                table_id = int(key[len(PARTITIONS) :].split(b"/", 1)[0])
+                parts.setdefault(table_id, []).append(partition_from_json(orjson.loads(kv.value)))
+        return _join(specs, states, parts)
+
+    # --- partition map ----------------------------------------------------------
+
+    async def list_partitions(self, table_id: int) -> list[Partition]:
+        start, end = _id_range(PARTITIONS, table_id)
+        result = await self._client.get_range(start, end)
+        return sorted((partition_from_json(orjson.loads(kv.value)) for kv in result), key=lambda p: p.start)
+
+    async def change_partitions(
+        self,
+        table_id: int,
+        put: Sequence[Partition],
+        remove: Sequence[str],
+        stats: Sequence[tuple[str, PartitionStats]] = (),
+    ) -> None:
+        tx = self._client.transactions
+        ops = [
+            tx.put(_partition_key(table_id, p.partition_id), orjson.dumps(partition_to_json(p))) for p in put
+        ]
+        for partition_id in remove:
+            ready_start = _ready_key(table_id, partition_id, "")
+            ops += [
+                tx.delete(_partition_key(table_id, partition_id)),
+                tx.delete(ready_start, range_end=ready_start[:-1] + b"0"),  # '0' follows '/'
+                tx.delete(_stats_key(table_id, partition_id)),
+            ]
+        ops += [tx.put(_stats_key(table_id, pid), orjson.dumps(s.to_json())) for pid, s in stats]
+        await self._client.transaction(compare=[], success=ops, failure=[])
+
+    # --- nodes ------------------------------------------------------------------
 
     async def register_node(self, node: NodeRecord, ttl: int) -> None:
         lease = await self._client.lease(ttl)
@@ -167,28 +329,102 @@ class EtcdControlStore:
         await self._client.delete(_ready_key(table_id, partition_id, node_id))
 
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]:
-        prefix = READY + f"{table_id}/".encode()
-        result = await self._client.get_prefix(prefix)
+        start, end = _id_range(READY, table_id)
+        result = await self._client.get_range(start, end)
         out = set()
         for kv in result:
-            partition_id, node_id = kv.key[len(prefix) :].decode().split("/", 1)
+            partition_id, node_id = kv.key[len(start) :].decode().split("/", 1)
             out.add((partition_id, node_id))
         return out
 
+    # --- statistics -------------------------------------------------------------
+
     async def put_partition_stats(self, table_id: int, partition_id: str, stats: PartitionStats) -> None:
-        key = _stats_prefix(table_id)[0] + partition_id.encode()
-        await self._client.put(key, orjson.dumps(stats.to_json()))
+        await self._client.put(_stats_key(table_id, partition_id), orjson.dumps(stats.to_json()))
 
     async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]:
-        start, end = _stats_prefix(table_id)
+        start, end = _id_range(STATS, table_id)
         result = await self._client.get_range(start, end)
         return {
             kv.key[len(start) :].decode(): PartitionStats.from_json(orjson.loads(kv.value)) for kv in result
         }
 
     async def clear_partition_stats(self, table_id: int) -> None:
-        start, end = _stats_prefix(table_id)
+        start, end = _id_range(STATS, table_id)
         await self._client.delete_range(start, end)
+
+    # --- maintenance (etcd only) ------------------------------------------------
+
+    async def database_size(self) -> int:
+        """Bytes of etcd's backend database file (what defragmenting shrinks)."""
+        status = await self._client.status()
+        return int(status.db_size)
+
+    async def compact_and_defragment(self, keep_revisions: int) -> None:
+        """Drop history older than the last `keep_revisions` revisions, then give the
+        freed pages back to the file system. Defragmenting blocks etcd briefly, so the
+        autoadmin does it on a schedule, not per change."""
+        current = (await self._client.get_prefix(TABLES, keys_only=True)).header.revision
+        if current > keep_revisions:
+            try:
+                await self._client.compact(current - keep_revisions, physical=True)
+            except Exception as exc:  # already compacted past it (auto-compaction ran)
+                log.debug("compaction to %d skipped: %s", current - keep_revisions, exc)
+        await self._client.defragment()
+
+    # --- leadership (etcd only) -------------------------------------------------
+
+    async def campaign(self, role: str, holder: str, ttl: int, poll: float = 1.0) -> None:
+        """Return once `holder` leads `role`, waiting (polling every `poll` seconds) while
+        another holder's lease lives. Leadership lasts while this store keeps the lease
+        alive; `leadership_lost` returns if it cannot."""
+        key = LEADERS + role.encode()
+        tx = self._client.transactions
+        while True:
+            lease = await self._client.lease(ttl)
+            ok, _ = await self._client.transaction(
+                compare=[tx.create(key) == 0], success=[tx.put(key, holder.encode(), lease=lease)], failure=[]
+            )
+            if ok:
+                self._leadership = asyncio.create_task(self._keep_leading(lease, ttl))
+                return
+            await self._client.revoke_lease(lease.id)
+            await asyncio.sleep(poll)
+
+    async def _keep_leading(self, lease: Any, ttl: int) -> None:
+        # Refresh at a third of the TTL; one refresh that finds the lease gone (or that
+        # cannot reach etcd before the lease would have run out) ends the leadership.
+        deadline = time.monotonic() + ttl
+        while True:
+            await asyncio.sleep(ttl / 3)
+            try:
+                reply = await self._client.refresh_lease(lease.id)
+                if reply is None or reply.TTL <= 0:
+                    return
+                deadline = time.monotonic() + ttl
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("could not refresh the leadership lease: %s", exc)
+                if time.monotonic() >= deadline:
+                    return
+
+    async def leadership_lost(self) -> None:
+        """Return when the leadership won by `campaign` has ended."""
+        assert self._leadership is not None, "campaign first"
+        await asyncio.shield(self._leadership)
+
+    async def resign(self, role: str, holder: str) -> None:
+        """Give the role up at once (a clean stop), so a successor need not wait out the TTL."""
+        if self._leadership is not None:
+            self._leadership.cancel()
+        key = LEADERS + role.encode()
+        tx = self._client.transactions
+        await self._client.transaction(
+            compare=[tx.value(key) == holder.encode()], success=[tx.delete(key)], failure=[]
+        )
+
+    # --- change notification ----------------------------------------------------
 
     async def wait_for_change(self, timeout: float) -> bool:
         if self._watcher is None or self._watcher.done():
@@ -216,7 +452,7 @@ class EtcdControlStore:
             await asyncio.sleep(0.5)
 
     async def close(self) -> None:
-        for task in (self._node_keepalive, self._watcher):
+        for task in (self._node_keepalive, self._watcher, self._leadership):
             if task is not None:
                 task.cancel()
         await self._client.close()
@@ -226,68 +462,117 @@ class MemoryControlStore:
     """An in-process ControlStore with the same CAS semantics, for unit tests."""
 
     def __init__(self) -> None:
-        self._tables: dict[str, TableRecord] = {}
+        self._specs: dict[str, TableSpec] = {}
+        self._states: dict[str, TableState] = {}
+        self._partitions: dict[int, dict[str, Partition]] = {}
         self._nodes: dict[str, NodeRecord] = {}
         self._ready: set[tuple[int, str, str]] = set()
         self._stats: dict[tuple[int, str], PartitionStats] = {}
         self._revision = 0
+        self.writes = 0  # every write of any kind: tests check that idle passes write nothing
 
-    def _bump(self, record: TableRecord) -> TableRecord:
-        import dataclasses
-
+    def _next_revision(self) -> Revision:
         self._revision += 1
-        return dataclasses.replace(record, revision=self._revision)
+        self.writes += 1
+        return Revision(str(self._revision))
+
+    async def get_table_spec(self, name: str) -> TableSpec | None:
+        return self._specs.get(name)
+
+    async def create_table_spec(self, spec: TableSpec) -> bool:
+        if spec.name in self._specs:
+            return False
+        self._specs[spec.name] = dataclasses.replace(spec, revision=self._next_revision())
+        return True
+
+    async def replace_table_spec(self, spec: TableSpec) -> bool:
+        current = self._specs.get(spec.name)
+        if current is None or current.revision != spec.revision:
+            return False
+        self._specs[spec.name] = dataclasses.replace(spec, revision=self._next_revision())
+        return True
+
+    async def list_table_specs(self) -> list[TableSpec]:
+        return list(self._specs.values())
+
+    async def get_table_state(self, name: str) -> TableState | None:
+        return self._states.get(name)
+
+    async def list_table_states(self) -> list[TableState]:
+        return list(self._states.values())
+
+    async def put_table_state(self, state: TableState) -> bool:
+        current = self._states.get(state.name)
+        stored = NO_REVISION if current is None else current.revision
+        if stored != state.revision:
+            return False
+        self._states[state.name] = dataclasses.replace(state, revision=self._next_revision())
+        return True
+
+    async def remove_table(self, spec: TableSpec) -> bool:
+        current = self._specs.get(spec.name)
+        if current is None or spec.revision == NO_REVISION or current.revision != spec.revision:
+            return False
+        self._next_revision()
+        del self._specs[spec.name]
+        self._states.pop(spec.name, None)
+        self._partitions.pop(spec.table_id, None)
+        self._ready = {r for r in self._ready if r[0] != spec.table_id}
+        self._stats = {k: s for k, s in self._stats.items() if k[0] != spec.table_id}
+        return True
 
     async def list_tables(self) -> list[TableRecord]:
-        return list(self._tables.values())
+        parts = {t: list(ps.values()) for t, ps in self._partitions.items()}
+        return _join(list(self._specs.values()), list(self._states.values()), parts)
 
-    async def get_table(self, name: str) -> TableRecord | None:
-        return self._tables.get(name)
+    async def list_partitions(self, table_id: int) -> list[Partition]:
+        return sorted(self._partitions.get(table_id, {}).values(), key=lambda p: p.start)
 
-    async def create_table(self, record: TableRecord) -> bool:
-        if record.name in self._tables:
-            return False
-        self._tables[record.name] = self._bump(record)
-        return True
-
-    async def replace_table(self, record: TableRecord) -> bool:
-        current = self._tables.get(record.name)
-        if current is None or current.revision != record.revision:
-            return False
-        self._tables[record.name] = self._bump(record)
-        return True
-
-    async def remove_table(self, record: TableRecord) -> bool:
-        current = self._tables.get(record.name)
-        if current is None or current.revision != record.revision:
-            return False
-        del self._tables[record.name]
-        self._ready = {r for r in self._ready if r[0] != record.table_id}
-        await self.clear_partition_stats(record.table_id)
-        return True
+    async def change_partitions(
+        self,
+        table_id: int,
+        put: Sequence[Partition],
+        remove: Sequence[str],
+        stats: Sequence[tuple[str, PartitionStats]] = (),
+    ) -> None:
+        self._next_revision()
+        table = self._partitions.setdefault(table_id, {})
+        for p in put:
+            table[p.partition_id] = p
+        gone = set(remove)
+        for partition_id in gone:
+            table.pop(partition_id, None)
+        self._ready = {r for r in self._ready if not (r[0] == table_id and r[1] in gone)}
+        self._stats = {k: s for k, s in self._stats.items() if not (k[0] == table_id and k[1] in gone)}
+        self._stats.update(((table_id, pid), s) for pid, s in stats)
 
     async def register_node(self, node: NodeRecord, ttl: int) -> None:
+        self.writes += 1
         self._nodes[node.node_id] = node
 
     async def list_nodes(self) -> list[NodeRecord]:
         return sorted(self._nodes.values(), key=lambda n: n.node_id)
 
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
+        self.writes += 1
         self._ready.add((table_id, partition_id, node_id))
 
     async def clear_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
+        self.writes += 1
         self._ready.discard((table_id, partition_id, node_id))
 
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]:
         return {(p, n) for t, p, n in self._ready if t == table_id}
 
     async def put_partition_stats(self, table_id: int, partition_id: str, stats: PartitionStats) -> None:
+        self.writes += 1
         self._stats[(table_id, partition_id)] = stats
 
     async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]:
         return {p: s for (t, p), s in self._stats.items() if t == table_id}
 
     async def clear_partition_stats(self, table_id: int) -> None:
+        self.writes += 1
         self._stats = {k: s for k, s in self._stats.items() if k[0] != table_id}
 
     async def wait_for_change(self, timeout: float) -> bool:

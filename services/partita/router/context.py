@@ -1,4 +1,6 @@
-"""What every action handler gets: the table cache, storage channels, settings.
+"""What every action handler gets: the table cache (routes, read-only), the table
+catalog (the only thing a router writes: desired table specs), storage channels,
+settings.
 
 `send` routes one keyed request to the partition owning its hash, by floor lookup in
 the cached partition map, and retries with refreshed routes when the node says the
@@ -17,6 +19,7 @@ from partita._proto import storage_pb2 as pb
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.metrics import CounterCell
+from partita.control.store import TableCatalog
 from partita.router import metrics
 from partita.router.storage_client import DataPath
 from partita.router.table_cache import CachedTable, TableCache
@@ -41,14 +44,16 @@ def endpoint_address(host: str, port: int) -> str:
 class RouterSettings:
     region: str = "us-east-1"
     account_id: str = "000000000000"
-    on_demand_partitions: int = 4
     # What DescribeEndpoints answers: host[:port] clients reach this router at.
     endpoint_address: str = "127.0.0.1:8000"
 
 
 class RouterContext:
-    def __init__(self, tables: TableCache, storage: DataPath, settings: RouterSettings) -> None:
+    def __init__(
+        self, tables: TableCache, catalog: TableCatalog, storage: DataPath, settings: RouterSettings
+    ) -> None:
         self.tables = tables
+        self.catalog = catalog
         self.storage = storage
         self.settings = settings
         self._consumed: dict[str, tuple[CounterCell, CounterCell]] = {}

@@ -48,7 +48,7 @@ async def serve(
     await tables.refresh()
     refresher = asyncio.create_task(tables.run())
     storage = StorageClient()
-    app = DynamoApp(RouterContext(tables, storage, settings), CredentialStore.from_data_dir(data_dir))
+    app = DynamoApp(RouterContext(tables, store, storage, settings), CredentialStore.from_data_dir(data_dir))
     server = await start_http_server(app, host, port)
     log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
     stop = asyncio.Event()

@@ -4,6 +4,9 @@ The cache re-reads the store when a watch reports a change, and at least every
 `RESYNC_SECONDS` regardless (constant work, as the paper's routers refresh MemDS
 entries whether or not they changed: a lost event delays a change, never loses it). A
 storage node saying "wrong partition" also forces an immediate refresh.
+
+Read-only: the cache never writes to the store. Table lifecycle transitions belong to
+the autoadmin, so no request, retry or refresh on the data path can change a table.
 """
 
 from __future__ import annotations
@@ -12,16 +15,18 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from partita.autoadmin.lifecycle import drive_lifecycle
 from partita.common import errors
-from partita.common.partition_map import PartitionMap
+from partita.common.partition_map import HASH_SPACE, Partition, PartitionMap
 from partita.control.model import NodeRecord, PartitionStats, TableRecord
-from partita.control.store import ControlStore
+from partita.control.store import RouteSource
 from partita.router import metrics
 
 log = logging.getLogger(__name__)
 
 RESYNC_SECONDS = 1.0
+# The routes of a table the autoadmin has not placed yet: one partition on no node.
+# Such a table is CREATING, which `require_active` refuses before any route is used.
+UNPLACED = PartitionMap([Partition("unplaced", 0, HASH_SPACE)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +36,7 @@ class CachedTable:
 
 
 class TableCache:
-    def __init__(self, store: ControlStore) -> None:
+    def __init__(self, store: RouteSource) -> None:
         self.store = store
         self.tables: dict[str, CachedTable] = {}
         self.nodes: dict[str, NodeRecord] = {}
@@ -70,17 +75,11 @@ class TableCache:
             if old is not None and old.record == r:
                 fresh[r.name] = old
             else:
-                fresh[r.name] = CachedTable(r, r.partition_map)
+                fresh[r.name] = CachedTable(r, r.partition_map if r.partitions else UNPLACED)
         self.tables = fresh
         self.nodes = {n.node_id: n for n in nodes}
         live = {r.table_id for r in records}
         self._stats = {t: s for t, s in self._stats.items() if t in live}
-        if await drive_lifecycle(self.store, records):
-            await self._read_tables_only()
-
-    async def _read_tables_only(self) -> None:
-        records = await self.store.list_tables()
-        self.tables = {r.name: CachedTable(r, r.partition_map) for r in records}
 
     async def run(self) -> None:
         while True:
@@ -115,7 +114,7 @@ class TableCache:
     def require_active(self, name: str) -> CachedTable:
         """The table for a data operation: DynamoDB refuses them until it is ACTIVE."""
         table = self.tables.get(name)
-        if table is None or table.record.status in ("CREATING", "DELETING"):
+        if table is None or table.record.status in ("CREATING", "DELETING") or not table.record.partitions:
             raise errors.resource_not_found()
         return table
 

@@ -19,7 +19,7 @@ from partita._proto import storage_pb2_grpc as pb_grpc
 from partita.common import config, keys
 from partita.common.metrics import serve_metrics
 from partita.control.model import NodeRecord, TableRecord
-from partita.control.store import ControlStore
+from partita.control.store import NodeStore
 from partita.storage import metrics
 from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
@@ -82,7 +82,7 @@ class StorageService(pb_grpc.StorageServicer):
         return out
 
 
-async def reconcile_hosting(state: NodeState, store: ControlStore, tables: list[TableRecord]) -> None:
+async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[TableRecord]) -> None:
     """Serve what the control store assigns to this node; drop what it no longer does."""
     for table_id in tables_to_drop(tables, state.ids_with_data | set(state.hosted), state.node_id):
         dropped = state.hosted.pop(table_id, None)
@@ -113,7 +113,7 @@ async def reconcile_hosting(state: NodeState, store: ControlStore, tables: list[
                 state.ready.add((table_id, p.partition_id))
 
 
-async def control_loop(state: NodeState, store: ControlStore) -> None:
+async def control_loop(state: NodeState, store: NodeStore) -> None:
     while True:
         try:
             tables = await store.list_tables()
@@ -147,7 +147,7 @@ async def count_items(state: NodeState, publisher: StatsPublisher) -> float:
     return counting
 
 
-async def stats_loop(state: NodeState, store: ControlStore, interval: float) -> None:
+async def stats_loop(state: NodeState, store: NodeStore, interval: float) -> None:
     publisher = StatsPublisher(store)
     while True:
         counting = 0.0
@@ -168,7 +168,7 @@ async def serve(
     port: int,
     data_port: int,
     data_dir: Path,
-    store: ControlStore,
+    store: NodeStore,
     sync: bool = True,
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS,
     ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS,

@@ -22,7 +22,7 @@ from partita.api.values import item_size
 from partita.common import keys
 from partita.common.partition_map import Partition
 from partita.control.model import PartitionStats
-from partita.control.store import ControlStore
+from partita.control.store import Statistics
 from partita.storage.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ async def measure_partition(engine: Engine, table_id: int, partition: Partition)
 class StatsPublisher:
     """Remembers what was last published, so an unchanged figure costs no write."""
 
-    def __init__(self, store: ControlStore) -> None:
+    def __init__(self, store: Statistics) -> None:
         self.store = store
         self.published: dict[tuple[int, str], tuple[int, int]] = {}
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from partita.api.numbers import canonical, format_number
 from partita.common import errors, keys
+from partita.common.numbers import canonical, format_number
 
 # --- strategies ----------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import pytest
 
 from partita.cli.supervisor import etcd_binary
 from partita.common.partition_map import Partition
-from partita.control.model import KeyElement, TableRecord
+from partita.control.model import KeyElement, TableSpec
 from partita.control.store import PREFIX
 
 
@@ -72,11 +72,10 @@ async def raw(etcd: Etcd) -> AsyncIterator[aetcd.Client]:
     await client.close()
 
 
-def table(name: str = "Orders", table_id: int = 11) -> TableRecord:
-    return TableRecord(
+def table(name: str = "Orders", table_id: int = 11) -> TableSpec:
+    return TableSpec(
         name=name,
         table_id=table_id,
-        status="CREATING",
         partition_key=KeyElement("pk", "S"),
         sort_key=KeyElement("sk", "N"),
         attribute_definitions=(("pk", "S"), ("sk", "N")),
@@ -84,11 +83,13 @@ def table(name: str = "Orders", table_id: int = 11) -> TableRecord:
         read_capacity=5,
         write_capacity=5,
         created_at=1.5,
-        partitions=(
-            Partition("p0", 0, 2**63, ("n1",), "n1"),
-            Partition("p1", 2**63, 2**64, ("n2",), "n2"),
-        ),
     )
+
+
+TWO_PARTITIONS = (
+    Partition("p0", 0, 2**63, ("n1",), "n1"),
+    Partition("p1", 2**63, 2**64, ("n2",), "n2"),
+)
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10) -> None:

@@ -1,28 +1,37 @@
-"""Control-store records and their JSON form (as stored in etcd)."""
+"""Control-store records, their JSON form (as stored in etcd), and the derived status."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from partita.common.partition_map import Partition, split_evenly
-from partita.control.model import HASH_SPACE_END, KeyElement, NodeRecord, TableRecord, new_table_id
+from partita.control.model import (
+    HASH_SPACE_END,
+    KeyElement,
+    NodeRecord,
+    Revision,
+    TableRecord,
+    TableSpec,
+    TableState,
+    TableStatus,
+    new_table_id,
+    partition_from_json,
+    partition_to_json,
+    table_status,
+)
 
 SORT_KEY = KeyElement("sk", "N")
 
 
-def sample(partitions: int = 3, sort_key: KeyElement | None = SORT_KEY) -> TableRecord:
-    parts = tuple(
-        Partition(f"p{i}", start, end, (f"n{i}", f"n{i + 1}"), f"n{i}" if i % 2 else None)
-        for i, (start, end) in enumerate(split_evenly(partitions))
-    )
-    return TableRecord(
+def spec(sort_key: KeyElement | None = SORT_KEY, **changes: object) -> TableSpec:
+    base = TableSpec(
         name="Orders.v2_x-1",
         table_id=2**62 + 5,
-        status="CREATING",
         partition_key=KeyElement("pk", "S"),
         sort_key=sort_key,
         attribute_definitions=(("pk", "S"), ("sk", "N")) if sort_key else (("pk", "S"),),
@@ -30,80 +39,104 @@ def sample(partitions: int = 3, sort_key: KeyElement | None = SORT_KEY) -> Table
         read_capacity=3200,
         write_capacity=1000,
         created_at=1763703480.123,
-        partitions=parts,
-        map_version=7,
         tags=(("team", "payments"), ("env", "prod")),
+        generation=3,
     )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
-def through_json(record: TableRecord, revision: int = 0) -> TableRecord:
-    return TableRecord.from_json(orjson.loads(orjson.dumps(record.to_json())), revision)
-
-
-def test_json_round_trip_preserves_every_field() -> None:
-    record = sample()
-    back = through_json(record)
-    assert back == record
-    assert [dataclasses.astuple(p) for p in back.partitions] == [
-        dataclasses.astuple(p) for p in record.partitions
+def partitions(count: int) -> list[Partition]:
+    return [
+        Partition(f"p{i}", start, end, (f"n{i}", f"n{i + 1}"), f"n{i}" if i % 2 else None)
+        for i, (start, end) in enumerate(split_evenly(count))
     ]
 
 
-def test_the_last_partition_ends_at_two_to_the_64_through_json() -> None:
-    record = sample(partitions=1)
-    assert record.partitions[-1].end == HASH_SPACE_END == 2**64
-    text = orjson.dumps(record.to_json())  # orjson refuses integers above 2**64 - 1
-    back = TableRecord.from_json(orjson.loads(text))
-    assert back.partitions[-1].end == 2**64
-    assert back.partition_map.floor_lookup(2**64 - 1).partition_id == "p0"
+def through_json(s: TableSpec, revision: str = "") -> TableSpec:
+    return TableSpec.from_json(orjson.loads(orjson.dumps(s.to_json())), Revision(revision))
 
 
-@given(st.integers(min_value=1, max_value=64))
-def test_any_even_split_survives_the_round_trip(count: int) -> None:
-    record = sample(partitions=count)
-    assert through_json(record).partitions == record.partitions
+def test_spec_json_round_trip_preserves_every_field() -> None:
+    assert through_json(spec()) == spec()
+    assert through_json(spec(deleting=True)).deleting is True
 
 
-def test_a_table_without_sort_key_round_trips_with_none() -> None:
-    record = sample(sort_key=None)
-    data = record.to_json()
-    assert data["sort_key"] is None
-    assert through_json(record).sort_key is None
+def test_a_spec_without_sort_key_round_trips_with_none() -> None:
+    s = spec(sort_key=None)
+    assert s.to_json()["sort_key"] is None
+    assert through_json(s).sort_key is None
+
+
+def test_spec_fields_added_later_default_when_absent_and_unknown_ones_are_ignored() -> None:
+    # An older record has neither generation nor deleting; a newer one may carry fields
+    # this version does not know (the table spec stays extensible).
+    data = spec().to_json()
+    del data["generation"], data["deleting"], data["tags"]
+    data["time_to_live"] = {"attribute": "expires"}
+    back = TableSpec.from_json(data)
+    assert (back.generation, back.deleting, back.tags) == (1, False, ())
 
 
 def test_revision_comes_from_the_store_and_does_not_affect_equality() -> None:
-    record = sample()
-    back = through_json(record, revision=42)
-    assert back.revision == 42
-    assert back == record
-    assert "revision" not in record.to_json()
+    back = through_json(spec(), revision="42")
+    assert back.revision == "42"
+    assert back == spec()
+    assert "revision" not in spec().to_json()
 
 
-def test_optional_fields_default_when_absent() -> None:
-    data = sample().to_json()
-    del data["map_version"]
-    del data["tags"]
-    for p in data["partitions"]:
-        del p["leader"]
-    back = TableRecord.from_json(data)
-    assert back.map_version == 1
-    assert back.tags == ()
-    assert all(p.leader is None for p in back.partitions)
+def test_state_round_trips() -> None:
+    state = TableState("t", 9, "ACTIVE", 4)
+    back = TableState.from_json(orjson.loads(orjson.dumps(state.to_json())), Revision("7"))
+    assert back == state
+    assert back.revision == "7"
 
 
-def test_partition_map_carries_the_map_version() -> None:
-    pm = sample().partition_map
-    assert pm.version == 7
-    assert len(pm) == 3
+@given(st.integers(min_value=1, max_value=64))
+def test_any_even_split_survives_the_partition_round_trip(count: int) -> None:
+    parts = partitions(count)
+    assert [partition_from_json(orjson.loads(orjson.dumps(partition_to_json(p)))) for p in parts] == parts
+
+
+def test_the_last_partition_ends_at_two_to_the_64_through_json() -> None:
+    (whole,) = partitions(1)
+    text = orjson.dumps(partition_to_json(whole))  # orjson refuses integers above 2**64 - 1
+    assert partition_from_json(orjson.loads(text)).end == HASH_SPACE_END == 2**64
+
+
+@pytest.mark.parametrize(
+    ("changes", "state", "expected"),
+    [
+        ({}, None, "CREATING"),
+        ({}, TableState("Orders.v2_x-1", 2**62 + 5, "CREATING", 3), "CREATING"),
+        ({}, TableState("Orders.v2_x-1", 2**62 + 5, "ACTIVE", 3), "ACTIVE"),
+        ({}, TableState("Orders.v2_x-1", 2**62 + 5, "ACTIVE", 2), "UPDATING"),
+        ({"deleting": True}, TableState("Orders.v2_x-1", 2**62 + 5, "ACTIVE", 3), "DELETING"),
+        ({"deleting": True}, None, "DELETING"),
+        # The state of an earlier incarnation under the same name does not count.
+        ({}, TableState("Orders.v2_x-1", 99, "ACTIVE", 3), "CREATING"),
+    ],
+)
+def test_table_status_is_derived_from_spec_and_state(
+    changes: dict[str, object], state: TableState | None, expected: TableStatus
+) -> None:
+    assert table_status(spec(**changes), state) == expected
+
+
+def test_the_joined_record_orders_partitions_and_carries_the_derived_status() -> None:
+    parts = partitions(3)
+    record = TableRecord.of(spec(), TableState("Orders.v2_x-1", 2**62 + 5, "ACTIVE", 2), parts[::-1])
+    assert record.status == "UPDATING"
+    assert record.partitions == tuple(parts)
+    assert len(record.partition_map) == 3
+    assert (record.read_capacity, record.tags) == (3200, spec().tags)
+    assert record.key_names == ["pk", "sk"]
 
 
 def test_with_status_changes_only_the_status() -> None:
-    record = dataclasses.replace(sample(), revision=9)
+    record = TableRecord.of(spec(), None, partitions(2))
     active = record.with_status("ACTIVE")
-    assert active.status == "ACTIVE"
-    assert record.status == "CREATING"
+    assert (record.status, active.status) == ("CREATING", "ACTIVE")
     assert dataclasses.replace(active, status="CREATING") == record
-    assert active.revision == 9  # the CAS compares against the revision that was read
 
 
 def test_node_record_round_trips() -> None:

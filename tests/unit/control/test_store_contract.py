@@ -4,14 +4,16 @@ store will join this list."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 
 import aetcd
 import pytest
 
-from partita.control.model import NodeRecord, PartitionStats
+from partita.common.partition_map import Partition
+from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TableState
 from partita.control.store import PREFIX, STATS, ControlStore, EtcdControlStore, MemoryControlStore
-from tests.unit.control.conftest import table
+from tests.unit.control.conftest import TWO_PARTITIONS, table
 
 
 @pytest.fixture(params=["memory", "etcd"])
@@ -34,68 +36,130 @@ async def store(etcd_port: int | None) -> AsyncIterator[ControlStore]:
     await s.close()
 
 
-# --- tables -----------------------------------------------------------------------
+# --- table catalog ------------------------------------------------------------------
 
 
-async def test_create_table_is_create_if_absent(store: ControlStore) -> None:
-    assert await store.create_table(table(table_id=11)) is True
-    assert await store.create_table(table(table_id=13)) is False
-    stored = await store.get_table("Orders")
+async def test_create_table_spec_is_create_if_absent(store: ControlStore) -> None:
+    assert await store.create_table_spec(table(table_id=11)) is True
+    assert await store.create_table_spec(table(table_id=13)) is False
+    stored = await store.get_table_spec("Orders")
     assert stored is not None
     assert stored == table(table_id=11)
-    assert stored.revision > 0
-    assert await store.list_tables() == [table(table_id=11)]
+    assert stored.revision != NO_REVISION
+    assert await store.list_table_specs() == [table(table_id=11)]
 
 
-async def test_get_table_of_an_unknown_name_is_none(store: ControlStore) -> None:
-    assert await store.get_table("Nope") is None
+async def test_get_table_spec_of_an_unknown_name_is_none(store: ControlStore) -> None:
+    assert await store.get_table_spec("Nope") is None
+    assert await store.get_table_state("Nope") is None
 
 
-async def test_replace_table_is_a_compare_and_swap_on_the_revision(store: ControlStore) -> None:
-    await store.create_table(table())
-    first = await store.get_table("Orders")
+async def test_replace_table_spec_is_a_compare_and_swap_on_the_revision(store: ControlStore) -> None:
+    await store.create_table_spec(table())
+    first = await store.get_table_spec("Orders")
     assert first is not None
-    assert await store.replace_table(first.with_status("ACTIVE")) is True
+    assert await store.replace_table_spec(dataclasses.replace(first, read_capacity=9)) is True
     # `first` is stale now: its revision is not the stored one any more.
-    assert await store.replace_table(first.with_status("DELETING")) is False
-    current = await store.get_table("Orders")
+    assert await store.replace_table_spec(dataclasses.replace(first, deleting=True)) is False
+    current = await store.get_table_spec("Orders")
     assert current is not None
-    assert current.status == "ACTIVE"
-    assert current.revision > first.revision
+    assert (current.read_capacity, current.deleting) == (9, False)
+    assert current.revision != first.revision
 
 
-async def test_replace_table_of_a_missing_table_fails_and_creates_nothing(store: ControlStore) -> None:
-    # A record never read from the store has revision 0, which is also the mod
-    # revision etcd reports for a missing key: the CAS must not turn into a create.
-    assert await store.replace_table(table()) is False
-    assert await store.get_table("Orders") is None
+async def test_replace_table_spec_of_a_missing_table_fails_and_creates_nothing(store: ControlStore) -> None:
+    # A spec never read from the store has no revision: the CAS must not turn into a create.
+    assert await store.replace_table_spec(table()) is False
+    assert await store.get_table_spec("Orders") is None
 
 
-async def test_remove_table_needs_the_current_revision(store: ControlStore) -> None:
-    await store.create_table(table())
-    first = await store.get_table("Orders")
+async def test_table_state_is_created_once_then_compared_and_swapped(store: ControlStore) -> None:
+    creating = TableState("Orders", 11, "CREATING", 1)
+    assert await store.put_table_state(creating) is True
+    assert await store.put_table_state(creating) is False  # no revision: only if absent
+    stored = await store.get_table_state("Orders")
+    assert stored == creating and stored.revision != NO_REVISION
+    assert await store.put_table_state(dataclasses.replace(stored, phase="ACTIVE")) is True
+    assert await store.put_table_state(dataclasses.replace(stored, observed_generation=2)) is False
+    assert await store.list_table_states() == [TableState("Orders", 11, "ACTIVE", 1)]
+
+
+async def test_the_joined_view_carries_spec_state_and_partitions(store: ControlStore) -> None:
+    await store.create_table_spec(table("A", 1))
+    await store.create_table_spec(table("B", 2))
+    await store.change_partitions(2, TWO_PARTITIONS, ())
+    await store.put_table_state(TableState("B", 2, "ACTIVE", 1))
+    by_name = {r.name: r for r in await store.list_tables()}
+    assert (by_name["A"].status, by_name["A"].partitions) == ("CREATING", ())
+    assert (by_name["B"].status, by_name["B"].partitions) == ("ACTIVE", TWO_PARTITIONS)
+
+
+async def test_remove_table_needs_the_current_revision_and_takes_everything_of_it(
+    store: ControlStore,
+) -> None:
+    await store.create_table_spec(table())
+    first = await store.get_table_spec("Orders")
     assert first is not None
-    assert await store.replace_table(first.with_status("DELETING"))
+    await store.put_table_state(TableState("Orders", 11, "ACTIVE", 1))
+    await store.change_partitions(11, TWO_PARTITIONS, ())
+    assert await store.replace_table_spec(dataclasses.replace(first, deleting=True))
     assert await store.remove_table(first) is False
-    current = await store.get_table("Orders")
+    current = await store.get_table_spec("Orders")
     assert current is not None
     assert await store.remove_table(current) is True
-    assert await store.get_table("Orders") is None
+    assert await store.get_table_spec("Orders") is None
+    assert await store.get_table_state("Orders") is None
+    assert await store.list_partitions(11) == []
+    assert await store.list_tables() == []
     assert await store.remove_table(current) is False  # a missing table reports failure
 
 
-async def test_remove_table_removes_its_ready_markers_and_no_others(store: ControlStore) -> None:
+async def test_remove_table_removes_its_ready_markers_and_partitions_and_no_others(
+    store: ControlStore,
+) -> None:
     # Ids chosen so that one is a decimal prefix of the others.
     for name, table_id in (("A", 1), ("B", 13), ("C", 133)):
-        await store.create_table(table(name, table_id))
+        await store.create_table_spec(table(name, table_id))
+        await store.change_partitions(table_id, TWO_PARTITIONS, ())
         await store.mark_ready(table_id, "p0", "n1")
         await store.mark_ready(table_id, "p1", "n2")
-    b = await store.get_table("B")
+    b = await store.get_table_spec("B")
     assert b is not None
     assert await store.remove_table(b)
     assert await store.list_ready(13) == set()
+    assert await store.list_partitions(13) == []
     assert await store.list_ready(1) == {("p0", "n1"), ("p1", "n2")}
     assert await store.list_ready(133) == {("p0", "n1"), ("p1", "n2")}
+    assert await store.list_partitions(133) == list(TWO_PARTITIONS)
+
+
+# --- partition map --------------------------------------------------------------------
+
+
+async def test_partitions_are_objects_of_their_own_listed_by_start(store: ControlStore) -> None:
+    await store.change_partitions(5, TWO_PARTITIONS[::-1], ())
+    await store.change_partitions(51, TWO_PARTITIONS[:1], ())
+    assert await store.list_partitions(5) == list(TWO_PARTITIONS)
+    assert await store.list_partitions(51) == list(TWO_PARTITIONS[:1])
+    assert await store.list_partitions(6) == []
+
+
+async def test_a_split_replaces_the_parent_with_its_markers_and_statistics(store: ControlStore) -> None:
+    await store.change_partitions(5, TWO_PARTITIONS, ())
+    await store.mark_ready(5, "p0", "n1")
+    await store.mark_ready(5, "p1", "n2")
+    await store.mark_ready(5, "p1-0", "n2")  # a partition whose id extends p1's
+    await store.put_partition_stats(5, "p1", PartitionStats(4, 400, 1.0))
+    await store.put_partition_stats(5, "p0", PartitionStats(2, 200, 1.0))
+    children = (
+        Partition("p1-0", 2**63, 3 * 2**62, ("n2",), "n2"),
+        Partition("p1-1", 3 * 2**62, 2**64, ("n2",), "n2"),
+    )
+    estimates = [("p1-0", PartitionStats(2, 200, 1.0)), ("p1-1", PartitionStats(2, 200, 1.0))]
+    await store.change_partitions(5, children, ["p1"], estimates)
+    assert await store.list_partitions(5) == [TWO_PARTITIONS[0], *children]
+    assert await store.list_ready(5) == {("p0", "n1"), ("p1-0", "n2")}
+    assert await store.list_partition_stats(5) == {"p0": PartitionStats(2, 200, 1.0), **dict(estimates)}
 
 
 async def test_ready_markers_are_set_listed_and_cleared_per_table(store: ControlStore) -> None:
@@ -134,9 +198,9 @@ async def test_partition_stats_are_kept_per_table_and_the_latest_wins(store: Con
 
 async def test_remove_table_removes_its_statistics_and_no_others(store: ControlStore) -> None:
     for name, table_id in (("A", 1), ("B", 13), ("C", 133)):
-        await store.create_table(table(name, table_id))
+        await store.create_table_spec(table(name, table_id))
         await store.put_partition_stats(table_id, "p0", PartitionStats(table_id, 1, 1.0))
-    b = await store.get_table("B")
+    b = await store.get_table_spec("B")
     assert b is not None
     assert await store.remove_table(b)
     assert await store.list_partition_stats(13) == {}

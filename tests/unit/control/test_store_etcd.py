@@ -5,13 +5,14 @@ are in test_store_contract.py, run against this store too."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 import aetcd
 import pytest
 
 from partita.control.model import NodeRecord
-from partita.control.store import NODES, EtcdControlStore
+from partita.control.store import LEADERS, NODES, EtcdControlStore
 from tests.unit.control.conftest import Etcd, eventually, table
 
 
@@ -28,12 +29,12 @@ async def store(etcd: Etcd, raw: aetcd.Client) -> AsyncIterator[EtcdControlStore
 async def test_two_writers_racing_on_one_revision_only_one_wins(store: EtcdControlStore, etcd: Etcd) -> None:
     other = EtcdControlStore("127.0.0.1", etcd.port)
     try:
-        await store.create_table(table())
-        seen = await store.get_table("Orders")
+        await store.create_table_spec(table())
+        seen = await store.get_table_spec("Orders")
         assert seen is not None
         results = await asyncio.gather(
-            store.replace_table(seen.with_status("ACTIVE")),
-            other.replace_table(seen.with_status("DELETING")),
+            store.replace_table_spec(dataclasses.replace(seen, read_capacity=6)),
+            other.replace_table_spec(dataclasses.replace(seen, deleting=True)),
         )
         assert sorted(results) == [False, True]
     finally:
@@ -108,8 +109,80 @@ async def test_wait_for_change_wakes_on_a_put_and_stays_quiet_otherwise(
         assert await store.wait_for_change(10) is True
         await task
         # A change made while nobody waits is not lost: the next wait returns at once.
-        await writer.create_table(table())
+        await writer.create_table_spec(table())
         await asyncio.sleep(0.3)
         assert await store.wait_for_change(10) is True
     finally:
         await writer.close()
+
+
+# --- housekeeping -----------------------------------------------------------------
+
+
+async def test_compacting_and_defragmenting_gives_back_the_space_of_old_revisions(
+    store: EtcdControlStore,
+) -> None:
+    await store.create_table_spec(table())
+    await store.compact_and_defragment(keep_revisions=1)
+    baseline = await store.database_size()
+    padding = "x" * 240
+    for i in range(400):  # ~10 KB per revision of the spec
+        current = await store.get_table_spec("Orders")
+        assert current is not None
+        tags = tuple((f"k{j:02d}", f"{padding}{i:06d}") for j in range(40))
+        assert await store.replace_table_spec(dataclasses.replace(current, tags=tags))
+    grown = await store.database_size()
+    assert grown > baseline + 2 * 1024 * 1024
+    await store.compact_and_defragment(keep_revisions=10)
+    assert await store.database_size() < baseline + 1024 * 1024
+    # The latest spec is intact.
+    current = await store.get_table_spec("Orders")
+    assert current is not None and current.tags[0][1].endswith("000399")
+
+
+# --- leadership -------------------------------------------------------------------
+
+
+async def test_one_holder_leads_a_role_and_a_successor_takes_over_when_it_resigns(
+    store: EtcdControlStore, etcd: Etcd, raw: aetcd.Client
+) -> None:
+    await raw.delete_prefix(LEADERS)
+    other = EtcdControlStore("127.0.0.1", etcd.port)
+    try:
+        await asyncio.wait_for(store.campaign("autoadmin", "first", ttl=2, poll=0.1), 5)
+        waiting = asyncio.create_task(other.campaign("autoadmin", "second", ttl=2, poll=0.1))
+        await asyncio.sleep(2.5)  # longer than the TTL: the leader's keep-alive holds it
+        assert not waiting.done()
+        await store.resign("autoadmin", "first")
+        await asyncio.wait_for(waiting, 5)
+        kv = await raw.get(LEADERS + b"autoadmin")
+        assert kv is not None and kv.value == b"second"
+    finally:
+        await other.close()
+
+
+async def test_a_dead_leaders_role_passes_on_after_its_ttl(etcd: Etcd, raw: aetcd.Client) -> None:
+    await raw.delete_prefix(LEADERS)
+    dead, heir = EtcdControlStore("127.0.0.1", etcd.port), EtcdControlStore("127.0.0.1", etcd.port)
+    try:
+        await dead.campaign("autoadmin", "dead", ttl=2, poll=0.1)
+        await dead.close()  # stops refreshing without resigning, as a SIGKILL would
+        await asyncio.wait_for(heir.campaign("autoadmin", "heir", ttl=2, poll=0.1), 10)
+        kv = await raw.get(LEADERS + b"autoadmin")
+        assert kv is not None and kv.value == b"heir"
+    finally:
+        await heir.close()
+
+
+async def test_leadership_lost_returns_when_the_lease_is_gone(
+    store: EtcdControlStore, raw: aetcd.Client
+) -> None:
+    await raw.delete_prefix(LEADERS)
+    await store.campaign("autoadmin", "me", ttl=3, poll=0.1)
+    lost = asyncio.create_task(store.leadership_lost())
+    await asyncio.sleep(0.3)
+    assert not lost.done()
+    kv = await raw.get(LEADERS + b"autoadmin")
+    assert kv is not None
+    await raw.revoke_lease(kv.lease)
+    await asyncio.wait_for(lost, 5)

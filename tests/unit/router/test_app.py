@@ -45,7 +45,7 @@ async def app(tmp_path: Path) -> DynamoApp:
     save(path, [ADMIN, LIMITED])
     store = MemoryControlStore()
     await store.register_node(NodeRecord("n1", "a", "127.0.0.1:1", "127.0.0.1:2"), ttl=10)
-    ctx = RouterContext(TableCache(store), StorageClient(), RouterSettings(account_id="123456789012"))
+    ctx = RouterContext(TableCache(store), store, StorageClient(), RouterSettings(account_id="123456789012"))
     return DynamoApp(ctx, CredentialStore(path))
 
 

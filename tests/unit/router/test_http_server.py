@@ -225,7 +225,8 @@ async def test_a_failing_handler_answers_500_and_keeps_the_connection(server: Se
 
 async def test_get_health_check_answers_200(tmp_path: Path) -> None:
     (tmp_path / "credentials.json").write_text('{"version": 1, "credentials": []}')
-    ctx = RouterContext(TableCache(MemoryControlStore()), StorageClient(), RouterSettings())
+    store = MemoryControlStore()
+    ctx = RouterContext(TableCache(store), store, StorageClient(), RouterSettings())
     app = DynamoApp(ctx, CredentialStore(tmp_path / "credentials.json"))
     srv = await start_http_server(app, "127.0.0.1", 0)
     try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from partita._proto import storage_pb2 as pb
@@ -14,7 +12,7 @@ from partita.control.store import MemoryControlStore
 from partita.router import context as context_module
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.table_cache import TableCache
-from tests.unit.records import table_record
+from tests.unit.records import put_record, table_record
 
 HALF = 2**63
 
@@ -49,13 +47,13 @@ async def _context(store: MemoryControlStore, storage: ScriptedStorage) -> Route
         await store.register_node(NodeRecord(node, node, f"{node}:grpc", f"{node}:data"), ttl=10)
     tables = TableCache(store)
     await tables.refresh()
-    return RouterContext(tables, storage, RouterSettings())
+    return RouterContext(tables, store, storage, RouterSettings())
 
 
 async def test_send_goes_to_the_partition_whose_range_holds_the_hash() -> None:
     store = MemoryControlStore()
-    await store.create_table(
-        _record((Partition("p0", 0, HALF, ("a",), "a"), Partition("p1", HALF, 2**64, ("b",), "b")))
+    await put_record(
+        store, _record((Partition("p0", 0, HALF, ("a",), "a"), Partition("p1", HALF, 2**64, ("b",), "b")))
     )
     storage = ScriptedStorage({"a": [], "b": []})
     ctx = await _context(store, storage)
@@ -71,15 +69,12 @@ async def test_wrong_partition_refreshes_routes_and_retries_on_the_new_owner(
 ) -> None:
     monkeypatch.setattr(context_module, "RETRY_PAUSE_SECONDS", 0)
     store = MemoryControlStore()
-    await store.create_table(_record((Partition("p0", 0, 2**64, ("a",), "a"),)))
+    await put_record(store, _record((Partition("p0", 0, 2**64, ("a",), "a"),)))
     storage = ScriptedStorage({"a": [pb.WRONG_PARTITION], "b": []})
     ctx = await _context(store, storage)
     stale = ctx.tables.require_active("t")
     # The partition moved to node b after the router cached its route.
-    current = await store.get_table("t")
-    assert current is not None
-    moved = dataclasses.replace(current, partitions=(Partition("p0", 0, 2**64, ("b",), "b"),), map_version=2)
-    assert await store.replace_table(moved)
+    await put_record(store, _record((Partition("p0", 0, 2**64, ("b",), "b"),)))
     response = await ctx.send(stale, pb.Request(op=pb.GET, key_hash=42))
     assert response.status == pb.OK
     assert storage.log == [("a", "p0", 42), ("b", "p0", 42)]
@@ -88,7 +83,7 @@ async def test_wrong_partition_refreshes_routes_and_retries_on_the_new_owner(
 async def test_unavailable_node_is_retried_until_it_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(context_module, "RETRY_PAUSE_SECONDS", 0)
     store = MemoryControlStore()
-    await store.create_table(_record((Partition("p0", 0, 2**64, ("a",), "a"),)))
+    await put_record(store, _record((Partition("p0", 0, 2**64, ("a",), "a"),)))
     storage = ScriptedStorage({"a": [pb.UNAVAILABLE, pb.UNAVAILABLE], "b": []})
     ctx = await _context(store, storage)
     response = await ctx.send(ctx.tables.require_active("t"), pb.Request(op=pb.GET, key_hash=1))
@@ -101,7 +96,7 @@ async def test_a_node_that_never_answers_gives_a_retriable_500_not_a_hang(
 ) -> None:
     monkeypatch.setattr(context_module, "RETRY_PAUSE_SECONDS", 0)
     store = MemoryControlStore()
-    await store.create_table(_record((Partition("p0", 0, 2**64, ("a",), "a"),)))
+    await put_record(store, _record((Partition("p0", 0, 2**64, ("a",), "a"),)))
     storage = ScriptedStorage({"a": [pb.UNAVAILABLE] * 100, "b": []})
     ctx = await _context(store, storage)
     with pytest.raises(DynamoError) as err:
@@ -112,7 +107,7 @@ async def test_a_node_that_never_answers_gives_a_retriable_500_not_a_hang(
 
 async def test_storage_errors_keep_their_dynamodb_namespace() -> None:
     store = MemoryControlStore()
-    await store.create_table(_record((Partition("p0", 0, 2**64, ("a",), "a"),)))
+    await put_record(store, _record((Partition("p0", 0, 2**64, ("a",), "a"),)))
 
     class Failing(ScriptedChannel):
         async def call(self, request: pb.Request) -> pb.Response:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
 from partita.control.model import PartitionStats, TableRecord
 from partita.control.store import MemoryControlStore
 from partita.router.table_cache import TableCache
-from tests.unit.records import table_record
+from tests.unit.records import put_record, table_record
 
 
 def _record(read_capacity: int) -> TableRecord:
@@ -37,16 +36,14 @@ class PausingStore(MemoryControlStore):
 
 async def test_refresh_after_a_write_sees_it_even_while_an_older_read_is_in_flight() -> None:
     store = PausingStore()
-    await store.create_table(_record(5))
+    await put_record(store, _record(5))
     cache = TableCache(store)
     await cache.refresh()
 
     store.pause = True
     background = asyncio.create_task(cache.refresh())  # the watch loop's read, snapshot before the write
     await store.snapshot_taken.wait()
-    current = await store.get_table("t")
-    assert current is not None
-    assert await store.replace_table(dataclasses.replace(current, read_capacity=7))
+    await put_record(store, _record(7))
     mine = asyncio.create_task(cache.refresh())
     await asyncio.sleep(0)
     store.release.set()
@@ -57,7 +54,7 @@ async def test_refresh_after_a_write_sees_it_even_while_an_older_read_is_in_flig
 
 async def test_callers_arriving_during_one_read_share_the_next_read() -> None:
     store = PausingStore()
-    await store.create_table(_record(5))
+    await put_record(store, _record(5))
     cache = TableCache(store)
     await cache.refresh()
     reads_before = store.reads
@@ -85,3 +82,22 @@ async def test_table_statistics_fall_back_to_the_last_figures_when_the_store_is_
     store.list_partition_stats = unreachable  # type: ignore[method-assign]
     assert await cache.stats_of(7) == {"p0": PartitionStats(3, 300, 1.0)}
     assert await cache.stats_of(8) == {}
+
+
+async def test_the_cache_never_writes_nor_moves_a_table_through_its_lifecycle() -> None:
+    # Every replica of a CREATING table serves and a DELETING table's replicas are all
+    # gone: transitions the autoadmin will make. The routers' cache, refreshed as the
+    # data path does on every stale route, leaves both alone and writes nothing.
+    store = MemoryControlStore()
+    await put_record(store, table_record(name="new", table_id=1, status="CREATING"))
+    await store.mark_ready(1, "p0", "a")
+    await put_record(store, table_record(name="old", table_id=2, status="DELETING"))
+    writes = store.writes
+    cache = TableCache(store)
+    for _ in range(5):
+        await cache.refresh()
+    assert (cache.require("new").record.status, cache.require("old").record.status) == (
+        "CREATING",
+        "DELETING",
+    )
+    assert store.writes == writes

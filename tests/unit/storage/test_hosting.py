@@ -17,6 +17,7 @@ from partita.storage.engine import Engine
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.node import NodeState, StorageService, reconcile_hosting
 from tests.unit import records
+from tests.unit.records import put_record
 
 END = 2**64
 
@@ -130,7 +131,7 @@ def rows(state: NodeState, table_id: int) -> int:
 async def test_reconcile_serves_assigned_partitions_and_marks_each_ready(node_state: NodeState) -> None:
     store = MemoryControlStore()
     record = table_record(1, [("a",), ("b",), ("a",)], "CREATING")
-    await store.create_table(record)
+    await put_record(store, record)
     await reconcile_hosting(node_state, store, await store.list_tables())
     assert set(node_state.hosted) == {1}
     assert await store.list_ready(1) == {("p0", "a"), ("p2", "a")}
@@ -141,14 +142,12 @@ async def test_reconcile_serves_assigned_partitions_and_marks_each_ready(node_st
 
 async def test_reconcile_drops_a_deleting_tables_data_and_ready_markers(node_state: NodeState) -> None:
     store = MemoryControlStore()
-    await store.create_table(table_record(1, [("a",)]))
-    await store.create_table(table_record(3, [("a",)]))
+    await put_record(store, table_record(1, [("a",)]))
+    await put_record(store, table_record(3, [("a",)]))
     await reconcile_hosting(node_state, store, await store.list_tables())
     await put_rows(node_state, 1)
     await put_rows(node_state, 3)
-    doomed = await store.get_table("t1")
-    assert doomed is not None
-    await store.replace_table(doomed.with_status("DELETING"))
+    await put_record(store, table_record(1, [("a",)], "DELETING"))
     await reconcile_hosting(node_state, store, await store.list_tables())
     assert rows(node_state, 1) == 0
     assert rows(node_state, 3) == 3
@@ -168,7 +167,7 @@ async def test_reconcile_drops_data_of_a_table_the_store_no_longer_has(node_stat
 
 async def test_status_reports_every_hosted_partition(node_state: NodeState) -> None:
     store = MemoryControlStore()
-    await store.create_table(table_record(1, [("b",), ("a",)]))
+    await put_record(store, table_record(1, [("b",), ("a",)]))
     await reconcile_hosting(node_state, store, await store.list_tables())
     status = await StorageService(node_state).Status(pb.StatusRequest(), None)  # type: ignore[arg-type]
     assert (status.node_id, status.zone) == ("a", "zone-a")

@@ -25,6 +25,7 @@ from partita.storage.table_stats import (
     measure_partition,
     next_pass_delay,
 )
+from tests.unit.records import put_record
 from tests.unit.storage.test_hosting import table_record
 
 HALF = 2**63
@@ -114,7 +115,7 @@ async def test_dropping_a_deleted_table_clears_its_counts_but_a_live_table_keeps
     await store.put_partition_stats(8, "p0", PartitionStats(6, 600, 1.0))  # n2's count
     # n1 holds data of both: table 7 is gone from the store, table 8 now lives on n2 only.
     state = NodeState("n1", "a", engine, ids_with_data={7, 8})
-    await store.create_table(moved)
+    await put_record(store, moved)
     await reconcile_hosting(state, store, [moved])
     assert await store.list_partition_stats(7) == {}
     assert await store.list_partition_stats(8) == {"p0": PartitionStats(6, 600, 1.0)}

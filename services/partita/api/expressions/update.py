@@ -26,7 +26,6 @@ from typing import Any
 from partita.api.expressions import ast
 from partita.api.expressions.paths import ResolvedPath, get_value
 from partita.api.expressions.projection import project_paths
-from partita.api.numbers import CONTEXT, check_limits, format_number
 from partita.api.values import (
     SET_TYPES,
     AttributeValue,
@@ -35,6 +34,7 @@ from partita.api.values import (
     value_type,
 )
 from partita.common import errors
+from partita.common.numbers import CONTEXT, check_limits, format_number
 
 _MISSING = "The provided expression refers to an attribute that does not exist in the item"
 _BAD_TYPE = "An operand in the update expression has an incorrect data type"

@@ -1,4 +1,8 @@
-"""CreateTable: place the partitions, store the table as CREATING, answer at once."""
+"""CreateTable: store the desired table spec, answer CREATING at once.
+
+The router decides nothing about the table's layout: the autoadmin places its
+partitions and moves it to ACTIVE once every replica serves.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +10,17 @@ import time
 from typing import Any
 
 from partita.api.operations import create_table
-from partita.autoadmin.placement import initial_placement
 from partita.common import errors
-from partita.common.partition_count import initial_partition_count
-from partita.common.partition_map import Partition, split_evenly
-from partita.control.model import TableRecord, new_table_id
+from partita.control.model import TableRecord, TableSpec, new_table_id
 from partita.router.context import RouterContext
 from partita.router.describe import table_description
 
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     req = create_table.validate(body)
-    on_demand = req.billing_mode == "PAY_PER_REQUEST"
-    count = initial_partition_count(
-        req.read_capacity, req.write_capacity, on_demand, ctx.settings.on_demand_partitions
-    )
-    await ctx.tables.refresh()
-    table_id = new_table_id()
-    placement = initial_placement(count, list(ctx.tables.nodes.values()), table_id)
-    partitions = tuple(
-        Partition(f"{table_id:016x}-{i:04d}", start, end, replicas, replicas[0])
-        for i, ((start, end), replicas) in enumerate(zip(split_evenly(count), placement, strict=True))
-    )
-    record = TableRecord(
+    spec = TableSpec(
         name=req.table_name,
-        table_id=table_id,
-        status="CREATING",
+        table_id=new_table_id(),
         partition_key=req.partition_key,
         sort_key=req.sort_key,
         attribute_definitions=req.attribute_definitions,
@@ -39,10 +28,10 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         read_capacity=req.read_capacity,
         write_capacity=req.write_capacity,
         created_at=round(time.time(), 3),
-        partitions=partitions,
         tags=req.tags,
     )
-    if not await ctx.tables.store.create_table(record):
+    if not await ctx.catalog.create_table_spec(spec):
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")
     await ctx.tables.refresh()
+    record = TableRecord.of(spec, None, [])
     return {"TableDescription": table_description(record, ctx.table_arn(record.name))}

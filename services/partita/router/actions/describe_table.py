@@ -1,7 +1,7 @@
 """DescribeTable.
 
-A local cluster moves a table out of CREATING or DELETING within a fraction of a
-second, but SDK waiters (boto3's `table_exists` / `table_not_exists`) ask once at
+A local cluster's autoadmin moves a table out of CREATING or DELETING within a fraction
+of a second, but SDK waiters (boto3's `table_exists` / `table_not_exists`) ask once at
 once and then sleep 20 s when the answer is not final yet. So a DescribeTable that
 finds a table in transition gives the transition a short, bounded time to finish
 before answering; the CreateTable and DeleteTable responses themselves still say
@@ -22,6 +22,9 @@ from partita.router.describe import table_description
 
 SETTLE_SECONDS = 2.0  # longest a DescribeTable waits for a transition to finish
 SETTLE_POLL_SECONDS = 0.02
+# The cache follows the store's watch on its own; reading the store itself is only a
+# fallback, every this many polls, so waiting DescribeTables add little load to etcd.
+SETTLE_READ_EVERY = 10
 _IN_TRANSITION = ("CREATING", "DELETING")
 
 
@@ -38,8 +41,9 @@ async def settled(ctx: RouterContext, name: str, record: TableRecord) -> TableRe
     """The table once out of CREATING/DELETING, or as it is after SETTLE_SECONDS;
     ResourceNotFoundException once it is deleted."""
     deadline = time.monotonic() + SETTLE_SECONDS
-    for _ in range(int(SETTLE_SECONDS / SETTLE_POLL_SECONDS) + 1):
-        await ctx.tables.refresh()  # drives due transitions (autoadmin/lifecycle.py)
+    for poll in range(int(SETTLE_SECONDS / SETTLE_POLL_SECONDS) + 1):
+        if poll % SETTLE_READ_EVERY == SETTLE_READ_EVERY - 1:
+            await ctx.tables.refresh()
         table = ctx.tables.get(name)
         if table is None:
             raise errors.table_not_found(name)

@@ -1,4 +1,8 @@
-"""Tags live on the table record; every change is a compare-and-swap of the record."""
+"""Tags live on the table spec; every change is a compare-and-swap of the spec.
+
+Tags do not move the spec's generation: the autoadmin has nothing to apply for them,
+so tagging never sends a table through UPDATING.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,10 @@ import dataclasses
 from collections.abc import Callable
 
 from partita.common import errors
-from partita.control.model import TableRecord
+from partita.control.model import TableSpec
+from partita.router.actions import table_spec
 from partita.router.context import RouterContext
 
-CAS_ATTEMPTS = 5
 Tags = tuple[tuple[str, str], ...]
 
 
@@ -18,17 +22,20 @@ def not_found(arn: str) -> errors.DynamoError:
     return errors.resource_not_found(f"Requested resource not found: ResourcArn: {arn} not found")
 
 
-async def read(ctx: RouterContext, table_name: str, arn: str) -> TableRecord:
-    record = await ctx.tables.store.get_table(table_name)
-    if record is None or ctx.table_arn(table_name) != arn:
+async def read(ctx: RouterContext, table_name: str, arn: str) -> TableSpec:
+    spec = await ctx.catalog.get_table_spec(table_name)
+    if spec is None or ctx.table_arn(table_name) != arn:
         raise not_found(arn)
-    return record
+    return spec
 
 
 async def change(ctx: RouterContext, table_name: str, arn: str, edit: Callable[[Tags], Tags]) -> None:
-    for _ in range(CAS_ATTEMPTS):
-        record = await read(ctx, table_name, arn)
-        if await ctx.tables.store.replace_table(dataclasses.replace(record, tags=edit(record.tags))):
-            await ctx.tables.refresh()
-            return
-    raise errors.internal_server_error("Table changed concurrently; retry")
+    if ctx.table_arn(table_name) != arn:
+        raise not_found(arn)
+    await table_spec.change(
+        ctx,
+        table_name,
+        lambda spec: dataclasses.replace(spec, tags=edit(spec.tags)),
+        refuse=(),
+        missing=lambda: not_found(arn),
+    )

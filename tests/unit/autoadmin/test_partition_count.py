@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from partita.common.partition_count import (
+from partita.autoadmin.partition_count import (
     initial_partition_count,
     partition_count_after_update,
 )

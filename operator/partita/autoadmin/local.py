@@ -1,0 +1,126 @@
+"""The local driver of the reconcile core: a plain asyncio loop over the control store.
+
+Each pass reads the specs, states and nodes, decides per table (reading partitions
+and ready replicas only for tables that are not settled), and applies the actions in
+order, stopping a table at the first lost compare-and-swap (someone else moved it; the
+next pass decides again from what is stored). Passes run when the store's watch
+reports a change and at least every `RESYNC_SECONDS`, so a lost event delays a change,
+never loses it. A restarted driver picks up where any previous one stopped.
+
+It also owns the store's housekeeping: compacting history and defragmenting etcd on a
+schedule (etcd's own auto-compaction is on as well; defragmenting is never automatic).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from partita.autoadmin.reconcile import (
+    Action,
+    ChangePartitions,
+    Observed,
+    PutState,
+    Settings,
+    decide,
+    is_settled,
+)
+from partita.common import config
+from partita.control.store import AutoadminStore
+
+log = logging.getLogger(__name__)
+
+RESYNC_SECONDS = 1.0
+DEFAULT_DEFRAG_INTERVAL_SECONDS = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
+DEFAULT_KEEP_REVISIONS = config.DEFAULT_KEEP_REVISIONS
+
+
+class Maintenance(Protocol):
+    async def compact_and_defragment(self, keep_revisions: int) -> None: ...
+
+
+class LocalAutoadmin:
+    def __init__(
+        self,
+        store: AutoadminStore,
+        settings: Settings | None = None,
+        *,
+        maintenance: Maintenance | None = None,
+        defrag_interval: float = DEFAULT_DEFRAG_INTERVAL_SECONDS,
+        keep_revisions: int = DEFAULT_KEEP_REVISIONS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.settings = settings or Settings()
+        self.maintenance = maintenance
+        self.defrag_interval = defrag_interval
+        self.keep_revisions = keep_revisions
+        self.clock = clock
+        self._next_housekeeping = clock() + defrag_interval
+
+    async def reconcile_once(self) -> list[Action]:
+        """One pass over every table; the actions that took effect."""
+        specs = await self.store.list_table_specs()
+        states = {s.name: s for s in await self.store.list_table_states()}
+        nodes = await self.store.list_nodes()
+        applied: list[Action] = []
+        for spec in specs:
+            state = states.get(spec.name)
+            if is_settled(spec, state):
+                continue
+            observed = Observed(
+                spec,
+                state,
+                tuple(await self.store.list_partitions(spec.table_id)),
+                frozenset(await self.store.list_ready(spec.table_id)),
+                await self.store.list_partition_stats(spec.table_id),
+            )
+            for action in decide(observed, nodes, self.settings):
+                if not await self._apply(action):
+                    break
+                applied.append(action)
+        return applied
+
+    async def _apply(self, action: Action) -> bool:
+        if isinstance(action, ChangePartitions):
+            await self.store.change_partitions(action.table_id, action.put, action.remove, action.stats)
+            log.info(
+                "table %d: partitions %s placed%s",
+                action.table_id,
+                ", ".join(f"{p.partition_id} on {'/'.join(p.replicas)}" for p in action.put),
+                f", {', '.join(action.remove)} replaced" if action.remove else "",
+            )
+            return True
+        if isinstance(action, PutState):
+            ok = await self.store.put_table_state(action.state)
+            if ok:
+                s = action.state
+                log.info("table %s: %s at generation %d", s.name, s.phase, s.observed_generation)
+            return ok
+        ok = await self.store.remove_table(action.spec)
+        if ok:
+            log.info("table %s: deleted", action.spec.name)
+        return ok
+
+    async def housekeeping_if_due(self) -> bool:
+        if self.maintenance is None or self.clock() < self._next_housekeeping:
+            return False
+        self._next_housekeeping = self.clock() + self.defrag_interval
+        await self.maintenance.compact_and_defragment(self.keep_revisions)
+        log.info("control store compacted and defragmented")
+        return True
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.reconcile_once()
+                await self.housekeeping_if_due()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store is down: try again on the next pass
+                log.warning("control store unavailable: %s", exc)
+                await asyncio.sleep(1)
+            await self.store.wait_for_change(RESYNC_SECONDS)

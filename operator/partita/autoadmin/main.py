@@ -1,0 +1,131 @@
+"""`partita autoadmin`: the local driver as a process (`python -m partita.autoadmin.main`).
+
+The `partita` console script lives in services/, which never imports the control
+plane, so its `autoadmin` sub-command starts this module as a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+
+from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
+from partita.autoadmin.reconcile import Settings
+from partita.common import config
+from partita.control.store import EtcdControlStore
+
+log = logging.getLogger("partita.autoadmin")
+
+
+ROLE = "autoadmin"
+# Seconds a killed leader keeps the role before another autoadmin may take it over.
+LEADER_TTL_SECONDS = 5
+
+
+async def serve(
+    *, etcd_host: str, etcd_port: int, settings: Settings, defrag_interval: float, keep_revisions: int
+) -> int:
+    """Run until SIGINT/SIGTERM (0), or until the leadership is lost (1: the supervisor
+    starts a fresh process, which waits its turn)."""
+    store = EtcdControlStore(etcd_host, etcd_port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    holder = f"{socket.gethostname()}:{os.getpid()}"
+    # Only one autoadmin acts at a time (as kopf's peering does in Kubernetes); the
+    # others wait, and one takes over within the TTL when the leader dies.
+    log.info("autoadmin %s waiting to lead (control store at %s:%d)", holder, etcd_host, etcd_port)
+    campaign = asyncio.create_task(store.campaign(ROLE, holder, LEADER_TTL_SECONDS))
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({campaign, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    if campaign.done():
+        log.info("autoadmin %s leads", holder)
+        autoadmin = LocalAutoadmin(
+            store, settings, maintenance=store, defrag_interval=defrag_interval, keep_revisions=keep_revisions
+        )
+        runner = asyncio.create_task(autoadmin.run())
+        lost = asyncio.create_task(store.leadership_lost())
+        await asyncio.wait({lost, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        runner.cancel()
+        if lost.done():
+            log.error("autoadmin %s lost the leadership; exiting", holder)
+            code = 1
+        else:
+            await store.resign(ROLE, holder)
+    campaign.cancel()
+    stopping.cancel()
+    await store.close()
+    log.info("autoadmin stopped")
+    return code
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="partita autoadmin", description="place, split and retire tables")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
+    parser.add_argument(
+        "--on-demand-partitions",
+        type=_at_least_one,
+        default=config.DEFAULT_ON_DEMAND_PARTITIONS,
+        help="partitions of a new PAY_PER_REQUEST table (%(default)s)",
+    )
+    parser.add_argument(
+        "--defrag-interval",
+        type=_positive,
+        default=DEFAULT_DEFRAG_INTERVAL_SECONDS,
+        help="seconds between compactions + defragmentations of etcd (%(default)s)",
+    )
+    parser.add_argument(
+        "--keep-revisions",
+        type=_at_least_one,
+        default=config.DEFAULT_KEEP_REVISIONS,
+        help="revisions of etcd history kept when compacting (%(default)s)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    host, port = config.parse_endpoint(args.etcd)
+    coro = serve(
+        etcd_host=host,
+        etcd_port=port,
+        settings=Settings(on_demand_partitions=args.on_demand_partitions),
+        defrag_interval=args.defrag_interval,
+        keep_revisions=args.keep_revisions,
+    )
+    try:
+        import uvloop
+
+        return uvloop.run(coro)
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        return asyncio.run(coro)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""The reconcile core: what to do next for one table, as a pure function of what is
+observed (desired spec, the autoadmin's own state record, partitions, ready replicas,
+registered nodes).
+
+Level-based and idempotent: the decision depends only on the observed state, never on
+what a previous pass did, so a driver that dies between two writes simply decides the
+rest on its next pass, and a pass over a settled table decides nothing (no writes).
+
+The lifecycle:
+  spec, no partitions      -> place them (count from throughput), state CREATING
+  CREATING, all replicas ready            -> ACTIVE
+  ACTIVE, spec generation moved on        -> split partitions if throughput needs more,
+                                             ACTIVE at the new generation once the new
+                                             layout's replicas are all ready (UPDATING
+                                             until then, as DynamoDB reports)
+  spec deleting, no replica ready any more -> remove the table entirely
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
+from partita.autoadmin.placement import initial_placement
+from partita.common import config
+from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
+from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TablePhase, TableSpec, TableState
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Partitions of a new PAY_PER_REQUEST table.
+    on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
+
+
+@dataclass(frozen=True)
+class Observed:
+    spec: TableSpec
+    state: TableState | None  # None also when it belongs to an older incarnation
+    partitions: tuple[Partition, ...]
+    ready: frozenset[tuple[str, str]]  # (partition id, node id) replicas serving
+    stats: Mapping[str, PartitionStats] = field(default_factory=dict)  # by partition id
+
+
+@dataclass(frozen=True)
+class ChangePartitions:
+    table_id: int
+    put: tuple[Partition, ...]
+    remove: tuple[str, ...] = ()
+    # Estimated counts of split children until their leaders recount them, so a
+    # table's ItemCount/TableSizeBytes do not drop to zero across a split.
+    stats: tuple[tuple[str, PartitionStats], ...] = ()
+
+
+@dataclass(frozen=True)
+class PutState:
+    state: TableState
+
+
+@dataclass(frozen=True)
+class RemoveTable:
+    spec: TableSpec
+
+
+Action = ChangePartitions | PutState | RemoveTable
+
+
+def is_settled(spec: TableSpec, state: TableState | None) -> bool:
+    """True if nothing can be due: the driver skips reading partitions for it."""
+    return (
+        not spec.deleting
+        and state is not None
+        and state.table_id == spec.table_id
+        and state.phase == "ACTIVE"
+        and state.observed_generation >= spec.generation
+    )
+
+
+def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) -> list[Action]:
+    spec, state, partitions = observed.spec, observed.state, observed.partitions
+    if spec.deleting:
+        # Storage nodes drop a deleting table's data and clear their ready markers.
+        return [RemoveTable(spec)] if not observed.ready else []
+    if state is not None and state.table_id != spec.table_id:
+        state = None
+    if not partitions:
+        if not nodes:
+            return []  # nothing to place on yet; the next pass tries again
+        return [
+            ChangePartitions(spec.table_id, place_new_table(spec, nodes, settings)),
+            _put(observed.state, spec, "CREATING", spec.generation),
+        ]
+    if state is None:  # the previous pass placed the partitions and stopped there
+        return [_put(observed.state, spec, "CREATING", spec.generation)]
+    serving = all_ready(partitions, observed.ready)
+    if state.phase == "CREATING":
+        return [_put(state, spec, "ACTIVE", state.observed_generation)] if serving else []
+    if state.observed_generation >= spec.generation:
+        return []
+    layout = split_for_throughput(partitions, spec)
+    if layout != partitions:
+        new = {p.partition_id for p in layout}
+        put = tuple(p for p in layout if p not in partitions)
+        return [
+            ChangePartitions(
+                spec.table_id,
+                put,
+                tuple(p.partition_id for p in partitions if p.partition_id not in new),
+                estimated_stats(partitions, put, observed.stats),
+            )
+        ]
+    return [_put(state, spec, "ACTIVE", spec.generation)] if serving else []
+
+
+def _put(current: TableState | None, spec: TableSpec, phase: TablePhase, generation: int) -> PutState:
+    # The CAS is against whatever state record is stored, even an older incarnation's.
+    revision = current.revision if current is not None else NO_REVISION
+    return PutState(TableState(spec.name, spec.table_id, phase, generation, revision))
+
+
+def initial_id(table_id: int, index: int) -> str:
+    return f"{table_id:016x}-{index:04d}"
+
+
+def child_ids(partition_id: str) -> tuple[str, str]:
+    """Ids of a split's children: derived from the parent's, so a split decided twice
+    (a driver restarted between its writes) names its children the same way."""
+    return f"{partition_id}-0", f"{partition_id}-1"
+
+
+def all_ready(partitions: Sequence[Partition], ready: frozenset[tuple[str, str]]) -> bool:
+    return all((p.partition_id, node) in ready for p in partitions for node in p.replicas)
+
+
+def place_new_table(
+    spec: TableSpec, nodes: Sequence[NodeRecord], settings: Settings
+) -> tuple[Partition, ...]:
+    count = initial_partition_count(
+        spec.read_capacity,
+        spec.write_capacity,
+        spec.billing_mode == "PAY_PER_REQUEST",
+        settings.on_demand_partitions,
+    )
+    # Seeded by the table id: a pass repeated after a crash places the same way.
+    placement = initial_placement(count, list(nodes), spec.table_id)
+    return tuple(
+        Partition(initial_id(spec.table_id, i), start, end, replicas, replicas[0])
+        for i, ((start, end), replicas) in enumerate(zip(split_evenly(count), placement, strict=True))
+    )
+
+
+def split_for_throughput(partitions: tuple[Partition, ...], spec: TableSpec) -> tuple[Partition, ...]:
+    """The layout after splitting for the spec's throughput (unchanged if enough).
+
+    The layout counts as `level` partitions of the widest one's size; if the throughput
+    needs more, every partition wider than the target size splits at its midpoint, as
+    often as needed. An even layout thus doubles as in DynamoDB's worked example (4 ->
+    8 at 6000 WCU), and a round that a restarted driver left half done is finished the
+    same way. The children keep the parent's replicas, so each already holds its half
+    of the data and no item moves; a decrease never merges.
+    """
+    if spec.billing_mode != "PROVISIONED":
+        return partitions
+    widest = max(p.end - p.start for p in partitions)
+    # Nearest, not floor: an even layout's widest range is a unit above HASH_SPACE/n.
+    level = max(1, (HASH_SPACE + widest // 2) // widest)
+    target = partition_count_after_update(level, spec.read_capacity, spec.write_capacity)
+    if target == level:
+        return partitions
+    limit = -(-HASH_SPACE // target)  # the widest partition of an even layout of `target`
+    layout: list[Partition] = []
+    pending = sorted(partitions, key=lambda p: p.start, reverse=True)
+    while pending:
+        p = pending.pop()
+        if p.end - p.start > limit:
+            left, right = _halves(p)
+            pending += [right, left]
+        else:
+            layout.append(p)
+    return tuple(layout)
+
+
+def estimated_stats(
+    parents: Sequence[Partition], children: Sequence[Partition], stats: Mapping[str, PartitionStats]
+) -> tuple[tuple[str, PartitionStats], ...]:
+    """Each child's share of its parent's last count, by the share of the hash range
+    (keys hash uniformly); children of a parent never counted get nothing."""
+    out = []
+    for child in children:
+        parent = next((p for p in parents if p.start <= child.start and child.end <= p.end), None)
+        counted = stats.get(parent.partition_id) if parent is not None else None
+        if parent is None or counted is None:
+            continue
+        width, share = parent.end - parent.start, child.end - child.start
+        out.append(
+            (
+                child.partition_id,
+                PartitionStats(
+                    counted.item_count * share // width,
+                    counted.size_bytes * share // width,
+                    counted.measured_at,
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def _halves(p: Partition) -> tuple[Partition, Partition]:
+    middle = p.start + (p.end - p.start) // 2
+    left_id, right_id = child_ids(p.partition_id)
+    return (
+        Partition(left_id, p.start, middle, p.replicas, p.leader),
+        Partition(right_id, middle, p.end, p.replicas, p.leader),
+    )

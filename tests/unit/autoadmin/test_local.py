@@ -1,0 +1,181 @@
+"""The local driver over an in-memory store, with the router's real actions and the
+storage node's real hosting reconcile: tables created, updated and deleted through the
+DynamoDB front door go through the autoadmin, which acts once and is idle after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from partita.autoadmin.local import LocalAutoadmin
+from partita.autoadmin.reconcile import ChangePartitions, PutState, RemoveTable, Settings
+from partita.control.model import NodeRecord
+from partita.control.store import MemoryControlStore
+from partita.router.app import DynamoApp
+from partita.router.context import RouterContext, RouterSettings
+from partita.router.credentials import CredentialStore
+from partita.router.storage_client import StorageClient
+from partita.router.table_cache import TableCache
+from partita.storage.engine import Engine
+from partita.storage.node import NodeState, reconcile_hosting
+from tests.unit.router.test_app import ADMIN, signed
+
+NODE = NodeRecord("n1", "a", "127.0.0.1:1", "127.0.0.1:2")
+
+
+class Cluster:
+    """A router front door, one storage node's hosting, and the autoadmin on one store."""
+
+    def __init__(self, tmp_path: Path, store: MemoryControlStore, app: DynamoApp, node: NodeState) -> None:
+        self.store, self.app, self.node = store, app, node
+        self.autoadmin = LocalAutoadmin(store, Settings(on_demand_partitions=2))
+
+    async def call(self, operation: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = await self.app(signed(operation, body))
+        out: dict[str, Any] = orjson.loads(response.body)
+        assert response.status == 200, out
+        return out
+
+    async def status(self, name: str) -> str:
+        return str((await self.call("DescribeTable", {"TableName": name}))["Table"]["TableStatus"])
+
+    async def node_follows(self) -> None:
+        await reconcile_hosting(self.node, self.store, await self.store.list_tables())
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> Any:
+    from partita.router.credentials import save
+
+    save(tmp_path / "credentials.json", [ADMIN])
+    store = MemoryControlStore()
+    await store.register_node(NODE, ttl=10)
+    ctx = RouterContext(TableCache(store), store, StorageClient(), RouterSettings())
+    app = DynamoApp(ctx, CredentialStore(tmp_path / "credentials.json"))
+    engine = Engine.open(tmp_path / "node", sync=False)
+    yield Cluster(tmp_path, store, app, NodeState("n1", "a", engine))
+    await engine.close()
+
+
+CREATE = {
+    "TableName": "Orders",
+    "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+    "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+    "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+}
+
+
+async def test_a_table_goes_through_its_whole_life_by_the_autoadmin(cluster: Cluster) -> None:
+    await cluster.call("CreateTable", CREATE)
+    assert await cluster.status("Orders") == "CREATING"
+    # The router placed nothing: the spec is all there is.
+    assert await cluster.store.list_partitions((await cluster.store.list_table_specs())[0].table_id) == []
+
+    placed = await cluster.autoadmin.reconcile_once()
+    assert [type(a) for a in placed] == [ChangePartitions, PutState]
+    assert await cluster.status("Orders") == "CREATING"  # no replica serves yet
+    await cluster.node_follows()
+    assert [type(a) for a in await cluster.autoadmin.reconcile_once()] == [PutState]
+    await cluster.app.ctx.tables.refresh()
+    assert await cluster.status("Orders") == "ACTIVE"
+
+    updated = await cluster.call(
+        "UpdateTable",
+        {
+            "TableName": "Orders",
+            "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 1500},
+        },
+    )
+    assert updated["TableDescription"]["TableStatus"] == "UPDATING"
+    assert await cluster.status("Orders") == "UPDATING"
+    [split] = await cluster.autoadmin.reconcile_once()
+    assert isinstance(split, ChangePartitions) and len(split.put) == 2
+    await cluster.node_follows()
+    await cluster.autoadmin.reconcile_once()
+    await cluster.app.ctx.tables.refresh()
+    assert await cluster.status("Orders") == "ACTIVE"
+    assert len(cluster.app.ctx.tables.require("Orders").record.partitions) == 2
+
+    deleted = await cluster.call("DeleteTable", {"TableName": "Orders"})
+    assert deleted["TableDescription"]["TableStatus"] == "DELETING"
+    assert await cluster.autoadmin.reconcile_once() == []  # the node still serves it
+    await cluster.node_follows()
+    assert [type(a) for a in await cluster.autoadmin.reconcile_once()] == [RemoveTable]
+    assert await cluster.store.list_tables() == []
+
+
+async def test_a_settled_cluster_costs_the_store_no_writes(cluster: Cluster) -> None:
+    await cluster.call("CreateTable", CREATE)
+    await cluster.autoadmin.reconcile_once()
+    await cluster.node_follows()
+    await cluster.autoadmin.reconcile_once()
+    writes = cluster.store.writes
+    for _ in range(5):
+        assert await cluster.autoadmin.reconcile_once() == []
+        await cluster.node_follows()
+    assert cluster.store.writes == writes
+
+
+async def test_tagging_does_not_send_the_table_through_updating(cluster: Cluster) -> None:
+    await cluster.call("CreateTable", CREATE)
+    await cluster.autoadmin.reconcile_once()
+    await cluster.node_follows()
+    await cluster.autoadmin.reconcile_once()
+    arn = (await cluster.call("DescribeTable", {"TableName": "Orders"}))["Table"]["TableArn"]
+    await cluster.call("TagResource", {"ResourceArn": arn, "Tags": [{"Key": "k", "Value": "v"}]})
+    assert await cluster.status("Orders") == "ACTIVE"
+
+
+async def test_update_and_delete_are_refused_while_the_table_is_updating(cluster: Cluster) -> None:
+    await cluster.call("CreateTable", CREATE)
+    await cluster.autoadmin.reconcile_once()
+    await cluster.node_follows()
+    await cluster.autoadmin.reconcile_once()
+    raise_wcu = {
+        "TableName": "Orders",
+        "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 9},
+    }
+    await cluster.call("UpdateTable", raise_wcu)
+    for operation, body in (("UpdateTable", raise_wcu), ("DeleteTable", {"TableName": "Orders"})):
+        response = await cluster.app(signed(operation, body))
+        error = orjson.loads(response.body)
+        assert error["__type"].endswith("ResourceInUseException")
+        assert (
+            error["message"]
+            == "Attempt to change a resource which is still in use: Table is being updated: Orders"
+        )
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class RecordingMaintenance:
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    async def compact_and_defragment(self, keep_revisions: int) -> None:
+        self.calls.append(keep_revisions)
+
+
+async def test_housekeeping_runs_on_its_schedule_only() -> None:
+    clock, maintenance = FakeClock(), RecordingMaintenance()
+    autoadmin = LocalAutoadmin(
+        MemoryControlStore(), maintenance=maintenance, defrag_interval=60, keep_revisions=50, clock=clock
+    )
+    assert await autoadmin.housekeeping_if_due() is False
+    clock.now = 59.9
+    assert await autoadmin.housekeeping_if_due() is False
+    clock.now = 60.0
+    assert await autoadmin.housekeeping_if_due() is True
+    assert await autoadmin.housekeeping_if_due() is False
+    clock.now = 121.0
+    assert await autoadmin.housekeeping_if_due() is True
+    assert maintenance.calls == [50, 50]

@@ -1,0 +1,214 @@
+"""The reconcile core: one decision per observed state, table-driven, with the
+invariant that the partitions always cover the hash space exactly once."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from partita.autoadmin.partition_count import partition_count_after_update
+from partita.autoadmin.reconcile import (
+    Action,
+    ChangePartitions,
+    Observed,
+    PutState,
+    RemoveTable,
+    Settings,
+    decide,
+    is_settled,
+    split_for_throughput,
+)
+from partita.common.partition_map import Partition, PartitionMap, split_evenly
+from partita.control.model import KeyElement, NodeRecord, PartitionStats, Revision, TableSpec, TableState
+
+NODES = [NodeRecord(f"storage-{z}", z, f"127.0.0.1:{i}") for i, z in enumerate("abc")]
+SETTINGS = Settings(on_demand_partitions=4)
+
+
+def spec(**changes: object) -> TableSpec:
+    base = TableSpec(
+        name="Orders",
+        table_id=77,
+        partition_key=KeyElement("pk", "S"),
+        sort_key=None,
+        attribute_definitions=(("pk", "S"),),
+        billing_mode="PROVISIONED",
+        read_capacity=0,
+        write_capacity=3200,
+        created_at=1.0,
+        revision=Revision("5"),
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def state(phase: str = "ACTIVE", generation: int = 1, table_id: int = 77) -> TableState:
+    return TableState("Orders", table_id, phase, generation, Revision("9"))  # type: ignore[arg-type]
+
+
+def placed(s: TableSpec) -> ChangePartitions:
+    [action, _] = decide(Observed(s, None, (), frozenset()), NODES, SETTINGS)
+    assert isinstance(action, ChangePartitions)
+    return action
+
+
+def all_ready(action: ChangePartitions) -> frozenset[tuple[str, str]]:
+    return frozenset((p.partition_id, n) for p in action.put for n in p.replicas)
+
+
+def test_a_new_spec_is_placed_then_recorded_as_creating() -> None:
+    actions = decide(Observed(spec(), None, (), frozenset()), NODES, SETTINGS)
+    assert isinstance(actions[0], ChangePartitions)
+    # The seed's worked example: 3200 WCU -> 4 partitions of 800 WCU.
+    assert len(actions[0].put) == 4
+    PartitionMap(actions[0].put)  # complete and contiguous, or this raises
+    assert all(len(p.replicas) == 1 and p.leader == p.replicas[0] for p in actions[0].put)
+    assert actions[1] == PutState(TableState("Orders", 77, "CREATING", 1))
+
+
+def test_placement_is_the_same_when_decided_again() -> None:
+    assert placed(spec()) == placed(spec())
+
+
+@pytest.mark.parametrize(
+    ("billing", "rcu", "wcu", "count"),
+    [("PAY_PER_REQUEST", 0, 0, 4), ("PROVISIONED", 1, 1, 1), ("PROVISIONED", 3000, 1000, 2)],
+)
+def test_the_partition_count_follows_throughput(billing: str, rcu: int, wcu: int, count: int) -> None:
+    assert len(placed(spec(billing_mode=billing, read_capacity=rcu, write_capacity=wcu)).put) == count
+
+
+def test_nothing_is_placed_while_no_storage_node_is_registered() -> None:
+    assert decide(Observed(spec(), None, (), frozenset()), [], SETTINGS) == []
+
+
+def test_partitions_placed_by_a_pass_that_stopped_get_their_state_next() -> None:
+    parts = placed(spec()).put
+    actions = decide(Observed(spec(), None, parts, frozenset()), NODES, SETTINGS)
+    assert actions == [PutState(TableState("Orders", 77, "CREATING", 1))]
+
+
+def test_a_state_left_by_an_older_incarnation_is_replaced_against_its_revision() -> None:
+    old = state(table_id=5)
+    actions = decide(Observed(spec(), old, (), frozenset()), NODES, SETTINGS)
+    assert actions[-1] == PutState(TableState("Orders", 77, "CREATING", 1, Revision("9")))
+
+
+def test_creating_becomes_active_only_when_every_replica_is_ready() -> None:
+    parts = placed(spec())
+    ready = all_ready(parts)
+    some = frozenset(list(ready)[:-1])
+    assert decide(Observed(spec(), state("CREATING"), parts.put, some), NODES, SETTINGS) == []
+    [action] = decide(Observed(spec(), state("CREATING"), parts.put, ready), NODES, SETTINGS)
+    assert action == PutState(TableState("Orders", 77, "ACTIVE", 1, Revision("9")))
+
+
+def test_a_settled_table_gets_no_action() -> None:
+    parts = placed(spec())
+    observed = Observed(spec(), state("ACTIVE", 1), parts.put, all_ready(parts))
+    assert decide(observed, NODES, SETTINGS) == []
+    assert is_settled(spec(), state("ACTIVE", 1))
+    assert not is_settled(spec(generation=2), state("ACTIVE", 1))
+    assert not is_settled(spec(deleting=True), state("ACTIVE", 1))
+    assert not is_settled(spec(), state("CREATING", 1))
+
+
+def test_more_throughput_splits_every_partition_and_keeps_replicas() -> None:
+    # The seed's example: 4 partitions at 800 WCU; 6000 WCU needs 6, so each splits (8 of 750).
+    parts = placed(spec()).put
+    raised = spec(write_capacity=6000, generation=2)
+    [action] = decide(Observed(raised, state("ACTIVE", 1), parts, frozenset()), NODES, SETTINGS)
+    assert isinstance(action, ChangePartitions)
+    assert sorted(action.remove) == sorted(p.partition_id for p in parts)
+    assert len(action.put) == 8
+    PartitionMap(action.put)
+    by_parent = {p.partition_id: p for p in parts}
+    for child in action.put:
+        parent = by_parent[child.partition_id.rsplit("-", 1)[0]]
+        assert parent.start <= child.start < child.end <= parent.end
+        assert (child.replicas, child.leader) == (parent.replicas, parent.leader)
+
+
+def test_after_the_split_the_table_is_active_at_the_new_generation_once_served() -> None:
+    raised = spec(write_capacity=6000, generation=2)
+    layout = split_for_throughput(placed(spec()).put, raised)
+    children = ChangePartitions(77, layout)
+    assert decide(Observed(raised, state("ACTIVE", 1), layout, frozenset()), NODES, SETTINGS) == []
+    [action] = decide(Observed(raised, state("ACTIVE", 1), layout, all_ready(children)), NODES, SETTINGS)
+    assert action == PutState(TableState("Orders", 77, "ACTIVE", 2, Revision("9")))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"write_capacity": 10, "read_capacity": 10},  # a decrease never merges
+        {"billing_mode": "PAY_PER_REQUEST", "read_capacity": 0, "write_capacity": 0},
+    ],
+)
+def test_an_update_that_needs_no_split_completes_once_served(changes: dict[str, object]) -> None:
+    parts = placed(spec())
+    updated = spec(generation=2, **changes)
+    [action] = decide(Observed(updated, state("ACTIVE", 1), parts.put, all_ready(parts)), NODES, SETTINGS)
+    assert action == PutState(TableState("Orders", 77, "ACTIVE", 2, Revision("9")))
+
+
+def test_an_interrupted_split_round_is_finished_before_anything_else() -> None:
+    parts = placed(spec()).put
+    raised = spec(write_capacity=6000, generation=2)
+    full = split_for_throughput(parts, raised)
+    # Two of four parents were split when the driver died.
+    half = tuple(sorted([*full[:4], *parts[2:]], key=lambda p: p.start))
+    PartitionMap(half)
+    assert split_for_throughput(half, raised) == full
+
+
+def test_split_rounds_repeat_until_enough() -> None:
+    one = placed(spec(read_capacity=1, write_capacity=1)).put
+    layout = split_for_throughput(one, spec(read_capacity=1, write_capacity=3500))
+    assert len(layout) == 4
+    PartitionMap(layout)
+
+
+@pytest.mark.parametrize(
+    ("ready", "expected"),
+    [
+        (frozenset({("p", "storage-a")}), []),
+        (frozenset(), "remove"),
+    ],
+)
+def test_a_deleting_table_is_removed_once_no_replica_serves_it(
+    ready: frozenset[tuple[str, str]], expected: list[Action] | str
+) -> None:
+    doomed = spec(deleting=True)
+    actions = decide(Observed(doomed, state(), placed(spec()).put, ready), NODES, SETTINGS)
+    assert actions == ([RemoveTable(doomed)] if expected == "remove" else expected)
+
+
+@given(st.integers(1, 40), st.integers(0, 40000), st.integers(0, 40000))
+def test_a_split_of_an_even_layout_is_complete_and_as_large_as_doubling_says(
+    n: int, rcu: int, wcu: int
+) -> None:
+    even = tuple(Partition(f"p{i}", s, e, ("a",), "a") for i, (s, e) in enumerate(split_evenly(n)))
+    layout = split_for_throughput(even, spec(read_capacity=rcu, write_capacity=wcu))
+    PartitionMap(layout)
+    assert len(layout) == partition_count_after_update(n, rcu, wcu)
+    assert len({p.partition_id for p in layout}) == len(layout)
+
+
+def test_split_children_start_with_their_share_of_the_parents_last_count() -> None:
+    parts = placed(spec()).put
+    counted = {p.partition_id: PartitionStats(1001, 100_001, 5.0) for p in parts[:3]}  # the 4th never counted
+    raised = spec(write_capacity=6000, generation=2)
+    observed = Observed(raised, state("ACTIVE", 1), parts, frozenset(), counted)
+    [action] = decide(observed, NODES, SETTINGS)
+    assert isinstance(action, ChangePartitions)
+    estimates = dict(action.stats)
+    assert len(estimates) == 6  # two children for each counted parent
+    for parent in parts[:3]:
+        halves = [estimates[f"{parent.partition_id}-{i}"] for i in (0, 1)]
+        assert sum(h.item_count for h in halves) in (1000, 1001)  # floors of the two shares
+        assert sum(h.size_bytes for h in halves) in (100_000, 100_001)
+        assert all(h.measured_at == 5.0 for h in halves)
+    assert not any(pid.startswith(parts[3].partition_id) for pid in estimates)

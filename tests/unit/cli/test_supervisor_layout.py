@@ -1,0 +1,52 @@
+"""What `partita up` starts: etcd with auto-compaction, and the autoadmin as its own
+process (after the router, so it is stopped first), with the flags passed through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from partita.autoadmin.main import build_parser as autoadmin_parser
+from partita.cli.main import build_parser
+from partita.cli.supervisor import ClusterLayout
+
+
+def _argv_after(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+def test_etcd_runs_with_revision_auto_compaction(tmp_path: Path) -> None:
+    etcd = ClusterLayout(tmp_path, keep_revisions=250).children()[0]
+    assert etcd.name == "etcd"
+    assert _argv_after(etcd.argv, "--auto-compaction-mode") == "revision"
+    assert _argv_after(etcd.argv, "--auto-compaction-retention") == "250"
+
+
+def test_the_autoadmin_is_started_last_with_its_settings(tmp_path: Path) -> None:
+    layout = ClusterLayout(
+        tmp_path, etcd_port=3379, on_demand_partitions=6, defrag_interval=30, keep_revisions=99
+    )
+    children = layout.children()
+    assert [c.role for c in children] == ["etcd", "storage", "storage", "storage", "router", "autoadmin"]
+    autoadmin = children[-1]
+    assert autoadmin.ports == {}
+    assert autoadmin.argv[autoadmin.argv.index("autoadmin") - 1] == "partita.cli.main"
+    assert _argv_after(autoadmin.argv, "--etcd") == "127.0.0.1:3379"
+    assert _argv_after(autoadmin.argv, "--on-demand-partitions") == "6"
+    assert _argv_after(autoadmin.argv, "--defrag-interval") == "30"
+    assert _argv_after(autoadmin.argv, "--keep-revisions") == "99"
+
+
+def test_up_flags_reach_the_layout() -> None:
+    args = build_parser().parse_args(
+        ["up", "--on-demand-partitions", "2", "--defrag-interval", "5", "--etcd-keep-revisions", "10"]
+    )
+    assert (args.on_demand_partitions, args.defrag_interval, args.keep_revisions) == (2, 5.0, 10)
+
+
+def test_the_autoadmin_process_takes_its_settings_and_refuses_bad_ones() -> None:
+    args = autoadmin_parser().parse_args(["--etcd", "h:1", "--keep-revisions", "7"])
+    assert (args.etcd, args.keep_revisions, args.on_demand_partitions) == ("h:1", 7, 4)
+    with pytest.raises(SystemExit):
+        autoadmin_parser().parse_args(["--on-demand-partitions", "0"])
