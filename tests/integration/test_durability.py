@@ -142,9 +142,9 @@ def test_status_lists_processes_and_partitions(own_cluster: Cluster) -> None:
     status = json.loads(out.stdout)
     roles = sorted((p["role"], p["zone"]) for p in status["processes"])
     assert roles == [
-        ("doorman", None),
-        ("doorman", None),
         ("autoadmin", None),
+        ("doorman", None),
+        ("doorman", None),
         ("etcd", None),
         ("router", None),
         ("storage", "a"),

@@ -58,6 +58,7 @@ async def put_record(store: MemoryControlStore, record: TableRecord) -> None:
         write_capacity=record.write_capacity,
         created_at=record.created_at,
         tags=record.tags,
+        time_to_live=record.time_to_live,
         generation=generation,
         deleting=record.status == "DELETING",
         revision=current.revision if current else NO_REVISION,

@@ -28,7 +28,9 @@ def test_the_autoadmin_is_started_last_with_its_settings(tmp_path: Path) -> None
         tmp_path, etcd_port=3379, on_demand_partitions=6, defrag_interval=30, keep_revisions=99
     )
     children = layout.children()
-    assert [c.role for c in children] == ["etcd", "storage", "storage", "storage", "router", "autoadmin"]
+    assert [c.role for c in children] == [
+        "etcd", "storage", "storage", "storage", "doorman", "doorman", "router", "autoadmin"
+    ]  # fmt: skip
     autoadmin = children[-1]
     assert autoadmin.ports == {}
     assert autoadmin.argv[autoadmin.argv.index("autoadmin") - 1] == "partita.cli.main"

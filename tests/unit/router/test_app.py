@@ -262,9 +262,8 @@ async def test_describe_endpoints_answers_the_configured_address(tmp_path: Path)
     path = tmp_path / "credentials.json"
     save(path, [ADMIN])
     settings = RouterSettings(endpoint_address="db.example:8000")
-    app = DynamoApp(
-        RouterContext(TableCache(MemoryControlStore()), StorageClient(), settings), CredentialStore(path)
-    )
+    store = MemoryControlStore()
+    app = DynamoApp(RouterContext(TableCache(store), store, StorageClient(), settings), CredentialStore(path))
     response = await app(signed("DescribeEndpoints", {}))
     assert response.status == 200
     assert orjson.loads(response.body) == {

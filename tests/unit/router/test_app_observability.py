@@ -11,6 +11,7 @@ import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from partita.common.partition_map import Partition
 from partita.control.model import NodeRecord
 from partita.control.store import MemoryControlStore
 from partita.router import metrics as router_metrics
@@ -29,7 +30,7 @@ async def app(tmp_path: Path) -> DynamoApp:
     save(path, [ADMIN])
     store = MemoryControlStore()
     await store.register_node(NodeRecord("n1", "a", "127.0.0.1:1", "127.0.0.1:2"), ttl=10)
-    ctx = RouterContext(TableCache(store), StorageClient(), RouterSettings(account_id="123456789012"))
+    ctx = RouterContext(TableCache(store), store, StorageClient(), RouterSettings(account_id="123456789012"))
     return DynamoApp(ctx, CredentialStore(path))
 
 
@@ -163,5 +164,14 @@ async def test_table_gauges_follow_the_routers_cache(app: DynamoApp) -> None:
         scrape_value(body, "partita_table_provisioned_capacity_units", table="Provisioned", kind="write")
         == 10
     )
-    # 5000 RCU need two partitions (3000 RCU each at most), one replica each here.
+    # No autoadmin runs here: no partition is placed yet, and the gauge says so.
+    assert scrape_value(body, "partita_table_partition_replicas", table="Provisioned") == 0
+    # Placed as the autoadmin would (5000 RCU: two partitions), the gauge follows the cache.
+    store = app.ctx.catalog
+    assert isinstance(store, MemoryControlStore)
+    table_id = app.ctx.tables.require("Provisioned").record.table_id
+    halves = [Partition("p0", 0, 2**63, ("n1",), None), Partition("p1", 2**63, 2**64, ("n1",), None)]
+    await store.change_partitions(table_id, halves, [])
+    await app.ctx.tables.refresh()
+    body = (await app(get("/metrics"))).body
     assert scrape_value(body, "partita_table_partition_replicas", table="Provisioned") == 2
