@@ -1,0 +1,191 @@
+"""The real kopf operator, in-process, against kmock's in-memory Kubernetes API.
+
+kmock stores objects and serves list/watch/create/patch/delete, honours finalizers
+(deletionTimestamp, then removal once they are gone) but, unlike a real API server, it
+does not bump metadata.generation, assign uids, garbage-collect by owner references or
+run CEL rules: the tests set uid and generation themselves where the operator reads
+them, and the CRD rules are tested against the schemas elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import aiohttp
+import kmock
+import kopf
+import pytest
+
+from partita.autoadmin.kube import naming
+from partita.autoadmin.kube.decisions import Member
+from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.handlers import OperatorConfig
+from partita.autoadmin.kube.main import run_operator
+from partita.autoadmin.kube.replicas import PartitionRef, PartitionReport, ReplicaReport
+from tests.unit.autoadmin.kube.emulator import ApiServer
+
+pytestmark = pytest.mark.kmock(cls=ApiServer)
+
+NS = "db"
+TABLES = f"/apis/{naming.API_VERSION}/namespaces/{NS}/tables"
+TIMEOUT = 20.0
+
+
+class ServingDirector:
+    """Stands in for the storage nodes' admin RPC (not built yet): every asked member
+    serves at once, and every drop succeeds. Records what it was asked."""
+
+    def __init__(self) -> None:
+        self.hosted: list[tuple[str, tuple[str, ...]]] = []
+        self.dropped: list[str] = []
+
+    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
+        self.hosted.append((partition.name, tuple(m.node for m in members)))
+        return PartitionReport(
+            replicas={m.node: ReplicaReport("Serving") for m in members}, leader=members[0].node, item_count=1
+        )
+
+    async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
+        self.dropped.append(partition.name)
+        return True
+
+
+def _register_resources(server: Any) -> None:
+    server.resources[f"{naming.API_VERSION}/tables"] = kmock.ResourceInfo(
+        kind="Table", namespaced=True, singular="table", subresources={"status"}, verbs={"list", "watch", "patch"}
+    )
+    server.resources[f"{naming.API_VERSION}/partitions"] = kmock.ResourceInfo(
+        kind="Partition", namespaced=True, singular="partition", subresources={"status"},
+        verbs={"list", "watch", "patch"},
+    )
+    server.resources["kopf.dev/v1/kopfpeerings"] = kmock.ResourceInfo(
+        kind="KopfPeering", namespaced=True, singular="kopfpeering", verbs={"list", "watch", "patch"}
+    )
+    for key, kind in [
+        ("v1/events", "Event"),
+        ("v1/services", "Service"),
+        ("apps/v1/statefulsets", "StatefulSet"),
+        ("policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
+    ]:
+        server.resources[key] = kmock.ResourceInfo(kind=kind, namespaced=True, verbs={"create", "list", "patch"})
+    # Discovered only: kopf waits to see these kinds exist (it never lists them here).
+    server.resources["v1/namespaces"] = kmock.ResourceInfo(kind="Namespace", namespaced=False, verbs={"list", "watch"})
+    server.resources["apiextensions.k8s.io/v1/customresourcedefinitions"] = kmock.ResourceInfo(
+        kind="CustomResourceDefinition", namespaced=False, verbs={"list", "watch"}
+    )
+
+
+@pytest.fixture
+async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
+    _register_resources(kmock)
+    async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
+        peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": {"name": "partita", "namespace": NS}}
+        await session.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
+        yield session
+
+
+def _config() -> OperatorConfig:
+    fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"), replicas_per_zone=2)
+    return OperatorConfig(fleet=fleet, resync_seconds=0.3, retry_seconds=0.3)
+
+
+@contextlib.asynccontextmanager
+async def operator(kmock: Any, director: ServingDirector, priority: int) -> AsyncIterator[None]:
+    stop, ready = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(
+        run_operator(
+            _config(),
+            login=kopf.ConnectionInfo(server=str(kmock.url)),
+            director=director,
+            priority=priority,
+            stop_flag=stop,
+            ready_flag=ready,
+        )
+    )
+    await asyncio.wait_for(ready.wait(), TIMEOUT)
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, TIMEOUT)
+
+
+def _table(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": naming.API_VERSION,
+        "kind": "Table",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+        "spec": {
+            "tableName": name.title(),
+            "attributeDefinitions": [{"attributeName": "pk", "attributeType": "S"}],
+            "keySchema": [{"attributeName": "pk", "keyType": "HASH"}],
+            **spec,
+        },
+    }
+
+
+async def _get(api: aiohttp.ClientSession, path: str) -> Any:
+    async with api.get(path) as resp:
+        return await resp.json() if resp.status == 200 else None
+
+
+async def _eventually(probe: Callable[[], Any], what: str) -> Any:
+    """Poll `probe` until it returns something truthy; bounded in time."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while loop.time() < deadline:
+        result = await probe()
+        if result:
+            return result
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def _partitions(api: aiohttp.ClientSession, table: str) -> list[dict[str, Any]]:
+    data = await _get(api, f"/apis/{naming.API_VERSION}/namespaces/{NS}/partitions")
+    return [p for p in (data or {}).get("items", []) if p["spec"]["table"] == table]
+
+
+async def _table_status(api: aiohttp.ClientSession, name: str, want: str) -> Any:
+    async def probe() -> Any:
+        body = await _get(api, f"{TABLES}/{name}")
+        return body if body and (body.get("status") or {}).get("tableStatus") == want else None
+
+    return await _eventually(probe, f"table {name} {want}")
+
+
+async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_per_zone(api: Any, kmock: Any) -> None:
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        await api.post(TABLES, json=_table("music", billingMode="PROVISIONED",
+                                          provisionedThroughput={"readCapacityUnits": 3000, "writeCapacityUnits": 1000}))
+        body = await _table_status(api, "music", "ACTIVE")
+        parts = await _partitions(api, "music")
+        sets = await _get(api, f"/apis/apps/v1/namespaces/{NS}/statefulsets")
+        services = await _get(api, f"/api/v1/namespaces/{NS}/services")
+        pdbs = await _get(api, f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets")
+
+    # 3000 RCU + 1000 WCU -> ceil(1 + 1) = 2 partitions, each with replicas in 3 zones.
+    assert len(parts) == 2
+    for part in parts:
+        assert part["metadata"]["ownerReferences"][0] | {} == {
+            "apiVersion": naming.API_VERSION, "kind": "Table", "name": "music", "uid": "uid-music",
+            "controller": True, "blockOwnerDeletion": True,
+        }
+        assert sorted(m["zone"] for m in part["spec"]["members"]) == ["a", "b", "c"]
+        assert part["status"]["state"] == "Serving"
+    assert sorted(s["metadata"]["name"] for s in sets["items"]) == ["pt-storage-a", "pt-storage-b", "pt-storage-c"]
+    assert sorted(s["metadata"]["name"] for s in services["items"]) == ["pt-storage-a", "pt-storage-b", "pt-storage-c"]
+    assert len(pdbs["items"]) == 3
+    status = body["status"]
+    assert status["partitionCount"] == 2 and status["itemCount"] == 2
+    assert status["observedGeneration"] == 1 and status["tableId"] == "uid-music"
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "Available": "True", "Progressing": "False", "Degraded": "False",
+    }
+    assert "finalizers" in body["metadata"] and naming.FINALIZER in body["metadata"]["finalizers"]
+    reasons = {o.raw.get("reason") for key, o in kmock.objects.items() if key[0].plural == "events" and not o.deleted}
+    assert {"StorageCreated", "PartitionsCreated", "TableActive", "PartitionServing"} <= reasons
