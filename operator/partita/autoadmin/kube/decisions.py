@@ -118,11 +118,17 @@ def split(plan: PartitionPlan) -> tuple[PartitionPlan, PartitionPlan]:
 
 
 def grow(existing: Sequence[PartitionPlan], count: int) -> list[PartitionPlan]:
-    """Split every partition in two until there are at least `count`."""
-    plans = sorted(existing, key=lambda p: p.start)
+    """Split the widest partition in two until there are at least `count`.
+
+    From equal ranges this splits every partition once per doubling; from a half-done
+    split (an interrupted reconcile) it finishes the job instead of splitting again.
+    """
+    plans = list(existing)
     while len(plans) < count:
-        plans = [half for plan in plans for half in split(plan)]
-    return plans
+        widest = max(plans, key=lambda p: (p.last - p.start, -p.start))
+        plans.remove(widest)
+        plans.extend(split(widest))
+    return sorted(plans, key=lambda p: p.start)
 
 
 # --- placement ------------------------------------------------------------------------

@@ -10,10 +10,11 @@ re-derives the same desired state and changes nothing when it is already there.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
@@ -39,6 +40,8 @@ class _State:
     """Per-operator memory: whether this process already made sure the fleet exists."""
 
     fleet_ensured: bool = False
+    # kopf runs timers alongside change handlers; one reconcile per table at a time.
+    table_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
 
 def _now() -> str:
@@ -109,6 +112,18 @@ def build_registry(
     ) -> None:
         if meta.get("deletionTimestamp"):
             return  # the deletion handler owns the object now
+        async with state.table_locks.setdefault(f"{namespace}/{name}", asyncio.Lock()):
+            await _reconcile_table(body, spec, meta, status, namespace, name, patch)
+
+    async def _reconcile_table(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str,
+        name: str,
+        patch: kopf.Patch,
+    ) -> None:
         table = decisions.TableSpec.from_spec(spec)
         nodes = config.fleet.nodes()
         objs = await list_partitions(namespace, name)

@@ -34,6 +34,7 @@ async def run_operator(
     login: kopf.ConnectionInfo | None = None,
     director: ReplicaDirector | None = None,
     priority: int | None = None,
+    identity: str | None = None,
     standalone: bool = False,
     stop_flag: asyncio.Event | None = None,
     ready_flag: asyncio.Event | None = None,
@@ -45,6 +46,9 @@ async def run_operator(
     api = KubeApi(info)
     registry = build_registry(config, api, director or UnconnectedDirector(), info)
     kwargs: dict[str, Any] = {"peering_name": naming.PEERING_NAME, "priority": chosen}
+    if identity is not None:
+        # kopf derives one from host and pid; two operators in one process need their own.
+        kwargs["identity"] = identity
     try:
         await kopf.operator(
             registry=registry,

@@ -32,6 +32,7 @@ pytestmark = pytest.mark.kmock(cls=ApiServer)
 NS = "db"
 TABLES = f"/apis/{naming.API_VERSION}/namespaces/{NS}/tables"
 TIMEOUT = 20.0
+STOP_TIMEOUT = 5.0
 
 
 class ServingDirector:
@@ -101,16 +102,26 @@ async def operator(kmock: Any, director: ServingDirector, priority: int) -> Asyn
             login=kopf.ConnectionInfo(server=str(kmock.url)),
             director=director,
             priority=priority,
+            identity=f"operator-{priority}",
             stop_flag=stop,
             ready_flag=ready,
         )
     )
-    await asyncio.wait_for(ready.wait(), TIMEOUT)
+    waiting = asyncio.create_task(ready.wait())
+    await asyncio.wait({task, waiting}, timeout=TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        task.result()  # raises what stopped the operator
+    assert ready.is_set(), "the operator did not start"
     try:
         yield
     finally:
         stop.set()
-        await asyncio.wait_for(task, TIMEOUT)
+        # kopf waits for sleeping timers on exit; what the tests check happened before.
+        await asyncio.wait({task}, timeout=STOP_TIMEOUT)
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def _table(name: str, **spec: Any) -> dict[str, Any]:
@@ -149,10 +160,11 @@ async def _partitions(api: aiohttp.ClientSession, table: str) -> list[dict[str, 
     return [p for p in (data or {}).get("items", []) if p["spec"]["table"] == table]
 
 
-async def _table_status(api: aiohttp.ClientSession, name: str, want: str) -> Any:
+async def _table_status(api: aiohttp.ClientSession, name: str, want: str, generation: int = 1) -> Any:
     async def probe() -> Any:
         body = await _get(api, f"{TABLES}/{name}")
-        return body if body and (body.get("status") or {}).get("tableStatus") == want else None
+        status = (body or {}).get("status") or {}
+        return body if status.get("tableStatus") == want and status.get("observedGeneration") == generation else None
 
     return await _eventually(probe, f"table {name} {want}")
 
@@ -189,3 +201,112 @@ async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_p
     assert "finalizers" in body["metadata"] and naming.FINALIZER in body["metadata"]["finalizers"]
     reasons = {o.raw.get("reason") for key, o in kmock.objects.items() if key[0].plural == "events" and not o.deleted}
     assert {"StorageCreated", "PartitionsCreated", "TableActive", "PartitionServing"} <= reasons
+
+
+async def _patch(api: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> None:
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with api.patch(path, json=body, headers=headers) as resp:
+        assert resp.status == 200, await resp.text()
+
+
+async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api: Any, kmock: Any) -> None:
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 3200}
+        await api.post(TABLES, json=_table("orders", billingMode="PROVISIONED", provisionedThroughput=throughput))
+        await _table_status(api, "orders", "ACTIVE")
+        before = {p["spec"]["hashRange"]["start"]: p["spec"]["members"] for p in await _partitions(api, "orders")}
+        # The seed's worked example: 3200 WCU -> 4 partitions; 6000 WCU -> 8 (each splits).
+        assert len(before) == 4
+        await _patch(api, f"{TABLES}/orders", {"spec": {"provisionedThroughput": {"writeCapacityUnits": 6000}}})
+
+        async def eight() -> Any:
+            parts = await _partitions(api, "orders")
+            return parts if len(parts) == 8 else None
+
+        after = await _eventually(eight, "8 partitions")
+        body = await _table_status(api, "orders", "ACTIVE", generation=2)
+
+    ranges = sorted((int(p["spec"]["hashRange"]["start"], 16), int(p["spec"]["hashRange"]["last"], 16)) for p in after)
+    assert ranges[0][0] == 0 and ranges[-1][1] == 2**64 - 1
+    assert all(ranges[i][1] + 1 == ranges[i + 1][0] for i in range(7)), "ranges must tile the hash space"
+    by_start = {p["spec"]["hashRange"]["start"]: p for p in after}
+    for start, members in before.items():
+        parent = by_start[start]
+        child = by_start[f"{int(parent['spec']['hashRange']['last'], 16) + 1:016x}"]
+        assert parent["spec"]["members"] == members == child["spec"]["members"]
+    assert body["status"]["partitionCount"] == 8
+    assert body["status"]["observedGeneration"] == 2
+
+
+async def test_deleting_a_table_drops_its_partitions_then_releases_it(api: Any, kmock: Any) -> None:
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        await api.post(TABLES, json=_table("gone"))
+        await _table_status(api, "gone", "ACTIVE")
+        names = sorted(p["metadata"]["name"] for p in await _partitions(api, "gone"))
+        assert len(names) == 4  # on demand: the configured starting count
+        await api.delete(f"{TABLES}/gone")
+
+        async def released() -> bool:
+            return await _get(api, f"{TABLES}/gone") is None
+
+        await _eventually(released, "the table to be released")
+        remaining = await _partitions(api, "gone")
+
+    assert remaining == []
+    assert sorted(director.dropped) == names
+
+
+async def test_deletion_protection_keeps_the_table_until_it_is_switched_off(api: Any, kmock: Any) -> None:
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        await api.post(TABLES, json=_table("kept", deletionProtectionEnabled=True))
+        await _table_status(api, "kept", "ACTIVE")
+        await api.delete(f"{TABLES}/kept")
+
+        async def warned() -> bool:
+            return any(
+                key[0].plural == "events" and not o.deleted and o.raw.get("reason") == "DeletionProtected"
+                for key, o in kmock.objects.items()
+            )
+
+        await _eventually(warned, "a DeletionProtected event")
+        # Several retry periods later the table and its partitions are all still there.
+        await asyncio.sleep(1.0)
+        body = await _get(api, f"{TABLES}/kept")
+        assert body is not None and body["metadata"].get("deletionTimestamp")
+        assert len(await _partitions(api, "kept")) == 4
+        assert director.dropped == []
+
+        await _patch(api, f"{TABLES}/kept", {"spec": {"deletionProtectionEnabled": False}})
+
+        async def released() -> bool:
+            return await _get(api, f"{TABLES}/kept") is None
+
+        await _eventually(released, "the table to be released")
+    assert len(director.dropped) == 4
+
+
+async def test_a_second_operator_stays_passive_until_the_active_one_leaves(api: Any, kmock: Any) -> None:
+    active, passive = ServingDirector(), ServingDirector()
+    async with operator(kmock, passive, priority=5):
+        async with operator(kmock, active, priority=50):
+
+            async def peered() -> bool:
+                body = await _get(api, f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings/partita")
+                return len((body or {}).get("status") or {}) >= 2
+
+            await _eventually(peered, "both operators in the peering object")
+            await asyncio.sleep(0.5)
+            await api.post(TABLES, json=_table("shared"))
+            await _table_status(api, "shared", "ACTIVE")
+            await asyncio.sleep(1.0)  # several resync periods in which the passive one could act
+            assert {name for name, _ in active.hosted} == {f"shared-{i * 2**62:016x}" for i in range(4)}
+            assert passive.hosted == []
+
+        # The active operator left (and withdrew from the peering object): the other resumes.
+        async def took_over() -> bool:
+            return bool(passive.hosted)
+
+        await _eventually(took_over, "the passive operator to take over")
