@@ -21,7 +21,10 @@ from tests.unit.autoadmin.kube.manifests import KUBERNETES_VERSIONS, ROOT, valid
 CHART = ROOT / "charts" / "partita"
 ALL_ON: dict[str, Any] = {
     "router": {"autoscaling": {"enabled": True}, "service": {"type": "LoadBalancer"}},
-    "networkPolicy": {"enabled": True, "routerIngressFrom": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]},
+    "networkPolicy": {
+        "enabled": True,
+        "routerIngressFrom": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}],
+    },
     "metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}},
     "grafana": {"dashboards": {"enabled": True}},
     "podDisruptionBudget": {"enabled": True},
@@ -61,7 +64,9 @@ def test_every_rendered_manifest_is_valid(values: dict[str, Any], chart_with_das
     assert docs
     for doc in docs:
         if doc["kind"] in CUSTOM_KINDS:
-            assert doc["apiVersion"] in ("monitoring.coreos.com/v1", "kopf.dev/v1") and doc["metadata"]["name"]
+            assert (
+                doc["apiVersion"] in ("monitoring.coreos.com/v1", "kopf.dev/v1") and doc["metadata"]["name"]
+            )
             continue
         validate(doc, KUBERNETES_VERSIONS)
 
@@ -77,7 +82,11 @@ def test_defaults_render_the_core_and_no_optional_objects() -> None:
     kinds = _kinds(render({}))
     assert kinds["Deployment"] == ["demo-partita-operator", "demo-partita-router"]
     assert kinds["StatefulSet"] == ["demo-partita-etcd"]
-    assert sorted(kinds["PodDisruptionBudget"]) == ["demo-partita-etcd", "demo-partita-operator", "demo-partita-router"]
+    assert sorted(kinds["PodDisruptionBudget"]) == [
+        "demo-partita-etcd",
+        "demo-partita-operator",
+        "demo-partita-router",
+    ]
     assert kinds["KopfPeering"] == ["partita"]
     for optional in ("HorizontalPodAutoscaler", "NetworkPolicy", "ServiceMonitor", "PodMonitor", "ConfigMap"):
         assert optional not in kinds
@@ -87,13 +96,17 @@ def test_every_flag_on_renders_every_optional_object(chart_with_dashboard: Path)
     kinds = _kinds(render(ALL_ON, chart_with_dashboard))
     assert kinds["HorizontalPodAutoscaler"] == ["demo-partita-router"]
     assert len(kinds["NetworkPolicy"]) == 4
-    assert kinds["ServiceMonitor"] == ["demo-partita-router"] and kinds["PodMonitor"] == ["demo-partita-storage"]
+    assert kinds["ServiceMonitor"] == ["demo-partita-router"] and kinds["PodMonitor"] == [
+        "demo-partita-storage"
+    ]
     assert kinds["ConfigMap"] == ["demo-partita-dashboard-partita-overview"]
 
 
 def test_the_operator_runs_the_storage_fleet_the_values_describe() -> None:
     docs = render({"storage": {"zones": ["x", "y"], "replicasPerZone": 3, "pinZones": False}})
-    (operator,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")]
+    (operator,) = [
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")
+    ]
     args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[0] == "operator"
     assert {"--release=demo-partita", "--zones=x,y", "--replicas-per-zone=3", "--no-pin-zones"} <= set(args)
@@ -113,7 +126,12 @@ def test_the_operator_role_is_namespaced_and_least_privilege() -> None:
     docs = render({})
     assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
     (role,) = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-operator")]
-    verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    verbs = {
+        (g, r): set(rule["verbs"])
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
     assert "delete" not in verbs[("apps", "statefulsets")] and "delete" not in verbs[("partita.io", "tables")]
     assert verbs[("partita.io", "partitions")] >= {"create", "delete", "watch"}
     assert all("*" not in v for v in verbs.values())
@@ -123,7 +141,10 @@ def test_the_credentials_secret_is_a_file_the_router_reads() -> None:
     (secret,) = [d for d in render({}) if d["kind"] == "Secret"]
     data = secret["stringData"]
     (cred,) = parse(data["credentials.json"].encode())
-    assert cred.access_key_id == data["AWS_ACCESS_KEY_ID"] and cred.secret_access_key == data["AWS_SECRET_ACCESS_KEY"]
+    assert (
+        cred.access_key_id == data["AWS_ACCESS_KEY_ID"]
+        and cred.secret_access_key == data["AWS_SECRET_ACCESS_KEY"]
+    )
     assert len(cred.access_key_id) == 20 and cred.access_key_id.startswith("AKIA")
     given = {"credentials": {"accessKeyId": "AKIA" + "A" * 16, "secretAccessKey": "s" * 40}}
     (secret,) = [d for d in render(given) if d["kind"] == "Secret"]
@@ -176,5 +197,5 @@ def test_chart_crds_are_exactly_the_top_level_crds() -> None:
     top = sorted(p.name for p in (ROOT / "crds").glob("*.yaml"))
     ours = sorted(p.name for p in (CHART / "crds").glob("*.yaml"))
     assert top == ours and top
-    match, mismatch, errors = filecmp.cmpfiles(ROOT / "crds", CHART / "crds", top, shallow=False)
+    _same, mismatch, errors = filecmp.cmpfiles(ROOT / "crds", CHART / "crds", top, shallow=False)
     assert mismatch == [] and errors == []

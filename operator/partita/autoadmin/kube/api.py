@@ -105,13 +105,19 @@ class KubeApi:
         await self._call("PATCH", f"{collection}/{name}", obj, "application/merge-patch+json")
         return False
 
-    async def list(self, api_version: str, plural: str, namespace: str, labels: Mapping[str, str]) -> list[Any]:
+    async def list(
+        self, api_version: str, plural: str, namespace: str, labels: Mapping[str, str]
+    ) -> list[Any]:
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         path = collection_path(api_version, plural, namespace)
         answer = await self._call("GET", path, params={"labelSelector": selector})
         items: list[Any] = answer.get("items") or []
         # Selection again here: a server that ignores labelSelector must not widen it.
-        return [i for i in items if all((i["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())]
+        return [
+            i
+            for i in items
+            if all((i["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
+        ]
 
     async def delete(self, api_version: str, plural: str, namespace: str, name: str) -> bool:
         """Ask for deletion; False if it was already gone."""

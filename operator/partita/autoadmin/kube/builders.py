@@ -167,7 +167,9 @@ def _pod_spec(fleet: Fleet, zone: str) -> dict[str, Any]:
     if fleet.pin_zones:
         # One zone's StatefulSet runs in that zone.
         term = {"matchExpressions": [{"key": naming.TOPOLOGY_ZONE, "operator": "In", "values": [zone]}]}
-        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
     if fleet.separate_hosts:
         # Two storage pods (of any zone) never share a machine, so losing one machine
         # costs each partition at most one replica.
@@ -190,7 +192,10 @@ def storage_statefulset(fleet: Fleet, zone: str) -> dict[str, Any]:
     selector = naming.zone_selector(fleet.release, zone)
     claim: dict[str, Any] = {
         "metadata": {"name": naming.DATA_VOLUME},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": fleet.storage_size}}},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": fleet.storage_size}},
+        },
     }
     if fleet.storage_class:
         claim["spec"]["storageClassName"] = fleet.storage_class

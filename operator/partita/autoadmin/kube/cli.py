@@ -34,10 +34,14 @@ def _zones(text: str) -> tuple[str, ...]:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("operator", help="run the Kubernetes operator (Table and Partition resources)")
     p.add_argument("--namespace", default=None, help="namespace to watch and run storage in (the pod's own)")
-    p.add_argument("--release", required=True, help="prefix of every object the operator makes (Helm release)")
+    p.add_argument(
+        "--release", required=True, help="prefix of every object the operator makes (Helm release)"
+    )
     p.add_argument("--image", required=True, help="the Partita image the storage pods run")
     p.add_argument("--image-pull-policy", default="IfNotPresent")
-    p.add_argument("--zones", type=_zones, default=",".join(Fleet.zones), help="comma-separated zones (%(default)s)")
+    p.add_argument(
+        "--zones", type=_zones, default=",".join(Fleet.zones), help="comma-separated zones (%(default)s)"
+    )
     p.add_argument("--replicas-per-zone", type=int, default=Fleet.replicas_per_zone)
     p.add_argument("--storage-size", default=Fleet.storage_size)
     p.add_argument("--storage-class", default=None)

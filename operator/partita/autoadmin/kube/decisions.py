@@ -144,7 +144,9 @@ def usable_replication(requested: int, nodes: Sequence[NodeRecord]) -> int:
     return min(requested, len({n.zone for n in nodes}))
 
 
-def place(count: int, nodes: Sequence[NodeRecord], replication_factor: int, seed: int) -> list[tuple[Member, ...]]:
+def place(
+    count: int, nodes: Sequence[NodeRecord], replication_factor: int, seed: int
+) -> list[tuple[Member, ...]]:
     """Members of each of `count` new partitions: one node in each of `replication_factor`
     zones, the zones rotated by the table's seed so tables do not all lead in one zone,
     and the node within each zone chosen by the shared placement rule."""
@@ -155,7 +157,8 @@ def place(count: int, nodes: Sequence[NodeRecord], replication_factor: int, seed
     offset = seed % len(zones)
     chosen = [zones[(offset + i) % len(zones)] for i in range(replicas)]
     per_zone = {
-        zone: placement.initial_placement(count, [n for n in nodes if n.zone == zone], seed) for zone in chosen
+        zone: placement.initial_placement(count, [n for n in nodes if n.zone == zone], seed)
+        for zone in chosen
     }
     return [tuple(Member(per_zone[zone][i][0], zone) for zone in chosen) for i in range(count)]
 
@@ -208,7 +211,9 @@ def render_conditions(
     return out
 
 
-def partition_state(members: Sequence[Member], reports: Mapping[str, MemberState], deleting: bool) -> PartitionState:
+def partition_state(
+    members: Sequence[Member], reports: Mapping[str, MemberState], deleting: bool
+) -> PartitionState:
     if deleting:
         return "Deleting"
     states = [reports.get(m.node, "Requested") for m in members]
@@ -278,9 +283,18 @@ def table_conditions(obs: TableObservation, status: TableStatus) -> list[Conditi
         degraded = Condition("Degraded", True, "PartitionsDegraded", f"{degraded_parts} partitions degraded")
     else:
         degraded = Condition("Degraded", False, "AsExpected", "every partition has all its replicas")
-    progressing_reason = {"CREATING": "CreatingPartitions", "UPDATING": "SplittingPartitions", "DELETING": "Deleting"}
+    progressing_reason = {
+        "CREATING": "CreatingPartitions",
+        "UPDATING": "SplittingPartitions",
+        "DELETING": "Deleting",
+    }
     return [
-        Condition("Available", status == "ACTIVE", "AllPartitionsServing" if status == "ACTIVE" else "NotReady", progress),
+        Condition(
+            "Available",
+            status == "ACTIVE",
+            "AllPartitionsServing" if status == "ACTIVE" else "NotReady",
+            progress,
+        ),
         Condition(
             "Progressing",
             status != "ACTIVE",

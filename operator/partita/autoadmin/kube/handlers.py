@@ -51,12 +51,23 @@ def _now() -> str:
 def _plan_of(obj: Mapping[str, Any]) -> decisions.PartitionPlan:
     spec = obj["spec"]
     members = tuple(decisions.Member(m["node"], m["zone"], m.get("role", "full")) for m in spec["members"])
-    return decisions.PartitionPlan(int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16), members)
+    return decisions.PartitionPlan(
+        int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16), members
+    )
+
+
+def _namespaced(namespace: str | None) -> str:
+    """Tables and Partitions are namespaced resources: kopf always passes a namespace."""
+    if namespace is None:
+        raise kopf.PermanentError("a cluster-scoped Table or Partition cannot exist")
+    return namespace
 
 
 def _ref_of(namespace: str, name: str, spec: Mapping[str, Any]) -> PartitionRef:
     hash_range = spec["hashRange"]
-    return PartitionRef(namespace, name, spec["table"], int(hash_range["start"], 16), int(hash_range["last"], 16))
+    return PartitionRef(
+        namespace, name, spec["table"], int(hash_range["start"], 16), int(hash_range["last"], 16)
+    )
 
 
 def operator_settings(priority: int, standalone: bool) -> kopf.OperatorSettings:
@@ -93,13 +104,19 @@ def build_registry(
     async def ensure_fleet(body: kopf.Body) -> None:
         if state.fleet_ensured:
             return
-        created = [obj["metadata"]["name"] for obj in builders.storage_fleet(config.fleet) if await api.apply(obj)]
+        created = [
+            obj["metadata"]["name"] for obj in builders.storage_fleet(config.fleet) if await api.apply(obj)
+        ]
         if created:
-            _event(body, "Normal", reason="StorageCreated", message=f"created {', '.join(sorted(set(created)))}")
+            _event(
+                body, "Normal", reason="StorageCreated", message=f"created {', '.join(sorted(set(created)))}"
+            )
         state.fleet_ensured = True
 
     async def list_partitions(namespace: str, table: str) -> list[Any]:
-        return await api.list(naming.API_VERSION, naming.PARTITIONS, namespace, naming.partition_labels(table))
+        return await api.list(
+            naming.API_VERSION, naming.PARTITIONS, namespace, naming.partition_labels(table)
+        )
 
     async def reconcile_table(
         body: kopf.Body,
@@ -157,10 +174,17 @@ def build_registry(
             size_bytes=sum(int((o.get("status") or {}).get("sizeBytes", 0)) for o in objs),
             problem=problem,
         )
-        new = decisions.table_status_patch(obs, status.get("conditions") or [], int(meta.get("generation", 1)), _now())
+        new = decisions.table_status_patch(
+            obs, status.get("conditions") or [], int(meta.get("generation", 1)), _now()
+        )
         new["tableId"] = status.get("tableId") or meta.get("uid", "")
         if new["tableStatus"] != status.get("tableStatus"):
-            _event(body, "Normal", reason=f"Table{new['tableStatus'].title()}", message=f"table is {new['tableStatus']}")
+            _event(
+                body,
+                "Normal",
+                reason=f"Table{new['tableStatus'].title()}",
+                message=f"table is {new['tableStatus']}",
+            )
         if problem and status.get("conditions") != new["conditions"]:
             _event(body, "Warning", reason=problem[0], message=problem[1])
         patch.status.update(new)
@@ -173,12 +197,12 @@ def build_registry(
         spec: kopf.Spec,
         meta: kopf.Meta,
         status: kopf.Status,
-        namespace: str,
+        namespace: str | None,
         name: str,
         patch: kopf.Patch,
         **_: Any,
     ) -> None:
-        await reconcile_table(body, spec, meta, status, namespace, name, patch)
+        await reconcile_table(body, spec, meta, status, _namespaced(namespace), name, patch)
 
     @kopf.timer(*tables, interval=config.resync_seconds, registry=registry)
     async def table_resync(
@@ -186,17 +210,23 @@ def build_registry(
         spec: kopf.Spec,
         meta: kopf.Meta,
         status: kopf.Status,
-        namespace: str,
+        namespace: str | None,
         name: str,
         patch: kopf.Patch,
         **_: Any,
     ) -> None:
-        await reconcile_table(body, spec, meta, status, namespace, name, patch)
+        await reconcile_table(body, spec, meta, status, _namespaced(namespace), name, patch)
 
     @kopf.on.delete(*tables, registry=registry)
     async def table_deleted(
-        body: kopf.Body, spec: kopf.Spec, meta: kopf.Meta, status: kopf.Status, namespace: str, name: str,
-        patch: kopf.Patch, **_: Any,
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
     ) -> None:
         if spec.get("deletionProtectionEnabled"):
             _event(
@@ -206,6 +236,7 @@ def build_registry(
                 message="deletionProtectionEnabled is true: set it to false to let the deletion proceed",
             )
             raise kopf.TemporaryError("deletion protection is enabled", delay=config.retry_seconds)
+        namespace = _namespaced(namespace)
         objs = await list_partitions(namespace, name)
         obs = decisions.TableObservation(
             previous_status=status.get("tableStatus"),
@@ -214,7 +245,9 @@ def build_registry(
             partition_states=tuple("Deleting" for _ in objs),
         )
         patch.status.update(
-            decisions.table_status_patch(obs, status.get("conditions") or [], int(meta.get("generation", 1)), _now())
+            decisions.table_status_patch(
+                obs, status.get("conditions") or [], int(meta.get("generation", 1)), _now()
+            )
         )
         if objs:
             asked = [
@@ -224,12 +257,19 @@ def build_registry(
                 and await api.delete(naming.API_VERSION, naming.PARTITIONS, namespace, o["metadata"]["name"])
             ]
             if asked:
-                _event(body, "Normal", reason="DeletingPartitions", message=f"dropping {len(asked)} partitions")
+                _event(
+                    body, "Normal", reason="DeletingPartitions", message=f"dropping {len(asked)} partitions"
+                )
             raise kopf.TemporaryError(f"{len(objs)} partitions still dropping", delay=config.retry_seconds)
         _event(body, "Normal", reason="TableDeleted", message="every partition dropped; releasing the table")
 
     async def reconcile_partition(
-        body: kopf.Body, spec: kopf.Spec, meta: kopf.Meta, status: kopf.Status, namespace: str, name: str,
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str,
+        name: str,
         patch: kopf.Patch,
     ) -> None:
         if meta.get("deletionTimestamp"):
@@ -240,7 +280,9 @@ def build_registry(
         state = decisions.partition_state(members, states, deleting=False)
         generation = int(meta.get("generation", 1))
         previous = status.get("conditions") or []
-        conditions = decisions.render_conditions(decisions.partition_conditions(state), previous, generation, _now())
+        conditions = decisions.render_conditions(
+            decisions.partition_conditions(state), previous, generation, _now()
+        )
         new: dict[str, Any] = {
             "observedGeneration": generation,
             "state": state,
@@ -264,22 +306,36 @@ def build_registry(
     @kopf.on.resume(*partitions, registry=registry)
     @kopf.on.update(*partitions, field="spec", registry=registry)
     async def partition_changed(
-        body: kopf.Body, spec: kopf.Spec, meta: kopf.Meta, status: kopf.Status, namespace: str, name: str,
-        patch: kopf.Patch, **_: Any,
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
     ) -> None:
-        await reconcile_partition(body, spec, meta, status, namespace, name, patch)
+        await reconcile_partition(body, spec, meta, status, _namespaced(namespace), name, patch)
 
     @kopf.timer(*partitions, interval=config.resync_seconds, registry=registry)
     async def partition_resync(
-        body: kopf.Body, spec: kopf.Spec, meta: kopf.Meta, status: kopf.Status, namespace: str, name: str,
-        patch: kopf.Patch, **_: Any,
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
     ) -> None:
-        await reconcile_partition(body, spec, meta, status, namespace, name, patch)
+        await reconcile_partition(body, spec, meta, status, _namespaced(namespace), name, patch)
 
     @kopf.on.delete(*partitions, registry=registry)
-    async def partition_deleted(body: kopf.Body, spec: kopf.Spec, namespace: str, name: str, **_: Any) -> None:
+    async def partition_deleted(
+        body: kopf.Body, spec: kopf.Spec, namespace: str | None, name: str, **_: Any
+    ) -> None:
         members = _plan_of(body).members
-        if not await director.drop(_ref_of(namespace, name, spec), members):
+        if not await director.drop(_ref_of(_namespaced(namespace), name, spec), members):
             raise kopf.TemporaryError("replicas still dropping", delay=config.retry_seconds)
         _event(body, "Normal", reason="ReplicasDropped", message=_members_text(members, "dropped"))
 

@@ -34,7 +34,9 @@ TABLE = {
 @pytest.mark.parametrize("fleet", [DEFAULT, CUSTOM], ids=["default", "custom"])
 def test_every_fleet_object_is_valid_kubernetes(fleet: Fleet) -> None:
     objects = builders.storage_fleet(fleet)
-    assert [o["kind"] for o in objects] == ["Service", "PodDisruptionBudget", "StatefulSet"] * len(fleet.zones)
+    assert [o["kind"] for o in objects] == ["Service", "PodDisruptionBudget", "StatefulSet"] * len(
+        fleet.zones
+    )
     for obj in objects:
         validate(obj)
 
@@ -47,7 +49,12 @@ def test_every_fleet_object_is_valid_kubernetes(fleet: Fleet) -> None:
     ],
 )
 def test_statefulset_per_zone(
-    fleet: Fleet, zone: str, node_affinity: bool, anti_affinity: bool, claim_class: str | None, node_selector: Any
+    fleet: Fleet,
+    zone: str,
+    node_affinity: bool,
+    anti_affinity: bool,
+    claim_class: str | None,
+    node_selector: Any,
 ) -> None:
     sts = builders.storage_statefulset(fleet, zone)
     spec = sts["spec"]
@@ -60,8 +67,14 @@ def test_statefulset_per_zone(
     affinity = pod.get("affinity", {})
     assert ("nodeAffinity" in affinity) == node_affinity
     if node_affinity:
-        term = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
-        assert term["matchExpressions"][0] == {"key": naming.TOPOLOGY_ZONE, "operator": "In", "values": [zone]}
+        term = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ][0]
+        assert term["matchExpressions"][0] == {
+            "key": naming.TOPOLOGY_ZONE,
+            "operator": "In",
+            "values": [zone],
+        }
     assert ("podAntiAffinity" in affinity) == anti_affinity
     assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
     assert pod.get("nodeSelector") == node_selector

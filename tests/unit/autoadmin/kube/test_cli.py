@@ -25,12 +25,19 @@ def test_operator_subcommand_flags_become_the_fleet() -> None:
     config = config_from_args(args)
     fleet = config.fleet
     assert (fleet.namespace, fleet.release, fleet.image, fleet.zones) == ("db", "pt", "partita:1", ("x", "y"))
-    assert (fleet.replicas_per_zone, fleet.storage_class, fleet.pin_zones, fleet.separate_hosts) == (2, "ssd", False, True)
+    assert (fleet.replicas_per_zone, fleet.storage_class, fleet.pin_zones, fleet.separate_hosts) == (
+        2,
+        "ssd",
+        False,
+        True,
+    )
     assert config.on_demand_partitions == 8
 
 
 def test_operator_defaults_match_the_fleet_defaults() -> None:
-    config = config_from_args(build_parser().parse_args(["operator", "--namespace=n", "--release=r", "--image=i"]))
+    config = config_from_args(
+        build_parser().parse_args(["operator", "--namespace=n", "--release=r", "--image=i"])
+    )
     assert config.fleet.zones == ("a", "b", "c") and config.fleet.pin_zones and config.fleet.separate_hosts
 
 

@@ -53,7 +53,12 @@ def test_every_field_has_a_description(kind: str) -> None:
 @pytest.mark.parametrize(
     ("kind", "plural", "short", "columns"),
     [
-        ("Table", "tables", "ptable", ["Status", "Billing", "RCU", "WCU", "Partitions", "Items", "Size", "Age"]),
+        (
+            "Table",
+            "tables",
+            "ptable",
+            ["Status", "Billing", "RCU", "WCU", "Partitions", "Items", "Size", "Age"],
+        ),
         ("Partition", "partitions", "ppart", ["Table", "Start", "Last", "Leader", "Members", "State", "Age"]),
     ],
 )

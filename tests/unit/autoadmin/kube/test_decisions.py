@@ -30,7 +30,9 @@ def _provisioned(rcu: int, wcu: int) -> TableSpec:
         (_provisioned(1, 1), 1, 10 * GB + 1, 2),
     ],
 )
-def test_partition_count_follows_throughput_then_size(spec: TableSpec, current: int, size: int, expected: int) -> None:
+def test_partition_count_follows_throughput_then_size(
+    spec: TableSpec, current: int, size: int, expected: int
+) -> None:
     assert decisions.desired_partition_count(spec, current, size, on_demand_default=4) == expected
 
 
@@ -125,7 +127,11 @@ def test_partition_state_from_member_reports(
     ],
 )
 def test_table_status_follows_dynamodb_phases(
-    previous: str | None, deleting: bool, wanted: int, states: tuple[decisions.PartitionState, ...], expected: str
+    previous: str | None,
+    deleting: bool,
+    wanted: int,
+    states: tuple[decisions.PartitionState, ...],
+    expected: str,
 ) -> None:
     obs = TableObservation(previous, deleting, wanted, states)
     assert decisions.table_status(obs) == expected
@@ -149,7 +155,10 @@ def test_condition_transition_time_moves_only_when_the_status_changes() -> None:
     same = decisions.render_conditions([cond], first, 2, "2026-01-02T00:00:00Z")
     assert same[0]["lastTransitionTime"] == "2026-01-01T00:00:00Z" and same[0]["observedGeneration"] == 2
     flipped = decisions.render_conditions(
-        [decisions.Condition("Available", True, "AllPartitionsServing", "1 of 1")], same, 2, "2026-01-03T00:00:00Z"
+        [decisions.Condition("Available", True, "AllPartitionsServing", "1 of 1")],
+        same,
+        2,
+        "2026-01-03T00:00:00Z",
     )
     assert flipped[0]["lastTransitionTime"] == "2026-01-03T00:00:00Z" and flipped[0]["status"] == "True"
 

@@ -56,10 +56,17 @@ class ServingDirector:
 
 def _register_resources(server: Any) -> None:
     server.resources[f"{naming.API_VERSION}/tables"] = kmock.ResourceInfo(
-        kind="Table", namespaced=True, singular="table", subresources={"status"}, verbs={"list", "watch", "patch"}
+        kind="Table",
+        namespaced=True,
+        singular="table",
+        subresources={"status"},
+        verbs={"list", "watch", "patch"},
     )
     server.resources[f"{naming.API_VERSION}/partitions"] = kmock.ResourceInfo(
-        kind="Partition", namespaced=True, singular="partition", subresources={"status"},
+        kind="Partition",
+        namespaced=True,
+        singular="partition",
+        subresources={"status"},
         verbs={"list", "watch", "patch"},
     )
     server.resources["kopf.dev/v1/kopfpeerings"] = kmock.ResourceInfo(
@@ -71,9 +78,13 @@ def _register_resources(server: Any) -> None:
         ("apps/v1/statefulsets", "StatefulSet"),
         ("policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
     ]:
-        server.resources[key] = kmock.ResourceInfo(kind=kind, namespaced=True, verbs={"create", "list", "patch"})
+        server.resources[key] = kmock.ResourceInfo(
+            kind=kind, namespaced=True, verbs={"create", "list", "patch"}
+        )
     # Discovered only: kopf waits to see these kinds exist (it never lists them here).
-    server.resources["v1/namespaces"] = kmock.ResourceInfo(kind="Namespace", namespaced=False, verbs={"list", "watch"})
+    server.resources["v1/namespaces"] = kmock.ResourceInfo(
+        kind="Namespace", namespaced=False, verbs={"list", "watch"}
+    )
     server.resources["apiextensions.k8s.io/v1/customresourcedefinitions"] = kmock.ResourceInfo(
         kind="CustomResourceDefinition", namespaced=False, verbs={"list", "watch"}
     )
@@ -83,13 +94,19 @@ def _register_resources(server: Any) -> None:
 async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
     _register_resources(kmock)
     async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
-        peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": {"name": "partita", "namespace": NS}}
+        peering = {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfPeering",
+            "metadata": {"name": "partita", "namespace": NS},
+        }
         await session.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
         yield session
 
 
 def _config() -> OperatorConfig:
-    fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"), replicas_per_zone=2)
+    fleet = Fleet(
+        release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"), replicas_per_zone=2
+    )
     return OperatorConfig(fleet=fleet, resync_seconds=0.3, retry_seconds=0.3)
 
 
@@ -164,16 +181,28 @@ async def _table_status(api: aiohttp.ClientSession, name: str, want: str, genera
     async def probe() -> Any:
         body = await _get(api, f"{TABLES}/{name}")
         status = (body or {}).get("status") or {}
-        return body if status.get("tableStatus") == want and status.get("observedGeneration") == generation else None
+        return (
+            body
+            if status.get("tableStatus") == want and status.get("observedGeneration") == generation
+            else None
+        )
 
     return await _eventually(probe, f"table {name} {want}")
 
 
-async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_per_zone(api: Any, kmock: Any) -> None:
+async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_per_zone(
+    api: Any, kmock: Any
+) -> None:
     director = ServingDirector()
     async with operator(kmock, director, priority=10):
-        await api.post(TABLES, json=_table("music", billingMode="PROVISIONED",
-                                          provisionedThroughput={"readCapacityUnits": 3000, "writeCapacityUnits": 1000}))
+        await api.post(
+            TABLES,
+            json=_table(
+                "music",
+                billingMode="PROVISIONED",
+                provisionedThroughput={"readCapacityUnits": 3000, "writeCapacityUnits": 1000},
+            ),
+        )
         body = await _table_status(api, "music", "ACTIVE")
         parts = await _partitions(api, "music")
         sets = await _get(api, f"/apis/apps/v1/namespaces/{NS}/statefulsets")
@@ -184,22 +213,38 @@ async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_p
     assert len(parts) == 2
     for part in parts:
         assert part["metadata"]["ownerReferences"][0] | {} == {
-            "apiVersion": naming.API_VERSION, "kind": "Table", "name": "music", "uid": "uid-music",
-            "controller": True, "blockOwnerDeletion": True,
+            "apiVersion": naming.API_VERSION,
+            "kind": "Table",
+            "name": "music",
+            "uid": "uid-music",
+            "controller": True,
+            "blockOwnerDeletion": True,
         }
         assert sorted(m["zone"] for m in part["spec"]["members"]) == ["a", "b", "c"]
         assert part["status"]["state"] == "Serving"
-    assert sorted(s["metadata"]["name"] for s in sets["items"]) == ["pt-storage-a", "pt-storage-b", "pt-storage-c"]
-    assert sorted(s["metadata"]["name"] for s in services["items"]) == ["pt-storage-a", "pt-storage-b", "pt-storage-c"]
+    assert sorted(s["metadata"]["name"] for s in sets["items"]) == [
+        "pt-storage-a",
+        "pt-storage-b",
+        "pt-storage-c",
+    ]
+    assert sorted(s["metadata"]["name"] for s in services["items"]) == [
+        "pt-storage-a",
+        "pt-storage-b",
+        "pt-storage-c",
+    ]
     assert len(pdbs["items"]) == 3
     status = body["status"]
     assert status["partitionCount"] == 2 and status["itemCount"] == 2
     assert status["observedGeneration"] == 1 and status["tableId"] == "uid-music"
     assert {c["type"]: c["status"] for c in status["conditions"]} == {
-        "Available": "True", "Progressing": "False", "Degraded": "False",
+        "Available": "True",
+        "Progressing": "False",
+        "Degraded": "False",
     }
     assert "finalizers" in body["metadata"] and naming.FINALIZER in body["metadata"]["finalizers"]
-    reasons = {o.raw.get("reason") for key, o in kmock.objects.items() if key[0].plural == "events" and not o.deleted}
+    reasons = {
+        o.raw.get("reason") for key, o in kmock.objects.items() if key[0].plural == "events" and not o.deleted
+    }
     assert {"StorageCreated", "PartitionsCreated", "TableActive", "PartitionServing"} <= reasons
 
 
@@ -213,12 +258,18 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
     director = ServingDirector()
     async with operator(kmock, director, priority=10):
         throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 3200}
-        await api.post(TABLES, json=_table("orders", billingMode="PROVISIONED", provisionedThroughput=throughput))
+        await api.post(
+            TABLES, json=_table("orders", billingMode="PROVISIONED", provisionedThroughput=throughput)
+        )
         await _table_status(api, "orders", "ACTIVE")
-        before = {p["spec"]["hashRange"]["start"]: p["spec"]["members"] for p in await _partitions(api, "orders")}
+        before = {
+            p["spec"]["hashRange"]["start"]: p["spec"]["members"] for p in await _partitions(api, "orders")
+        }
         # The seed's worked example: 3200 WCU -> 4 partitions; 6000 WCU -> 8 (each splits).
         assert len(before) == 4
-        await _patch(api, f"{TABLES}/orders", {"spec": {"provisionedThroughput": {"writeCapacityUnits": 6000}}})
+        await _patch(
+            api, f"{TABLES}/orders", {"spec": {"provisionedThroughput": {"writeCapacityUnits": 6000}}}
+        )
 
         async def eight() -> Any:
             parts = await _partitions(api, "orders")
@@ -227,7 +278,9 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
         after = await _eventually(eight, "8 partitions")
         body = await _table_status(api, "orders", "ACTIVE", generation=2)
 
-    ranges = sorted((int(p["spec"]["hashRange"]["start"], 16), int(p["spec"]["hashRange"]["last"], 16)) for p in after)
+    ranges = sorted(
+        (int(p["spec"]["hashRange"]["start"], 16), int(p["spec"]["hashRange"]["last"], 16)) for p in after
+    )
     assert ranges[0][0] == 0 and ranges[-1][1] == 2**64 - 1
     assert all(ranges[i][1] + 1 == ranges[i + 1][0] for i in range(7)), "ranges must tile the hash space"
     by_start = {p["spec"]["hashRange"]["start"]: p for p in after}
