@@ -38,5 +38,5 @@ def test_the_chart_and_the_storage_pods_run_the_image_user() -> None:
 
     (user,) = [line for line in _stages()[-1] if line.startswith("USER ")]
     uid = int(user.split()[1].split(":")[0])
-    assert RUN_AS == uid
+    assert uid == RUN_AS
     assert f"runAsUser: {uid}" in (ROOT / "charts" / "partita" / "values.yaml").read_text()

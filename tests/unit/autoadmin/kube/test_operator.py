@@ -27,12 +27,13 @@ from partita.autoadmin.kube.main import run_operator
 from partita.autoadmin.kube.replicas import PartitionRef, PartitionReport, ReplicaReport
 from tests.unit.autoadmin.kube.emulator import ApiServer
 
-pytestmark = pytest.mark.kmock(cls=ApiServer)
+# Bounded: an operator that cannot stop must fail the test, not hang the suite.
+pytestmark = [pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(150)]
 
 NS = "db"
 TABLES = f"/apis/{naming.API_VERSION}/namespaces/{NS}/tables"
 TIMEOUT = 20.0
-STOP_TIMEOUT = 5.0
+STOP_TIMEOUT = 10.0
 
 
 class ServingDirector:
@@ -137,8 +138,9 @@ async def operator(kmock: Any, director: ServingDirector, priority: int) -> Asyn
         await asyncio.wait({task}, timeout=STOP_TIMEOUT)
         if not task.done():
             task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+            await asyncio.wait({task}, timeout=STOP_TIMEOUT)
+        if task.done() and not task.cancelled():
+            task.result()  # an operator that crashed fails the test
 
 
 def _table(name: str, **spec: Any) -> dict[str, Any]:
@@ -204,13 +206,18 @@ async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_p
             ),
         )
         body = await _table_status(api, "music", "ACTIVE")
+        await asyncio.sleep(1.0)  # a few more resyncs: they must change nothing
         parts = await _partitions(api, "music")
+        creations = len(kmock[f"post /apis/{naming.API_VERSION}/namespaces/{NS}/partitions"])
+        fleet_creations = len(kmock[f"post /apis/apps/v1/namespaces/{NS}/statefulsets"])
         sets = await _get(api, f"/apis/apps/v1/namespaces/{NS}/statefulsets")
         services = await _get(api, f"/api/v1/namespaces/{NS}/services")
         pdbs = await _get(api, f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets")
 
     # 3000 RCU + 1000 WCU -> ceil(1 + 1) = 2 partitions, each with replicas in 3 zones.
     assert len(parts) == 2
+    # Idempotent: each object was created once, however often the handlers ran.
+    assert creations == 2 and fleet_creations == 3
     for part in parts:
         assert part["metadata"]["ownerReferences"][0] | {} == {
             "apiVersion": naming.API_VERSION,
