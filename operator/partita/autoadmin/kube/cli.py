@@ -54,6 +54,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--resync-seconds", type=float, default=OperatorConfig.resync_seconds)
     p.add_argument("--priority", type=int, default=None, help="kopf peering priority (random if unset)")
     p.add_argument("--standalone", action="store_true", help="no peering: only for a single replica")
+    p.add_argument(
+        "--liveness",
+        default=None,
+        metavar="URL",
+        help="serve kopf's liveness probe, e.g. http://0.0.0.0:8080/healthz (off by default)",
+    )
     p.set_defaults(func=run)
 
 
@@ -85,5 +91,12 @@ def run(args: argparse.Namespace) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    asyncio.run(run_operator(config_from_args(args), priority=args.priority, standalone=args.standalone))
+    asyncio.run(
+        run_operator(
+            config_from_args(args),
+            priority=args.priority,
+            standalone=args.standalone,
+            liveness_endpoint=args.liveness,
+        )
+    )
     return 0

@@ -35,6 +35,7 @@ async def run_operator(
     director: ReplicaDirector | None = None,
     priority: int | None = None,
     identity: str | None = None,
+    liveness_endpoint: str | None = None,
     standalone: bool = False,
     stop_flag: asyncio.Event | None = None,
     ready_flag: asyncio.Event | None = None,
@@ -58,6 +59,7 @@ async def run_operator(
             stop_flag=stop_flag,
             ready_flag=ready_flag,
             memo=kopf.Memo(),
+            liveness_endpoint=liveness_endpoint,
             **kwargs,
         )
     finally:
