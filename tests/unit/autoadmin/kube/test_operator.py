@@ -104,19 +104,19 @@ async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-def _config() -> OperatorConfig:
-    fleet = Fleet(
-        release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"), replicas_per_zone=2
-    )
+def _config(zones: tuple[str, ...] = ("a", "b", "c")) -> OperatorConfig:
+    fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=zones, replicas_per_zone=2)
     return OperatorConfig(fleet=fleet, resync_seconds=0.3, retry_seconds=0.3)
 
 
 @contextlib.asynccontextmanager
-async def operator(kmock: Any, director: ServingDirector, priority: int) -> AsyncIterator[None]:
+async def operator(
+    kmock: Any, director: ServingDirector | None, priority: int, config: OperatorConfig | None = None
+) -> AsyncIterator[None]:
     stop, ready = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(
         run_operator(
-            _config(),
+            config or _config(),
             login=kopf.ConnectionInfo(server=str(kmock.url)),
             director=director,
             priority=priority,
@@ -370,3 +370,33 @@ async def test_a_second_operator_stays_passive_until_the_active_one_leaves(api: 
             return bool(passive.hosted)
 
         await _eventually(took_over, "the passive operator to take over")
+
+
+async def test_without_the_admin_rpc_a_table_stays_creating_and_says_why(api: Any, kmock: Any) -> None:
+    """The production default until the seam lands: members are recorded as Requested,
+    nothing claims they serve; two zones for replicationFactor 3 is reported as Degraded."""
+    async with operator(kmock, None, priority=10, config=_config(zones=("a", "b"))):
+        await api.post(TABLES, json=_table("waiting"))
+
+        async def reported() -> Any:
+            body = await _get(api, f"{TABLES}/waiting")
+            status = (body or {}).get("status") or {}
+            return body if status.get("partitionCount") == 4 and status.get("conditions") else None
+
+        body = await _eventually(reported, "the table's first status")
+        await asyncio.sleep(1.0)
+        body = await _get(api, f"{TABLES}/waiting")
+        parts = await _partitions(api, "waiting")
+
+    status = body["status"]
+    assert status["tableStatus"] == "CREATING"
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+    assert conditions == {
+        "Available": ("False", "NotReady"),
+        "Progressing": ("True", "CreatingPartitions"),
+        "Degraded": ("True", "NotEnoughZones"),
+    }
+    for part in parts:
+        assert sorted(m["zone"] for m in part["spec"]["members"]) == ["a", "b"]
+        assert part["status"]["state"] == "Pending"
+        assert {m["state"] for m in part["status"]["members"]} == {"Requested"}
