@@ -135,7 +135,11 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
             "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"]},
         },
-        "volumeMounts": [{"name": naming.DATA_VOLUME, "mountPath": DATA_DIR}],
+        "volumeMounts": [
+            {"name": naming.DATA_VOLUME, "mountPath": DATA_DIR},
+            # The root file system is read-only; Python and RocksDB may want a scratch dir.
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
     }
 
 
@@ -162,6 +166,7 @@ def _pod_spec(fleet: Fleet, zone: str) -> dict[str, Any]:
         # A storage node leaves within this; its log makes any stop safe.
         "terminationGracePeriodSeconds": 60,
         "containers": [_container(fleet, zone)],
+        "volumes": [{"name": "tmp", "emptyDir": {}}],
     }
     affinity: dict[str, Any] = {}
     if fleet.pin_zones:

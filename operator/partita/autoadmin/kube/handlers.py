@@ -84,6 +84,11 @@ def operator_settings(priority: int, standalone: bool) -> kopf.OperatorSettings:
     # Watch only the configured namespace and never list namespaces or CRDs cluster-wide:
     # the operator's RBAC is a namespaced Role (least privilege).
     settings.scanning.disabled = True
+    # Restart watches regularly: a connection that silently died (a load balancer
+    # dropping it) would otherwise leave the operator deaf (kopf's advice).
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 30
     # Our own events say what happened; kopf's per-handler log lines stay in the log.
     settings.posting.level = logging.WARNING
     return settings
