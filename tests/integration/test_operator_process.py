@@ -15,14 +15,14 @@ import aiohttp
 import pytest
 
 from partita.autoadmin.kube import naming
-from tests.unit.autoadmin.kube.emulator import ApiServer
-from tests.unit.autoadmin.kube.test_operator import (
+from tests.unit.autoadmin.kube.emulator import (
     NS,
     TABLES,
-    _eventually,
-    _partitions,
-    _register_resources,
-    _table,
+    ApiServer,
+    eventually,
+    partitions_of,
+    register_resources,
+    table_manifest,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(120)]
@@ -40,7 +40,7 @@ def _kubeconfig(path: Path, server: str) -> Path:
 
 
 async def test_operator_process_reconciles_and_stops_on_sigterm(kmock: Any, tmp_path: Path) -> None:
-    _register_resources(kmock)
+    register_resources(kmock)
     env = {**os.environ, "KUBECONFIG": str(_kubeconfig(tmp_path / "kubeconfig", str(kmock.url)))}
     env.pop("POD_NAMESPACE", None)
     async with aiohttp.ClientSession(base_url=str(kmock.url)) as api:
@@ -56,13 +56,13 @@ async def test_operator_process_reconciles_and_stops_on_sigterm(kmock: Any, tmp_
             env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         try:
-            await api.post(TABLES, json=_table("proc"))
+            await api.post(TABLES, json=table_manifest("proc"))
 
             async def four() -> Any:
-                parts = await _partitions(api, "proc")
+                parts = await partitions_of(api, "proc")
                 return parts if len(parts) == 4 else None
 
-            parts = await _eventually(four, "the operator process to create partitions")
+            parts = await eventually(four, "the operator process to create partitions")
             sets = await (await api.get(f"/apis/apps/v1/namespaces/{NS}/statefulsets")).json()
         finally:
             proc.send_signal(signal.SIGTERM)

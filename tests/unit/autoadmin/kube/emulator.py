@@ -8,12 +8,16 @@ spec changes; status' observedGeneration) and `creationTimestamp`.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 import kmock
+
+from partita.autoadmin.kube import naming
 
 _uids = itertools.count(1)
 
@@ -42,3 +46,80 @@ class ApiServer(kmock.KubernetesEmulator):
                 generation = int(current.get("metadata", {}).get("generation", 1)) + 1
                 self.objects[key].patch({"metadata": {"generation": generation}})
         return response
+
+
+NS = "db"
+TABLES = f"/apis/{naming.API_VERSION}/namespaces/{NS}/tables"
+TIMEOUT = 20.0  # seconds any awaited state may take
+
+
+def register_resources(server: Any) -> None:
+    server.resources[f"{naming.API_VERSION}/tables"] = kmock.ResourceInfo(
+        kind="Table",
+        namespaced=True,
+        singular="table",
+        subresources={"status"},
+        verbs={"list", "watch", "patch"},
+    )
+    server.resources[f"{naming.API_VERSION}/partitions"] = kmock.ResourceInfo(
+        kind="Partition",
+        namespaced=True,
+        singular="partition",
+        subresources={"status"},
+        verbs={"list", "watch", "patch"},
+    )
+    server.resources["kopf.dev/v1/kopfpeerings"] = kmock.ResourceInfo(
+        kind="KopfPeering", namespaced=True, singular="kopfpeering", verbs={"list", "watch", "patch"}
+    )
+    for key, kind in [
+        ("v1/events", "Event"),
+        ("v1/services", "Service"),
+        ("apps/v1/statefulsets", "StatefulSet"),
+        ("policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
+    ]:
+        server.resources[key] = kmock.ResourceInfo(
+            kind=kind, namespaced=True, verbs={"create", "list", "patch"}
+        )
+    # Discovered only: kopf waits to see these kinds exist (it never lists them here).
+    server.resources["v1/namespaces"] = kmock.ResourceInfo(
+        kind="Namespace", namespaced=False, verbs={"list", "watch"}
+    )
+    server.resources["apiextensions.k8s.io/v1/customresourcedefinitions"] = kmock.ResourceInfo(
+        kind="CustomResourceDefinition", namespaced=False, verbs={"list", "watch"}
+    )
+
+
+def table_manifest(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": naming.API_VERSION,
+        "kind": "Table",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+        "spec": {
+            "tableName": name.title(),
+            "attributeDefinitions": [{"attributeName": "pk", "attributeType": "S"}],
+            "keySchema": [{"attributeName": "pk", "keyType": "HASH"}],
+            **spec,
+        },
+    }
+
+
+async def get(api: aiohttp.ClientSession, path: str) -> Any:
+    async with api.get(path) as resp:
+        return await resp.json() if resp.status == 200 else None
+
+
+async def eventually(probe: Callable[[], Any], what: str) -> Any:
+    """Poll `probe` until it returns something truthy; bounded in time."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while loop.time() < deadline:
+        result = await probe()
+        if result:
+            return result
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def partitions_of(api: aiohttp.ClientSession, table: str) -> list[dict[str, Any]]:
+    data = await get(api, f"/apis/{naming.API_VERSION}/namespaces/{NS}/partitions")
+    return [p for p in (data or {}).get("items", []) if p["spec"]["table"] == table]

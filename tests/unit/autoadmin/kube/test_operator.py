@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import aiohttp
-import kmock
 import kopf
 import pytest
 
@@ -25,14 +24,21 @@ from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.autoadmin.kube.main import run_operator
 from partita.autoadmin.kube.replicas import PartitionRef, PartitionReport, ReplicaReport
-from tests.unit.autoadmin.kube.emulator import ApiServer
+from tests.unit.autoadmin.kube.emulator import (
+    NS,
+    TABLES,
+    TIMEOUT,
+    ApiServer,
+    eventually,
+    get,
+    partitions_of,
+    register_resources,
+    table_manifest,
+)
 
 # Bounded: an operator that cannot stop must fail the test, not hang the suite.
 pytestmark = [pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(150)]
 
-NS = "db"
-TABLES = f"/apis/{naming.API_VERSION}/namespaces/{NS}/tables"
-TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
 
 
@@ -55,45 +61,9 @@ class ServingDirector:
         return True
 
 
-def _register_resources(server: Any) -> None:
-    server.resources[f"{naming.API_VERSION}/tables"] = kmock.ResourceInfo(
-        kind="Table",
-        namespaced=True,
-        singular="table",
-        subresources={"status"},
-        verbs={"list", "watch", "patch"},
-    )
-    server.resources[f"{naming.API_VERSION}/partitions"] = kmock.ResourceInfo(
-        kind="Partition",
-        namespaced=True,
-        singular="partition",
-        subresources={"status"},
-        verbs={"list", "watch", "patch"},
-    )
-    server.resources["kopf.dev/v1/kopfpeerings"] = kmock.ResourceInfo(
-        kind="KopfPeering", namespaced=True, singular="kopfpeering", verbs={"list", "watch", "patch"}
-    )
-    for key, kind in [
-        ("v1/events", "Event"),
-        ("v1/services", "Service"),
-        ("apps/v1/statefulsets", "StatefulSet"),
-        ("policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
-    ]:
-        server.resources[key] = kmock.ResourceInfo(
-            kind=kind, namespaced=True, verbs={"create", "list", "patch"}
-        )
-    # Discovered only: kopf waits to see these kinds exist (it never lists them here).
-    server.resources["v1/namespaces"] = kmock.ResourceInfo(
-        kind="Namespace", namespaced=False, verbs={"list", "watch"}
-    )
-    server.resources["apiextensions.k8s.io/v1/customresourcedefinitions"] = kmock.ResourceInfo(
-        kind="CustomResourceDefinition", namespaced=False, verbs={"list", "watch"}
-    )
-
-
 @pytest.fixture
 async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
-    _register_resources(kmock)
+    register_resources(kmock)
     async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
         peering = {
             "apiVersion": "kopf.dev/v1",
@@ -143,45 +113,9 @@ async def operator(
             task.result()  # an operator that crashed fails the test
 
 
-def _table(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": naming.API_VERSION,
-        "kind": "Table",
-        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
-        "spec": {
-            "tableName": name.title(),
-            "attributeDefinitions": [{"attributeName": "pk", "attributeType": "S"}],
-            "keySchema": [{"attributeName": "pk", "keyType": "HASH"}],
-            **spec,
-        },
-    }
-
-
-async def _get(api: aiohttp.ClientSession, path: str) -> Any:
-    async with api.get(path) as resp:
-        return await resp.json() if resp.status == 200 else None
-
-
-async def _eventually(probe: Callable[[], Any], what: str) -> Any:
-    """Poll `probe` until it returns something truthy; bounded in time."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT
-    while loop.time() < deadline:
-        result = await probe()
-        if result:
-            return result
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-async def _partitions(api: aiohttp.ClientSession, table: str) -> list[dict[str, Any]]:
-    data = await _get(api, f"/apis/{naming.API_VERSION}/namespaces/{NS}/partitions")
-    return [p for p in (data or {}).get("items", []) if p["spec"]["table"] == table]
-
-
 async def _table_status(api: aiohttp.ClientSession, name: str, want: str, generation: int = 1) -> Any:
     async def probe() -> Any:
-        body = await _get(api, f"{TABLES}/{name}")
+        body = await get(api, f"{TABLES}/{name}")
         status = (body or {}).get("status") or {}
         return (
             body
@@ -189,7 +123,7 @@ async def _table_status(api: aiohttp.ClientSession, name: str, want: str, genera
             else None
         )
 
-    return await _eventually(probe, f"table {name} {want}")
+    return await eventually(probe, f"table {name} {want}")
 
 
 async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_per_zone(
@@ -199,7 +133,7 @@ async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_p
     async with operator(kmock, director, priority=10):
         await api.post(
             TABLES,
-            json=_table(
+            json=table_manifest(
                 "music",
                 billingMode="PROVISIONED",
                 provisionedThroughput={"readCapacityUnits": 3000, "writeCapacityUnits": 1000},
@@ -207,12 +141,12 @@ async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_p
         )
         body = await _table_status(api, "music", "ACTIVE")
         await asyncio.sleep(1.0)  # a few more resyncs: they must change nothing
-        parts = await _partitions(api, "music")
+        parts = await partitions_of(api, "music")
         creations = len(kmock[f"post /apis/{naming.API_VERSION}/namespaces/{NS}/partitions"])
         fleet_creations = len(kmock[f"post /apis/apps/v1/namespaces/{NS}/statefulsets"])
-        sets = await _get(api, f"/apis/apps/v1/namespaces/{NS}/statefulsets")
-        services = await _get(api, f"/api/v1/namespaces/{NS}/services")
-        pdbs = await _get(api, f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets")
+        sets = await get(api, f"/apis/apps/v1/namespaces/{NS}/statefulsets")
+        services = await get(api, f"/api/v1/namespaces/{NS}/services")
+        pdbs = await get(api, f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets")
 
     # 3000 RCU + 1000 WCU -> ceil(1 + 1) = 2 partitions, each with replicas in 3 zones.
     assert len(parts) == 2
@@ -266,11 +200,11 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
     async with operator(kmock, director, priority=10):
         throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 3200}
         await api.post(
-            TABLES, json=_table("orders", billingMode="PROVISIONED", provisionedThroughput=throughput)
+            TABLES, json=table_manifest("orders", billingMode="PROVISIONED", provisionedThroughput=throughput)
         )
         await _table_status(api, "orders", "ACTIVE")
         before = {
-            p["spec"]["hashRange"]["start"]: p["spec"]["members"] for p in await _partitions(api, "orders")
+            p["spec"]["hashRange"]["start"]: p["spec"]["members"] for p in await partitions_of(api, "orders")
         }
         # The seed's worked example: 3200 WCU -> 4 partitions; 6000 WCU -> 8 (each splits).
         assert len(before) == 4
@@ -279,10 +213,10 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
         )
 
         async def eight() -> Any:
-            parts = await _partitions(api, "orders")
+            parts = await partitions_of(api, "orders")
             return parts if len(parts) == 8 else None
 
-        after = await _eventually(eight, "8 partitions")
+        after = await eventually(eight, "8 partitions")
         body = await _table_status(api, "orders", "ACTIVE", generation=2)
 
     ranges = sorted(
@@ -302,17 +236,17 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
 async def test_deleting_a_table_drops_its_partitions_then_releases_it(api: Any, kmock: Any) -> None:
     director = ServingDirector()
     async with operator(kmock, director, priority=10):
-        await api.post(TABLES, json=_table("gone"))
+        await api.post(TABLES, json=table_manifest("gone"))
         await _table_status(api, "gone", "ACTIVE")
-        names = sorted(p["metadata"]["name"] for p in await _partitions(api, "gone"))
+        names = sorted(p["metadata"]["name"] for p in await partitions_of(api, "gone"))
         assert len(names) == 4  # on demand: the configured starting count
         await api.delete(f"{TABLES}/gone")
 
         async def released() -> bool:
-            return await _get(api, f"{TABLES}/gone") is None
+            return await get(api, f"{TABLES}/gone") is None
 
-        await _eventually(released, "the table to be released")
-        remaining = await _partitions(api, "gone")
+        await eventually(released, "the table to be released")
+        remaining = await partitions_of(api, "gone")
 
     assert remaining == []
     assert sorted(director.dropped) == names
@@ -321,7 +255,7 @@ async def test_deleting_a_table_drops_its_partitions_then_releases_it(api: Any, 
 async def test_deletion_protection_keeps_the_table_until_it_is_switched_off(api: Any, kmock: Any) -> None:
     director = ServingDirector()
     async with operator(kmock, director, priority=10):
-        await api.post(TABLES, json=_table("kept", deletionProtectionEnabled=True))
+        await api.post(TABLES, json=table_manifest("kept", deletionProtectionEnabled=True))
         await _table_status(api, "kept", "ACTIVE")
         await api.delete(f"{TABLES}/kept")
 
@@ -331,20 +265,20 @@ async def test_deletion_protection_keeps_the_table_until_it_is_switched_off(api:
                 for key, o in kmock.objects.items()
             )
 
-        await _eventually(warned, "a DeletionProtected event")
+        await eventually(warned, "a DeletionProtected event")
         # Several retry periods later the table and its partitions are all still there.
         await asyncio.sleep(1.0)
-        body = await _get(api, f"{TABLES}/kept")
+        body = await get(api, f"{TABLES}/kept")
         assert body is not None and body["metadata"].get("deletionTimestamp")
-        assert len(await _partitions(api, "kept")) == 4
+        assert len(await partitions_of(api, "kept")) == 4
         assert director.dropped == []
 
         await _patch(api, f"{TABLES}/kept", {"spec": {"deletionProtectionEnabled": False}})
 
         async def released() -> bool:
-            return await _get(api, f"{TABLES}/kept") is None
+            return await get(api, f"{TABLES}/kept") is None
 
-        await _eventually(released, "the table to be released")
+        await eventually(released, "the table to be released")
     assert len(director.dropped) == 4
 
 
@@ -354,12 +288,12 @@ async def test_a_second_operator_stays_passive_until_the_active_one_leaves(api: 
         async with operator(kmock, active, priority=50):
 
             async def peered() -> bool:
-                body = await _get(api, f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings/partita")
+                body = await get(api, f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings/partita")
                 return len((body or {}).get("status") or {}) >= 2
 
-            await _eventually(peered, "both operators in the peering object")
+            await eventually(peered, "both operators in the peering object")
             await asyncio.sleep(0.5)
-            await api.post(TABLES, json=_table("shared"))
+            await api.post(TABLES, json=table_manifest("shared"))
             await _table_status(api, "shared", "ACTIVE")
             await asyncio.sleep(1.0)  # several resync periods in which the passive one could act
             assert {name for name, _ in active.hosted} == {f"shared-{i * 2**62:016x}" for i in range(4)}
@@ -369,24 +303,24 @@ async def test_a_second_operator_stays_passive_until_the_active_one_leaves(api: 
         async def took_over() -> bool:
             return bool(passive.hosted)
 
-        await _eventually(took_over, "the passive operator to take over")
+        await eventually(took_over, "the passive operator to take over")
 
 
 async def test_without_the_admin_rpc_a_table_stays_creating_and_says_why(api: Any, kmock: Any) -> None:
     """The production default until the seam lands: members are recorded as Requested,
     nothing claims they serve; two zones for replicationFactor 3 is reported as Degraded."""
     async with operator(kmock, None, priority=10, config=_config(zones=("a", "b"))):
-        await api.post(TABLES, json=_table("waiting"))
+        await api.post(TABLES, json=table_manifest("waiting"))
 
         async def reported() -> Any:
-            body = await _get(api, f"{TABLES}/waiting")
+            body = await get(api, f"{TABLES}/waiting")
             status = (body or {}).get("status") or {}
             return body if status.get("partitionCount") == 4 and status.get("conditions") else None
 
-        body = await _eventually(reported, "the table's first status")
+        body = await eventually(reported, "the table's first status")
         await asyncio.sleep(1.0)
-        body = await _get(api, f"{TABLES}/waiting")
-        parts = await _partitions(api, "waiting")
+        body = await get(api, f"{TABLES}/waiting")
+        parts = await partitions_of(api, "waiting")
 
     status = body["status"]
     assert status["tableStatus"] == "CREATING"
