@@ -4,6 +4,12 @@ kmock stores objects as plain JSON (its docs invite subclassing for server-side
 fields). kopf and the operator read four of them: `uid` (owner references),
 `resourceVersion` (kopf's optimistic JSON-patch test), `generation` (bumped when the
 spec changes; status' observedGeneration) and `creationTimestamp`.
+
+resourceVersion stays "1": bumping it on every write (as an API server does) makes
+kopf's JSON-patch `test` of the version fail now and then, which kmock answers with a
+500 where an API server answers 409/422 and kopf would re-read the object. The price
+of a constant version is kopf waiting its consistency timeout (5 s) at times: slower
+tests, the same behaviour.
 """
 
 from __future__ import annotations
