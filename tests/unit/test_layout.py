@@ -49,11 +49,17 @@ def test_built_wheel_holds_both_roots_and_generated_code_and_imports(tmp_path: P
         "partita/storage/node.py",
         "partita/autoadmin/reconcile.py",
         "partita/client/sharding/dynamic.py",
+        "partita/autoadmin/kube/handlers.py",
         "partita/_proto/storage_pb2.py",
         "partita/_proto/storage_pb2_grpc.py",
     ):
         assert expected in names
     assert not any(n.startswith("operator/") for n in names)
+    # `partita operator` reaches the console script through this entry point.
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    assert (
+        "operator = partita.autoadmin.kube.cli:register" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    )
     # Import from the wheel alone: -S skips site (and so the editable install's .pth);
     # the dependencies' directory is added without processing any .pth file.
     # The wheel is unpacked, as an install does (zipimport cannot import namespace packages).

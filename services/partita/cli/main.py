@@ -443,7 +443,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     credentials_cmd.register(sub)
     top.register(sub)
+    _register_plugins(sub)
     return parser
+
+
+def _register_plugins(sub: Any) -> None:
+    """Sub-commands that live outside services/ (`partita operator`, in operator/), found
+    through the `partita.commands` entry points, since services never import operator/."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="partita.commands"):
+        entry.load()(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

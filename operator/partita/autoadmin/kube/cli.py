@@ -1,0 +1,102 @@
+"""`partita operator`: the sub-command that runs the Kubernetes operator.
+
+The console script lives in services/ (partita.cli), which must not import operator/;
+it finds this sub-command through the `partita.commands` entry point instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.handlers import OperatorConfig
+
+NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _default_namespace() -> str:
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    return NAMESPACE_FILE.read_text().strip() if NAMESPACE_FILE.exists() else "default"
+
+
+def _zones(text: str) -> tuple[str, ...]:
+    zones = tuple(z.strip() for z in text.split(",") if z.strip())
+    if not zones:
+        raise argparse.ArgumentTypeError("at least one zone")
+    return zones
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("operator", help="run the Kubernetes operator (Table and Partition resources)")
+    p.add_argument("--namespace", default=None, help="namespace to watch and run storage in (the pod's own)")
+    p.add_argument(
+        "--release", required=True, help="prefix of every object the operator makes (Helm release)"
+    )
+    p.add_argument("--image", required=True, help="the Partita image the storage pods run")
+    p.add_argument("--image-pull-policy", default="IfNotPresent")
+    p.add_argument(
+        "--zones", type=_zones, default=",".join(Fleet.zones), help="comma-separated zones (%(default)s)"
+    )
+    p.add_argument("--replicas-per-zone", type=int, default=Fleet.replicas_per_zone)
+    p.add_argument("--storage-size", default=Fleet.storage_size)
+    p.add_argument("--storage-class", default=None)
+    p.add_argument("--etcd", default=Fleet.etcd, help="control store endpoint host:port")
+    p.add_argument("--admin-port", type=int, default=Fleet.admin_port)
+    p.add_argument("--data-port", type=int, default=Fleet.data_port)
+    p.add_argument("--no-pin-zones", action="store_true", help="for clusters without zone labels (kind)")
+    p.add_argument("--no-separate-hosts", action="store_true", help="allow storage pods to share a machine")
+    p.add_argument("--on-demand-partitions", type=int, default=OperatorConfig.on_demand_partitions)
+    p.add_argument("--resync-seconds", type=float, default=OperatorConfig.resync_seconds)
+    p.add_argument("--priority", type=int, default=None, help="kopf peering priority (random if unset)")
+    p.add_argument("--standalone", action="store_true", help="no peering: only for a single replica")
+    p.add_argument(
+        "--liveness",
+        default=None,
+        metavar="URL",
+        help="serve kopf's liveness probe, e.g. http://0.0.0.0:8080/healthz (off by default)",
+    )
+    p.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> OperatorConfig:
+    fleet = Fleet(
+        release=args.release,
+        namespace=args.namespace or _default_namespace(),
+        image=args.image,
+        image_pull_policy=args.image_pull_policy,
+        zones=args.zones,
+        replicas_per_zone=args.replicas_per_zone,
+        storage_size=args.storage_size,
+        storage_class=args.storage_class,
+        etcd=args.etcd,
+        admin_port=args.admin_port,
+        data_port=args.data_port,
+        pin_zones=not args.no_pin_zones,
+        separate_hosts=not args.no_separate_hosts,
+    )
+    return OperatorConfig(
+        fleet=fleet, on_demand_partitions=args.on_demand_partitions, resync_seconds=args.resync_seconds
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from partita.autoadmin.kube.main import run_operator
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    asyncio.run(
+        run_operator(
+            config_from_args(args),
+            priority=args.priority,
+            standalone=args.standalone,
+            liveness_endpoint=args.liveness,
+        )
+    )
+    return 0

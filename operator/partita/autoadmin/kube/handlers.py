@@ -1,0 +1,356 @@
+"""Thin kopf handlers: read what kopf hands over, ask the pure decisions and builders,
+send the result through the API client and the replica director, patch status, post
+an event for every action.
+
+Handlers are registered on a registry built per operator (not on kopf's global one),
+so two operators can run side by side in one process (the peering test does).
+Every handler is idempotent: a retry, a resume after a restart or a second timer tick
+re-derives the same desired state and changes nothing when it is already there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+
+from partita.autoadmin.kube import builders, decisions, naming
+from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    fleet: Fleet
+    on_demand_partitions: int = 4  # partitions of a new PAY_PER_REQUEST table
+    resync_seconds: float = 30.0  # level-based re-reconcile of every Table and Partition
+    retry_seconds: float = 10.0  # while a deletion waits (protection on, replicas dropping)
+
+
+@dataclass
+class _State:
+    """Per-operator memory: whether this process already made sure the fleet exists."""
+
+    fleet_ensured: bool = False
+    # kopf runs timers alongside change handlers; one reconcile per table at a time.
+    table_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _plan_of(obj: Mapping[str, Any]) -> decisions.PartitionPlan:
+    spec = obj["spec"]
+    members = tuple(decisions.Member(m["node"], m["zone"], m.get("role", "full")) for m in spec["members"])
+    return decisions.PartitionPlan(
+        int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16), members
+    )
+
+
+def _namespaced(namespace: str | None) -> str:
+    """Tables and Partitions are namespaced resources: kopf always passes a namespace."""
+    if namespace is None:
+        raise kopf.PermanentError("a cluster-scoped Table or Partition cannot exist")
+    return namespace
+
+
+def _ref_of(namespace: str, name: str, spec: Mapping[str, Any]) -> PartitionRef:
+    hash_range = spec["hashRange"]
+    return PartitionRef(
+        namespace, name, spec["table"], int(hash_range["start"], 16), int(hash_range["last"], 16)
+    )
+
+
+def operator_settings(priority: int, standalone: bool) -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.persistence.finalizer = naming.FINALIZER
+    # Our CRDs' status schemas are structural, so kopf's bookkeeping goes in annotations.
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=naming.ANNOTATION_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=naming.ANNOTATION_PREFIX)
+    settings.peering.name = naming.PEERING_NAME
+    settings.peering.priority = priority
+    settings.peering.standalone = standalone
+    settings.peering.mandatory = not standalone
+    settings.peering.stealth = True
+    # Watch only the configured namespace and never list namespaces or CRDs cluster-wide:
+    # the operator's RBAC is a namespaced Role (least privilege).
+    settings.scanning.disabled = True
+    # Restart watches regularly: a connection that silently died (a load balancer
+    # dropping it) would otherwise leave the operator deaf (kopf's advice).
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 30
+    # Our own events say what happened; kopf's per-handler log lines stay in the log.
+    settings.posting.level = logging.WARNING
+    return settings
+
+
+def build_registry(
+    config: OperatorConfig, api: KubeApi, director: ReplicaDirector, login: kopf.ConnectionInfo
+) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+    state = _State()
+    tables = (naming.GROUP, naming.VERSION, naming.TABLES)
+    partitions = (naming.GROUP, naming.VERSION, naming.PARTITIONS)
+
+    @kopf.on.login(registry=registry)
+    def _login(**_: Any) -> kopf.ConnectionInfo:
+        return login
+
+    async def ensure_fleet(body: kopf.Body) -> None:
+        if state.fleet_ensured:
+            return
+        created = [
+            obj["metadata"]["name"] for obj in builders.storage_fleet(config.fleet) if await api.apply(obj)
+        ]
+        if created:
+            _event(
+                body, "Normal", reason="StorageCreated", message=f"created {', '.join(sorted(set(created)))}"
+            )
+        state.fleet_ensured = True
+
+    async def list_partitions(namespace: str, table: str) -> list[Any]:
+        return await api.list(
+            naming.API_VERSION, naming.PARTITIONS, namespace, naming.partition_labels(table)
+        )
+
+    async def reconcile_table(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str,
+        name: str,
+        patch: kopf.Patch,
+    ) -> None:
+        if meta.get("deletionTimestamp"):
+            return  # the deletion handler owns the object now
+        async with state.table_locks.setdefault(f"{namespace}/{name}", asyncio.Lock()):
+            await _reconcile_table(body, spec, meta, status, namespace, name, patch)
+
+    async def _reconcile_table(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str,
+        name: str,
+        patch: kopf.Patch,
+    ) -> None:
+        table = decisions.TableSpec.from_spec(spec)
+        nodes = config.fleet.nodes()
+        objs = await list_partitions(namespace, name)
+        existing = [_plan_of(o) for o in objs]
+        count = decisions.desired_partition_count(
+            table, len(existing), int(status.get("tableSizeBytes", 0)), config.on_demand_partitions
+        )
+        if len(existing) != count:
+            await ensure_fleet(body)
+            plans = decisions.plan_partitions(
+                existing, count, nodes, table.replication_factor, decisions.table_seed(namespace, name)
+            )
+            for plan in plans:
+                await api.apply(builders.partition(body, plan))
+            verb = "PartitionsCreated" if not existing else "PartitionsSplit"
+            _event(body, "Normal", reason=verb, message=f"{len(existing)} -> {len(plans)} partitions")
+            objs = await list_partitions(namespace, name)
+        problem = None
+        usable = decisions.usable_replication(table.replication_factor, nodes)
+        if usable < table.replication_factor:
+            problem = (
+                "NotEnoughZones",
+                f"replicationFactor {table.replication_factor} but the fleet has {usable} zones",
+            )
+        obs = decisions.TableObservation(
+            previous_status=status.get("tableStatus"),
+            deleting=False,
+            wanted_partitions=count,
+            partition_states=tuple((o.get("status") or {}).get("state", "Pending") for o in objs),
+            item_count=sum(int((o.get("status") or {}).get("itemCount", 0)) for o in objs),
+            size_bytes=sum(int((o.get("status") or {}).get("sizeBytes", 0)) for o in objs),
+            problem=problem,
+        )
+        new = decisions.table_status_patch(
+            obs, status.get("conditions") or [], int(meta.get("generation", 1)), _now()
+        )
+        new["tableId"] = status.get("tableId") or meta.get("uid", "")
+        if new["tableStatus"] != status.get("tableStatus"):
+            _event(
+                body,
+                "Normal",
+                reason=f"Table{new['tableStatus'].title()}",
+                message=f"table is {new['tableStatus']}",
+            )
+        if problem and status.get("conditions") != new["conditions"]:
+            _event(body, "Warning", reason=problem[0], message=problem[1])
+        patch.status.update(new)
+
+    @kopf.on.create(*tables, registry=registry)
+    @kopf.on.resume(*tables, registry=registry)
+    @kopf.on.update(*tables, field="spec", registry=registry)
+    async def table_changed(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
+    ) -> None:
+        await reconcile_table(body, spec, meta, status, _namespaced(namespace), name, patch)
+
+    @kopf.timer(*tables, interval=config.resync_seconds, registry=registry)
+    async def table_resync(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
+    ) -> None:
+        await reconcile_table(body, spec, meta, status, _namespaced(namespace), name, patch)
+
+    @kopf.on.delete(*tables, registry=registry)
+    async def table_deleted(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
+    ) -> None:
+        if spec.get("deletionProtectionEnabled"):
+            _event(
+                body,
+                "Warning",
+                reason="DeletionProtected",
+                message="deletionProtectionEnabled is true: set it to false to let the deletion proceed",
+            )
+            raise kopf.TemporaryError("deletion protection is enabled", delay=config.retry_seconds)
+        namespace = _namespaced(namespace)
+        objs = await list_partitions(namespace, name)
+        obs = decisions.TableObservation(
+            previous_status=status.get("tableStatus"),
+            deleting=True,
+            wanted_partitions=0,
+            partition_states=tuple("Deleting" for _ in objs),
+        )
+        patch.status.update(
+            decisions.table_status_patch(
+                obs, status.get("conditions") or [], int(meta.get("generation", 1)), _now()
+            )
+        )
+        if objs:
+            asked = [
+                o["metadata"]["name"]
+                for o in objs
+                if not o["metadata"].get("deletionTimestamp")
+                and await api.delete(naming.API_VERSION, naming.PARTITIONS, namespace, o["metadata"]["name"])
+            ]
+            if asked:
+                _event(
+                    body, "Normal", reason="DeletingPartitions", message=f"dropping {len(asked)} partitions"
+                )
+            raise kopf.TemporaryError(f"{len(objs)} partitions still dropping", delay=config.retry_seconds)
+        _event(body, "Normal", reason="TableDeleted", message="every partition dropped; releasing the table")
+
+    async def reconcile_partition(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str,
+        name: str,
+        patch: kopf.Patch,
+    ) -> None:
+        if meta.get("deletionTimestamp"):
+            return
+        members = _plan_of(body).members
+        report = await director.host(_ref_of(namespace, name, spec), members)
+        states = {node: r.state for node, r in report.replicas.items()}
+        state = decisions.partition_state(members, states, deleting=False)
+        generation = int(meta.get("generation", 1))
+        previous = status.get("conditions") or []
+        conditions = decisions.render_conditions(
+            decisions.partition_conditions(state), previous, generation, _now()
+        )
+        new: dict[str, Any] = {
+            "observedGeneration": generation,
+            "state": state,
+            "members": [
+                {"node": m.node, "state": states.get(m.node, "Requested"), "lag": report.replicas[m.node].lag}
+                if m.node in report.replicas
+                else {"node": m.node, "state": "Requested", "lag": 0}
+                for m in members
+            ],
+            "itemCount": report.item_count,
+            "sizeBytes": report.size_bytes,
+            "conditions": conditions,
+        }
+        if report.leader:
+            new["leader"] = report.leader
+        if state != status.get("state"):
+            _event(body, "Normal", reason=f"Partition{state}", message=_members_text(members, state))
+        patch.status.update(new)
+
+    @kopf.on.create(*partitions, registry=registry)
+    @kopf.on.resume(*partitions, registry=registry)
+    @kopf.on.update(*partitions, field="spec", registry=registry)
+    async def partition_changed(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
+    ) -> None:
+        await reconcile_partition(body, spec, meta, status, _namespaced(namespace), name, patch)
+
+    @kopf.timer(*partitions, interval=config.resync_seconds, registry=registry)
+    async def partition_resync(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
+    ) -> None:
+        await reconcile_partition(body, spec, meta, status, _namespaced(namespace), name, patch)
+
+    @kopf.on.delete(*partitions, registry=registry)
+    async def partition_deleted(
+        body: kopf.Body, spec: kopf.Spec, namespace: str | None, name: str, **_: Any
+    ) -> None:
+        members = _plan_of(body).members
+        if not await director.drop(_ref_of(_namespaced(namespace), name, spec), members):
+            raise kopf.TemporaryError("replicas still dropping", delay=config.retry_seconds)
+        _event(body, "Normal", reason="ReplicasDropped", message=_members_text(members, "dropped"))
+
+    return registry
+
+
+def _event(body: kopf.Body, kind: str, reason: str, message: str) -> None:
+    """A Kubernetes event on the object (kopf posts it in the background)."""
+    kopf.event(body, type=kind, reason=reason, message=message)
+
+
+def _members_text(members: Sequence[decisions.Member], state: str) -> str:
+    return f"{state}: " + ", ".join(f"{m.node} ({m.zone}, {m.role})" for m in members)

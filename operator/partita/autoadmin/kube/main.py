@@ -1,0 +1,66 @@
+"""Running the operator: credentials, settings, registry, kopf's loop.
+
+Several replicas may run (the chart's Deployment); kopf peering lets only the one with
+the highest priority act while the others stay passive and take over when its peering
+record expires. Each process draws a random priority unless given one, because kopf
+pauses every operator when two share a priority.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import kopf
+
+from partita.autoadmin.kube import naming
+from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
+from partita.autoadmin.kube.replicas import ReplicaDirector, UnconnectedDirector
+
+
+def discover_credentials(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo:
+    """In a pod, the service account; elsewhere, the kubeconfig."""
+    info = kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
+    if info is None:
+        raise kopf.LoginError("no service account token and no kubeconfig found")
+    return info
+
+
+async def run_operator(
+    config: OperatorConfig,
+    *,
+    login: kopf.ConnectionInfo | None = None,
+    director: ReplicaDirector | None = None,
+    priority: int | None = None,
+    identity: str | None = None,
+    liveness_endpoint: str | None = None,
+    standalone: bool = False,
+    stop_flag: asyncio.Event | None = None,
+    ready_flag: asyncio.Event | None = None,
+) -> None:
+    """Run until `stop_flag` is set (or forever), watching the fleet's namespace."""
+    chosen = priority if priority is not None else random.randrange(1, 2**31)
+    settings = operator_settings(chosen, standalone)
+    info = login or discover_credentials(settings)
+    api = KubeApi(info)
+    registry = build_registry(config, api, director or UnconnectedDirector(), info)
+    kwargs: dict[str, Any] = {"peering_name": naming.PEERING_NAME, "priority": chosen}
+    if identity is not None:
+        # kopf derives one from host and pid; two operators in one process need their own.
+        kwargs["identity"] = identity
+    try:
+        await kopf.operator(
+            registry=registry,
+            settings=settings,
+            namespaces=[config.fleet.namespace],
+            standalone=standalone,
+            stop_flag=stop_flag,
+            ready_flag=ready_flag,
+            memo=kopf.Memo(),
+            liveness_endpoint=liveness_endpoint,
+            **kwargs,
+        )
+    finally:
+        await api.close()

@@ -1,0 +1,61 @@
+"""How the operator tells storage nodes which replicas to host, and hears back.
+
+The call itself (the storage nodes' admin gRPC, which also carries replica reports)
+belongs to the control-plane seam; the Partition handler depends only on this
+interface, so that implementation slots in without touching the handlers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from partita.autoadmin.kube.decisions import Member, MemberState
+
+
+@dataclass(frozen=True)
+class PartitionRef:
+    namespace: str
+    name: str  # the Partition resource (unique per namespace)
+    table: str  # the Table resource
+    start: int
+    last: int
+
+
+@dataclass(frozen=True)
+class ReplicaReport:
+    state: MemberState
+    lag: int = 0
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    """What the members say: each replica's state, the leader, the partition's figures."""
+
+    replicas: Mapping[str, ReplicaReport]
+    leader: str | None = None
+    item_count: int = 0
+    size_bytes: int = 0
+
+
+class ReplicaDirector(Protocol):
+    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
+        """Ask each member to host a replica of `partition` (idempotent) and report."""
+        ...
+
+    async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
+        """Ask each member to drop its replica and data; True once all have."""
+        ...
+
+
+class UnconnectedDirector:
+    """Used until the admin RPC lands: records the desired members and reports each as
+    Requested, so Partition status shows the decision and Tables stay CREATING rather
+    than claiming replicas that nobody confirmed."""
+
+    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
+        return PartitionReport(replicas={m.node: ReplicaReport("Requested") for m in members})
+
+    async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
+        return True

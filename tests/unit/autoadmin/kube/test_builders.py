@@ -1,0 +1,124 @@
+"""The pure builders: what they build, and that it is valid Kubernetes for 1.29-1.33."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from partita.autoadmin.kube import builders, decisions, naming
+from partita.autoadmin.kube.fleet import Fleet
+from tests.unit.autoadmin.kube.manifests import validate
+
+DEFAULT = Fleet(release="pt", namespace="db", image="partita:1")
+CUSTOM = Fleet(
+    release="big",
+    namespace="prod",
+    image="registry.example/partita:2",
+    zones=("eu-1a", "eu-1b"),
+    replicas_per_zone=4,
+    storage_size="500Gi",
+    storage_class="fast-ssd",
+    service_account="storage",
+    node_selector={"pool": "storage"},
+    pin_zones=False,
+    separate_hosts=False,
+)
+TABLE = {
+    "apiVersion": naming.API_VERSION,
+    "kind": "Table",
+    "metadata": {"name": "music", "namespace": "db", "uid": "1234"},
+}
+
+
+@pytest.mark.parametrize("fleet", [DEFAULT, CUSTOM], ids=["default", "custom"])
+def test_every_fleet_object_is_valid_kubernetes(fleet: Fleet) -> None:
+    objects = builders.storage_fleet(fleet)
+    assert [o["kind"] for o in objects] == ["Service", "PodDisruptionBudget", "StatefulSet"] * len(
+        fleet.zones
+    )
+    for obj in objects:
+        validate(obj)
+
+
+@pytest.mark.parametrize(
+    ("fleet", "zone", "node_affinity", "anti_affinity", "claim_class", "node_selector"),
+    [
+        (DEFAULT, "a", True, True, None, None),
+        (CUSTOM, "eu-1b", False, False, "fast-ssd", {"pool": "storage"}),
+    ],
+)
+def test_statefulset_per_zone(
+    fleet: Fleet,
+    zone: str,
+    node_affinity: bool,
+    anti_affinity: bool,
+    claim_class: str | None,
+    node_selector: Any,
+) -> None:
+    sts = builders.storage_statefulset(fleet, zone)
+    spec = sts["spec"]
+    pod = spec["template"]["spec"]
+    assert sts["metadata"]["name"] == f"{fleet.release}-storage-{zone}"
+    assert spec["serviceName"] == builders.storage_service(fleet, zone)["metadata"]["name"]
+    assert spec["replicas"] == fleet.replicas_per_zone
+    assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    assert spec["selector"]["matchLabels"][naming.ZONE_LABEL] == zone
+    affinity = pod.get("affinity", {})
+    assert ("nodeAffinity" in affinity) == node_affinity
+    if node_affinity:
+        term = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ][0]
+        assert term["matchExpressions"][0] == {
+            "key": naming.TOPOLOGY_ZONE,
+            "operator": "In",
+            "values": [zone],
+        }
+    assert ("podAntiAffinity" in affinity) == anti_affinity
+    assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
+    assert pod.get("nodeSelector") == node_selector
+    claim = spec["volumeClaimTemplates"][0]["spec"]
+    assert claim.get("storageClassName") == claim_class
+    assert claim["resources"]["requests"]["storage"] == fleet.storage_size
+    container = pod["containers"][0]
+    assert container["image"] == fleet.image
+    assert f"--zone={zone}" in container["args"] and "--node-id=$(POD_NAME)" in container["args"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def test_headless_service_and_pdb_select_exactly_one_zone() -> None:
+    service = builders.storage_service(DEFAULT, "b")
+    pdb = builders.storage_pdb(DEFAULT, "b")
+    selector = naming.zone_selector("pt", "b")
+    assert service["spec"]["clusterIP"] == "None" and service["spec"]["selector"] == selector
+    assert pdb["spec"]["selector"]["matchLabels"] == selector and pdb["spec"]["maxUnavailable"] == 1
+
+
+@pytest.mark.parametrize(
+    ("start", "last", "name"),
+    [
+        (0, 2**63 - 1, "music-0000000000000000"),
+        (2**63, 2**64 - 1, "music-8000000000000000"),
+        (0xABC, 0xABD, "music-0000000000000abc"),
+    ],
+)
+def test_partition_object_names_ranges_and_owner(start: int, last: int, name: str) -> None:
+    members = (decisions.Member("pt-storage-a-0", "a"), decisions.Member("pt-storage-b-1", "b", "log"))
+    obj = builders.partition(TABLE, decisions.PartitionPlan(start, last, members))
+    validate(obj)
+    assert obj["metadata"]["name"] == name
+    assert obj["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": naming.API_VERSION,
+            "kind": "Table",
+            "name": "music",
+            "uid": "1234",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert obj["spec"]["hashRange"] == {"start": f"{start:016x}", "last": f"{last:016x}"}
+    assert obj["spec"]["members"][1] == {"node": "pt-storage-b-1", "zone": "b", "role": "log"}
+    assert obj["metadata"]["labels"][naming.TABLE_LABEL] == "music"

@@ -1,0 +1,354 @@
+"""The real kopf operator, in-process, against kmock's in-memory Kubernetes API.
+
+kmock stores objects and serves list/watch/create/patch/delete, honours finalizers
+(deletionTimestamp, then removal once they are gone) but, unlike a real API server, it
+does not bump metadata.generation, assign uids, garbage-collect by owner references or
+run CEL rules: the tests set uid and generation themselves where the operator reads
+them, and the CRD rules are tested against the schemas elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import aiohttp
+import kopf
+import pytest
+
+from partita.autoadmin.kube import naming
+from partita.autoadmin.kube.decisions import Member
+from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.handlers import OperatorConfig
+from partita.autoadmin.kube.main import run_operator
+from partita.autoadmin.kube.replicas import PartitionRef, PartitionReport, ReplicaReport
+from tests.unit.autoadmin.kube.emulator import (
+    NS,
+    TABLES,
+    TIMEOUT,
+    ApiServer,
+    eventually,
+    get,
+    partitions_of,
+    register_resources,
+    table_manifest,
+)
+
+# Bounded: an operator that cannot stop must fail the test, not hang the suite.
+pytestmark = [pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(150)]
+
+STOP_TIMEOUT = 10.0
+
+
+class ServingDirector:
+    """Stands in for the storage nodes' admin RPC (not built yet): every asked member
+    serves at once, and every drop succeeds. Records what it was asked."""
+
+    def __init__(self) -> None:
+        self.hosted: list[tuple[str, tuple[str, ...]]] = []
+        self.dropped: list[str] = []
+
+    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
+        self.hosted.append((partition.name, tuple(m.node for m in members)))
+        return PartitionReport(
+            replicas={m.node: ReplicaReport("Serving") for m in members}, leader=members[0].node, item_count=1
+        )
+
+    async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
+        self.dropped.append(partition.name)
+        return True
+
+
+@pytest.fixture
+async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
+    register_resources(kmock)
+    async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
+        peering = {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfPeering",
+            "metadata": {"name": "partita", "namespace": NS},
+        }
+        await session.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
+        yield session
+
+
+def _config(zones: tuple[str, ...] = ("a", "b", "c")) -> OperatorConfig:
+    fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=zones, replicas_per_zone=2)
+    return OperatorConfig(fleet=fleet, resync_seconds=0.3, retry_seconds=0.3)
+
+
+@contextlib.asynccontextmanager
+async def operator(
+    kmock: Any, director: ServingDirector | None, priority: int, config: OperatorConfig | None = None
+) -> AsyncIterator[None]:
+    """One operator in a thread with its own event loop, as in production (one process,
+    one loop): on exit kopf waits for and then cancels every task of its loop that it
+    did not start with, which in a shared loop would include kmock's and the other
+    operator's tasks."""
+    started = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        box["loop"], box["stop"] = asyncio.get_running_loop(), asyncio.Event()
+        ready = asyncio.Event()
+        watcher = asyncio.create_task(ready.wait())
+        watcher.add_done_callback(lambda _: started.set())
+        await run_operator(
+            config or _config(),
+            login=kopf.ConnectionInfo(server=str(kmock.url)),
+            director=director,
+            priority=priority,
+            identity=f"operator-{priority}",
+            stop_flag=box["stop"],
+            ready_flag=ready,
+        )
+
+    def thread_main() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=thread_main, name=f"operator-{priority}", daemon=True)
+    thread.start()
+    await asyncio.to_thread(started.wait, TIMEOUT)
+    if "error" in box:
+        raise box["error"]
+    assert started.is_set() and thread.is_alive(), "the operator did not start"
+    try:
+        yield
+    finally:
+        box["loop"].call_soon_threadsafe(box["stop"].set)
+        await asyncio.to_thread(thread.join, STOP_TIMEOUT)
+        assert not thread.is_alive(), f"the operator did not stop within {STOP_TIMEOUT} s"
+        if "error" in box:
+            raise box["error"]
+
+
+async def _table_status(api: aiohttp.ClientSession, name: str, want: str, generation: int = 1) -> Any:
+    async def probe() -> Any:
+        body = await get(api, f"{TABLES}/{name}")
+        status = (body or {}).get("status") or {}
+        return (
+            body
+            if status.get("tableStatus") == want and status.get("observedGeneration") == generation
+            else None
+        )
+
+    return await eventually(probe, f"table {name} {want}")
+
+
+async def test_a_table_gets_partitions_owned_by_it_and_one_storage_statefulset_per_zone(
+    api: Any, kmock: Any
+) -> None:
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        await api.post(
+            TABLES,
+            json=table_manifest(
+                "music",
+                billingMode="PROVISIONED",
+                provisionedThroughput={"readCapacityUnits": 3000, "writeCapacityUnits": 1000},
+            ),
+        )
+        body = await _table_status(api, "music", "ACTIVE")
+        await asyncio.sleep(1.0)  # a few more resyncs: they must change nothing
+        parts = await partitions_of(api, "music")
+        creations = len(kmock[f"post /apis/{naming.API_VERSION}/namespaces/{NS}/partitions"])
+        fleet_creations = len(kmock[f"post /apis/apps/v1/namespaces/{NS}/statefulsets"])
+        sets = await get(api, f"/apis/apps/v1/namespaces/{NS}/statefulsets")
+        services = await get(api, f"/api/v1/namespaces/{NS}/services")
+        pdbs = await get(api, f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets")
+
+    # 3000 RCU + 1000 WCU -> ceil(1 + 1) = 2 partitions, each with replicas in 3 zones.
+    assert len(parts) == 2
+    # Idempotent: each object was created once, however often the handlers ran.
+    assert creations == 2 and fleet_creations == 3
+    for part in parts:
+        assert part["metadata"]["ownerReferences"][0] | {} == {
+            "apiVersion": naming.API_VERSION,
+            "kind": "Table",
+            "name": "music",
+            "uid": "uid-music",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        assert sorted(m["zone"] for m in part["spec"]["members"]) == ["a", "b", "c"]
+        assert part["status"]["state"] == "Serving"
+    assert sorted(s["metadata"]["name"] for s in sets["items"]) == [
+        "pt-storage-a",
+        "pt-storage-b",
+        "pt-storage-c",
+    ]
+    assert sorted(s["metadata"]["name"] for s in services["items"]) == [
+        "pt-storage-a",
+        "pt-storage-b",
+        "pt-storage-c",
+    ]
+    assert len(pdbs["items"]) == 3
+    status = body["status"]
+    assert status["partitionCount"] == 2 and status["itemCount"] == 2
+    assert status["observedGeneration"] == 1 and status["tableId"] == "uid-music"
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "Available": "True",
+        "Progressing": "False",
+        "Degraded": "False",
+    }
+    assert "finalizers" in body["metadata"] and naming.FINALIZER in body["metadata"]["finalizers"]
+    reasons = {
+        o.raw.get("reason") for key, o in kmock.objects.items() if key[0].plural == "events" and not o.deleted
+    }
+    assert {"StorageCreated", "PartitionsCreated", "TableActive", "PartitionServing"} <= reasons
+
+
+async def _patch(api: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> None:
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with api.patch(path, json=body, headers=headers) as resp:
+        assert resp.status == 200, await resp.text()
+
+
+async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api: Any, kmock: Any) -> None:
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 3200}
+        await api.post(
+            TABLES, json=table_manifest("orders", billingMode="PROVISIONED", provisionedThroughput=throughput)
+        )
+        await _table_status(api, "orders", "ACTIVE")
+        before = {
+            p["spec"]["hashRange"]["start"]: p["spec"]["members"] for p in await partitions_of(api, "orders")
+        }
+        # The seed's worked example: 3200 WCU -> 4 partitions; 6000 WCU -> 8 (each splits).
+        assert len(before) == 4
+        await _patch(
+            api, f"{TABLES}/orders", {"spec": {"provisionedThroughput": {"writeCapacityUnits": 6000}}}
+        )
+
+        async def eight() -> Any:
+            parts = await partitions_of(api, "orders")
+            return parts if len(parts) == 8 else None
+
+        after = await eventually(eight, "8 partitions")
+        body = await _table_status(api, "orders", "ACTIVE", generation=2)
+
+    ranges = sorted(
+        (int(p["spec"]["hashRange"]["start"], 16), int(p["spec"]["hashRange"]["last"], 16)) for p in after
+    )
+    assert ranges[0][0] == 0 and ranges[-1][1] == 2**64 - 1
+    assert all(ranges[i][1] + 1 == ranges[i + 1][0] for i in range(7)), "ranges must tile the hash space"
+    by_start = {p["spec"]["hashRange"]["start"]: p for p in after}
+    for start, members in before.items():
+        parent = by_start[start]
+        child = by_start[f"{int(parent['spec']['hashRange']['last'], 16) + 1:016x}"]
+        assert parent["spec"]["members"] == members == child["spec"]["members"]
+    assert body["status"]["partitionCount"] == 8
+    assert body["status"]["observedGeneration"] == 2
+
+
+async def test_deleting_a_table_drops_its_partitions_then_releases_it(api: Any, kmock: Any) -> None:
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        await api.post(TABLES, json=table_manifest("gone"))
+        await _table_status(api, "gone", "ACTIVE")
+        names = sorted(p["metadata"]["name"] for p in await partitions_of(api, "gone"))
+        assert len(names) == 4  # on demand: the configured starting count
+        await api.delete(f"{TABLES}/gone")
+
+        async def released() -> bool:
+            return await get(api, f"{TABLES}/gone") is None
+
+        await eventually(released, "the table to be released")
+        remaining = await partitions_of(api, "gone")
+
+    assert remaining == []
+    # kopf runs handlers at least once (drop is idempotent): every partition was dropped.
+    assert sorted(set(director.dropped)) == names
+
+
+async def test_deletion_protection_keeps_the_table_until_it_is_switched_off(api: Any, kmock: Any) -> None:
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        await api.post(TABLES, json=table_manifest("kept", deletionProtectionEnabled=True))
+        await _table_status(api, "kept", "ACTIVE")
+        await api.delete(f"{TABLES}/kept")
+
+        async def warned() -> bool:
+            return any(
+                key[0].plural == "events" and not o.deleted and o.raw.get("reason") == "DeletionProtected"
+                for key, o in kmock.objects.items()
+            )
+
+        await eventually(warned, "a DeletionProtected event")
+        # Several retry periods later the table and its partitions are all still there.
+        await asyncio.sleep(1.0)
+        body = await get(api, f"{TABLES}/kept")
+        assert body is not None and body["metadata"].get("deletionTimestamp")
+        assert len(await partitions_of(api, "kept")) == 4
+        assert director.dropped == []
+
+        await _patch(api, f"{TABLES}/kept", {"spec": {"deletionProtectionEnabled": False}})
+
+        async def released() -> bool:
+            return await get(api, f"{TABLES}/kept") is None
+
+        await eventually(released, "the table to be released")
+    assert len(set(director.dropped)) == 4
+
+
+async def test_a_second_operator_stays_passive_until_the_active_one_leaves(api: Any, kmock: Any) -> None:
+    active, passive = ServingDirector(), ServingDirector()
+    async with operator(kmock, passive, priority=5):
+        async with operator(kmock, active, priority=50):
+
+            async def peered() -> bool:
+                body = await get(api, f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings/partita")
+                return len((body or {}).get("status") or {}) >= 2
+
+            await eventually(peered, "both operators in the peering object")
+            await asyncio.sleep(0.5)
+            await api.post(TABLES, json=table_manifest("shared"))
+            await _table_status(api, "shared", "ACTIVE")
+            await asyncio.sleep(1.0)  # several resync periods in which the passive one could act
+            assert {name for name, _ in active.hosted} == {f"shared-{i * 2**62:016x}" for i in range(4)}
+            assert passive.hosted == []
+
+        # The active operator left (and withdrew from the peering object): the other resumes.
+        async def took_over() -> bool:
+            return bool(passive.hosted)
+
+        await eventually(took_over, "the passive operator to take over")
+
+
+async def test_without_the_admin_rpc_a_table_stays_creating_and_says_why(api: Any, kmock: Any) -> None:
+    """The production default until the seam lands: members are recorded as Requested,
+    nothing claims they serve; two zones for replicationFactor 3 is reported as Degraded."""
+    async with operator(kmock, None, priority=10, config=_config(zones=("a", "b"))):
+        await api.post(TABLES, json=table_manifest("waiting"))
+
+        async def reported() -> Any:
+            body = await get(api, f"{TABLES}/waiting")
+            status = (body or {}).get("status") or {}
+            return body if status.get("partitionCount") == 4 and status.get("conditions") else None
+
+        body = await eventually(reported, "the table's first status")
+        await asyncio.sleep(1.0)
+        body = await get(api, f"{TABLES}/waiting")
+        parts = await partitions_of(api, "waiting")
+
+    status = body["status"]
+    assert status["tableStatus"] == "CREATING"
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+    assert conditions == {
+        "Available": ("False", "NotReady"),
+        "Progressing": ("True", "CreatingPartitions"),
+        "Degraded": ("True", "NotEnoughZones"),
+    }
+    for part in parts:
+        assert sorted(m["zone"] for m in part["spec"]["members"]) == ["a", "b"]
+        assert part["status"]["state"] == "Pending"
+        assert {m["state"] for m in part["status"]["members"]} == {"Requested"}

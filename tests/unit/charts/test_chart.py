@@ -1,0 +1,201 @@
+"""The Helm chart, rendered and linted offline with helm-python-sdk (Helm v4's library):
+every manifest valid Kubernetes for 1.29-1.33 with default values and with every
+optional flag on, lint --strict clean, the values schema refusing bad values, and the
+chart's CRDs the very files in crds/."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import pytest
+import yaml
+
+from partita.router.credentials import parse
+from tests.unit.autoadmin.kube.manifests import KUBERNETES_VERSIONS, ROOT, validate
+
+CHART = ROOT / "charts" / "partita"
+ALL_ON: dict[str, Any] = {
+    "router": {"autoscaling": {"enabled": True}, "service": {"type": "LoadBalancer"}},
+    "networkPolicy": {
+        "enabled": True,
+        "routerIngressFrom": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}],
+    },
+    "metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}},
+    "grafana": {"dashboards": {"enabled": True}},
+    "podDisruptionBudget": {"enabled": True},
+    "storage": {"storageClassName": "ssd", "pinZones": False, "separateHosts": False},
+    "etcd": {"storageClassName": "ssd"},
+    "imagePullSecrets": [{"name": "regcred"}],
+    "operator": {"nodeSelector": {"pool": "system"}, "tolerations": [{"key": "k", "operator": "Exists"}]},
+}
+# Kinds of the Prometheus Operator and kopf: checked for shape, not against official schemas.
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "KopfPeering"}
+
+
+@pytest.fixture(scope="module")
+def chart_with_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The chart plus one dashboard, as the dashboards' author will add them."""
+    copy = tmp_path_factory.mktemp("chart") / "partita"
+    shutil.copytree(CHART, copy)
+    (copy / "dashboards").mkdir(exist_ok=True)
+    (copy / "dashboards" / "partita_overview.json").write_text(json.dumps({"title": "Partita", "panels": []}))
+    return copy
+
+
+def render(values: dict[str, Any], path: Path = CHART) -> list[dict[str, Any]]:
+    chart = helm.Chart.load(str(path))
+    out = chart.render(values, name="demo", namespace="db", is_install=True)
+    docs = []
+    for name, text in out.items():
+        if name.endswith("NOTES.txt"):
+            continue
+        docs += [d for d in yaml.safe_load_all(text) if d]
+    return docs
+
+
+@pytest.mark.parametrize("values", [{}, ALL_ON], ids=["defaults", "all-on"])
+def test_every_rendered_manifest_is_valid(values: dict[str, Any], chart_with_dashboard: Path) -> None:
+    docs = render(values, chart_with_dashboard)
+    assert docs
+    for doc in docs:
+        if doc["kind"] in CUSTOM_KINDS:
+            assert (
+                doc["apiVersion"] in ("monitoring.coreos.com/v1", "kopf.dev/v1") and doc["metadata"]["name"]
+            )
+            continue
+        validate(doc, KUBERNETES_VERSIONS)
+
+
+def _kinds(docs: list[dict[str, Any]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for d in docs:
+        out.setdefault(d["kind"], []).append(d["metadata"]["name"])
+    return out
+
+
+def test_defaults_render_the_core_and_no_optional_objects() -> None:
+    kinds = _kinds(render({}))
+    assert kinds["Deployment"] == ["demo-partita-operator", "demo-partita-router"]
+    assert kinds["StatefulSet"] == ["demo-partita-etcd"]
+    assert sorted(kinds["PodDisruptionBudget"]) == [
+        "demo-partita-etcd",
+        "demo-partita-operator",
+        "demo-partita-router",
+    ]
+    assert kinds["KopfPeering"] == ["partita"]
+    for optional in ("HorizontalPodAutoscaler", "NetworkPolicy", "ServiceMonitor", "PodMonitor", "ConfigMap"):
+        assert optional not in kinds
+
+
+def test_every_flag_on_renders_every_optional_object(chart_with_dashboard: Path) -> None:
+    kinds = _kinds(render(ALL_ON, chart_with_dashboard))
+    assert kinds["HorizontalPodAutoscaler"] == ["demo-partita-router"]
+    assert len(kinds["NetworkPolicy"]) == 4
+    assert kinds["ServiceMonitor"] == ["demo-partita-router"] and kinds["PodMonitor"] == [
+        "demo-partita-storage"
+    ]
+    assert kinds["ConfigMap"] == ["demo-partita-dashboard-partita-overview"]
+
+
+def test_the_operator_runs_the_storage_fleet_the_values_describe() -> None:
+    docs = render({"storage": {"zones": ["x", "y"], "replicasPerZone": 3, "pinZones": False}})
+    (operator,) = [
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")
+    ]
+    args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[0] == "operator"
+    assert {"--release=demo-partita", "--zones=x,y", "--replicas-per-zone=3", "--no-pin-zones"} <= set(args)
+    assert "--etcd=demo-partita-etcd:2379" in args
+
+
+def test_etcd_is_three_members_that_know_each_other_and_compact() -> None:
+    (etcd,) = [d for d in render({}) if d["kind"] == "StatefulSet"]
+    assert etcd["spec"]["replicas"] == 3
+    command = etcd["spec"]["template"]["spec"]["containers"][0]["command"]
+    (cluster,) = [c for c in command if c.startswith("--initial-cluster=")]
+    assert cluster.count("=http://") == 3
+    assert "--auto-compaction-mode=periodic" in command
+
+
+def test_the_operator_role_is_namespaced_and_least_privilege() -> None:
+    docs = render({})
+    assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    (role,) = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-operator")]
+    verbs = {
+        (g, r): set(rule["verbs"])
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
+    assert "delete" not in verbs[("apps", "statefulsets")] and "delete" not in verbs[("partita.io", "tables")]
+    assert verbs[("partita.io", "partitions")] >= {"create", "delete", "watch"}
+    assert all("*" not in v for v in verbs.values())
+
+
+def test_the_credentials_secret_is_a_file_the_router_reads() -> None:
+    (secret,) = [d for d in render({}) if d["kind"] == "Secret"]
+    data = secret["stringData"]
+    (cred,) = parse(data["credentials.json"].encode())
+    assert (
+        cred.access_key_id == data["AWS_ACCESS_KEY_ID"]
+        and cred.secret_access_key == data["AWS_SECRET_ACCESS_KEY"]
+    )
+    assert len(cred.access_key_id) == 20 and cred.access_key_id.startswith("AKIA")
+    given = {"credentials": {"accessKeyId": "AKIA" + "A" * 16, "secretAccessKey": "s" * 40}}
+    (secret,) = [d for d in render(given) if d["kind"] == "Secret"]
+    assert secret["stringData"]["AWS_ACCESS_KEY_ID"] == "AKIA" + "A" * 16
+    assert not [d for d in render({"credentials": {"existingSecret": "mine"}}) if d["kind"] == "Secret"]
+
+
+def test_the_helm_test_pod_puts_and_gets_an_item() -> None:
+    (pod,) = [d for d in render({}) if d["kind"] == "Pod"]
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    script = pod["spec"]["containers"][0]["args"][0]
+    assert "put-item" in script and "get-item" in script
+
+
+@pytest.mark.parametrize("values", [{}, ALL_ON], ids=["defaults", "all-on"])
+def test_lint_strict_is_clean(values: dict[str, Any]) -> None:
+    report = helm.lint(str(CHART), values, strict=True)
+    assert report["errors"] == [] and report["messages"] == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"storage": {"zones": []}},
+        {"storage": {"zones": ["UPPER"]}},
+        {"storage": {"replicasPerZone": 0}},
+        {"storage": {"size": "ten gigs"}},
+        {"router": {"service": {"type": "Ingress"}}},
+        {"router": {"port": 70000}},
+        {"etcd": {"replicas": 2}},
+        {"credentials": {"accessKeyId": "not-a-key"}},
+        {"operator": {"replicas": 0}},
+        {"unknownTopLevel": True},
+        {"networkPolicy": {"enabled": "yes"}},
+    ],
+)
+def test_values_schema_rejects_bad_values(bad: dict[str, Any]) -> None:
+    chart = helm.Chart.load(str(CHART))
+    with pytest.raises(helm.HelmValuesError):
+        chart.validate_schema(chart.merge_values(bad))
+
+
+def test_values_schema_accepts_the_defaults_and_every_flag_on() -> None:
+    chart = helm.Chart.load(str(CHART))
+    chart.validate_schema(chart.merge_values({}))
+    chart.validate_schema(chart.merge_values(ALL_ON))
+
+
+def test_chart_crds_are_exactly_the_top_level_crds() -> None:
+    top = sorted(p.name for p in (ROOT / "crds").glob("*.yaml"))
+    ours = sorted(p.name for p in (CHART / "crds").glob("*.yaml"))
+    assert top == ours and top
+    _same, mismatch, errors = filecmp.cmpfiles(ROOT / "crds", CHART / "crds", top, shallow=False)
+    assert mismatch == [] and errors == []
