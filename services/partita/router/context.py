@@ -70,7 +70,11 @@ class RouterContext:
         cells = self._consumed.get(table)
         if cells is None:
             cells = self._consumed[table] = metrics.consumed_cells(table)
-        cells[0 if op in _READS else 1].value += units
+        read, write = cells
+        if op in _READS:
+            read.value += units
+        else:
+            write.value += units
 
 
 def _error_of(response: pb.Response) -> DynamoError:
