@@ -181,6 +181,9 @@ class CounterCells:
         cell = self._cells.get(values)
         return cell.value if cell is not None else 0.0
 
+    def cells(self) -> Iterable[CounterCell]:
+        return self._cells.values()
+
     def family(self) -> Metric:
         family = CounterMetricFamily(self.name.removesuffix("_total"), self.doc, labels=self.labels)
         for values, cell in self._cells.items():

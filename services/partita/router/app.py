@@ -72,6 +72,9 @@ OPERATIONS: dict[str, Action] = {
     "BatchWriteItem": batch_write_item.run,
 }
 
+# The request cells by (operation, table, outcome), read directly on every request.
+_REQUEST_CELLS = router_metrics.request_cells
+
 _HEADERS = b"Content-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: %s\r\nx-amz-crc32: %d\r\n"
 
 
@@ -104,7 +107,7 @@ class DynamoApp:
         started = time.perf_counter()
         request_id = b"%s%020d" % (self._id_prefix, next(self._request_ids))
         labels = RequestLabels()
-        router_metrics.started()
+        router_metrics.RECEIVED.value += 1
         outcome = "ok"
         try:
             body = await self._dispatch(request, labels)
@@ -123,10 +126,10 @@ class DynamoApp:
             )
             internal = errors.internal_server_error()
             status, body, outcome = internal.status, internal.render(), internal.code
-        finally:
-            router_metrics.finished()
-        cells = router_metrics.request_cells(labels.operation, labels.table)
-        cells.outcome(outcome).value += 1
+        cells = _REQUEST_CELLS.get((labels.operation, labels.table, outcome))
+        if cells is None:
+            cells = router_metrics.new_request_cells(labels.operation, labels.table, outcome)
+        cells.count.value += 1
         cells.bytes_in.value += len(request.body)
         cells.bytes_out.value += len(body)
         cells.latency.observe(time.perf_counter() - started)
@@ -149,10 +152,11 @@ class DynamoApp:
         if request.method != "POST":
             raise errors.unknown_operation()
         target = request.headers.get("x-amz-target", "")
-        action = OPERATIONS.get(target[len(TARGET_PREFIX) :]) if target.startswith(TARGET_PREFIX) else None
+        operation = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else ""
+        action = OPERATIONS.get(operation)
         if action is None:
             raise errors.unknown_operation()
-        labels.operation = target[len(TARGET_PREFIX) :]
+        labels.operation = operation
         credential = authenticate(
             method=request.method,
             path=request.path,
@@ -168,23 +172,17 @@ class DynamoApp:
             raise errors.serialization("Start of structure or map found where not expected.") from None
         if not isinstance(payload, dict):
             raise errors.serialization("Start of structure or map found where not expected.")
-        labels.table = self._table_label(payload)
+        table_name = payload.get("TableName")
+        if isinstance(table_name, str) and table_name in self.ctx.tables.tables:
+            labels.table = table_name  # only tables the cluster has: labels stay bounded
         for table in tables_named(payload):
             if not credential.may_access(table):
-                operation = target[len(TARGET_PREFIX) :]
                 raise errors.access_denied(
                     f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
                     f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"
                 )
         result = await action(self.ctx, payload)
         return result if isinstance(result, bytes) else orjson.dumps(result)
-
-    def _table_label(self, payload: dict[str, Any]) -> str:
-        """The request's table when it names one the cluster has (labels stay bounded)."""
-        name = payload.get("TableName")
-        if isinstance(name, str) and name in self.ctx.tables.tables:
-            return name
-        return router_metrics.NO_TABLE
 
 
 def answer_get(request: HttpRequest) -> HttpResponse:
