@@ -126,6 +126,9 @@ class DynamoApp:
             )
             internal = errors.internal_server_error()
             status, body, outcome = internal.status, internal.render(), internal.code
+        except BaseException:  # cancelled: the connection closed before the answer
+            router_metrics.ABANDONED.value += 1
+            raise
         cells = _REQUEST_CELLS.get((labels.operation, labels.table, outcome))
         if cells is None:
             cells = router_metrics.new_request_cells(labels.operation, labels.table, outcome)

@@ -74,9 +74,11 @@ STORAGE_UNAVAILABLE = metrics.CounterCells(
 )
 
 # Requests received; those answered are the sum of REQUESTS, so the number in flight is
-# read at scrape time and a request costs one increment for it, not two.
+# read at scrape time and a request costs one increment for it, not two. ABANDONED
+# counts requests whose client went away before the answer (their task was cancelled).
 RECEIVED = CounterCell()
-IN_FLIGHT.read = lambda: [((), RECEIVED.value - sum(c.value for c in REQUESTS.cells()))]
+ABANDONED = CounterCell()
+IN_FLIGHT.read = lambda: [((), RECEIVED.value - ABANDONED.value - sum(c.value for c in REQUESTS.cells()))]
 
 NO_TABLE = ""
 

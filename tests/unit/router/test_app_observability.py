@@ -167,3 +167,32 @@ async def test_table_gauges_follow_the_routers_cache(app: DynamoApp) -> None:
     )
     # 5000 RCU need two partitions (3000 RCU each at most), one replica each here.
     assert scrape_value(body, "partita_table_partition_replicas", table="Provisioned") == 2
+
+
+async def test_a_request_abandoned_by_its_client_leaves_the_in_flight_count(
+    app: DynamoApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from partita.router import app as app_module
+
+    entered = asyncio.Event()
+
+    async def forever(ctx: object, payload: object) -> bytes:
+        entered.set()
+        await asyncio.Event().wait()
+        return b"{}"
+
+    monkeypatch.setitem(app_module.OPERATIONS, "ListTables", forever)
+
+    def in_flight() -> float:
+        return scrape_value(app_module.answer_get(get("/metrics")).body, "partita_router_requests_in_flight")
+
+    before = in_flight()
+    task = asyncio.create_task(app(signed("ListTables", {})))
+    await asyncio.wait_for(entered.wait(), 5)
+    assert in_flight() == before + 1
+    task.cancel()  # what the HTTP server does when the connection closes
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert in_flight() == before
