@@ -22,6 +22,19 @@ Two kinds of metric, by how hot the code that feeds them is:
 `exposition()` renders the registry for a process that already serves HTTP (the
 router answers `GET /metrics` on its endpoint); `serve_metrics` is a tiny asyncio HTTP
 server for the others (storage nodes: `--metrics-port`).
+
+A new component, for example the Doorman server::
+
+    # partita/doorman/metrics.py
+    GRANTS = metrics.counter("partita_doorman_grants_total", "Leases granted", ("resource",))
+    WANTS = metrics.Snapshot("partita_doorman_wants", "Capacity wanted", ("resource",))
+
+    # where the server starts
+    WANTS.read = lambda: (((r.id,), r.wants) for r in server.resources())
+    exporter = await metrics.serve_metrics(host, metrics_port)
+
+and a `"metrics": port` entry in its `Child.ports` (cli/supervisor.py), which puts it in
+`partita status`, the `partita up` banner and the Prometheus configuration.
 """
 
 from __future__ import annotations
@@ -167,6 +180,9 @@ class CounterCells:
     def value(self, *values: str) -> float:
         cell = self._cells.get(values)
         return cell.value if cell is not None else 0.0
+
+    def cells(self) -> Iterable[CounterCell]:
+        return self._cells.values()
 
     def family(self) -> Metric:
         family = CounterMetricFamily(self.name.removesuffix("_total"), self.doc, labels=self.labels)

@@ -80,6 +80,9 @@ OPERATIONS: dict[str, Action] = {
     "DescribeTimeToLive": describe_time_to_live.run,
 }
 
+# The request cells by (operation, table, outcome), read directly on every request.
+_REQUEST_CELLS = router_metrics.request_cells
+
 _HEADERS = b"Content-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: %s\r\nx-amz-crc32: %d\r\n"
 
 
@@ -112,7 +115,7 @@ class DynamoApp:
         started = time.perf_counter()
         request_id = b"%s%020d" % (self._id_prefix, next(self._request_ids))
         labels = RequestLabels()
-        router_metrics.started()
+        router_metrics.RECEIVED.value += 1
         outcome = "ok"
         try:
             body = await self._dispatch(request, labels)
@@ -131,10 +134,13 @@ class DynamoApp:
             )
             internal = errors.internal_server_error()
             status, body, outcome = internal.status, internal.render(), internal.code
-        finally:
-            router_metrics.finished()
-        cells = router_metrics.request_cells(labels.operation, labels.table)
-        cells.outcome(outcome).value += 1
+        except BaseException:  # cancelled: the connection closed before the answer
+            router_metrics.ABANDONED.value += 1
+            raise
+        cells = _REQUEST_CELLS.get((labels.operation, labels.table, outcome))
+        if cells is None:
+            cells = router_metrics.new_request_cells(labels.operation, labels.table, outcome)
+        cells.count.value += 1
         cells.bytes_in.value += len(request.body)
         cells.bytes_out.value += len(body)
         cells.latency.observe(time.perf_counter() - started)
@@ -195,7 +201,9 @@ class DynamoApp:
                 if isinstance(payload, list)
                 else "Start of structure or map found where not expected."
             )
-        labels.table = self._table_label(payload)
+        table_name = payload.get("TableName")
+        if isinstance(table_name, str) and table_name in self.ctx.tables.tables:
+            labels.table = table_name  # only tables the cluster has: labels stay bounded
         # Coral's first stage, for every operation in OPERATIONS alike.
         service_model.check_request(operation, payload)
         for table in tables_named(payload):
@@ -206,13 +214,6 @@ class DynamoApp:
                 )
         result = await action(self.ctx, payload)
         return result if isinstance(result, bytes) else orjson.dumps(result)
-
-    def _table_label(self, payload: dict[str, Any]) -> str:
-        """The request's table when it names one the cluster has (labels stay bounded)."""
-        name = payload.get("TableName")
-        if isinstance(name, str) and name in self.ctx.tables.tables:
-            return name
-        return router_metrics.NO_TABLE
 
 
 def tables_named(payload: dict[str, Any]) -> list[str]:

@@ -73,48 +73,36 @@ STORAGE_UNAVAILABLE = metrics.CounterCells(
     ("node",),
 )
 
-_in_flight = CounterCell()
-IN_FLIGHT.read = lambda: [((), _in_flight.value)]
+# Requests received; those answered are the sum of REQUESTS, so the number in flight is
+# read at scrape time and a request costs one increment for it, not two. ABANDONED
+# counts requests whose client went away before the answer (their task was cancelled).
+RECEIVED = CounterCell()
+ABANDONED = CounterCell()
+IN_FLIGHT.read = lambda: [((), RECEIVED.value - ABANDONED.value - sum(c.value for c in REQUESTS.cells()))]
 
 NO_TABLE = ""
 
 
 class RequestCells:
-    """The cells one (operation, table) pair's requests feed, found once."""
+    """The cells one (operation, table, outcome)'s requests feed, found once: the count,
+    and the operation's latency and byte counters."""
 
-    __slots__ = ("_by_outcome", "bytes_in", "bytes_out", "latency", "operation", "table")
+    __slots__ = ("bytes_in", "bytes_out", "count", "latency")
 
-    def __init__(self, operation: str, table: str) -> None:
-        self.operation = operation
-        self.table = table
+    def __init__(self, operation: str, table: str, outcome: str) -> None:
+        self.count: CounterCell = REQUESTS.cell(operation, table, outcome)
         self.latency: HistogramCell = REQUEST_SECONDS.cell(operation)
         self.bytes_in: CounterCell = REQUEST_BYTES.cell(operation)
         self.bytes_out: CounterCell = RESPONSE_BYTES.cell(operation)
-        self._by_outcome: dict[str, CounterCell] = {}
-
-    def outcome(self, outcome: str) -> CounterCell:
-        cell = self._by_outcome.get(outcome)
-        if cell is None:
-            cell = self._by_outcome[outcome] = REQUESTS.cell(self.operation, self.table, outcome)
-        return cell
 
 
-_cells: dict[tuple[str, str], RequestCells] = {}
+# By (operation, table, outcome); the front door reads it directly on every request.
+request_cells: dict[tuple[str, str, str], RequestCells] = {}
 
 
-def request_cells(operation: str, table: str) -> RequestCells:
-    cells = _cells.get((operation, table))
-    if cells is None:
-        cells = _cells[(operation, table)] = RequestCells(operation, table)
+def new_request_cells(operation: str, table: str, outcome: str) -> RequestCells:
+    cells = request_cells[(operation, table, outcome)] = RequestCells(operation, table, outcome)
     return cells
-
-
-def started() -> None:
-    _in_flight.value += 1
-
-
-def finished() -> None:
-    _in_flight.value -= 1
 
 
 def consumed_cells(table: str) -> tuple[CounterCell, CounterCell]:

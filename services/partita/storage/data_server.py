@@ -43,11 +43,6 @@ class DataPlane:
         rejected = self.state.route(request)
         if rejected is not None:
             return Plan(rejected)
-        plan = self._plan(request)
-        self._meter(request, plan.response)
-        return plan
-
-    def _plan(self, request: pb.Request) -> Plan:
         planner = PLANNERS.get(request.op)
         if planner is None:
             return Plan(error_response(request.id, errors.validation("unsupported operation")))
@@ -55,31 +50,30 @@ class DataPlane:
             plan = planner(self.state.engine, request)
             if plan.effects:
                 self.state.engine.stage(plan.effects)
-            return plan
         except DynamoError as exc:
-            response = error_response(request.id, exc)
+            plan = Plan(error_response(request.id, exc))
             if exc.code == "ConditionalCheckFailedException":
                 # DynamoDB charges a write whose condition failed; at least one unit.
-                response.capacity_units = capacity.write_units(0)
-            return Plan(response)
+                plan.response.capacity_units = capacity.write_units(0)
         except Exception:
             log.exception("request %d failed", request.id)
             return Plan(error_response(request.id, errors.internal_server_error()))
+        # Metering, inline: this runs for every request the node serves.
+        units = plan.response.capacity_units
+        if units:
+            meter = _METERS.get((request.table_id, request.partition_id))
+            if meter is None:
+                meter = self._new_meter(request)
+            if request.op in _WRITES:
+                meter.write.value += units
+            else:
+                meter.read.value += units
+        return plan
 
-    def _meter(self, request: pb.Request, response: pb.Response) -> None:
-        units = response.capacity_units
-        if not units:
-            return
-        meter = _METERS.get((request.table_id, request.partition_id))
-        if meter is None:
-            hosted = self.state.hosted.get(request.table_id)
-            if hosted is None:
-                return
-            meter = metrics.meter_of(request.table_id, hosted.record.name, request.partition_id)
-        if request.op in _WRITES:
-            meter.write.value += units
-        else:
-            meter.read.value += units
+    def _new_meter(self, request: pb.Request) -> metrics.PartitionMeter:
+        # route() accepted the request, so its table is hosted here.
+        name = self.state.hosted[request.table_id].record.name
+        return metrics.meter_of(request.table_id, name, request.partition_id)
 
     async def commit(self, plans: list[Plan]) -> list[pb.Response]:
         try:

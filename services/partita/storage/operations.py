@@ -168,7 +168,10 @@ def plan_get(engine: Engine, request: pb.Request) -> Plan:
             )
         )
     if not request.body:  # the common case: the stored bytes are the answer
-        units = _read_charge(value, request.consistent)
+        if len(value) <= capacity.READ_UNIT_BYTES:  # one unit, whatever the exact size
+            units = 1.0 if request.consistent else 0.5
+        else:
+            units = _read_charge(value, request.consistent)
         return Plan(pb.Response(id=request.id, status=pb.OK, value=value, capacity_units=units))
     exprs = _Expressions(_options(request))
     item = _load(value)

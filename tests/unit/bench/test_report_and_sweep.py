@@ -140,3 +140,11 @@ async def test_a_paced_phase_never_offers_more_than_the_rate(server: _Server) ->
     assert len(server.requests) <= 240 + 2 * cfg.concurrency
     assert result["latency"]["count"] == result["ops"]
     assert result["errors"] == {}
+
+
+@pytest.mark.parametrize("what", ["router", "storage"])
+def test_the_in_process_getitem_driver_runs_and_checks_its_answers(what: str) -> None:
+    from bench import inproc_getitem
+
+    assert inproc_getitem.main(["3", what]) == 0
+    assert inproc_getitem.main(["x", what]) == 2

@@ -100,10 +100,12 @@ async def test_requests_are_counted_by_operation_table_and_outcome(app: DynamoAp
 
 
 async def test_unknown_operations_count_under_operation_unknown(app: DynamoApp) -> None:
-    cells = router_metrics.request_cells("unknown", "")
-    before = cells.outcome("UnknownOperationException").value
+    def count() -> float:
+        return router_metrics.REQUESTS.value("unknown", "", "UnknownOperationException")
+
+    before = count()
     await app(signed("FlyToTheMoon", {}))  # signed: DynamoDB authenticates first
-    assert cells.outcome("UnknownOperationException").value == before + 1
+    assert count() == before + 1
 
 
 async def test_a_rejected_request_is_logged_once_with_the_request_id_the_client_saw(
@@ -175,3 +177,32 @@ async def test_table_gauges_follow_the_routers_cache(app: DynamoApp) -> None:
     await app.ctx.tables.refresh()
     body = (await app(get("/metrics"))).body
     assert scrape_value(body, "partita_table_partition_replicas", table="Provisioned") == 2
+
+
+async def test_a_request_abandoned_by_its_client_leaves_the_in_flight_count(
+    app: DynamoApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from partita.router import app as app_module
+
+    entered = asyncio.Event()
+
+    async def forever(ctx: object, payload: object) -> bytes:
+        entered.set()
+        await asyncio.Event().wait()
+        return b"{}"
+
+    monkeypatch.setitem(app_module.OPERATIONS, "ListTables", forever)
+
+    async def in_flight() -> float:
+        return scrape_value((await app(get("/metrics"))).body, "partita_router_requests_in_flight")
+
+    before = await in_flight()
+    task = asyncio.create_task(app(signed("ListTables", {})))
+    await asyncio.wait_for(entered.wait(), 5)
+    assert await in_flight() == before + 1
+    task.cancel()  # what the HTTP server does when the connection closes
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await in_flight() == before
