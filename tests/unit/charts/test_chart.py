@@ -99,7 +99,11 @@ def test_every_flag_on_renders_every_optional_object(chart_with_dashboard: Path)
     assert kinds["ServiceMonitor"] == ["demo-partita-router"] and kinds["PodMonitor"] == [
         "demo-partita-storage"
     ]
-    assert kinds["ConfigMap"] == ["demo-partita-dashboard-partita-overview"]
+    # One ConfigMap per dashboard file: the chart's own (charts/partita/dashboards/*.json)
+    # and the one the fixture adds.
+    shipped = sorted(p.stem.replace("_", "-") for p in (chart_with_dashboard / "dashboards").glob("*.json"))
+    assert {"overview", "storage", "tables"} <= set(shipped)
+    assert sorted(kinds["ConfigMap"]) == [f"demo-partita-dashboard-{stem}" for stem in shipped]
 
 
 def test_the_operator_runs_the_storage_fleet_the_values_describe() -> None:
