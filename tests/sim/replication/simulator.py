@@ -17,7 +17,7 @@ import json
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from partita.storage.replication import (
@@ -60,6 +60,8 @@ class SimConfig:
     slow: float = 0.05  # chance an envelope takes up to `slow_delay` (reordering)
     slow_delay: float = 0.4
     fault_every: tuple[float, float] = (0.8, 2.5)
+    corrupt: float = 0.01  # chance an envelope's first entry arrives with flipped bytes
+    idle: float = 0.02  # chance a client pauses 1-3 s after an operation (groups quiesce)
     compact_every: int = 25  # applied entries between snapshots
     replication: ReplicationConfig = field(
         default_factory=lambda: ReplicationConfig(
@@ -141,6 +143,7 @@ class SimNode:
         self.incoming_snapshots.clear()
 
     def crash(self) -> None:
+        self.sim.add_counters(self)
         self.alive = False
         self.host = None  # volatile state is gone; self.disks stays
 
@@ -166,6 +169,9 @@ class SimNode:
         disk = self.disks[rd.group]
         if rd.snapshot is not None:
             data = self.incoming_snapshots.pop(rd.group)
+            assert self.host is not None
+            if self.host.replicas[rd.group].role == Role.LOG:
+                data = b"{}"  # a log replica keeps the snapshot's position, not its data
             disk.snapshot, disk.snapshot_data, disk.entries = rd.snapshot, data, []
             self.snapshots[rd.group] = (rd.snapshot, data)
             self.machines[rd.group] = json.loads(data)
@@ -269,6 +275,10 @@ class Simulation:
         self.client_targets: dict[int, list[str]] = {}
         self.envelopes_sent = 0
         self.messages_sent = 0
+        # Scripted runs (no random load or faults) until run() says otherwise.
+        self._load_until = 0.0
+        self._faults_until = 0.0
+        self.totals: dict[str, int] = {}
         for node in self.nodes.values():
             self._schedule_tick(node, first=True)
 
@@ -310,6 +320,8 @@ class Simulation:
         self.messages_sent += len(env)
         if not self.reachable(env.src, env.dst) or self.rng.random() < self.config.drop:
             return
+        if env.messages and self.rng.random() < self.config.corrupt:
+            env = _corrupt(env)
         copies = 2 if self.rng.random() < self.config.duplicate else 1
         for _ in range(copies):
             delay = self.rng.uniform(*self.config.delay)
@@ -365,7 +377,9 @@ class Simulation:
             now = node.local(self.now)
             for other in self.nodes.values():
                 if other is not node:
-                    node.host.node_liveness(other.name, other.alive and self.reachable(node.name, other.name), now)
+                    node.host.node_liveness(
+                        other.name, other.alive and self.reachable(node.name, other.name), now
+                    )
             node.flush()
 
     # ------------------------------------------------------------------ invariants
@@ -388,6 +402,14 @@ class Simulation:
                         f"{(entry.term, entry.crc)}"
                     )
 
+    def add_counters(self, node: SimNode) -> None:
+        """Fold a node's replica counters into the run's totals (before they are lost)."""
+        if node.host is None:
+            return
+        for replica in node.host.replicas.values():
+            for f in fields(replica.counters):
+                self.totals[f.name] = self.totals.get(f.name, 0) + getattr(replica.counters, f.name)
+
     def _check_leases(self) -> None:
         for group in self.group_ids:
             holders = [
@@ -405,7 +427,9 @@ class Simulation:
 
     def start_clients(self) -> None:
         for client in range(self.config.clients):
-            self._client_guess[client] = self.rng.choice([n for n, r in self.members.items() if r == Role.FULL])
+            self._client_guess[client] = self.rng.choice(
+                [n for n, r in self.members.items() if r == Role.FULL]
+            )
             self.at(self.now + self.rng.uniform(0, 0.05), lambda c=client: self._next_op(c))
 
     def _next_op(self, client: int) -> None:
@@ -421,8 +445,14 @@ class Simulation:
         elif choice < 0.75:
             op = PendingOp(client, key, WRITE, self._op_seq, self.now, uid)
         else:
-            op = PendingOp(client, key, CAS, (self.rng.choice([None, *range(self._op_seq)[-5:]]), self._op_seq),
-                           self.now, uid)
+            op = PendingOp(
+                client,
+                key,
+                CAS,
+                (self.rng.choice([None, *range(self._op_seq)[-5:]]), self._op_seq),
+                self.now,
+                uid,
+            )
         self.submit(op, self._target(client))
 
     def _target(self, client: int) -> str:
@@ -484,7 +514,8 @@ class Simulation:
         self._after_op(op.client)
 
     def _after_op(self, client: int, backoff: float = 0.0) -> None:
-        self.at(self.now + backoff + self.rng.uniform(0, 0.02), lambda: self._next_op(client))
+        pause = self.rng.uniform(1.0, 3.0) if self.rng.random() < self.config.idle else 0.0
+        self.at(self.now + backoff + pause + self.rng.uniform(0, 0.02), lambda: self._next_op(client))
 
     # ------------------------------------------------------------------ chaos
 
@@ -505,14 +536,18 @@ class Simulation:
             # One-way trouble between two nodes: the gray failure of seed 000 section 6.2.
             a, b = self.rng.sample(names, 2)
             self.cut.add(frozenset((a, b)))
-            self.at(self.now + self.rng.uniform(0.5, 2.0), lambda a=a, b=b: self.cut.discard(frozenset((a, b))))
+            self.at(
+                self.now + self.rng.uniform(0.5, 2.0), lambda a=a, b=b: self.cut.discard(frozenset((a, b)))
+            )
         else:
             node = self.nodes[self.rng.choice(names)]
             if node.alive and node.host is not None:
                 replica_groups = [g for g, r in node.host.replicas.items() if r.is_leader]
                 for group in replica_groups:
                     replica = node.host.replicas[group]
-                    targets = [p for p, role in replica.members.items() if role == Role.FULL and p != node.name]
+                    targets = [
+                        p for p, role in replica.members.items() if role == Role.FULL and p != node.name
+                    ]
                     try:
                         replica.transfer_leadership(self.rng.choice(targets), node.local(self.now))
                     except (NotLeader, ValueError):
@@ -535,6 +570,8 @@ class Simulation:
                 self.restart(name)
         self.run_until(cfg.duration + cfg.settle + OP_TIMEOUT + 0.5)
         self._check_nothing_lost()
+        for node in self.nodes.values():
+            self.add_counters(node)
         bad_keys = check_history(self.history)
         for key in bad_keys:
             self.violations.append(f"history of {key} is not linearizable")
@@ -546,7 +583,9 @@ class Simulation:
             if not record:
                 continue
             top = max(record)
-            holders = [n for n in self.nodes.values() if n.host is not None and n.host.replicas[group].commit >= top]
+            holders = [
+                n for n in self.nodes.values() if n.host is not None and n.host.replicas[group].commit >= top
+            ]
             if not holders:
                 self.violations.append(f"{group}: no replica has commit index {top} any more")
             for node in holders:
@@ -555,7 +594,9 @@ class Simulation:
                 for index in range(log.first_index, min(top, log.last_index) + 1):
                     entry = log.entry(index)
                     if record[index] != (entry.term, entry.crc):
-                        self.violations.append(f"{group}[{index}] on {node.name} differs from what was committed")
+                        self.violations.append(
+                            f"{group}[{index}] on {node.name} differs from what was committed"
+                        )
             # Full replicas that applied the same prefix hold the same registers.
             full = [
                 n
@@ -565,6 +606,18 @@ class Simulation:
             states = {json.dumps(n.machines[group], sort_keys=True) for n in full}
             if len(states) > 1:
                 self.violations.append(f"{group}: replicas at index {top} disagree on the registers")
+
+
+def _corrupt(env: Envelope) -> Envelope:
+    """Flip a byte of the first entry in the envelope, keeping its old checksum."""
+    messages = list(env.messages)
+    for i, m in enumerate(messages):
+        if m.entries:
+            first = m.entries[0]
+            bad = replace(first, data=bytes([first.data[0] ^ 0xFF]) + first.data[1:] if first.data else b"x")
+            messages[i] = replace(m, entries=(bad, *m.entries[1:]))
+            break
+    return replace(env, messages=tuple(messages))
 
 
 @dataclass

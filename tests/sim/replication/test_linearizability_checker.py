@@ -21,7 +21,9 @@ from tests.sim.replication.linearizability import (
 INF = math.inf
 
 
-def op(kind: str, value: object, output: object, call: float, ret: float, client: int = 0, key: str = "k") -> Operation:
+def op(
+    kind: str, value: object, output: object, call: float, ret: float, client: int = 0, key: str = "k"
+) -> Operation:
     return Operation(client, key, kind, value, output, call, ret)
 
 
@@ -30,35 +32,78 @@ CASES = [
     ("read of the initial value", [op(READ, None, None, 0, 1)], True),
     ("write then read sees it", [op(WRITE, 1, None, 0, 1), op(READ, None, 1, 2, 3)], True),
     ("stale read after a completed write", [op(WRITE, 1, None, 0, 1), op(READ, None, None, 2, 3)], False),
-    ("read concurrent with a write may see the old value",
-     [op(WRITE, 1, None, 0, 3), op(READ, None, None, 1, 2, client=1)], True),
-    ("read concurrent with a write may see the new value",
-     [op(WRITE, 1, None, 0, 3), op(READ, None, 1, 1, 2, client=1)], True),
+    (
+        "read concurrent with a write may see the old value",
+        [op(WRITE, 1, None, 0, 3), op(READ, None, None, 1, 2, client=1)],
+        True,
+    ),
+    (
+        "read concurrent with a write may see the new value",
+        [op(WRITE, 1, None, 0, 3), op(READ, None, 1, 1, 2, client=1)],
+        True,
+    ),
     ("read of a value never written", [op(WRITE, 1, None, 0, 1), op(READ, None, 2, 2, 3)], False),
-    ("value cannot flip back once both writes completed",
-     [op(WRITE, 1, None, 0, 2), op(WRITE, 2, None, 0, 2, client=1),
-      op(READ, None, 1, 3, 4, client=2), op(READ, None, 2, 5, 6, client=2), op(READ, None, 1, 7, 8, client=2)],
-     False),
-    ("either order of two concurrent writes", [op(WRITE, 1, None, 0, 2), op(WRITE, 2, None, 0, 2, client=1),
-                                                op(READ, None, 1, 3, 4, client=2)], True),
-    ("successful CAS from the current value", [op(WRITE, 1, None, 0, 1), op(CAS, (1, 2), True, 2, 3),
-                                               op(READ, None, 2, 4, 5)], True),
-    ("CAS cannot succeed from a value that is not there",
-     [op(WRITE, 1, None, 0, 1), op(CAS, (5, 2), True, 2, 3)], False),
-    ("failed CAS leaves the value", [op(WRITE, 1, None, 0, 1), op(CAS, (5, 2), False, 2, 3),
-                                     op(READ, None, 1, 4, 5)], True),
-    ("CAS cannot fail when the expected value is there",
-     [op(WRITE, 1, None, 0, 1), op(CAS, (1, 2), False, 2, 3)], False),
-    ("two concurrent CAS from the same value cannot both succeed",
-     [op(WRITE, 0, None, 0, 1), op(CAS, (0, 1), True, 2, 4), op(CAS, (0, 2), True, 2, 4, client=1)], False),
-    ("a timed-out write may take effect later",
-     [op(WRITE, 5, None, 0, INF), op(READ, None, None, 1, 2, client=1), op(READ, None, 5, 3, 4, client=1)], True),
-    ("a timed-out write may never take effect",
-     [op(WRITE, 5, None, 0, INF), op(READ, None, None, 1, 2, client=1)], True),
-    ("a timed-out write cannot be undone once seen",
-     [op(WRITE, 5, None, 0, INF), op(READ, None, 5, 1, 2, client=1), op(READ, None, None, 3, 4, client=1)], False),
-    ("a timed-out CAS applies only if its expected value is there",
-     [op(WRITE, 1, None, 0, 1), op(CAS, (9, 3), None, 2, INF), op(READ, None, 3, 5, 6, client=1)], False),
+    (
+        "value cannot flip back once both writes completed",
+        [
+            op(WRITE, 1, None, 0, 2),
+            op(WRITE, 2, None, 0, 2, client=1),
+            op(READ, None, 1, 3, 4, client=2),
+            op(READ, None, 2, 5, 6, client=2),
+            op(READ, None, 1, 7, 8, client=2),
+        ],
+        False,
+    ),
+    (
+        "either order of two concurrent writes",
+        [op(WRITE, 1, None, 0, 2), op(WRITE, 2, None, 0, 2, client=1), op(READ, None, 1, 3, 4, client=2)],
+        True,
+    ),
+    (
+        "successful CAS from the current value",
+        [op(WRITE, 1, None, 0, 1), op(CAS, (1, 2), True, 2, 3), op(READ, None, 2, 4, 5)],
+        True,
+    ),
+    (
+        "CAS cannot succeed from a value that is not there",
+        [op(WRITE, 1, None, 0, 1), op(CAS, (5, 2), True, 2, 3)],
+        False,
+    ),
+    (
+        "failed CAS leaves the value",
+        [op(WRITE, 1, None, 0, 1), op(CAS, (5, 2), False, 2, 3), op(READ, None, 1, 4, 5)],
+        True,
+    ),
+    (
+        "CAS cannot fail when the expected value is there",
+        [op(WRITE, 1, None, 0, 1), op(CAS, (1, 2), False, 2, 3)],
+        False,
+    ),
+    (
+        "two concurrent CAS from the same value cannot both succeed",
+        [op(WRITE, 0, None, 0, 1), op(CAS, (0, 1), True, 2, 4), op(CAS, (0, 2), True, 2, 4, client=1)],
+        False,
+    ),
+    (
+        "a timed-out write may take effect later",
+        [op(WRITE, 5, None, 0, INF), op(READ, None, None, 1, 2, client=1), op(READ, None, 5, 3, 4, client=1)],
+        True,
+    ),
+    (
+        "a timed-out write may never take effect",
+        [op(WRITE, 5, None, 0, INF), op(READ, None, None, 1, 2, client=1)],
+        True,
+    ),
+    (
+        "a timed-out write cannot be undone once seen",
+        [op(WRITE, 5, None, 0, INF), op(READ, None, 5, 1, 2, client=1), op(READ, None, None, 3, 4, client=1)],
+        False,
+    ),
+    (
+        "a timed-out CAS applies only if its expected value is there",
+        [op(WRITE, 1, None, 0, 1), op(CAS, (9, 3), None, 2, INF), op(READ, None, 3, 5, 6, client=1)],
+        False,
+    ),
 ]
 
 

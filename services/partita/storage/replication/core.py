@@ -89,6 +89,9 @@ class Counters:
     checksum_failures: int = 0
     snapshots_sent: int = 0
     snapshots_installed: int = 0
+    lease_reads: int = 0  # strong reads served locally under the lease
+    read_index_reads: int = 0  # strong reads that waited for a heartbeat round
+    quiesced: int = 0  # times this replica's group went quiet
 
 
 @dataclass(slots=True)
@@ -216,10 +219,12 @@ class Replica:
         if self.state != State.LEADER or self.role != Role.FULL:
             self._refused.append(ReadRefused(request_id, self.leader))
             return
-        self._wake(now)
+        self._wake(now, client_work=True)
         if self.has_lease(now):
+            self.counters.lease_reads += 1
             self._reads.append(ReadState(request_id, self.commit))
             return
+        self.counters.read_index_reads += 1
         # Read-index: confirm leadership with a fresh heartbeat round first.
         if self._round_sent.get(self.round, float("-inf")) < now:
             self._broadcast_heartbeat(now)
@@ -232,7 +237,7 @@ class Replica:
             raise NotLeader(self.leader)
         if target == self.node or self.members.get(target) != Role.FULL:
             raise ValueError(f"cannot transfer leadership to {target}: not another full member")
-        self._wake(now)
+        self._wake(now, client_work=True)
         self.transfer_target = target
         self._transfer_deadline = now + self.config.election_timeout
         self._maybe_send_timeout_now()
@@ -440,6 +445,7 @@ class Replica:
             if self._can_quiesce(now):
                 self._broadcast_heartbeat(now, quiesce=True)
                 self.quiesced = True
+                self.counters.quiesced += 1
                 return
             self._broadcast_heartbeat(now)
 
@@ -453,10 +459,12 @@ class Replica:
             return False
         return all(self.progress[p].match == last for p in self.members if p != self.node)
 
-    def _wake(self, now: float) -> None:
+    def _wake(self, now: float, client_work: bool = False) -> None:
+        """Leave quiescence. Only client work (proposals, reads, transfers) counts as
+        activity that keeps a group from quiescing; protocol chatter does not."""
+        if client_work:
+            self._last_activity = now
         if not self.quiesced:
-            if self.state == State.LEADER:
-                self._last_activity = now
             return
         self.quiesced = False
         self._last_activity = now
@@ -473,7 +481,7 @@ class Replica:
             raise NotLeader(self.leader)
         if self.transfer_target is not None:
             raise NotLeader(self.transfer_target)
-        self._wake(now)
+        self._wake(now, client_work=True)
         entry = self._append_local(kind, data)
         self._broadcast_append()
         self._maybe_commit()
@@ -678,6 +686,7 @@ class Replica:
         if m.quiesce and self.log.last_index == m.index and self.commit == m.index:
             self.quiesced = True
             self.leader_node_alive = True
+            self.counters.quiesced += 1
 
     def _on_snapshot(self, m: Message, now: float) -> None:
         self._accept_leader(m, now)
