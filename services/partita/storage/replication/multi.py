@@ -56,6 +56,16 @@ class MultiReplica:
         self.replicas[group].read(request_id, now)
         self._after(group)
 
+    def transfer_leadership(self, group: GroupId, target: NodeId, now: float) -> None:
+        try:
+            self.replicas[group].transfer_leadership(target, now)
+        finally:
+            self._after(group)
+
+    def leading(self) -> list[GroupId]:
+        """The groups this node leads (graceful shutdown hands each of them off)."""
+        return [group for group, replica in self.replicas.items() if replica.is_leader]
+
     def node_liveness(self, node: NodeId, alive: bool, now: float) -> None:
         """Node liveness stands in for the heartbeats of quiesced groups."""
         for group, replica in self.replicas.items():
