@@ -264,8 +264,9 @@ class Replica:
 
     def step(self, m: Message, now: float) -> None:
         """Consume one message addressed to this replica."""
-        if m.kind != MsgKind.PRE_VOTE or self.state == State.LEADER:
-            # A quiesced follower answers a pre-vote from node liveness without waking.
+        if (m.kind != MsgKind.PRE_VOTE or self.state == State.LEADER) and m.kind != MsgKind.HEARTBEAT_RESP:
+            # A quiesced follower answers a pre-vote from node liveness without waking; the
+            # acks of the quiescing heartbeat must not wake the leader again.
             self._wake(now)
         is_vote = m.kind in (MsgKind.PRE_VOTE, MsgKind.VOTE)
         if is_vote and m.term > self.term and not m.force and self._hears_leader(now):
@@ -579,6 +580,7 @@ class Replica:
         self._heard(pr, m.round, now)
         if pr.match < self.log.last_index:
             # Something was lost on the way: resend from what the follower surely has.
+            self._wake(now)
             pr.next = pr.match + 1
             self._send_append(m.src)
 
