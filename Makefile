@@ -3,6 +3,7 @@
 #   make test   install test dependencies and run the whole suite
 #   make lint   ruff + mypy
 #   make bench  YCSB A/B against Partita and dynalite (installs dynalite from npm)
+#   make sim    the deterministic simulations in tests/sim, SEEDS=N seeds each (default 200)
 #   make native compile the router's hot path with mypyc (native-modules.txt); up, test
 #               and bench do it first. `make pure` removes the compiled modules again.
 
@@ -15,7 +16,7 @@ NATIVE_SOURCES := $(shell grep -v '^\#' native-modules.txt)
 PYTEST_WORKERS ?= 2
 ARGS ?=
 
-.PHONY: up test lint bench proto clean venv native pure
+.PHONY: up test lint bench proto clean venv native pure sim
 
 venv: $(STAMP)
 
@@ -51,6 +52,11 @@ up: $(NATIVE_STAMP)
 
 test: $(NATIVE_STAMP)
 	PARTITA_EXPECT_NATIVE=1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --timeout 600 tests $(ARGS)
+
+# Every simulation suite under tests/sim reads SEEDS; `make test` runs them with 200.
+SEEDS ?= 200
+sim: $(STAMP)
+	SEEDS=$(SEEDS) $(PY) -m pytest -q -n $(PYTEST_WORKERS) --timeout 3600 tests/sim $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check services operator tests bench
