@@ -148,6 +148,7 @@ class Replica:
         self.transfer_target: NodeId | None = None
         self._transfer_deadline = 0.0
         self._pending_reads: list[_PendingRead] = []
+        self._appends_due = False
         # Outbox, drained by ready().
         self._messages: list[Message] = []
         self._persist_from: int | None = None
@@ -187,6 +188,12 @@ class Replica:
         if self.state == State.LEADER:
             self._tick_leader(now)
         elif self.node in self.members and self.role == Role.FULL and now >= self.election_deadline:
+            self._start_pre_vote(now)
+
+    def campaign(self, now: float) -> None:
+        """Start an election now (with a pre-vote), e.g. to place a group's first leader
+        or move leadership back to a preferred replica, instead of waiting for a timeout."""
+        if self.state != State.LEADER and self.members.get(self.node) == Role.FULL:
             self._start_pre_vote(now)
 
     def propose(self, data: bytes, now: float) -> tuple[int, int]:
@@ -293,6 +300,10 @@ class Replica:
     def ready(self) -> Ready:
         """Drain everything the host must do since the last call."""
         out = Ready(self.group)
+        if self._appends_due:
+            self._appends_due = False
+            if self.state == State.LEADER:
+                self._broadcast_append()
         if self._persist_from is not None:
             out.entries = self.log.slice(self._persist_from, self.log.last_index)
             self._persist_from = None
@@ -484,7 +495,8 @@ class Replica:
             raise NotLeader(self.transfer_target)
         self._wake(now, client_work=True)
         entry = self._append_local(kind, data)
-        self._broadcast_append()
+        # The APPENDs go out at the next ready(): every proposal until then shares them.
+        self._appends_due = True
         self._maybe_commit()
         return entry.term, entry.index
 

@@ -56,6 +56,10 @@ class MultiReplica:
         self.replicas[group].read(request_id, now)
         self._after(group)
 
+    def campaign(self, group: GroupId, now: float) -> None:
+        self.replicas[group].campaign(now)
+        self._after(group)
+
     def transfer_leadership(self, group: GroupId, target: NodeId, now: float) -> None:
         try:
             self.replicas[group].transfer_leadership(target, now)
