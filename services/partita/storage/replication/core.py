@@ -22,6 +22,7 @@ so it is elected only after the old lease is over: at most one lease at any inst
 from __future__ import annotations
 
 import enum
+import math
 import random
 from dataclasses import dataclass
 
@@ -178,6 +179,33 @@ class Replica:
 
     def hard_state(self) -> HardState:
         return HardState(self.term, self.vote, self.commit)
+
+    def next_deadline(self) -> float:
+        """The local time by which this replica wants its next tick (inf: none needed).
+        Ticking earlier is harmless; a host may skip ticks until then."""
+        if self.quiesced:
+            return math.inf
+        if self.state == State.LEADER:
+            due = min(self._heartbeat_due, self._check_quorum_due)
+            return min(due, self._transfer_deadline) if self.transfer_target is not None else due
+        if self.node in self.members and self.role == Role.FULL:
+            return self.election_deadline
+        return math.inf
+
+    def has_ready(self) -> bool:
+        """Whether ready() would return anything (cheap; lets hosts skip idle groups)."""
+        return bool(
+            self._messages
+            or self._appends_due
+            or self._persist_from is not None
+            or self._snapshot_to_install is not None
+            or self.commit > self.applied
+            or self._reads
+            or self._refused
+            or self.term != self._hard_state.term
+            or self.vote != self._hard_state.vote
+            or self.commit != self._hard_state.commit
+        )
 
     # ------------------------------------------------------------------ inputs
 

@@ -1,8 +1,12 @@
 """Many replication groups on one node: routes inputs to their group's replica and ticks
-only the groups that are not quiesced, so thousands of idle groups cost nothing per tick.
+a group only when its next deadline (heartbeat, election timeout) has come, so idle and
+quiesced groups cost nothing per tick: no per-group timer fires every tick.
 """
 
 from __future__ import annotations
+
+import heapq
+import math
 
 from .config import ReplicationConfig
 from .core import Replica
@@ -16,26 +20,37 @@ class MultiReplica:
         self.node = node
         self.config = config
         self.replicas: dict[GroupId, Replica] = {}
-        self._active: set[GroupId] = set()  # groups that want ticks
-        self._touched: set[GroupId] = set()  # groups that may have output for ready()
+        self._active: set[GroupId] = set()  # groups that are not quiesced
+        self._touched: set[GroupId] = set()  # groups with output for ready()
+        # Timer heap of (deadline, sequence, group); an entry whose deadline is no longer
+        # the group's current one is stale and skipped when popped.
+        self._timers: list[tuple[float, int, GroupId]] = []
+        self._deadline: dict[GroupId, float] = {}
+        self._sequence = 0
 
     def add_group(self, group: GroupId, persisted: PersistedState, now: float, seed: int) -> Replica:
         replica = Replica(group, self.node, persisted, self.config, now, seed)
         self.replicas[group] = replica
-        self._active.add(group)
+        self._after(group)
         return replica
 
     def remove_group(self, group: GroupId) -> None:
         self.replicas.pop(group, None)
         self._active.discard(group)
         self._touched.discard(group)
+        self._deadline.pop(group, None)
 
     @property
     def active_groups(self) -> int:
         return len(self._active)
 
     def tick(self, now: float) -> None:
-        for group in list(self._active):
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            deadline, _, group = heapq.heappop(timers)
+            if self._deadline.get(group) != deadline:
+                continue  # stale: the group moved its deadline since
+            del self._deadline[group]
             self.replicas[group].tick(now)
             self._after(group)
 
@@ -81,17 +96,24 @@ class MultiReplica:
         out = []
         for group in self._touched:
             replica = self.replicas.get(group)
-            if replica is None:
+            if replica is None or not replica.has_ready():
                 continue
-            rd = replica.ready()
-            if not rd.is_empty():
-                out.append(rd)
+            out.append(replica.ready())
         self._touched.clear()
         return out
 
     def _after(self, group: GroupId) -> None:
-        self._touched.add(group)
-        if self.replicas[group].quiesced:
+        replica = self.replicas[group]
+        if replica.has_ready():
+            self._touched.add(group)
+        if replica.quiesced:
             self._active.discard(group)
         else:
             self._active.add(group)
+        deadline = replica.next_deadline()
+        if deadline != self._deadline.get(group) and deadline != math.inf:
+            self._deadline[group] = deadline
+            self._sequence += 1
+            heapq.heappush(self._timers, (deadline, self._sequence, group))
+        elif deadline == math.inf:
+            self._deadline.pop(group, None)
