@@ -26,6 +26,7 @@ from partita.storage.replication import (
     EntryKind,
     Envelope,
     HardState,
+    MembershipChangeRefused,
     Message,
     MsgKind,
     MultiReplica,
@@ -48,6 +49,7 @@ OP_TIMEOUT = 1.0  # true seconds before a client gives up on an operation
 class SimConfig:
     nodes: int = 3
     log_replicas: int = 0  # extra members of every group with Role.LOG
+    spares: int = 0  # extra nodes, not members at first; faults add and remove them
     groups: int = 2
     keys_per_group: int = 2
     clients: int = 3
@@ -260,7 +262,8 @@ class Simulation:
         full = [f"n{i}" for i in range(self.config.nodes)]
         logs = [f"l{i}" for i in range(self.config.log_replicas)]
         self.members: dict[str, Role] = {n: Role.FULL for n in full} | {n: Role.LOG for n in logs}
-        self.nodes = {name: SimNode(self, name) for name in self.members}
+        spares = [f"s{i}" for i in range(self.config.spares)]
+        self.nodes = {name: SimNode(self, name) for name in [*self.members, *spares]}
         for node in self.nodes.values():
             node.set_rate(self.rng.uniform(1 - self.config.drift, 1 + self.config.drift), 0.0)
             node.boot(self.members)
@@ -278,6 +281,8 @@ class Simulation:
         self.client_targets: dict[int, list[str]] = {}
         self.envelopes_sent = 0
         self.messages_sent = 0
+        self.membership_changes = 0
+        self._spares_used: dict[str, set[str]] = {}
         # Scripted runs (no random load or faults) until run() says otherwise.
         self._load_until = 0.0
         self._faults_until = 0.0
@@ -434,14 +439,17 @@ class Simulation:
 
     # ------------------------------------------------------------------ clients
 
+    def _client_nodes(self) -> list[str]:
+        """Where clients send requests: every node but the fixed log replicas (spares may
+        become full members, and leaders)."""
+        return [n for n in self.nodes if self.members.get(n, Role.FULL) == Role.FULL]
+
     def key_group(self, key: str) -> str:
         return key.split("/")[0]
 
     def start_clients(self) -> None:
         for client in range(self.config.clients):
-            self._client_guess[client] = self.rng.choice(
-                [n for n, r in self.members.items() if r == Role.FULL]
-            )
+            self._client_guess[client] = self.rng.choice(self._client_nodes())
             self.at(self.now + self.rng.uniform(0, 0.05), lambda c=client: self._next_op(c))
 
     def _next_op(self, client: int) -> None:
@@ -510,7 +518,7 @@ class Simulation:
         if self._client_ops.get(op.client) is not op:
             return
         self._client_ops[op.client] = None
-        full = [n for n, r in self.members.items() if r == Role.FULL]
+        full = self._client_nodes()
         self._client_guess[op.client] = hint if hint in full else self.rng.choice(full)
         self._after_op(op.client, backoff=0.02)
 
@@ -521,7 +529,7 @@ class Simulation:
         if op.kind != READ:
             # The outcome is unknown: it may take effect at any time, or never.
             self.history.append(Operation(op.client, op.key, op.kind, op.value, None, op.call, math.inf))
-        full = [n for n, r in self.members.items() if r == Role.FULL]
+        full = self._client_nodes()
         self._client_guess[op.client] = self.rng.choice(full)
         self._after_op(op.client)
 
@@ -536,7 +544,9 @@ class Simulation:
             return
         names = list(self.nodes)
         roll = self.rng.random()
-        if roll < 0.35:
+        if self.config.spares and self.rng.random() < 0.4:
+            self._change_membership()
+        elif roll < 0.35:
             victim = self.rng.choice(names)
             self.crash(victim)
             self.at(self.now + self.rng.uniform(0.3, 2.5), lambda: self.restart(victim))
@@ -562,6 +572,31 @@ class Simulation:
                         node.host.transfer_leadership(group, self.rng.choice(targets), node.local(self.now))
                 node.flush()
         self.at(self.now + self.rng.uniform(*self.config.fault_every), self._fault)
+
+    def _change_membership(self) -> None:
+        """On some group's leader: add an unused spare (as a log or a full replica) or
+        remove the one that is a member. A removed replica is never added back under the
+        same id (its data is stale: a host destroys it and a new replica gets a new id)."""
+        group = self.rng.choice(self.group_ids)
+        for node in self.nodes.values():
+            if node.host is None or not node.host.replicas[group].is_leader:
+                continue
+            members = dict(node.host.replicas[group].members)
+            used = self._spares_used.setdefault(group, set())
+            current = [n for n in members if n.startswith("s")]
+            unused = [f"s{i}" for i in range(self.config.spares) if f"s{i}" not in used]
+            if current:
+                del members[current[0]]
+            elif unused:
+                members[unused[0]] = self.rng.choice([Role.LOG, Role.FULL])
+            else:
+                return
+            with contextlib.suppress(NotLeader, MembershipChangeRefused):
+                node.host.propose_membership(group, members, node.local(self.now))
+                used.update(n for n in members if n.startswith("s"))
+                self.membership_changes += 1
+            node.flush()
+            return
 
     def run(self) -> SimResult:
         cfg = self.config
@@ -608,7 +643,10 @@ class Simulation:
             full = [
                 n
                 for n in self.nodes.values()
-                if n.host is not None and self.members[n.name] == Role.FULL and n.applied[group] == top
+                if n.host is not None
+                and n.host.replicas[group].role == Role.FULL
+                and n.host.replicas[group].node in n.host.replicas[group].members
+                and n.applied[group] == top
             ]
             states = {json.dumps(n.machines[group], sort_keys=True) for n in full}
             if len(states) > 1:

@@ -138,3 +138,13 @@ def test_the_checker_catches_a_lease_that_ignores_clock_drift() -> None:
     sim = _lease_scenario(unsafe=True)
     assert any("leases held at once" in v for v in sim.violations), sim.violations
     assert check_history(sim.history) == ["g0/k0"]
+
+
+@pytest.mark.parametrize("seed", range(max(1, SEEDS // 10)))
+def test_membership_changes_under_faults_keep_every_invariant(seed: int) -> None:
+    """A spare node is added to groups (as a log or a full replica, so by snapshot and
+    log catch-up) and removed again, one change at a time, while faults go on."""
+    cfg = SimConfig(spares=2, duration=8.0, settle=3.0, fault_every=(0.4, 1.2))
+    result = Simulation(seed, cfg).run()
+    assert result.violations == [], str(result)
+    assert result.sim.membership_changes > 0

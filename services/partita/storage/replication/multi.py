@@ -10,7 +10,7 @@ import math
 
 from .config import ReplicationConfig
 from .core import Replica
-from .types import GroupId, Message, NodeId, PersistedState, Ready
+from .types import GroupId, Members, Message, NodeId, PersistedState, Ready
 
 
 class MultiReplica:
@@ -70,6 +70,12 @@ class MultiReplica:
     def read(self, group: GroupId, request_id: int, now: float) -> None:
         self.replicas[group].read(request_id, now)
         self._after(group)
+
+    def propose_membership(self, group: GroupId, members: Members, now: float) -> tuple[int, int]:
+        try:
+            return self.replicas[group].propose_membership(members, now)
+        finally:
+            self._after(group)
 
     def campaign(self, group: GroupId, now: float) -> None:
         self.replicas[group].campaign(now)
