@@ -17,8 +17,10 @@ class ReplicationConfig:
     # A follower promises not to help elect another leader for this long after it last
     # heard the leader; the leader's lease is the same promise seen from its side,
     # shortened for clock drift (see lease_duration_at_leader). At most election_timeout,
-    # so a follower's own promise has run out when its election timer fires.
-    lease_duration: float = 1.0
+    # so a follower's own promise has run out when its election timer fires; shorter by
+    # a margin, so peers that heard the same last heartbeat a little later have let go
+    # too when the first pre-vote arrives (otherwise failover waits another timeout).
+    lease_duration: float = 0.8
     # Bound on the relative rate error of any replica's clock (0.01 = 1%). Clocks are
     # only compared as durations, never as absolute times.
     max_clock_drift: float = 0.01

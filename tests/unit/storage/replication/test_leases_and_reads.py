@@ -198,3 +198,22 @@ def test_the_unsafe_knob_takes_the_whole_lease_and_the_safe_default_does_not() -
 def test_config_refuses_timings_that_break_the_lease_argument(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         ReplicationConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_with_the_default_timings_a_dead_leader_is_replaced_within_two_election_timeouts() -> None:
+    """Failover with the default timings, the leader dying at different points of its
+    heartbeat cycle: the first pre-vote finds every promise run out, so the new leader
+    comes within the first candidate's timeout plus a round trip."""
+    config = ReplicationConfig()
+    for seed_shift in range(5):
+        c = Cluster(["a", "b", "c"], config=config)
+        c.elect("a")
+        c.advance(0.3 + 0.07 * seed_shift, step=0.01)
+        c.crash("a")
+        died = c.now
+        for _ in range(400):
+            c.advance(0.01, step=0.01)
+            if c.leaders():
+                break
+        assert c.leaders(), "no new leader"
+        assert c.now - died < 2 * config.election_timeout + 0.1
