@@ -148,3 +148,53 @@ def test_membership_changes_under_faults_keep_every_invariant(seed: int) -> None
     result = Simulation(seed, cfg).run()
     assert result.violations == [], str(result)
     assert result.sim.membership_changes > 0
+
+
+def _one_broken_link(seed: int, unsafe: bool) -> tuple[Simulation, str]:
+    """The leader loses its link to one follower only; the other still hears it."""
+    replication = ReplicationConfig(
+        heartbeat_interval=0.05,
+        election_timeout=0.5,
+        lease_duration=0.4,
+        max_clock_drift=0.01,
+        quiesce_after=100.0,
+        unsafe_ignore_lease_promise=unsafe,
+    )
+    cfg = SimConfig(
+        groups=1,
+        keys_per_group=1,
+        clients=0,
+        drift=0.0,
+        drop=0.0,
+        duplicate=0.0,
+        slow=0.0,
+        corrupt=0.0,
+        replication=replication,
+    )
+    sim = Simulation(seed, cfg)
+    sim.run_until(2.0)
+    (leader,) = [n.name for n in sim.nodes.values() if n.host and n.host.replicas["g0"].is_leader]
+    cut_off = next(n for n in sim.nodes if n != leader)
+    sim.cut.add(frozenset((leader, cut_off)))
+    sim.run_until(5.0)
+    return sim, leader
+
+
+def test_gray_failure_check_keeps_a_healthy_leader_and_breaking_the_promise_rule_does_not() -> None:
+    """Seed 000 section 6.2: with the promise rule, the cut-off follower's pre-votes are
+    refused by the peer that still hears the leader, every time. Ignoring the promise
+    (a simulation-only knob) deposes the leader every time, and in some runs the new
+    leader holds a lease while the old one's still runs."""
+    overlaps = 0
+    for seed in range(6):
+        sim, leader = _one_broken_link(seed, unsafe=False)
+        assert sim.violations == []
+        assert sim.nodes[leader].host is not None and sim.nodes[leader].host.replicas["g0"].is_leader
+        assert sim.nodes[leader].host.replicas["g0"].term == 1
+        broken, old_leader = _one_broken_link(seed, unsafe=True)
+        assert old_leader == leader
+        assert (
+            broken.nodes[leader].host is not None and not broken.nodes[leader].host.replicas["g0"].is_leader
+        )
+        overlaps += any("leases held at once" in v for v in broken.violations)
+    assert overlaps >= 1
