@@ -8,6 +8,9 @@ client history per key. `SEEDS=N` (or `make sim SEEDS=N`) sets how many seeds ru
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -198,3 +201,26 @@ def test_gray_failure_check_keeps_a_healthy_leader_and_breaking_the_promise_rule
         )
         overlaps += any("leases held at once" in v for v in broken.violations)
     assert overlaps >= 1
+
+
+_REPLAY = """
+import hashlib, sys
+from tests.sim.replication.simulator import Simulation, SimConfig
+r = Simulation(7, SimConfig(spares=2, duration=3.0, settle=2.0)).run()
+ops = [(o.client, o.key, o.kind, o.value, o.output, o.call, o.ret) for o in r.sim.history]
+print(len(ops), hashlib.sha256(repr(ops).encode()).hexdigest())
+"""
+
+
+def test_a_seed_replays_exactly_whatever_the_string_hash_seed() -> None:
+    """A failing seed must reproduce: nothing may depend on set order or str hashing."""
+    root = Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(root / "services")]))
+    outputs = set()
+    for hash_seed in ("1", "2"):
+        env["PYTHONHASHSEED"] = hash_seed
+        done = subprocess.run(
+            [sys.executable, "-c", _REPLAY], env=env, capture_output=True, text=True, timeout=120, check=True
+        )
+        outputs.add(done.stdout)
+    assert len(outputs) == 1, outputs

@@ -21,7 +21,10 @@ class MultiReplica:
         self.config = config
         self.replicas: dict[GroupId, Replica] = {}
         self._active: set[GroupId] = set()  # groups that are not quiesced
-        self._touched: set[GroupId] = set()  # groups with output for ready()
+        # Groups with output for ready(), in the order they got it (a dict, not a set:
+        # the output order must not depend on string hashing, or simulations would not
+        # replay).
+        self._touched: dict[GroupId, None] = {}
         # Timer heap of (deadline, sequence, group); an entry whose deadline is no longer
         # the group's current one is stale and skipped when popped.
         self._timers: list[tuple[float, int, GroupId]] = []
@@ -37,7 +40,7 @@ class MultiReplica:
     def remove_group(self, group: GroupId) -> None:
         self.replicas.pop(group, None)
         self._active.discard(group)
-        self._touched.discard(group)
+        self._touched.pop(group, None)
         self._deadline.pop(group, None)
 
     @property
@@ -111,7 +114,7 @@ class MultiReplica:
     def _after(self, group: GroupId) -> None:
         replica = self.replicas[group]
         if replica.has_ready():
-            self._touched.add(group)
+            self._touched[group] = None
         if replica.quiesced:
             self._active.discard(group)
         else:

@@ -72,12 +72,8 @@ def decode_membership(data: bytes) -> Members:
     return members
 
 
-def voters(members: Members) -> frozenset[NodeId]:
-    """Every member votes and counts toward the write quorum, log replicas included."""
-    return frozenset(members)
-
-
 def quorum(members: Members) -> int:
+    """Every member votes and counts toward the write quorum, log replicas included."""
     return len(members) // 2 + 1
 
 
