@@ -135,11 +135,11 @@ class Replica:
         # The host's node liveness: a quiesced follower asks it instead of heartbeats.
         self.leader_node_alive = True
         self._votes: dict[NodeId, bool] = {}
-        self._leader_alive_replies = 0
         # Leader state.
         self.progress: dict[NodeId, Progress] = {}
         self.round = 0
         self._round_sent: dict[int, float] = {}
+        self._round_in_outbox = False
         self.lease_until = float("-inf")
         self._lease_forfeited = False
         self._committed_in_term = False
@@ -260,10 +260,13 @@ class Replica:
             self._reads.append(ReadState(request_id, self.commit))
             return
         self.counters.read_index_reads += 1
-        # Read-index: confirm leadership with a fresh heartbeat round first.
-        if self._round_sent.get(self.round, float("-inf")) < now:
+        # Read-index: confirm leadership with a heartbeat round that leaves after this read
+        # arrived. A round still in the outbox (not yet taken by ready()) qualifies, so
+        # the reads of one batch share one round.
+        if not self._round_in_outbox:
             self._broadcast_heartbeat(now)
         self._pending_reads.append(_PendingRead(request_id, self.round))
+        self._update_lease()  # a group of one has confirmed the round already
 
     def transfer_leadership(self, target: NodeId, now: float) -> None:
         """Hand leadership to `target` (graceful shutdown): stop taking proposals, bring the
@@ -341,6 +344,7 @@ class Replica:
             self._hard_state = hs
         out.snapshot, self._snapshot_to_install = self._snapshot_to_install, None
         out.messages, self._messages = self._messages, []
+        self._round_in_outbox = False
         if self.commit > self.applied:
             if self.role == Role.FULL:
                 out.committed = self.log.slice(self.applied + 1, self.commit)
@@ -368,7 +372,6 @@ class Replica:
         self.state = State.PRE_CANDIDATE
         self.leader = None
         self._votes = {self.node: True}
-        self._leader_alive_replies = 0
         self._reset_election_timer(now)
         self._request_votes(MsgKind.PRE_VOTE, self.term + 1, force=False)
         self._maybe_win(now)
@@ -553,6 +556,7 @@ class Replica:
     def _broadcast_heartbeat(self, now: float, quiesce: bool = False) -> None:
         self.round += 1
         self._round_sent[self.round] = now
+        self._round_in_outbox = True
         self._heartbeat_due = now + self.config.heartbeat_interval
         for peer, pr in self.progress.items():
             self._send(
@@ -711,11 +715,8 @@ class Replica:
         written = self.log.merge(m.index, m.entries)
         if written is not None:
             self._persist_from = written if self._persist_from is None else min(self._persist_from, written)
-            if (
-                any(e.kind == EntryKind.MEMBERSHIP for e in m.entries)
-                or self.log.members_at(self.log.last_index) != self.members
-            ):
-                self.members = self.log.members_at(self.log.last_index)
+            # New entries or a truncated tail may bring or drop a membership change.
+            self.members = self.log.members_at(self.log.last_index)
         last_new = m.index + len(m.entries)
         self.commit = max(self.commit, min(m.commit, last_new))
         self._send(m.src, MsgKind.APPEND_RESP, index=last_new, round=m.round)

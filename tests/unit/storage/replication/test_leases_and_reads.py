@@ -217,3 +217,26 @@ def test_with_the_default_timings_a_dead_leader_is_replaced_within_two_election_
                 break
         assert c.leaders(), "no new leader"
         assert c.now - died < 2 * config.election_timeout + 0.1
+
+
+def test_a_group_of_one_commits_and_serves_reads_on_its_own() -> None:
+    c = Cluster(["a"])
+    c.elect("a")
+    _, index = c.propose("a", b"solo")
+    assert c["a"].commit == index
+    c.now += 10 * CONFIG.lease_duration  # no lease left: the read goes by read-index
+    c["a"].read(1, c.now)
+    c.flush()
+    assert [r.request_id for r in c.nodes["a"].reads] == [1]
+
+
+def test_reads_of_one_batch_share_one_heartbeat_round() -> None:
+    c = Cluster(THREE)
+    c.elect("a")
+    c.now += CONFIG.lease_duration
+    for request_id in range(5):
+        c["a"].read(request_id, c.now)
+    c.flush()
+    assert len([m for m in c.in_flight if m.kind == MsgKind.HEARTBEAT]) == 2  # one round, two peers
+    c.deliver()
+    assert sorted(r.request_id for r in c.nodes["a"].reads) == [0, 1, 2, 3, 4]
