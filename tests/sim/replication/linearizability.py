@@ -155,3 +155,23 @@ def check_history(ops: Iterable[Operation], initial: Any = None) -> list[str]:
     for op in ops:
         by_key.setdefault(op.key, []).append(op)
     return sorted(key for key, key_ops in by_key.items() if not check_single(key_ops, initial))
+
+
+def explain(ops: list[Operation], initial: Any = None, context: int = 6) -> str:
+    """For a history that is not linearizable: the first operation (by completion) that no
+    order can accommodate, with the operations around it, as text for a failure message.
+    (Porcupine draws this; a few lines of text do for a test log.)"""
+    done = sorted((op for op in ops if op.outcome_known), key=lambda op: op.ret)
+    for culprit in done:
+        prefix = [op for op in ops if op.call <= culprit.ret]
+        if not check_single(prefix, initial):
+            around = sorted(prefix, key=lambda op: op.call)[-context - 1 :]
+            lines = [f"cannot place {_show(culprit)}; the latest operations before it:"]
+            lines.extend(f"  {_show(op)}" for op in around if op is not culprit)
+            return "\n".join(lines)
+    return "linearizable"
+
+
+def _show(op: Operation) -> str:
+    ret = "?" if not op.outcome_known else f"{op.ret:.3f}"
+    return f"client {op.client} {op.kind}({op.value!r}) -> {op.output!r} [{op.call:.3f}, {ret}]"

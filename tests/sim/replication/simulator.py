@@ -40,7 +40,7 @@ from partita.storage.replication import (
     coalesce,
     expand,
 )
-from tests.sim.replication.linearizability import CAS, READ, WRITE, Operation, check_history
+from tests.sim.replication.linearizability import CAS, READ, WRITE, Operation, check_history, explain
 
 OP_TIMEOUT = 1.0  # true seconds before a client gives up on an operation
 
@@ -616,7 +616,8 @@ class Simulation:
             self.add_counters(node)
         bad_keys = check_history(self.history)
         for key in bad_keys:
-            self.violations.append(f"history of {key} is not linearizable")
+            key_ops = [op for op in self.history if op.key == key]
+            self.violations.append(f"history of {key} is not linearizable: {explain(key_ops)}")
         return SimResult(self.seed, list(self.violations), len(self.history), self)
 
     def _check_nothing_lost(self) -> None:

@@ -16,6 +16,7 @@ from tests.sim.replication.linearizability import (
     Operation,
     check_history,
     check_single,
+    explain,
 )
 
 INF = math.inf
@@ -168,3 +169,15 @@ def test_search_is_bounded() -> None:
     ops = [op(WRITE, i, None, 0, 10, client=i) for i in range(18)] + [op(READ, None, "x", 0, 10, client=99)]
     with pytest.raises(CheckBudgetExceeded):
         check_single(ops, max_steps=1_000)
+
+
+def test_explain_names_the_operation_no_order_can_place() -> None:
+    history = [
+        op(WRITE, 1, None, 0, 1),
+        op(WRITE, 2, None, 2, 3, client=1),
+        op(READ, None, 1, 4, 5, client=2),  # stale: 2 was written before it began
+        op(READ, None, 2, 6, 7, client=2),
+    ]
+    text = explain(history)
+    assert text.startswith("cannot place client 2 read(None) -> 1 [4.000, 5.000]")
+    assert explain(history[:2]) == "linearizable"
