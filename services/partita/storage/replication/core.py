@@ -131,6 +131,9 @@ class Replica:
         self.election_deadline = 0.0
         self._reset_election_timer(now)
         self.counters = Counters()
+        # Set when an entry in this replica's own log fails its checksum: the host must
+        # discard the replica and rebuild it (restart from the WAL, or a snapshot).
+        self.corrupted = False
         self.quiesced = False
         # The host's node liveness: a quiesced follower asks it instead of heartbeats.
         self.leader_node_alive = True
@@ -582,6 +585,13 @@ class Replica:
             return
         last = min(self.log.last_index, prev + self.config.max_append_entries)
         entries = tuple(self.log.slice(prev + 1, last)) if last > prev else ()
+        try:
+            for entry in entries:
+                entry.verify()  # on send too: what memory corrupted must not spread
+        except ChecksumMismatch:
+            self.counters.checksum_failures += 1
+            self.corrupted = True
+            return
         self._send(
             peer,
             MsgKind.APPEND,

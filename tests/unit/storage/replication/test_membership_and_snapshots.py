@@ -186,3 +186,17 @@ def test_a_corrupted_entry_on_disk_is_refused_at_restart() -> None:
     state = PersistedState(HardState(term=1), snapshot_meta(0, 0, FULL3), [bad])
     with pytest.raises(ChecksumMismatch):
         Replica("g", "a", state, CONFIG, 0.0, seed=1)
+
+
+def test_an_entry_corrupted_in_the_leaders_memory_is_not_sent() -> None:
+    c = Cluster(["a", "b", "c"])
+    c.elect("a")
+    c.isolate("b")
+    c.propose("a", b"payload")
+    entry = c["a"].log.entry(2)
+    c["a"].log.entries[-1] = entry.__class__(entry.term, entry.index, entry.kind, b"paylOad", entry.crc)
+    c.heal()
+    c.advance(0.5)
+    assert c["a"].corrupted
+    assert c["b"].log.last_index == 1  # b never received the corrupted entry
+    assert c["a"].counters.checksum_failures > 0
