@@ -94,10 +94,10 @@ def _multi(node: str, groups: int) -> MultiReplica:
     return host
 
 
-def test_a_node_ticks_only_the_groups_that_are_not_quiesced() -> None:
-    hosts = {n: _multi(n, 50) for n in THREE}
-    now = 0.0
-    for _ in range(400):
+def _run(hosts: dict[str, MultiReplica], now: float, seconds: float) -> float:
+    """Tick every 50 ms and deliver everything between ticks; messages to a host that is
+    not in `hosts` are lost."""
+    for _ in range(round(seconds / 0.05)):
         now += 0.05
         for host in hosts.values():
             host.tick(now)
@@ -107,9 +107,39 @@ def test_a_node_ticks_only_the_groups_that_are_not_quiesced() -> None:
                 break
             for env in coalesce(messages):
                 for m in expand(env):
-                    hosts[m.dst].step(m, now)
+                    if m.dst in hosts:
+                        hosts[m.dst].step(m, now)
+    return now
+
+
+def test_a_node_ticks_only_the_groups_that_are_not_quiesced() -> None:
+    hosts = {n: _multi(n, 50) for n in THREE}
+    _run(hosts, 0.0, 20.0)
     assert sum(len(h.leading()) for h in hosts.values()) == 50
     assert all(h.active_groups == 0 for h in hosts.values())
+
+
+def test_quiesced_groups_of_a_dead_node_fail_over_at_once_without_split_votes() -> None:
+    """Node liveness reports the leader's node dead: the survivors campaign in a stable
+    per-group order, so every group has a new leader within a tick or two, with one
+    election each, and the new leaders are spread over both survivors."""
+    hosts = {n: _multi(n, 200) for n in THREE}
+    now = _run(hosts, 0.0, 20.0)
+    leader = max(hosts, key=lambda n: len(hosts[n].leading()))  # the node leading the most groups
+    led = set(hosts[leader].leading())
+    survivors = {n: h for n, h in hosts.items() if n != leader}
+    started_before = sum(
+        r.counters.elections_started for h in survivors.values() for r in h.replicas.values()
+    )
+    for host in survivors.values():
+        host.node_liveness(leader, False, now)
+    _run(survivors, now, 0.2)
+    new_leaders = {g: n for n, h in survivors.items() for g in h.leading()}
+    assert led <= new_leaders.keys()
+    started = sum(r.counters.elections_started for h in survivors.values() for r in h.replicas.values())
+    assert started - started_before == len(led)  # one election per group: no split votes
+    shares = [sum(1 for g in led if new_leaders[g] == n) for n in survivors]
+    assert min(shares) >= len(led) // 4
 
 
 def test_coalescing_makes_one_envelope_per_node_pair_whatever_the_group_count() -> None:
