@@ -481,6 +481,10 @@ class Simulation:
             return self.rng.choice(targets)
         return self._client_guess[client]
 
+    def client_busy(self, client: int) -> bool:
+        """Whether `client` waits for an operation (clients have one at a time)."""
+        return self._client_ops.get(client) is not None
+
     def submit(self, op: PendingOp, target: str) -> None:
         self._client_ops[op.client] = op
         node = self.nodes[target]

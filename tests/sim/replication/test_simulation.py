@@ -107,13 +107,13 @@ def _lease_scenario(unsafe: bool, seed: int = 1) -> Simulation:
 
     def read_loop() -> None:
         if sim.now < 5.0:
-            if sim._client_ops.get(0) is None:
+            if not sim.client_busy(0):
                 sim.submit(PendingOp(0, "g0/k0", READ, None, sim.now, f"r{next(counter)}"), leader)
             sim.at(sim.now + 0.01, read_loop)
 
     def write_loop(i: int = 0) -> None:
         if sim.now < 5.0:
-            if sim._client_ops.get(1) is None:
+            if not sim.client_busy(1):
                 write(others[i % 2])
             sim.at(sim.now + 0.03, lambda: write_loop(i + 1))
 
