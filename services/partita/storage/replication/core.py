@@ -318,7 +318,9 @@ class Replica:
             return
         rank = successors.index(self.node)
         timeout = self.config.election_timeout
-        self.election_deadline = now + timeout * (0.5 * rank + 0.1 * self._rng.random())
+        # Never before this replica's own promise to the old leader runs out.
+        start = max(now, self.promise_until)
+        self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
 
     def step(self, m: Message, now: float) -> None:
         """Consume one message addressed to this replica."""
@@ -389,6 +391,13 @@ class Replica:
         self.election_deadline = now + timeout + self._rng.random() * timeout
 
     def _start_pre_vote(self, now: float) -> None:
+        if now < self.promise_until and not self.config.unsafe_ignore_lease_promise:
+            # This replica's own promise to the last leader holds: it may be one of the
+            # majority behind that leader's lease, so it may not vote for itself yet.
+            self.election_deadline = (
+                self.promise_until + self._rng.random() * 0.1 * self.config.election_timeout
+            )
+            return
         self.state = State.PRE_CANDIDATE
         self.leader = None
         self._votes = {self.node: True}

@@ -157,3 +157,30 @@ def test_coalescing_makes_one_envelope_per_node_pair_whatever_the_group_count() 
     assert envelopes[1].messages == (append,)
     expanded = [m for e in envelopes for m in expand(e)]
     assert sorted(expanded, key=repr) == sorted(beats + acks + [append], key=repr)
+
+
+def test_liveness_cannot_make_a_follower_break_its_promise_to_a_leader_with_a_lease() -> None:
+    """Node liveness may be wrong (the leader is only cut off). Here c has not heard the
+    leader for long (a broken a-c link), b has just acked the quiescing round that renewed
+    a's lease; then a is cut off and b is told a died. b must wait out its own promise
+    before it campaigns (c would grant at once), so a's lease ends before a new leader
+    exists. Found by the simulation (seed 7147 of the quiet variant)."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.cut.add(frozenset(("a", "c")))
+    for _ in range(400):
+        c.advance(0.05)
+        if c["b"].quiesced:
+            break
+    assert c["b"].quiesced and c["a"].has_lease(c.now)
+    c.isolate("a")
+    c["b"].set_leader_node_alive(False, c.now)
+    lease_end = new_leader_at = None
+    for _ in range(400):
+        c.advance(0.01, step=0.01)
+        if lease_end is None and not c["a"].has_lease(c.now):
+            lease_end = c.now
+        if new_leader_at is None and [n for n in c.leaders() if n != "a"]:
+            new_leader_at = c.now
+    assert lease_end is not None and new_leader_at is not None
+    assert lease_end < new_leader_at
