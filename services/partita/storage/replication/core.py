@@ -9,9 +9,9 @@ describes. `now` is the host's monotonic clock in seconds; nothing here reads a 
 sleeps, or touches a socket or a file.
 
 Lease safety, in one paragraph. A follower that hears the leader at local time t
-promises not to vote (or pre-vote) for anyone else until t + lease_duration on its own
-clock, and a restarted replica makes the same promise from its restart (it cannot
-remember what it promised before). Every message the leader sends carries a heartbeat
+promises not to vote (or pre-vote) for anyone else, itself included, until
+t + lease_duration on its own clock, and a restarted replica makes the same promise
+from its restart (it cannot remember what it promised before). Every message the leader sends carries a heartbeat
 round; the leader's lease starts at the time it *sent* the newest round a majority has
 acknowledged, and lasts lease_duration * (1 - drift) / (1 + drift) of its own clock: in
 true time that ends before the promise of any follower in that majority ends. A new
