@@ -299,14 +299,15 @@ class Replica:
         self.log.compact(snapshot_meta(index, term, self.log.members_at(index)))
 
     def set_leader_node_alive(self, alive: bool, now: float) -> None:
-        """Node liveness for the leader's node. When it dies, a quiesced follower wakes and
-        campaigns after a delay set by its rank among the surviving full members: the
-        first in a stable per-group order goes almost at once, the next half an election
-        timeout later. A node hosting thousands of groups then fails them over in about a
-        round trip each, without the split votes of simultaneous random timeouts, and
-        leadership spreads evenly over the survivors."""
+        """Node liveness for the leader's node. When it dies, a follower (waking if its
+        group was quiesced) campaigns after a delay set by its rank among the surviving
+        full members: the first in a stable per-group order goes as soon as its promise
+        to the dead leader has run out, the next half an election timeout later. A node
+        hosting thousands of groups then fails them over in about a round trip each,
+        without the split votes of simultaneous random timeouts, and leadership spreads
+        evenly over the survivors."""
         self.leader_node_alive = alive
-        if alive or not self.quiesced or self.state == State.LEADER:
+        if alive or self.state != State.FOLLOWER or self.leader is None:
             return
         self.quiesced = False
         successors = sorted(

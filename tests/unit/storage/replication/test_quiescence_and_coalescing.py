@@ -7,6 +7,7 @@ from partita.storage.replication import (
     Message,
     MsgKind,
     MultiReplica,
+    ReplicationConfig,
     Role,
     bootstrap_state,
     coalesce,
@@ -184,3 +185,28 @@ def test_liveness_cannot_make_a_follower_break_its_promise_to_a_leader_with_a_le
             new_leader_at = c.now
     assert lease_end is not None and new_leader_at is not None
     assert lease_end < new_leader_at
+
+
+def test_busy_groups_of_a_dead_node_fail_over_once_the_promises_run_out() -> None:
+    """Groups that were not quiesced: the survivors' promises to the dead leader hold for
+    up to a lease from its last heartbeat; right after that, one election per group."""
+    config = ReplicationConfig(heartbeat_interval=0.1, quiesce_after=1e9)
+    hosts = {}
+    for node in THREE:
+        host = MultiReplica(node, config)
+        members = dict.fromkeys(THREE, Role.FULL)
+        for g in range(100):
+            host.add_group(f"g{g}", bootstrap_state(members), now=-10.0, seed=g * 10 + THREE.index(node))
+        hosts[node] = host
+    now = _run(hosts, 0.0, 5.0)
+    leader = max(hosts, key=lambda n: len(hosts[n].leading()))  # the node leading the most groups
+    led = set(hosts[leader].leading())
+    survivors = {n: h for n, h in hosts.items() if n != leader}
+    before = sum(r.counters.elections_started for h in survivors.values() for r in h.replicas.values())
+    for host in survivors.values():
+        host.node_liveness(leader, False, now)
+    _run(survivors, now, config.lease_duration + 0.2)
+    new_leaders = {g for h in survivors.values() for g in h.leading()}
+    assert led <= new_leaders
+    after = sum(r.counters.elections_started for h in survivors.values() for r in h.replicas.values())
+    assert after - before == len(led)  # one election per group: no split votes
