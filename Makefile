@@ -4,7 +4,7 @@
 #   make lint   ruff + mypy + import contracts (lint-imports)
 #   make bench  YCSB A/B/C against Partita and dynalite (installs dynalite from npm), a sweep of
 #               latency against offered load, and the report (docs/benchmarks.md + PNG plots)
-#   make sim    virtual-time simulations (tests/sim)
+#   make sim    the deterministic simulations in tests/sim (replication, Doorman), SEEDS=N seeds each (default 200)
 #   make doorman-report  Doorman simulation figures and plots into docs/doorman.md
 #   make native compile the router's hot path with mypyc (native-modules.txt); up, test
 #               and bench do it first. `make pure` removes the compiled modules again.
@@ -18,7 +18,7 @@ NATIVE_SOURCES := $(shell grep -v '^\#' native-modules.txt)
 PYTEST_WORKERS ?= 2
 ARGS ?=
 
-.PHONY: up test lint bench proto clean venv native pure prometheus-tools
+.PHONY: up test lint bench proto clean venv native pure prometheus-tools sim
 
 venv: $(STAMP)
 
@@ -63,6 +63,11 @@ prometheus-tools:
 test: $(NATIVE_STAMP) prometheus-tools
 	PARTITA_EXPECT_NATIVE=1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --timeout 600 tests $(ARGS)
 
+# Every simulation suite under tests/sim reads SEEDS; `make test` runs them with 200.
+SEEDS ?= 200
+sim: $(STAMP)
+	SEEDS=$(SEEDS) $(PY) -m pytest -q -n $(PYTEST_WORKERS) --timeout 3600 tests/sim $(ARGS)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check services operator tests bench
 	$(VENV)/bin/ruff format --check services operator tests bench
@@ -83,10 +88,7 @@ clean:
 	rm -rf $(VENV) services/partita/_proto/*_pb2*.py* build *.egg-info
 	find services operator -name '*.so' -delete
 
-.PHONY: sim doorman-report
-
-sim: $(STAMP)
-	$(PY) -m pytest -q tests/sim $(ARGS)
+.PHONY: doorman-report
 
 doorman-report: $(STAMP)
 	$(PY) -m bench.doorman_sim

@@ -1,0 +1,850 @@
+"""The consensus core of one replication group (one partition): Raft-style terms, log
+matching and majority commit, with pre-vote, leader leases, a gray-failure check,
+single-step membership changes with log-only members, snapshots, leadership transfer
+and quiescence.
+
+Sans-I/O in the style of etcd-io/raft's RawNode: the host calls `step(message, now)`,
+`tick(now)`, `propose(...)`, `read(...)`, then takes `ready()` and does the I/O it
+describes. `now` is the host's monotonic clock in seconds; nothing here reads a clock,
+sleeps, or touches a socket or a file.
+
+Lease safety, in one paragraph. A follower that hears the leader at local time t
+promises not to vote (or pre-vote) for anyone else, itself included, until
+t + lease_duration on its own clock, and a restarted replica makes the same promise
+from its restart (it cannot remember what it promised before). Every message the leader sends carries a heartbeat
+round; the leader's lease starts at the time it *sent* the newest round a majority has
+acknowledged, and lasts lease_duration * (1 - drift) / (1 + drift) of its own clock: in
+true time that ends before the promise of any follower in that majority ends. A new
+leader needs votes from a majority, which shares a member with the old lease's majority,
+so it is elected only after the old lease is over: at most one lease at any instant.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import random
+from dataclasses import dataclass
+
+import google_crc32c
+
+from .config import ReplicationConfig
+from .log import RaftLog
+from .types import (
+    ChecksumMismatch,
+    Entry,
+    EntryKind,
+    GroupId,
+    HardState,
+    Members,
+    Message,
+    MsgKind,
+    NodeId,
+    PersistedState,
+    ReadRefused,
+    ReadState,
+    Ready,
+    Role,
+    SnapshotMeta,
+    encode_membership,
+    make_entry,
+    quorum,
+    snapshot_meta,
+)
+
+
+class State(enum.IntEnum):
+    FOLLOWER = 1
+    PRE_CANDIDATE = 2
+    CANDIDATE = 3
+    LEADER = 4
+
+
+class NotLeader(Exception):
+    """Proposals and strong reads go to the leader; `leader` is this replica's best guess."""
+
+    def __init__(self, leader: NodeId | None) -> None:
+        super().__init__(f"not the leader (leader hint: {leader})")
+        self.leader = leader
+
+
+class MembershipChangeRefused(ValueError):
+    """A membership change that is not one step from the current one, or overlaps another."""
+
+
+@dataclass(slots=True)
+class Progress:
+    """The leader's view of one follower."""
+
+    match: int = 0
+    next: int = 1
+    acked_round: int = 0
+    last_heard: float = float("-inf")
+
+
+@dataclass(slots=True)
+class Counters:
+    """Events the host exports as metrics."""
+
+    elections_started: int = 0
+    elections_avoided: int = 0  # pre-votes abandoned because a peer still hears the leader
+    leader_terms: int = 0  # times this replica became leader
+    checksum_failures: int = 0
+    snapshots_sent: int = 0
+    snapshots_installed: int = 0
+    lease_reads: int = 0  # strong reads served locally under the lease
+    read_index_reads: int = 0  # strong reads that waited for a heartbeat round
+    quiesced: int = 0  # times this replica's group went quiet
+
+
+@dataclass(slots=True)
+class _PendingRead:
+    request_id: int
+    round: int
+
+
+class Replica:
+    """One member of one replication group."""
+
+    def __init__(
+        self,
+        group: GroupId,
+        node: NodeId,
+        persisted: PersistedState,
+        config: ReplicationConfig,
+        now: float,
+        seed: int,
+    ) -> None:
+        self.group = group
+        self.node = node
+        self.config = config
+        self._rng = random.Random(seed)
+        self.log = RaftLog(persisted.snapshot, persisted.entries)
+        hs = persisted.hard_state
+        self.term = hs.term
+        self.vote = hs.vote
+        self.commit = max(hs.commit, self.log.base.index)
+        self.applied = self.log.base.index
+        self.members: Members = self.log.members_at(self.log.last_index)
+        self.state = State.FOLLOWER
+        self.leader: NodeId | None = None
+        # Whatever this replica promised before a crash is forgotten: promise afresh.
+        self.promise_until = now + config.lease_duration
+        self.election_deadline = 0.0
+        self._reset_election_timer(now)
+        self.counters = Counters()
+        # Set when an entry in this replica's own log fails its checksum: the host must
+        # discard the replica and rebuild it (restart from the WAL, or a snapshot).
+        self.corrupted = False
+        self.quiesced = False
+        # The host's node liveness: a quiesced follower asks it instead of heartbeats.
+        self.leader_node_alive = True
+        self._votes: dict[NodeId, bool] = {}
+        # Leader state.
+        self.progress: dict[NodeId, Progress] = {}
+        self.round = 0
+        self._round_sent: dict[int, float] = {}
+        self._round_in_outbox = False
+        self.lease_until = float("-inf")
+        self._lease_forfeited = False
+        self._committed_in_term = False
+        self._heartbeat_due = 0.0
+        self._check_quorum_due = 0.0
+        self._last_activity = now
+        self.transfer_target: NodeId | None = None
+        self._transfer_deadline = 0.0
+        self._pending_reads: list[_PendingRead] = []
+        self._appends_due = False
+        # Outbox, drained by ready().
+        self._messages: list[Message] = []
+        self._persist_from: int | None = None
+        self._hard_state = HardState(self.term, self.vote, self.commit)
+        self._snapshot_to_install: SnapshotMeta | None = None
+        self._reads: list[ReadState] = []
+        self._refused: list[ReadRefused] = []
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def role(self) -> Role:
+        return self.members.get(self.node, Role.FULL)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.state == State.LEADER
+
+    def has_lease(self, now: float) -> bool:
+        """Whether this replica may serve a strongly consistent read locally, now."""
+        return (
+            self.state == State.LEADER
+            and self._committed_in_term
+            and not self._lease_forfeited
+            and now < self.lease_until
+        )
+
+    def hard_state(self) -> HardState:
+        return HardState(self.term, self.vote, self.commit)
+
+    def next_deadline(self) -> float:
+        """The local time by which this replica wants its next tick (inf: none needed).
+        Ticking earlier is harmless; a host may skip ticks until then."""
+        if self.quiesced:
+            return math.inf
+        if self.state == State.LEADER:
+            due = min(self._heartbeat_due, self._check_quorum_due)
+            return min(due, self._transfer_deadline) if self.transfer_target is not None else due
+        if self.node in self.members and self.role == Role.FULL:
+            return self.election_deadline
+        return math.inf
+
+    def has_ready(self) -> bool:
+        """Whether ready() would return anything (cheap; lets hosts skip idle groups)."""
+        return bool(
+            self._messages
+            or self._appends_due
+            or self._persist_from is not None
+            or self._snapshot_to_install is not None
+            or self.commit > self.applied
+            or self._reads
+            or self._refused
+            or self.term != self._hard_state.term
+            or self.vote != self._hard_state.vote
+            or self.commit != self._hard_state.commit
+        )
+
+    # ------------------------------------------------------------------ inputs
+
+    def tick(self, now: float) -> None:
+        """Let time pass. A quiesced replica needs no ticks."""
+        if self.quiesced:
+            return
+        if self.state == State.LEADER:
+            self._tick_leader(now)
+        elif self.node in self.members and self.role == Role.FULL and now >= self.election_deadline:
+            self._start_pre_vote(now)
+
+    def campaign(self, now: float) -> None:
+        """Start an election now (with a pre-vote), e.g. to place a group's first leader
+        or move leadership back to a preferred replica, instead of waiting for a timeout."""
+        if self.state != State.LEADER and self.members.get(self.node) == Role.FULL:
+            self._start_pre_vote(now)
+
+    def propose(self, data: bytes, now: float) -> tuple[int, int]:
+        """Append a write; returns its (term, index). The write is durable on a quorum once
+        the entry appears in Ready.committed with the same term."""
+        return self._propose(EntryKind.NORMAL, data, now)
+
+    def propose_membership(self, members: Members, now: float) -> tuple[int, int]:
+        """Change the membership by one step: add one member, remove one, or nothing else.
+
+        One change at a time (Raft dissertation 4.1): refused while an earlier change is
+        uncommitted. The leader cannot remove itself; transfer leadership first.
+        """
+        if self.state != State.LEADER:
+            raise NotLeader(self.leader)
+        if self.log.newest_membership_index() > self.commit:
+            raise MembershipChangeRefused("an earlier membership change is not committed yet")
+        added = members.keys() - self.members.keys()
+        removed = self.members.keys() - members.keys()
+        changed = {n for n in members.keys() & self.members.keys() if members[n] != self.members[n]}
+        if len(added) + len(removed) != 1 or changed:
+            raise MembershipChangeRefused("add or remove exactly one member per change")
+        if self.node in removed:
+            raise MembershipChangeRefused("the leader cannot remove itself; transfer leadership first")
+        return self._propose(EntryKind.MEMBERSHIP, encode_membership(members), now)
+
+    def read(self, request_id: int, now: float) -> None:
+        """Ask to serve a strongly consistent read. Answered in Ready.reads (serve once the
+        state machine has applied that index) or Ready.refused_reads (not the leader)."""
+        if self.state != State.LEADER or self.role != Role.FULL:
+            self._refused.append(ReadRefused(request_id, self.leader))
+            return
+        self._wake(now, client_work=True)
+        if self.has_lease(now):
+            self.counters.lease_reads += 1
+            self._reads.append(ReadState(request_id, self.commit))
+            return
+        self.counters.read_index_reads += 1
+        # Read-index: confirm leadership with a heartbeat round that leaves after this read
+        # arrived. A round still in the outbox (not yet taken by ready()) qualifies, so
+        # the reads of one batch share one round.
+        if not self._round_in_outbox:
+            self._broadcast_heartbeat(now)
+        self._pending_reads.append(_PendingRead(request_id, self.round))
+        self._update_lease()  # a group of one has confirmed the round already
+
+    def transfer_leadership(self, target: NodeId, now: float) -> None:
+        """Hand leadership to `target` (graceful shutdown): stop taking proposals, bring the
+        target up to date, then tell it to campaign at once (TIMEOUT_NOW)."""
+        if self.state != State.LEADER:
+            raise NotLeader(self.leader)
+        if target == self.node or self.members.get(target) != Role.FULL:
+            raise ValueError(f"cannot transfer leadership to {target}: not another full member")
+        self._wake(now, client_work=True)
+        self.transfer_target = target
+        self._transfer_deadline = now + self.config.election_timeout
+        self._maybe_send_timeout_now()
+        if self.transfer_target is not None:
+            self._send_append(target)
+
+    def compact(self, index: int) -> None:
+        """The host holds a snapshot of the state machine at `index` (<= applied): drop
+        the log up to there. Followers behind it will be sent that snapshot."""
+        if index <= self.log.base.index:
+            return
+        if index > self.applied or index > self.log.last_index:
+            raise ValueError(f"cannot compact to {index}: applied {self.applied}")
+        term = self.log.term_at(index)
+        assert term is not None
+        self.log.compact(snapshot_meta(index, term, self.log.members_at(index)))
+
+    def set_leader_node_alive(self, alive: bool, now: float) -> None:
+        """Node liveness for the leader's node. When it dies, a follower (waking if its
+        group was quiesced) campaigns after a delay set by its rank among the surviving
+        full members: the first in a stable per-group order goes as soon as its promise
+        to the dead leader has run out, the next half an election timeout later. A node
+        hosting thousands of groups then fails them over in about a round trip each,
+        without the split votes of simultaneous random timeouts, and leadership spreads
+        evenly over the survivors."""
+        self.leader_node_alive = alive
+        if alive or self.state != State.FOLLOWER or self.leader is None:
+            return
+        self.quiesced = False
+        successors = sorted(
+            (n for n, role in self.members.items() if role == Role.FULL and n != self.leader),
+            key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
+        )
+        if self.node not in successors:
+            self._reset_election_timer(now)
+            return
+        rank = successors.index(self.node)
+        timeout = self.config.election_timeout
+        # Never before this replica's own promise to the old leader runs out.
+        start = max(now, self.promise_until)
+        self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
+
+    def step(self, m: Message, now: float) -> None:
+        """Consume one message addressed to this replica."""
+        if (m.kind != MsgKind.PRE_VOTE or self.state == State.LEADER) and m.kind != MsgKind.HEARTBEAT_RESP:
+            # A quiesced follower answers a pre-vote from node liveness without waking; the
+            # acks of the quiescing heartbeat must not wake the leader again.
+            self._wake(now)
+        is_vote = m.kind in (MsgKind.PRE_VOTE, MsgKind.VOTE)
+        if is_vote and m.term > self.term and not m.force and self._hears_leader(now):
+            # Gray-failure check and lease promise: the leader is still there.
+            kind = MsgKind.PRE_VOTE_RESP if m.kind == MsgKind.PRE_VOTE else MsgKind.VOTE_RESP
+            self._send(m.src, kind, term=self.term, reject=True, leader_alive=True)
+            return
+        if m.term > self.term:
+            if m.kind == MsgKind.PRE_VOTE or (m.kind == MsgKind.PRE_VOTE_RESP and not m.reject):
+                pass  # a pre-vote never changes terms
+            else:
+                from_leader = m.kind in (MsgKind.APPEND, MsgKind.HEARTBEAT, MsgKind.SNAPSHOT)
+                self._become_follower(m.term, m.src if from_leader else None, now)
+        elif m.term < self.term:
+            if m.kind in (MsgKind.APPEND, MsgKind.HEARTBEAT, MsgKind.SNAPSHOT):
+                # A stale leader: tell it the term so it steps down.
+                self._send(m.src, MsgKind.APPEND_RESP, term=self.term, reject=True, index=self.log.last_index)
+            elif m.kind == MsgKind.PRE_VOTE:
+                self._send(m.src, MsgKind.PRE_VOTE_RESP, term=self.term, reject=True)
+            return
+        handler = _HANDLERS[m.kind]
+        handler(self, m, now)
+
+    def ready(self) -> Ready:
+        """Drain everything the host must do since the last call."""
+        out = Ready(self.group)
+        if self._appends_due:
+            self._appends_due = False
+            if self.state == State.LEADER:
+                self._broadcast_append()
+        if self._persist_from is not None:
+            out.entries = self.log.slice(self._persist_from, self.log.last_index)
+            self._persist_from = None
+        hs = self.hard_state()
+        if hs != self._hard_state:
+            out.hard_state = hs
+            self._hard_state = hs
+        out.snapshot, self._snapshot_to_install = self._snapshot_to_install, None
+        out.messages, self._messages = self._messages, []
+        self._round_in_outbox = False
+        if self.commit > self.applied:
+            if self.role == Role.FULL:
+                out.committed = self.log.slice(self.applied + 1, self.commit)
+            self.applied = self.commit
+        out.reads, self._reads = self._reads, []
+        out.refused_reads, self._refused = self._refused, []
+        return out
+
+    # ------------------------------------------------------------------ elections
+
+    def _hears_leader(self, now: float) -> bool:
+        if self.state == State.LEADER:
+            return True
+        if self.config.unsafe_ignore_lease_promise:
+            return self.quiesced and self.leader_node_alive
+        if self.quiesced:
+            return self.leader_node_alive
+        return now < self.promise_until
+
+    def _reset_election_timer(self, now: float) -> None:
+        timeout = self.config.election_timeout
+        self.election_deadline = now + timeout + self._rng.random() * timeout
+
+    def _start_pre_vote(self, now: float) -> None:
+        if now < self.promise_until and not self.config.unsafe_ignore_lease_promise:
+            # This replica's own promise to the last leader holds: it may be one of the
+            # majority behind that leader's lease, so it may not vote for itself yet.
+            self.election_deadline = (
+                self.promise_until + self._rng.random() * 0.1 * self.config.election_timeout
+            )
+            return
+        self.state = State.PRE_CANDIDATE
+        self.leader = None
+        self._votes = {self.node: True}
+        self._reset_election_timer(now)
+        self._request_votes(MsgKind.PRE_VOTE, self.term + 1, force=False)
+        self._maybe_win(now)
+
+    def _campaign(self, now: float, force: bool) -> None:
+        self.counters.elections_started += 1
+        self.term += 1
+        self.vote = self.node
+        self.state = State.CANDIDATE
+        self.leader = None
+        self._votes = {self.node: True}
+        self._reset_election_timer(now)
+        self._request_votes(MsgKind.VOTE, self.term, force=force)
+        self._maybe_win(now)
+
+    def _request_votes(self, kind: MsgKind, term: int, force: bool) -> None:
+        for peer in self.members:
+            if peer != self.node:
+                self._send(
+                    peer, kind, term=term, index=self.log.last_index, log_term=self.log.last_term, force=force
+                )
+
+    def _maybe_win(self, now: float) -> None:
+        granted = sum(1 for node, yes in self._votes.items() if yes and node in self.members)
+        if granted < quorum(self.members):
+            return
+        if self.state == State.PRE_CANDIDATE:
+            self._campaign(now, force=False)
+        elif self.state == State.CANDIDATE:
+            self._become_leader(now)
+
+    def _on_vote_request(self, m: Message, now: float) -> None:
+        kind = MsgKind.PRE_VOTE_RESP if m.kind == MsgKind.PRE_VOTE else MsgKind.VOTE_RESP
+        up_to_date = self.log.is_up_to_date(m.index, m.log_term)
+        if m.kind == MsgKind.PRE_VOTE:
+            grant = up_to_date and m.term > self.term
+        else:
+            grant = up_to_date and self.vote in (None, m.src)
+        if grant and m.kind == MsgKind.VOTE:
+            self.vote = m.src
+            self._reset_election_timer(now)
+        # A granted pre-vote answers in the candidate's future term, so it is not taken as
+        # "a newer term exists"; a refusal carries ours.
+        self._send(m.src, kind, term=m.term if grant else self.term, reject=not grant)
+
+    def _on_vote_response(self, m: Message, now: float) -> None:
+        expected = State.PRE_CANDIDATE if m.kind == MsgKind.PRE_VOTE_RESP else State.CANDIDATE
+        if self.state != expected:
+            return
+        self._votes[m.src] = not m.reject
+        if m.kind == MsgKind.PRE_VOTE_RESP and m.leader_alive:
+            # Seed 000 section 6.2: a peer still hears the leader, so do not hold an
+            # election; wait another timeout as a follower.
+            self.counters.elections_avoided += 1
+            self.state = State.FOLLOWER
+            self._reset_election_timer(now)
+            return
+        if sum(1 for yes in self._votes.values() if not yes) >= quorum(self.members):
+            self._become_follower(self.term, None, now)
+            return
+        self._maybe_win(now)
+
+    def _become_follower(self, term: int, leader: NodeId | None, now: float) -> None:
+        if term != self.term:
+            self.term = term
+            self.vote = None
+        if self.state == State.LEADER:
+            for pending in self._pending_reads:
+                self._refused.append(ReadRefused(pending.request_id, leader))
+            self._pending_reads = []
+        self.state = State.FOLLOWER
+        self.leader = leader
+        self.lease_until = float("-inf")
+        self.transfer_target = None
+        self._reset_election_timer(now)
+
+    def _become_leader(self, now: float) -> None:
+        self.state = State.LEADER
+        self.leader = self.node
+        self.counters.leader_terms += 1
+        self.progress = {
+            peer: Progress(match=0, next=self.log.last_index + 1, last_heard=now)
+            for peer in self.members
+            if peer != self.node
+        }
+        self.round = 0
+        self._round_sent = {}
+        self.lease_until = float("-inf")
+        self._lease_forfeited = False
+        self._committed_in_term = False
+        self.transfer_target = None
+        self._last_activity = now
+        self._check_quorum_due = now + self.config.election_timeout
+        self._append_local(EntryKind.NOOP, b"")
+        self._broadcast_heartbeat(now)
+        self._broadcast_append()
+        self._maybe_commit()
+
+    # ------------------------------------------------------------------ leader
+
+    def _tick_leader(self, now: float) -> None:
+        if self.transfer_target is not None and now >= self._transfer_deadline:
+            self.transfer_target = None  # the target did not take over; carry on leading
+        if now >= self._check_quorum_due:
+            self._check_quorum_due = now + self.config.election_timeout
+            horizon = now - self.config.election_timeout
+            heard = 1 + sum(
+                1 for p, pr in self.progress.items() if p in self.members and pr.last_heard >= horizon
+            )
+            if heard < quorum(self.members):
+                self._become_follower(self.term, None, now)  # cut off from a majority
+                return
+        if now >= self._heartbeat_due:
+            if self._can_quiesce(now):
+                self._broadcast_heartbeat(now, quiesce=True)
+                self.quiesced = True
+                self.counters.quiesced += 1
+                return
+            self._broadcast_heartbeat(now)
+
+    def _can_quiesce(self, now: float) -> bool:
+        if self.transfer_target is not None or self._pending_reads:
+            return False
+        if now - self._last_activity < self.config.quiesce_after:
+            return False
+        last = self.log.last_index
+        if self.commit != last:
+            return False
+        return all(self.progress[p].match == last for p in self.members if p != self.node)
+
+    def _wake(self, now: float, client_work: bool = False) -> None:
+        """Leave quiescence. Only client work (proposals, reads, transfers) counts as
+        activity that keeps a group from quiescing; protocol chatter does not."""
+        if client_work:
+            self._last_activity = now
+        if not self.quiesced:
+            return
+        self.quiesced = False
+        self._last_activity = now
+        if self.state == State.LEADER:
+            self._check_quorum_due = now + self.config.election_timeout
+            for pr in self.progress.values():
+                pr.last_heard = max(pr.last_heard, now)
+            self._broadcast_heartbeat(now)
+        else:
+            self._reset_election_timer(now)
+
+    def _propose(self, kind: EntryKind, data: bytes, now: float) -> tuple[int, int]:
+        if self.state != State.LEADER:
+            raise NotLeader(self.leader)
+        if self.transfer_target is not None:
+            raise NotLeader(self.transfer_target)
+        self._wake(now, client_work=True)
+        entry = self._append_local(kind, data)
+        # The APPENDs go out at the next ready(): every proposal until then shares them.
+        self._appends_due = True
+        self._maybe_commit()
+        return entry.term, entry.index
+
+    def _append_local(self, kind: EntryKind, data: bytes) -> Entry:
+        entry = make_entry(self.term, self.log.last_index + 1, kind, data)
+        self.log.append(entry)
+        if self._persist_from is None:
+            self._persist_from = entry.index
+        if kind == EntryKind.MEMBERSHIP:
+            self._apply_membership_change()
+        return entry
+
+    def _apply_membership_change(self) -> None:
+        self.members = self.log.members_at(self.log.last_index)
+        if self.state != State.LEADER:
+            return
+        for peer in self.members:
+            if peer != self.node and peer not in self.progress:
+                self.progress[peer] = Progress(
+                    match=0, next=self.log.last_index + 1, last_heard=float("-inf")
+                )
+        for peer in list(self.progress):
+            if peer not in self.members:
+                del self.progress[peer]
+
+    def _broadcast_heartbeat(self, now: float, quiesce: bool = False) -> None:
+        self.round += 1
+        self._round_sent[self.round] = now
+        self._round_in_outbox = True
+        self._heartbeat_due = now + self.config.heartbeat_interval
+        for peer, pr in self.progress.items():
+            self._send(
+                peer,
+                MsgKind.HEARTBEAT,
+                commit=min(self.commit, pr.match),
+                round=self.round,
+                quiesce=quiesce,
+                index=self.log.last_index,
+            )
+        self._update_lease()  # a group of one confirms its own rounds
+
+    def _broadcast_append(self) -> None:
+        for peer in self.progress:
+            self._send_append(peer)
+
+    def _send_append(self, peer: NodeId) -> None:
+        pr = self.progress[peer]
+        prev = pr.next - 1
+        prev_term = self.log.term_at(prev)
+        if prev_term is None or prev < self.log.base.index:
+            self._send_snapshot(peer)
+            return
+        last = min(self.log.last_index, prev + self.config.max_append_entries)
+        entries = tuple(self.log.slice(prev + 1, last)) if last > prev else ()
+        try:
+            for entry in entries:
+                entry.verify()  # on send too: what memory corrupted must not spread
+        except ChecksumMismatch:
+            self.counters.checksum_failures += 1
+            self.corrupted = True
+            return
+        self._send(
+            peer,
+            MsgKind.APPEND,
+            index=prev,
+            log_term=prev_term,
+            entries=entries,
+            commit=self.commit,
+            round=self.round,
+        )
+        if entries:
+            pr.next = last + 1  # optimistic; a rejection or heartbeat response rewinds it
+
+    def _send_snapshot(self, peer: NodeId) -> None:
+        self.counters.snapshots_sent += 1
+        base = self.log.base
+        self._send(peer, MsgKind.SNAPSHOT, snapshot=base, round=self.round)
+        self.progress[peer].next = base.index + 1
+
+    def _on_append_response(self, m: Message, now: float) -> None:
+        if self.state != State.LEADER or m.src not in self.progress:
+            return
+        pr = self.progress[m.src]
+        self._heard(pr, m.round, now)
+        if m.reject:
+            pr.next = max(pr.match + 1, min(pr.next - 1, m.index + 1))
+            self._send_append(m.src)
+            return
+        if m.index > pr.match:
+            pr.match = m.index
+            self._maybe_commit()
+        pr.next = max(pr.next, pr.match + 1)
+        if pr.match < self.log.last_index and pr.next <= self.log.last_index:
+            self._send_append(m.src)
+        self._maybe_send_timeout_now()
+
+    def _on_heartbeat_response(self, m: Message, now: float) -> None:
+        if self.state != State.LEADER or m.src not in self.progress:
+            return
+        pr = self.progress[m.src]
+        self._heard(pr, m.round, now)
+        if pr.match < self.log.last_index:
+            # Something was lost on the way: resend from what the follower surely has.
+            self._wake(now)
+            pr.next = pr.match + 1
+            self._send_append(m.src)
+
+    def _heard(self, pr: Progress, round_: int, now: float) -> None:
+        pr.last_heard = now
+        if round_ > pr.acked_round:
+            pr.acked_round = round_
+            self._update_lease()
+
+    def _update_lease(self) -> None:
+        rounds = sorted(
+            (self.round if node == self.node else self.progress[node].acked_round for node in self.members),
+            reverse=True,
+        )
+        confirmed = rounds[quorum(self.members) - 1]
+        if confirmed <= 0:
+            return
+        sent = self._round_sent.get(confirmed)
+        if sent is None:
+            return  # a membership change moved the quorum back to an older round
+        self.lease_until = max(self.lease_until, sent + self.config.lease_duration_at_leader)
+        if self._pending_reads and self._committed_in_term:
+            still = []
+            for pending in self._pending_reads:
+                if pending.round <= confirmed:
+                    self._reads.append(ReadState(pending.request_id, self.commit))
+                else:
+                    still.append(pending)
+            self._pending_reads = still
+        # Old rounds are no longer needed once a quorum is past them.
+        for old in [r for r in self._round_sent if r < confirmed]:
+            del self._round_sent[old]
+
+    def _maybe_commit(self) -> None:
+        matches = sorted(
+            (
+                self.log.last_index if node == self.node else self.progress[node].match
+                for node in self.members
+            ),
+            reverse=True,
+        )
+        candidate = matches[quorum(self.members) - 1]
+        # Raft 5.4.2: only an entry of the leader's own term is committed by counting.
+        if candidate > self.commit and self.log.term_at(candidate) == self.term:
+            self.commit = candidate
+            if not self._committed_in_term:
+                self._committed_in_term = True
+                self._update_lease()  # release reads that waited for the first commit
+
+    def _maybe_send_timeout_now(self) -> None:
+        target = self.transfer_target
+        if target is None or target not in self.progress:
+            return
+        if self.progress[target].match == self.log.last_index:
+            # From here on this leader holds no lease in this term: the target is about to
+            # be elected without waiting for promises to it to run out.
+            self._lease_forfeited = True
+            self._send(target, MsgKind.TIMEOUT_NOW)
+
+    # ------------------------------------------------------------------ follower
+
+    def _accept_leader(self, m: Message, now: float) -> None:
+        if self.state != State.FOLLOWER or self.leader != m.src:
+            self._become_follower(self.term, m.src, now)
+        self.promise_until = now + self.config.lease_duration
+        self._reset_election_timer(now)
+
+    def _on_append(self, m: Message, now: float) -> None:
+        try:
+            for entry in m.entries:
+                entry.verify()
+        except ChecksumMismatch:
+            self.counters.checksum_failures += 1
+            return  # dropped whole; the leader resends
+        self._accept_leader(m, now)
+        if m.index < self.commit:
+            self._send(m.src, MsgKind.APPEND_RESP, index=self.commit, round=m.round)
+            return
+        if self.log.term_at(m.index) != m.log_term:
+            self._send(
+                m.src,
+                MsgKind.APPEND_RESP,
+                reject=True,
+                index=min(m.index - 1, self.log.last_index),
+                round=m.round,
+            )
+            return
+        written = self.log.merge(m.index, m.entries)
+        if written is not None:
+            self._persist_from = written if self._persist_from is None else min(self._persist_from, written)
+            # New entries or a truncated tail may bring or drop a membership change.
+            self.members = self.log.members_at(self.log.last_index)
+        last_new = m.index + len(m.entries)
+        self.commit = max(self.commit, min(m.commit, last_new))
+        self._send(m.src, MsgKind.APPEND_RESP, index=last_new, round=m.round)
+
+    def _on_heartbeat(self, m: Message, now: float) -> None:
+        self._accept_leader(m, now)
+        # commit is at most what the leader knows we hold, so our prefix matches there.
+        self.commit = max(self.commit, min(m.commit, self.log.last_index))
+        self._send(m.src, MsgKind.HEARTBEAT_RESP, round=m.round)
+        if m.quiesce and self.log.last_index == m.index and self.commit == m.index:
+            self.quiesced = True
+            self.leader_node_alive = True
+            self.counters.quiesced += 1
+
+    def _on_snapshot(self, m: Message, now: float) -> None:
+        self._accept_leader(m, now)
+        meta = m.snapshot
+        assert meta is not None
+        if meta.index <= self.commit:
+            self._send(m.src, MsgKind.APPEND_RESP, index=self.commit, round=m.round)
+            return
+        if self.log.term_at(meta.index) == meta.term:
+            # We hold the snapshot's entries already (and maybe entries we acked after
+            # them): keep the log, commit up to the snapshot and apply from the log.
+            self.commit = meta.index
+            self._send(m.src, MsgKind.APPEND_RESP, index=meta.index, round=m.round)
+            return
+        self.counters.snapshots_installed += 1
+        self.log.reset(meta)
+        self.members = meta.member_map()
+        self.commit = self.applied = meta.index
+        self._persist_from = None
+        self._snapshot_to_install = meta
+        self._send(m.src, MsgKind.APPEND_RESP, index=meta.index, round=m.round)
+
+    def _on_timeout_now(self, m: Message, now: float) -> None:
+        if self.state == State.LEADER or self.members.get(self.node) != Role.FULL:
+            return
+        self._campaign(now, force=True)
+
+    # ------------------------------------------------------------------ output
+
+    def _send(
+        self,
+        to: NodeId,
+        kind: MsgKind,
+        *,
+        term: int | None = None,
+        index: int = 0,
+        log_term: int = 0,
+        entries: tuple[Entry, ...] = (),
+        commit: int = 0,
+        reject: bool = False,
+        round: int = 0,
+        leader_alive: bool = False,
+        force: bool = False,
+        quiesce: bool = False,
+        snapshot: SnapshotMeta | None = None,
+    ) -> None:
+        self._messages.append(
+            Message(
+                kind,
+                self.group,
+                self.node,
+                to,
+                self.term if term is None else term,
+                index=index,
+                log_term=log_term,
+                entries=entries,
+                commit=commit,
+                reject=reject,
+                round=round,
+                leader_alive=leader_alive,
+                force=force,
+                quiesce=quiesce,
+                snapshot=snapshot,
+            )
+        )
+
+
+_HANDLERS = {
+    MsgKind.APPEND: Replica._on_append,
+    MsgKind.APPEND_RESP: Replica._on_append_response,
+    MsgKind.HEARTBEAT: Replica._on_heartbeat,
+    MsgKind.HEARTBEAT_RESP: Replica._on_heartbeat_response,
+    MsgKind.PRE_VOTE: Replica._on_vote_request,
+    MsgKind.PRE_VOTE_RESP: Replica._on_vote_response,
+    MsgKind.VOTE: Replica._on_vote_request,
+    MsgKind.VOTE_RESP: Replica._on_vote_response,
+    MsgKind.SNAPSHOT: Replica._on_snapshot,
+    MsgKind.TIMEOUT_NOW: Replica._on_timeout_now,
+}
+
+__all__ = ["Counters", "MembershipChangeRefused", "NotLeader", "Progress", "Replica", "State"]
