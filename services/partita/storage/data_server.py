@@ -21,6 +21,7 @@ from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
 from partita.storage import metrics
+from partita.storage.group_log import group_of
 from partita.storage.operations import PLANNERS, Plan, error_response
 
 if TYPE_CHECKING:
@@ -40,15 +41,16 @@ class DataPlane:
         self.state = state
 
     def plan(self, request: pb.Request) -> Plan:
-        rejected = self.state.route(request)
-        if rejected is not None:
-            return Plan(rejected)
+        owner = self.state.owner(request)
+        if owner is None:
+            return Plan(pb.Response(id=request.id, status=pb.WRONG_PARTITION))
         planner = PLANNERS.get(request.op)
         if planner is None:
             return Plan(error_response(request.id, errors.validation("unsupported operation")))
         try:
             plan = planner(self.state.engine, request)
             if plan.effects:
+                plan.group = group_of(request.table_id, owner.partition_id)
                 self.state.engine.stage(plan.effects)
         except DynamoError as exc:
             plan = Plan(error_response(request.id, exc))
@@ -77,7 +79,10 @@ class DataPlane:
 
     async def commit(self, plans: list[Plan]) -> list[pb.Response]:
         try:
-            await self.state.engine.commit_staged([p.effects for p in plans if p.effects])
+            writes = [p for p in plans if p.effects]
+            await self.state.engine.commit_staged(
+                [p.effects or [] for p in writes], [p.group for p in writes]
+            )
             return [p.response for p in plans]
         except Exception as exc:  # durability failed: no write of this batch is acknowledged
             log.exception("commit failed")

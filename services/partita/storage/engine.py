@@ -1,11 +1,24 @@
 """One RocksDB for every partition on the node, made durable by the node's WAL.
 
 Write path: the caller computes a write's effects from the latest state (committed
-plus pending, see `latest`), `commit` appends them to the WAL (group commit: concurrent
-writes share an fsync) and, once durable, applies them to RocksDB with RocksDB's own
-WAL disabled, recording the applied LSN in the same batch. Recovery replays the WAL
-after that LSN. Replication (P3) slots in at `commit`: the effects become a log entry
-proposed to the partition's group instead of appended locally.
+plus pending, see `latest`), `commit` appends them to the WAL as an entry of the
+partition's group log (group commit: concurrent writes of every group share an fsync)
+and, once durable, applies them to RocksDB with RocksDB's own WAL disabled.
+
+The seam with replication (docs/replication.md): every WAL record belongs to one
+group (`group_log`), and `apply(group, index, effects)` writes a group's effects and
+its applied index in one RocksDB batch. A single-member group (replication factor 1,
+and the node-local group) commits an entry when it is durable here, which is what
+`commit` does. A replicated group's host persists the consensus core's entries and
+hard state with `append_entries` and calls `apply` for its committed entries. Recovery
+reads the kept WAL once: it re-applies, per group, the committed entries above the
+group's applied index (every entry of a group without a hard state; up to the hard
+state's commit index otherwise) and rebuilds where each group's entries are, so a
+follower catching up can be sent them (`read_entries`). Truncation is per group: a
+group's records are kept until they are applied and flushed, or longer while its host
+retains them for followers (`retain`), but never beyond `MAX_RETAINED_RECORDS` records,
+so one lagging group never pins the log of the others (it is compacted, and a follower
+that needs what was dropped gets a snapshot).
 
 Reads of committed data go straight to RocksDB. Read-modify-write operations must see
 writes that are durable-pending too, or two conditional writes racing on one key would
@@ -24,6 +37,16 @@ from pathlib import Path
 import rocksdict
 
 from partita.storage.effects import Effect, Kind, decode_effects, encode_effects
+from partita.storage.group_log import (
+    LOCAL_GROUP,
+    EntryRecord,
+    GroupLocations,
+    decode_record,
+    encode_entry,
+    encode_hard_state,
+    is_group_record,
+)
+from partita.storage.replication.types import Entry, EntryKind, GroupId, HardState, make_entry
 from partita.storage.wal import WalMetrics, WriteAheadLog
 
 log = logging.getLogger(__name__)
@@ -31,17 +54,32 @@ log = logging.getLogger(__name__)
 # Table id 0 is never allocated (ids are odd), so this prefix is free for node metadata.
 META_PREFIX = b"\x00" * 8
 APPLIED_LSN_KEY = META_PREFIX + b"applied_lsn"
+# + group id: the group's applied index, written in the same batch as its effects.
+APPLIED_INDEX_PREFIX = META_PREFIX + b"applied/"
 _LSN = struct.Struct(">Q")
+# The term of a single-member group's entries: it never holds an election.
+LOCAL_TERM = 1
+# A group's host may retain applied records for followers (`retain`), up to this many
+# WAL records behind the log's end; past it the group is compacted to its applied index.
+MAX_RETAINED_RECORDS = 1_000_000
 _MISSING = object()
 # Flush RocksDB and drop covered WAL segments once this much WAL has accumulated.
 CHECKPOINT_WAL_BYTES = 64 * 1024 * 1024
 
 
 class Engine:
-    def __init__(self, db: rocksdict.Rdict, wal: WriteAheadLog, applied_lsn: int) -> None:
+    def __init__(
+        self, db: rocksdict.Rdict, wal: WriteAheadLog, applied_lsn: int, applied: dict[GroupId, int]
+    ) -> None:
         self._db = db
         self._wal = wal
-        self.applied_lsn = applied_lsn
+        self.applied_lsn = applied_lsn  # the newest WAL record applied (a figure)
+        self._applied = applied  # per group: its applied index
+        self._locations: dict[GroupId, GroupLocations] = {}
+        self._hard_states: dict[GroupId, tuple[HardState, int]] = {}  # newest, and its lsn
+        self._next_local: dict[GroupId, int] = {}  # next index of a single-member group
+        self._retained: dict[GroupId, int] = {}  # the host keeps records above this index
+        self.compacted_for_space: list[tuple[GroupId, int]] = []
         self._pending: dict[bytes, tuple[int, bytes | None]] = {}
         self._bytes_since_checkpoint = 0
         self._checkpointing = False
@@ -66,7 +104,7 @@ class Engine:
         raw = db.get(APPLIED_LSN_KEY)
         applied = _LSN.unpack(raw)[0] if raw is not None else 0
         wal = WriteAheadLog.open(directory / "wal", sync=sync)
-        engine = cls(db, wal, applied)
+        engine = cls(db, wal, applied, _applied_indexes(db))
         engine._options = options
         engine._directory = directory
         replayed = engine._replay()
@@ -74,11 +112,45 @@ class Engine:
         return engine
 
     def _replay(self) -> int:
-        count = 0
-        for lsn, payload in self._wal.replay(self.applied_lsn):
-            self._apply(lsn, decode_effects(payload))
-            count += 1
-        return count
+        """Rebuild the groups' locations and hard states from the kept WAL, then apply
+        what was committed but not applied; returns how many entries were applied."""
+        unapplied: list[tuple[int, GroupId, Entry]] = []
+        legacy = 0
+        for lsn, payload in self._wal.replay(self._wal.first_lsn - 1):
+            if not is_group_record(payload):
+                # A bare effects record, from before group logs: applied by LSN.
+                if lsn > self.applied_lsn:
+                    self._write(decode_effects(payload), lsn, None, 0)
+                    legacy += 1
+                continue
+            record = decode_record(payload)
+            if isinstance(record, EntryRecord):
+                self._locate(record.group, record.entry.index, lsn)
+                if record.entry.index > self._applied.get(record.group, 0):
+                    unapplied.append((lsn, record.group, record.entry))
+            else:
+                held = self._hard_states.get(record.group)
+                # A rewritten old hard state (checkpoint) may follow a newer one in the
+                # log; hard states only ever move forward, so the furthest one wins.
+                if held is None or _progress(record.hard_state) >= _progress(held[0]):
+                    self._hard_states[record.group] = (record.hard_state, lsn)
+        applied = 0
+        for lsn, group, entry in unapplied:
+            if self._locations[group].lsn_of(entry.index) != lsn:
+                continue  # replaced by a later append at that index
+            if entry.index > self.commit_index(group):
+                continue
+            self.apply(group, entry.index, _effects_of(entry), lsn)
+            applied += 1
+        for group, locations in self._locations.items():
+            self._next_local[group] = max(locations.last_index, self._applied.get(group, 0)) + 1
+        return applied + legacy
+
+    def _locate(self, group: GroupId, index: int, lsn: int) -> None:
+        locations = self._locations.get(group)
+        if locations is None:
+            locations = self._locations[group] = GroupLocations()
+        locations.record(index, lsn)
 
     # --- reads ----------------------------------------------------------------------
 
@@ -150,15 +222,16 @@ class Engine:
 
     # --- writes ---------------------------------------------------------------------
 
-    async def commit(self, effects: list[Effect]) -> int:
-        """Make `effects` durable and visible; returns the record's LSN."""
-        return (await self.commit_many([effects]))[0]
+    async def commit(self, effects: list[Effect], group: GroupId = LOCAL_GROUP) -> int:
+        """Make `effects` durable and visible as the next entry of the single-member
+        `group`; returns the record's LSN."""
+        return (await self.commit_many([effects], [group]))[0]
 
-    async def commit_many(self, groups: list[list[Effect]]) -> list[int]:
+    async def commit_many(self, writes: list[list[Effect]], groups: list[GroupId] | None = None) -> list[int]:
         """Commit several independent writes; they share one WAL batch."""
-        for effects in groups:
+        for effects in writes:
             self.stage(effects)
-        return await self.commit_staged(groups)
+        return await self.commit_staged(writes, groups)
 
     def stage(self, effects: list[Effect]) -> None:
         """Make `effects` visible to `latest` now, before they are durable.
@@ -170,18 +243,35 @@ class Engine:
         """
         self._mark_pending(effects)
 
-    async def commit_staged(self, groups: list[list[Effect]]) -> list[int]:
-        """Make staged writes durable (one WAL batch) and apply them, in order."""
+    async def commit_staged(
+        self, writes: list[list[Effect]], groups: list[GroupId] | None = None
+    ) -> list[int]:
+        """Make staged writes durable (one WAL batch) and apply them, in order: write i
+        becomes the next entry of the single-member group `groups[i]` (default: the
+        node-local group)."""
         try:
-            payloads = [encode_effects(effects) for effects in groups]
+            names = groups if groups is not None else [LOCAL_GROUP] * len(writes)
+            # Indexes are taken in the same synchronous step as the WAL queues the
+            # records, so a group's indexes rise with the LSNs.
+            entries = [
+                (
+                    group,
+                    make_entry(
+                        LOCAL_TERM, self._take_local_index(group), EntryKind.NORMAL, encode_effects(e)
+                    ),
+                )
+                for group, e in zip(names, writes, strict=True)
+            ]
+            payloads = [encode_entry(group, entry) for group, entry in entries]
             lsns = await self._wal.append_many(payloads)
             # No await between here and the end of the loop: records are applied in
             # LSN order and atomically with respect to every other coroutine.
-            for lsn, effects in zip(lsns, groups, strict=True):
-                self._apply(lsn, effects)
+            for lsn, (group, entry), effects in zip(lsns, entries, writes, strict=True):
+                self._locate(group, entry.index, lsn)
+                self.apply(group, entry.index, effects, lsn)
             self._bytes_since_checkpoint += sum(len(p) for p in payloads)
         finally:
-            for effects in groups:
+            for effects in writes:
                 self._unmark_pending(effects)
         if self._bytes_since_checkpoint > CHECKPOINT_WAL_BYTES and not self._checkpointing:
             self._checkpoint_task = asyncio.get_running_loop().create_task(self.checkpoint())
@@ -204,7 +294,97 @@ class Engine:
             else:
                 self._pending[e.key] = (count - 1, value)
 
-    def _apply(self, lsn: int, effects: list[Effect]) -> None:
+    def _take_local_index(self, group: GroupId) -> int:
+        index = self._next_local.get(group)
+        if index is None:
+            index = self._applied.get(group, 0) + 1
+        self._next_local[group] = index + 1
+        return index
+
+    # --- the seam with the consensus core -------------------------------------------
+
+    def applied_index(self, group: GroupId) -> int:
+        return self._applied.get(group, 0)
+
+    def last_index(self, group: GroupId) -> int:
+        """The index of the group's newest entry in the WAL (0 if none is kept)."""
+        locations = self._locations.get(group)
+        return max(locations.last_index if locations else 0, self._applied.get(group, 0))
+
+    def hard_state(self, group: GroupId) -> HardState | None:
+        """The group's newest persisted hard state; None for a single-member group."""
+        held = self._hard_states.get(group)
+        return held[0] if held is not None else None
+
+    def commit_index(self, group: GroupId) -> int:
+        """How far the group's log is known committed on this node."""
+        held = self._hard_states.get(group)
+        if held is None:
+            return self.last_index(group)  # a single-member group commits on append
+        return held[0].commit
+
+    def apply(self, group: GroupId, index: int, effects: list[Effect], lsn: int = 0) -> bool:
+        """Apply committed entry `index` of `group`: its effects and the group's applied
+        index in one RocksDB batch. An entry at or below the applied index was applied
+        before (a replay, a re-delivery) and is skipped: returns False."""
+        if index <= self._applied.get(group, 0):
+            return False
+        self._write(effects, lsn, group, index)
+        return True
+
+    async def append_entries(
+        self, group: GroupId, entries: list[Entry], hard_state: HardState | None = None
+    ) -> list[int]:
+        """Persist a replicated group's entries (they replace its log from
+        entries[0].index on) and hard state, durably; returns the entries' LSNs."""
+        payloads = [encode_entry(group, entry) for entry in entries]
+        if hard_state is not None:
+            payloads.append(encode_hard_state(group, hard_state))
+        lsns = await self._wal.append_many(payloads)
+        for entry, lsn in zip(entries, lsns, strict=False):
+            self._locate(group, entry.index, lsn)
+        if hard_state is not None:
+            self._hard_states[group] = (hard_state, lsns[-1])
+        self._bytes_since_checkpoint += sum(len(p) for p in payloads)
+        return lsns[: len(entries)]
+
+    def read_entries(self, group: GroupId, lo: int, hi: int) -> list[Entry]:
+        """The group's kept entries with lo <= index <= hi, read back from the WAL with
+        their checksums verified. Blocking file I/O: run it in an executor when large."""
+        locations = self._locations.get(group)
+        wanted = dict((lsn, index) for index, lsn in (locations.between(lo, hi) if locations else []))
+        if not wanted:
+            return []
+        out: list[Entry] = []
+        last = max(wanted)
+        for lsn, payload in self._wal.replay(min(wanted) - 1):
+            if lsn in wanted:
+                record = decode_record(payload)
+                if not isinstance(record, EntryRecord) or record.group != group:
+                    raise RuntimeError(f"WAL record {lsn} is not entry {wanted[lsn]} of group {group}")
+                out.append(record.entry)
+            if lsn >= last:
+                break
+        return out
+
+    def retain(self, group: GroupId, index: int) -> None:
+        """Keep the group's records above `index` in the WAL even once applied (the
+        host's followers still need them); `index` is where the host compacted."""
+        self._retained[group] = index
+
+    def forget_group(self, group: GroupId) -> None:
+        """The group left this node: its records no longer hold the WAL back."""
+        self._locations.pop(group, None)
+        self._hard_states.pop(group, None)
+        self._next_local.pop(group, None)
+        self._retained.pop(group, None)
+        if self._applied.pop(group, None) is not None:
+            self._db.delete(APPLIED_INDEX_PREFIX + group.encode())
+
+    def groups(self) -> list[GroupId]:
+        return sorted(set(self._locations) | set(self._applied) | set(self._hard_states))
+
+    def _write(self, effects: list[Effect], lsn: int, group: GroupId | None, index: int) -> None:
         batch = rocksdict.WriteBatch(raw_mode=True)
         for e in effects:
             if e.kind is Kind.PUT:
@@ -213,10 +393,46 @@ class Engine:
                 batch.delete(e.key)
             else:
                 batch.delete_range(e.key, e.value)
+        if group is not None:
+            batch.put(APPLIED_INDEX_PREFIX + group.encode(), _LSN.pack(index))
+            self._applied[group] = index
         if lsn > self.applied_lsn:
             batch.put(APPLIED_LSN_KEY, _LSN.pack(lsn))
             self.applied_lsn = lsn
         self._db.write(batch)
+
+    # --- truncation, per group ------------------------------------------------------
+
+    def _truncation_floor(self) -> int:
+        """The oldest LSN the WAL must keep: the first record of any group that is not
+        applied yet or is retained for followers, or the newest hard state of a group.
+        A group retaining more than MAX_RETAINED_RECORDS is compacted first."""
+        end = self._wal.last_lsn + 1
+        floor = end
+        for group, locations in self._locations.items():
+            applied = self._applied.get(group, 0)
+            keep_after = min(applied, self._retained.get(group, applied))
+            lsn = locations.first_lsn_after(keep_after)
+            if lsn is not None and keep_after < applied and end - lsn > MAX_RETAINED_RECORDS:
+                keep_after = self._retained[group] = applied
+                self.compacted_for_space.append((group, applied))
+                lsn = locations.first_lsn_after(applied)
+            locations.compact(keep_after)
+            if lsn is not None:
+                floor = min(floor, lsn)
+        return floor
+
+    async def _rewrite_old_hard_states(self, floor: int) -> None:
+        """Append again the hard states older than `floor`, so truncating there keeps
+        every group's newest one (an idle group must not pin the log)."""
+        stale = [(group, held[0]) for group, held in self._hard_states.items() if held[1] < floor]
+        if not stale:
+            return
+        lsns = await self._wal.append_many([encode_hard_state(group, state) for group, state in stale])
+        for (group, state), lsn in zip(stale, lsns, strict=True):
+            held = self._hard_states.get(group)
+            if held is not None and held[0] is state:  # no newer one was persisted meanwhile
+                self._hard_states[group] = (state, lsn)
 
     async def checkpoint(self) -> None:
         """Flush RocksDB's memtables, then drop WAL segments they cover."""
@@ -224,17 +440,45 @@ class Engine:
             return
         self._checkpointing = True
         try:
-            covered = self.applied_lsn
-            self._bytes_since_checkpoint = 0
-            await asyncio.get_running_loop().run_in_executor(None, self._db.flush, True)
-            self._wal.truncate_before(covered + 1)
+            # Again while writes that arrived during the flush already passed the
+            # threshold: none of them would start another checkpoint.
+            while True:
+                # Taken before the flush: what is applied now is in RocksDB once it returns.
+                floor = self._truncation_floor()
+                self._bytes_since_checkpoint = 0
+                await self._rewrite_old_hard_states(floor)
+                await asyncio.get_running_loop().run_in_executor(None, self._db.flush, True)
+                self._wal.truncate_before(floor)
+                if self._bytes_since_checkpoint <= CHECKPOINT_WAL_BYTES or self._wal.failure is not None:
+                    break
         finally:
             self._checkpointing = False
 
     async def close(self) -> None:
         if self._checkpoint_task is not None:
             await self._checkpoint_task  # it flushes and truncates: let it finish first
+        floor = self._truncation_floor()
+        await self._rewrite_old_hard_states(floor)
         await self._wal.close()
         self._db.flush(True)
-        self._wal.truncate_before(self.applied_lsn + 1)
+        self._wal.truncate_before(floor)
         self._db.close()
+
+
+def _applied_indexes(db: rocksdict.Rdict) -> dict[GroupId, int]:
+    out: dict[GroupId, int] = {}
+    it = db.iter()
+    it.seek(APPLIED_INDEX_PREFIX)
+    while it.valid() and it.key().startswith(APPLIED_INDEX_PREFIX):
+        out[it.key()[len(APPLIED_INDEX_PREFIX) :].decode()] = _LSN.unpack(it.value())[0]
+        it.next()
+    return out
+
+
+def _progress(state: HardState) -> tuple[int, bool, int]:
+    return state.term, state.vote is not None, state.commit
+
+
+def _effects_of(entry: Entry) -> list[Effect]:
+    """NOOP and MEMBERSHIP entries carry no effects but still advance the applied index."""
+    return decode_effects(entry.data) if entry.kind is EntryKind.NORMAL else []

@@ -18,6 +18,7 @@ from partita._proto import storage_pb2 as pb
 from partita._proto import storage_pb2_grpc as pb_grpc
 from partita.common import config, keys
 from partita.common.metrics import serve_metrics
+from partita.common.partition_map import Partition
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import NodeStore
 from partita.storage import metrics
@@ -49,12 +50,10 @@ class NodeState:
     # (item count, bytes) of the partitions this node leads, at their last count.
     partition_figures: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict)
 
-    def route(self, request: pb.Request) -> pb.Response | None:
-        """None if this node owns the request's key; else the rejection to send."""
+    def owner(self, request: pb.Request) -> Partition | None:
+        """The hosted partition holding the request's key; None if this node has none."""
         hosted = self.hosted.get(request.table_id)
-        if hosted is None or hosted.owner_of(request.key_hash) is None:
-            return pb.Response(id=request.id, status=pb.WRONG_PARTITION)
-        return None
+        return hosted.owner_of(request.key_hash) if hosted is not None else None
 
 
 class StorageService(pb_grpc.StorageServicer):
@@ -91,6 +90,9 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
         state.partition_figures = {k: v for k, v in state.partition_figures.items() if k[0] != table_id}
         lo, hi = keys.table_bounds(table_id)
         await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
+        for group in state.engine.groups():
+            if group.startswith(f"{table_id}/"):
+                state.engine.forget_group(group)
         state.ids_with_data.discard(table_id)
         record = next((t for t in tables if t.table_id == table_id), None)
         if record is None or record.status == "DELETING":

@@ -65,6 +65,7 @@ _TOO_DEEP = "Nesting Levels have exceeded supported limits"
 class Plan:
     response: pb.Response
     effects: list[Effect] | None = None  # None: answer now; else commit first
+    group: str = ""  # the replication group the effects belong to (set by the data plane)
 
 
 def error_response(request_id: int, error: DynamoError) -> pb.Response:

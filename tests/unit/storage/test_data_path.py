@@ -110,9 +110,11 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
     n = Node(engine, server, f"127.0.0.1:{port}", protocols, frames)
     real_commit_staged = engine.commit_staged
 
-    async def counting_commit_staged(groups: list[list[object]]) -> list[int]:
-        n.commit_groups.append(len(groups))
-        return await real_commit_staged(groups)  # type: ignore[arg-type]
+    async def counting_commit_staged(
+        writes: list[list[object]], groups: list[str] | None = None
+    ) -> list[int]:
+        n.commit_groups.append(len(writes))
+        return await real_commit_staged(writes, groups)  # type: ignore[arg-type]
 
     engine.commit_staged = counting_commit_staged  # type: ignore[method-assign]
     yield n
@@ -199,7 +201,7 @@ async def test_concurrent_requests_travel_in_batches_and_each_gets_its_own_answe
 async def test_a_failed_commit_answers_every_write_of_the_batch_with_an_error(
     node: Node, channel: NodeChannel
 ) -> None:
-    async def failing(groups: list[object]) -> list[int]:
+    async def failing(writes: list[object], groups: object = None) -> list[int]:
         raise OSError(5, "disk on fire")
 
     node.engine.commit_staged = failing  # type: ignore[method-assign,assignment]
@@ -218,10 +220,10 @@ async def test_connection_loss_fails_in_flight_calls_and_the_next_call_reconnect
     release = asyncio.Event()
     real = node.engine.commit_staged
 
-    async def stall(groups: list[list[object]]) -> list[int]:
+    async def stall(writes: list[list[object]], groups: list[str] | None = None) -> list[int]:
         stalled.set()
         await release.wait()
-        return await real(groups)  # type: ignore[arg-type]
+        return await real(writes, groups)  # type: ignore[arg-type]
 
     node.engine.commit_staged = stall  # type: ignore[method-assign]
     in_flight = asyncio.create_task(channel.call(put(11, b"lost?")))

@@ -21,6 +21,7 @@ import pytest
 from partita.storage import engine as engine_module
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
+from partita.storage.group_log import LOCAL_GROUP
 from partita.storage.wal import WriteAheadLog
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -296,6 +297,7 @@ async def test_reopen_replays_records_the_database_lost(tmp_path: Path) -> None:
     await e._wal.close()
     # Undo what RocksDB might have persisted after the checkpoint, as a crash would.
     e._db.put(engine_module.APPLIED_LSN_KEY, engine_module._LSN.pack(1))
+    e._db.put(engine_module.APPLIED_INDEX_PREFIX + LOCAL_GROUP.encode(), engine_module._LSN.pack(1))
     e._db.put(b"a", b"1")
     e._db.delete(b"b")
     e._db.close()
@@ -336,7 +338,8 @@ async def test_checkpoint_drops_wal_segments_below_the_applied_lsn(
 async def test_commits_past_the_threshold_start_a_checkpoint(
     tmp_path: Path, small_segments: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine_module, "CHECKPOINT_WAL_BYTES", 1500)
+    # About a dozen records (each ~80 bytes with its group tag): under three segments.
+    monkeypatch.setattr(engine_module, "CHECKPOINT_WAL_BYTES", 1000)
     directory = tmp_path / "node"
     e = Engine.open(directory, sync=False)
     try:

@@ -135,9 +135,9 @@ async def test_reconcile_serves_assigned_partitions_and_marks_each_ready(node_st
     await reconcile_hosting(node_state, store, await store.list_tables())
     assert set(node_state.hosted) == {1}
     assert await store.list_ready(1) == {("p0", "a"), ("p2", "a")}
-    assert node_state.route(pb.Request(table_id=1, key_hash=0)) is None
-    refused = node_state.route(pb.Request(id=4, table_id=1, key_hash=END // 2))
-    assert refused is not None and refused.status == pb.WRONG_PARTITION and refused.id == 4
+    owner = node_state.owner(pb.Request(table_id=1, key_hash=0))
+    assert owner is not None and owner.partition_id == "p0"
+    assert node_state.owner(pb.Request(id=4, table_id=1, key_hash=END // 2)) is None
 
 
 async def test_reconcile_drops_a_deleting_tables_data_and_ready_markers(node_state: NodeState) -> None:

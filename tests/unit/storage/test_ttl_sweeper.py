@@ -20,6 +20,7 @@ from partita.storage import engine as engine_module
 from partita.storage.data_server import DataPlane
 from partita.storage.effects import Effect, Kind, decode_effects
 from partita.storage.engine import Engine
+from partita.storage.group_log import EntryRecord, decode_record, group_of
 from partita.storage.hosting import desired_hosting
 from partita.storage.node import NodeState
 from partita.storage.ttl_sweep import CHUNK_ITEMS, DEFAULT_SHARE, SweepPacer
@@ -180,7 +181,9 @@ async def test_expiry_deletes_are_logged_as_service_deletes(engine: Engine) -> N
     await _put(engine, pk, {"N": PAST})
     first_sweep_lsn = engine.applied_lsn + 1
     await _sweeper(_node(engine), Clocks()).sweep_once()
-    logged = [e for _, payload in engine._wal.replay(first_sweep_lsn - 1) for e in decode_effects(payload)]
+    records = [decode_record(payload) for _, payload in engine._wal.replay(first_sweep_lsn - 1)]
+    assert all(isinstance(r, EntryRecord) and r.group == group_of(TABLE_ID, "p0") for r in records)
+    logged = [e for r in records if isinstance(r, EntryRecord) for e in decode_effects(r.entry.data)]
     assert logged == [Effect(Kind.SERVICE_DELETE, _key(pk)[1])]
 
 
@@ -231,6 +234,7 @@ async def test_a_service_delete_is_replayed_from_the_wal_after_a_crash(tmp_path:
     await engine._wal.close()
     # Undo in RocksDB what the delete did, as a crash before RocksDB persisted it would.
     engine._db.put(engine_module.APPLIED_LSN_KEY, engine_module._LSN.pack(put_lsn))
+    engine._db.delete(engine_module.APPLIED_INDEX_PREFIX + group_of(TABLE_ID, "p0").encode())
     engine._db.put(_key(pk)[1], stored)
     engine._db.close()
     engine = Engine.open(directory, sync=False)
