@@ -57,6 +57,7 @@ APPLIED_LSN_KEY = META_PREFIX + b"applied_lsn"
 # + group id: the group's applied index, written in the same batch as its effects.
 APPLIED_INDEX_PREFIX = META_PREFIX + b"applied/"
 _LSN = struct.Struct(">Q")
+_POSITION = struct.Struct(">QQ")  # a group's applied (index, term)
 # The term of a single-member group's entries: it never holds an election.
 LOCAL_TERM = 1
 # A group's host may retain applied records for followers (`retain`), up to this many
@@ -69,12 +70,17 @@ CHECKPOINT_WAL_BYTES = 64 * 1024 * 1024
 
 class Engine:
     def __init__(
-        self, db: rocksdict.Rdict, wal: WriteAheadLog, applied_lsn: int, applied: dict[GroupId, int]
+        self,
+        db: rocksdict.Rdict,
+        wal: WriteAheadLog,
+        applied_lsn: int,
+        applied: dict[GroupId, tuple[int, int]],
     ) -> None:
         self._db = db
         self._wal = wal
         self.applied_lsn = applied_lsn  # the newest WAL record applied (a figure)
-        self._applied = applied  # per group: its applied index
+        self._applied = {group: index for group, (index, _) in applied.items()}  # per group
+        self._applied_terms = {group: term for group, (_, term) in applied.items()}
         self._locations: dict[GroupId, GroupLocations] = {}
         self._hard_states: dict[GroupId, tuple[HardState, int]] = {}  # newest, and its lsn
         self._next_local: dict[GroupId, int] = {}  # next index of a single-member group
@@ -140,7 +146,7 @@ class Engine:
                 continue  # replaced by a later append at that index
             if entry.index > self.commit_index(group):
                 continue
-            self.apply(group, entry.index, _effects_of(entry), lsn)
+            self.apply(group, entry.index, _effects_of(entry), lsn, entry.term)
             applied += 1
         for group, locations in self._locations.items():
             self._next_local[group] = max(locations.last_index, self._applied.get(group, 0)) + 1
@@ -323,14 +329,21 @@ class Engine:
             return self.last_index(group)  # a single-member group commits on append
         return held[0].commit
 
-    def apply(self, group: GroupId, index: int, effects: list[Effect], lsn: int = 0) -> bool:
-        """Apply committed entry `index` of `group`: its effects and the group's applied
-        index in one RocksDB batch. An entry at or below the applied index was applied
-        before (a replay, a re-delivery) and is skipped: returns False."""
+    def apply(
+        self, group: GroupId, index: int, effects: list[Effect], lsn: int = 0, term: int = LOCAL_TERM
+    ) -> bool:
+        """Apply committed entry `index` (of `term`) of `group`: its effects and the
+        group's applied position in one RocksDB batch. An entry at or below the applied
+        index was applied before (a replay, a re-delivery) and is skipped: returns False."""
         if index <= self._applied.get(group, 0):
             return False
-        self._write(effects, lsn, group, index)
+        self._write(effects, lsn, group, index, term)
         return True
+
+    def applied_position(self, group: GroupId) -> tuple[int, int]:
+        """(index, term) of the group's last applied entry: where a restarted replica's
+        log begins (its snapshot base)."""
+        return self._applied.get(group, 0), self._applied_terms.get(group, 0)
 
     async def append_entries(
         self, group: GroupId, entries: list[Entry], hard_state: HardState | None = None
@@ -378,13 +391,16 @@ class Engine:
         self._hard_states.pop(group, None)
         self._next_local.pop(group, None)
         self._retained.pop(group, None)
+        self._applied_terms.pop(group, None)
         if self._applied.pop(group, None) is not None:
             self._db.delete(APPLIED_INDEX_PREFIX + group.encode())
 
     def groups(self) -> list[GroupId]:
         return sorted(set(self._locations) | set(self._applied) | set(self._hard_states))
 
-    def _write(self, effects: list[Effect], lsn: int, group: GroupId | None, index: int) -> None:
+    def _write(
+        self, effects: list[Effect], lsn: int, group: GroupId | None, index: int, term: int = LOCAL_TERM
+    ) -> None:
         batch = rocksdict.WriteBatch(raw_mode=True)
         for e in effects:
             if e.kind is Kind.PUT:
@@ -394,8 +410,9 @@ class Engine:
             else:
                 batch.delete_range(e.key, e.value)
         if group is not None:
-            batch.put(APPLIED_INDEX_PREFIX + group.encode(), _LSN.pack(index))
+            batch.put(APPLIED_INDEX_PREFIX + group.encode(), _POSITION.pack(index, term))
             self._applied[group] = index
+            self._applied_terms[group] = term
         if lsn > self.applied_lsn:
             batch.put(APPLIED_LSN_KEY, _LSN.pack(lsn))
             self.applied_lsn = lsn
@@ -465,12 +482,14 @@ class Engine:
         self._db.close()
 
 
-def _applied_indexes(db: rocksdict.Rdict) -> dict[GroupId, int]:
-    out: dict[GroupId, int] = {}
+def _applied_indexes(db: rocksdict.Rdict) -> dict[GroupId, tuple[int, int]]:
+    out: dict[GroupId, tuple[int, int]] = {}
     it = db.iter()
     it.seek(APPLIED_INDEX_PREFIX)
     while it.valid() and it.key().startswith(APPLIED_INDEX_PREFIX):
-        out[it.key()[len(APPLIED_INDEX_PREFIX) :].decode()] = _LSN.unpack(it.value())[0]
+        value = it.value()
+        position = _POSITION.unpack(value) if len(value) == _POSITION.size else (_LSN.unpack(value)[0], 0)
+        out[it.key()[len(APPLIED_INDEX_PREFIX) :].decode()] = position
         it.next()
     return out
 

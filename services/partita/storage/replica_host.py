@@ -1,0 +1,259 @@
+"""The I/O side of replication on one storage node: drives the consensus core
+(`replication.MultiReplica`) over the engine and the node-pair transport.
+
+One pump turns the core's output into effects, in the order docs/replication.md
+requires: persist the round's entries and hard states (every group's records share one
+WAL batch and one fsync), then send the round's messages (one envelope per peer), then
+apply the committed entries (`Engine.apply`, the applied position in the data's batch),
+then answer the proposals and reads they complete. Proposals and messages that arrive
+while a round is being persisted go into the next round: group commit across groups.
+
+Membership is static for now (the partition's replicas from the table record);
+snapshots are not streamed yet, so a follower that falls behind the leader's log base
+(after a restart of the leader) waits for that (docs/replication.md, "not done").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from partita.storage.effects import Effect, decode_effects, encode_effects
+from partita.storage.engine import Engine
+from partita.storage.replication.coalesce import Envelope, coalesce, expand
+from partita.storage.replication.config import ReplicationConfig
+from partita.storage.replication.core import NotLeader
+from partita.storage.replication.multi import MultiReplica
+from partita.storage.replication.types import (
+    EntryKind,
+    GroupId,
+    Members,
+    Message,
+    MsgKind,
+    NodeId,
+    PersistedState,
+    Ready,
+    Role,
+    bootstrap_state,
+    snapshot_meta,
+)
+
+log = logging.getLogger(__name__)
+
+# How often the host offers the core its clock: a fraction of the heartbeat interval.
+# The core only ticks the groups whose deadline has come (a timer heap), so this costs
+# nothing per idle group.
+TICK_FRACTION = 0.25
+
+
+class Superseded(Exception):
+    """Another entry was committed where this proposal was: the write never happened."""
+
+
+@dataclass(frozen=True, slots=True)
+class Leadership:
+    """What the node reports about one group (for the router and `partita status`)."""
+
+    group: GroupId
+    leader: NodeId | None
+    term: int
+    is_leader: bool
+    has_lease: bool
+    commit: int
+    applied: int
+    lag: dict[NodeId, int]  # on the leader: entries each follower is behind
+
+
+class ReplicaHost:
+    def __init__(
+        self,
+        node_id: NodeId,
+        engine: Engine,
+        send: Callable[[list[Envelope]], None],
+        config: ReplicationConfig | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.node_id = node_id
+        self.engine = engine
+        self.config = config or ReplicationConfig()
+        self.multi = MultiReplica(node_id, self.config)
+        self._send = send
+        self._clock = clock
+        self._proposals: dict[tuple[GroupId, int], tuple[int, asyncio.Future[None]]] = {}
+        self._reads: dict[int, tuple[GroupId, asyncio.Future[None]]] = {}
+        self._waiting_reads: list[tuple[GroupId, int, asyncio.Future[None]]] = []
+        self._next_read = 0
+        self._wake = asyncio.Event()
+        self._runner: asyncio.Task[None] | None = None
+        self.snapshots_unavailable = 0  # SNAPSHOT messages the host could not back with data
+
+    # --- groups ---------------------------------------------------------------------
+
+    def add_group(self, group: GroupId, members: list[NodeId]) -> None:
+        """Host this node's replica of `group` (idempotent)."""
+        if group in self.multi.replicas:
+            return
+        roles: Members = {node: Role.FULL for node in members}
+        self.multi.add_group(group, self._persisted(group, roles), self._clock(), random.getrandbits(64))
+        self._wake.set()
+
+    def remove_group(self, group: GroupId) -> None:
+        self.multi.remove_group(group)
+        for key in [k for k in self._proposals if k[0] == group]:
+            _, future = self._proposals.pop(key)
+            if not future.done():
+                future.set_exception(NotLeader(None))
+
+    def _persisted(self, group: GroupId, members: Members) -> PersistedState:
+        hard_state = self.engine.hard_state(group)
+        if hard_state is None:
+            return bootstrap_state(members)
+        index, term = self.engine.applied_position(group)
+        entries = self.engine.read_entries(group, index + 1, self.engine.last_index(group))
+        return PersistedState(hard_state, snapshot_meta(index, term, members), entries)
+
+    def leadership(self, group: GroupId) -> Leadership | None:
+        replica = self.multi.replicas.get(group)
+        if replica is None:
+            return None
+        last = replica.log.last_index
+        lag = {peer: last - pr.match for peer, pr in replica.progress.items()} if replica.is_leader else {}
+        return Leadership(
+            group,
+            replica.leader,
+            replica.term,
+            replica.is_leader,
+            replica.has_lease(self._clock()),
+            replica.commit,
+            self.engine.applied_index(group),
+            lag,
+        )
+
+    # --- the data path --------------------------------------------------------------
+
+    async def propose(self, group: GroupId, effects: list[Effect]) -> None:
+        """Returns once `effects` are committed (durable on a majority) and applied
+        here. Raises NotLeader (with the hint) on a follower, Superseded if a new
+        leader's entry took the proposal's place."""
+        term, index = self.multi.propose(group, encode_effects(effects), self._clock())
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._proposals[(group, index)] = (term, future)
+        self._wake.set()
+        await future
+
+    async def read_barrier(self, group: GroupId) -> None:
+        """Returns once a strongly consistent read of `group` may be served here: this
+        node leads under a lease (or confirmed its leadership with a heartbeat round)
+        and has applied everything committed before the read. Raises NotLeader."""
+        self._next_read += 1
+        request_id = self._next_read
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reads[request_id] = (group, future)
+        self.multi.read(group, request_id, self._clock())
+        self._wake.set()
+        await future
+
+    def receive(self, envelope: Envelope) -> None:
+        now = self._clock()
+        for message in expand(envelope):
+            self.multi.step(message, now)
+        self._wake.set()
+
+    # --- the pump -------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._runner = asyncio.get_running_loop().create_task(self._run(), name="replica-host")
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            self._runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._runner
+        for _, future in self._proposals.values():
+            if not future.done():
+                future.set_exception(NotLeader(None))
+
+    async def _run(self) -> None:
+        interval = self.config.heartbeat_interval * TICK_FRACTION
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), interval)
+            self._wake.clear()
+            self.multi.tick(self._clock())
+            try:
+                await self.pump()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a failed WAL: nothing more is acknowledged
+                log.exception("replication pump failed")
+                raise
+
+    async def pump(self) -> None:
+        """Handle every round of output the core has (until it has none)."""
+        for _ in range(1000):  # bounded: each round is followed by at most a few more
+            readies = self.multi.ready()
+            if not readies:
+                return
+            await self._persist(readies)
+            self._send(coalesce([m for rd in readies for m in self._sendable(rd)]))
+            for rd in readies:
+                self._apply(rd)
+            self._serve_reads(readies)
+
+    async def _persist(self, readies: list[Ready]) -> None:
+        writes = []
+        for rd in readies:
+            if rd.snapshot is not None:
+                # Nothing sends snapshot bytes yet (see the module's docstring).
+                log.error(
+                    "group %s asked to install a snapshot at %d: not supported", rd.group, rd.snapshot.index
+                )
+            if rd.entries or rd.hard_state is not None:
+                writes.append(self.engine.append_entries(rd.group, rd.entries, rd.hard_state))
+        if writes:
+            await asyncio.gather(*writes)
+
+    def _sendable(self, rd: Ready) -> list[Message]:
+        out: list[Message] = []
+        for m in rd.messages:
+            if m.kind == MsgKind.SNAPSHOT and not m.snapshot_data:
+                self.snapshots_unavailable += 1
+                continue
+            out.append(m)
+        return out
+
+    def _apply(self, rd: Ready) -> None:
+        for entry in rd.committed:
+            effects = decode_effects(entry.data) if entry.kind == EntryKind.NORMAL else []
+            self.engine.apply(rd.group, entry.index, effects, term=entry.term)
+            held = self._proposals.pop((rd.group, entry.index), None)
+            if held is not None and not held[1].done():
+                if held[0] == entry.term:
+                    held[1].set_result(None)
+                else:
+                    held[1].set_exception(Superseded(f"entry {entry.index} of {rd.group} was replaced"))
+
+    def _serve_reads(self, readies: list[Ready]) -> None:
+        for rd in readies:
+            for refused in rd.refused_reads:
+                held = self._reads.pop(refused.request_id, None)
+                if held is not None and not held[1].done():
+                    held[1].set_exception(NotLeader(refused.leader))
+            for state in rd.reads:
+                held = self._reads.pop(state.request_id, None)
+                if held is not None:
+                    self._waiting_reads.append((held[0], state.index, held[1]))
+        still = []
+        for group, index, future in self._waiting_reads:
+            if future.done():
+                continue
+            if self.engine.applied_index(group) >= index:
+                future.set_result(None)
+            else:
+                still.append((group, index, future))
+        self._waiting_reads = still

@@ -1,0 +1,149 @@
+"""Three replicas of a partition on three in-process nodes: real engines (RocksDB and
+the WAL in tmp_path), the real node-pair transport on 127.0.0.1, the real consensus
+core. A node going away is its host stopping and its transport closing (the
+real-process SIGKILL tests run whole storage nodes)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from partita.storage.effects import Effect, Kind
+from partita.storage.engine import Engine
+from partita.storage.peer_transport import PeerTransport
+from partita.storage.replica_host import ReplicaHost
+from partita.storage.replication.config import ReplicationConfig
+from partita.storage.replication.core import NotLeader
+
+GROUP = "7/p0"
+NODES = ("node-a", "node-b", "node-c")
+FAST = ReplicationConfig(heartbeat_interval=0.05, election_timeout=0.4, lease_duration=0.3, quiesce_after=60)
+
+
+@dataclass
+class Member:
+    node: str
+    engine: Engine
+    host: ReplicaHost
+    transport: PeerTransport
+    port: int
+
+
+class Cluster:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.addresses: dict[str, str] = {}
+        self.members: dict[str, Member] = {}
+
+    async def start(self, node: str) -> Member:
+        engine = Engine.open(self.root / node, sync=False)
+        holder: list[ReplicaHost] = []
+        transport = PeerTransport(self.addresses.get, lambda env: holder[0].receive(env))
+        host = ReplicaHost(node, engine, transport.send, FAST)
+        holder.append(host)
+        port = await transport.listen("127.0.0.1", int(self.addresses.get(node, ":0").rpartition(":")[2]))
+        self.addresses[node] = f"127.0.0.1:{port}"
+        host.add_group(GROUP, list(NODES))
+        host.start()
+        member = self.members[node] = Member(node, engine, host, transport, port)
+        return member
+
+    async def stop(self, node: str) -> None:
+        member = self.members.pop(node)
+        await member.host.stop()
+        await member.transport.close()
+        await member.engine.close()
+
+    async def leader(self, among: Callable[[], list[str]] | None = None) -> Member:
+        for _ in range(200):
+            leaders = [m for m in self.members.values() if m.host.multi.replicas[GROUP].is_leader]
+            if len(leaders) == 1:
+                return leaders[0]
+            await asyncio.sleep(0.025)
+        raise AssertionError("no single leader within 5 s")
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    c = Cluster(tmp_path)
+    for node in NODES:
+        await c.start(node)
+    yield c
+    for node in list(c.members):
+        await c.stop(node)
+
+
+async def wait_until(predicate: Callable[[], bool]) -> None:
+    for _ in range(200):
+        if predicate():
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError("condition never became true within 5 s")
+
+
+def put(key: bytes, value: bytes) -> list[Effect]:
+    return [Effect(Kind.PUT, key, value)]
+
+
+async def test_a_write_on_the_leader_is_applied_on_every_replica(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    await asyncio.wait_for(leader.host.propose(GROUP, put(b"k", b"v1")), 5)
+    assert leader.engine.get(b"k") == b"v1"  # acknowledged means applied on the leader
+    await wait_until(lambda: all(m.engine.get(b"k") == b"v1" for m in cluster.members.values()))
+    indexes = {m.engine.applied_index(GROUP) for m in cluster.members.values()}
+    assert len(indexes) == 1 and indexes.pop() >= 2  # the new leader's NOOP, then the write
+
+
+async def test_a_follower_refuses_writes_and_reads_with_a_hint_of_the_leader(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    follower = next(m for m in cluster.members.values() if m is not leader)
+    await wait_until(lambda: follower.host.multi.replicas[GROUP].leader == leader.node)
+    with pytest.raises(NotLeader) as refused:
+        await follower.host.propose(GROUP, put(b"k", b"v"))
+    assert refused.value.leader == leader.node
+    with pytest.raises(NotLeader) as refused_read:
+        await asyncio.wait_for(follower.host.read_barrier(GROUP), 5)
+    assert refused_read.value.leader == leader.node
+    await asyncio.wait_for(leader.host.read_barrier(GROUP), 5)  # the leader serves it
+
+
+async def test_leadership_is_reported_with_term_lease_commit_and_follower_lag(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    await asyncio.wait_for(leader.host.propose(GROUP, put(b"k", b"v")), 5)
+    await wait_until(lambda: leader.host.leadership(GROUP).lag == {n: 0 for n in NODES if n != leader.node})  # type: ignore[union-attr]
+    report = leader.host.leadership(GROUP)
+    assert report is not None and report.is_leader and report.leader == leader.node
+    assert report.term >= 1 and report.commit == report.applied >= 2
+    await wait_until(lambda: leader.host.leadership(GROUP).has_lease)  # type: ignore[union-attr]
+
+
+async def test_writes_continue_after_the_leader_goes_away_and_none_is_lost(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    for i in range(5):
+        await asyncio.wait_for(leader.host.propose(GROUP, put(b"k%d" % i, b"v")), 5)
+    old_term = leader.host.multi.replicas[GROUP].term
+    await cluster.stop(leader.node)
+    successor = await cluster.leader()
+    assert successor.node != leader.node
+    assert successor.host.multi.replicas[GROUP].term > old_term
+    await asyncio.wait_for(successor.host.propose(GROUP, put(b"after", b"v")), 5)
+    for m in cluster.members.values():
+        await wait_until(lambda m=m: m.engine.get(b"after") == b"v")  # type: ignore[misc]
+        assert all(m.engine.get(b"k%d" % i) == b"v" for i in range(5))
+
+
+async def test_a_restarted_replica_recovers_from_its_disk_and_catches_up(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    follower = next(m for m in cluster.members.values() if m is not leader).node
+    await asyncio.wait_for(leader.host.propose(GROUP, put(b"before", b"v")), 5)
+    await wait_until(lambda: cluster.members[follower].engine.get(b"before") == b"v")
+    await cluster.stop(follower)
+    await asyncio.wait_for(leader.host.propose(GROUP, put(b"while-down", b"v")), 5)  # 2 of 3 suffice
+    back = await cluster.start(follower)
+    assert back.engine.hard_state(GROUP) is not None
+    await wait_until(lambda: back.engine.get(b"while-down") == b"v")
+    assert back.engine.get(b"before") == b"v"
