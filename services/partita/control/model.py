@@ -259,6 +259,7 @@ class NodeRecord:
     address: str  # host:port of its gRPC server (administration)
     data_address: str = ""  # host:port of its framed data path
     pid: int = 0
+    replication_address: str = ""  # host:port of its node-pair replication streams
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf.message import DecodeError
 
@@ -23,6 +23,8 @@ from partita.common.framing import FrameDecoder, FrameError, encode_frame
 from partita.storage import metrics
 from partita.storage.group_log import group_of
 from partita.storage.operations import PLANNERS, Plan, error_response
+from partita.storage.replica_host import Superseded
+from partita.storage.replication.core import NotLeader
 
 if TYPE_CHECKING:
     from partita.storage.node import NodeState
@@ -30,8 +32,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _WRITES = frozenset((pb.PUT, pb.DELETE, pb.UPDATE))
+# A replicated write or strong read not decided by then is answered as of unknown outcome.
+PROPOSAL_TIMEOUT_SECONDS = 5.0
 # The node's partition meters by (table id, partition id), looked up once per request.
 _METERS = metrics.meters
+
+
+def not_leader(request_id: int, leader: str | None) -> pb.Response:
+    return pb.Response(id=request_id, status=pb.NOT_LEADER, leader_hint=leader or "")
 
 
 class DataPlane:
@@ -44,13 +52,19 @@ class DataPlane:
         owner = self.state.owner(request)
         if owner is None:
             return Plan(pb.Response(id=request.id, status=pb.WRONG_PARTITION))
+        group = self.state.replicated_group(request.table_id, owner)
+        if group is not None and request.op in _WRITES:
+            return self._plan_replicated(request, group)
+        return self._plan_local(request, group_of(request.table_id, owner.partition_id))
+
+    def _plan_local(self, request: pb.Request, group: str) -> Plan:
         planner = PLANNERS.get(request.op)
         if planner is None:
             return Plan(error_response(request.id, errors.validation("unsupported operation")))
         try:
             plan = planner(self.state.engine, request)
             if plan.effects:
-                plan.group = group_of(request.table_id, owner.partition_id)
+                plan.group = group
                 self.state.engine.stage(plan.effects)
         except DynamoError as exc:
             plan = Plan(error_response(request.id, exc))
@@ -72,22 +86,77 @@ class DataPlane:
                 meter.read.value += units
         return plan
 
+    def _plan_replicated(self, request: pb.Request, group: str) -> Plan:
+        """A write to a replicated partition: planned and proposed in one synchronous
+        step on the leader, so proposals keep the order of the plans they build on."""
+        replicas = self.state.replicas
+        assert replicas is not None  # replicated_group said so
+        if not replicas.is_leader(group):
+            return Plan(not_leader(request.id, replicas.leader_of(group)))
+        plan = self._plan_local(request, group)
+        if plan.effects:
+            try:
+                plan.proposal = replicas.submit(group, plan.effects)
+            except NotLeader as exc:  # handing leadership off
+                self.state.engine.unstage(plan.effects)
+                return Plan(not_leader(request.id, exc.leader))
+        return plan
+
+    def read_gate(self, request: pb.Request) -> asyncio.Future[None] | pb.Response | None:
+        """For a strongly consistent read of a replicated partition: NOT_LEADER off the
+        leader, else what to wait for before reading. None: read now."""
+        if not request.consistent or request.op in _WRITES:
+            return None
+        owner = self.state.owner(request)
+        if owner is None:
+            return None
+        group = self.state.replicated_group(request.table_id, owner)
+        replicas = self.state.replicas
+        if group is None or replicas is None:
+            return None
+        if not replicas.is_leader(group):
+            return not_leader(request.id, replicas.leader_of(group))
+        return replicas.read_gate(group)
+
     def _new_meter(self, request: pb.Request) -> metrics.PartitionMeter:
         # route() accepted the request, so its table is hosted here.
         name = self.state.hosted[request.table_id].record.name
         return metrics.meter_of(request.table_id, name, request.partition_id)
 
     async def commit(self, plans: list[Plan]) -> list[pb.Response]:
+        local = [p for p in plans if p.effects and p.proposal is None]
+        replicated = [p for p in plans if p.proposal is not None]
+        answers: dict[int, pb.Response] = {}
+        if replicated:
+            outcomes = await asyncio.gather(*(self._settle(p) for p in replicated))
+            answers = {id(p): r for p, r in zip(replicated, outcomes, strict=True)}
         try:
-            writes = [p for p in plans if p.effects]
-            await self.state.engine.commit_staged(
-                [p.effects or [] for p in writes], [p.group for p in writes]
-            )
-            return [p.response for p in plans]
+            if local:
+                await self.state.engine.commit_staged(
+                    [p.effects or [] for p in local], [p.group for p in local]
+                )
         except Exception as exc:  # durability failed: no write of this batch is acknowledged
             log.exception("commit failed")
             err = errors.internal_server_error(f"write failed: {exc}")
-            return [error_response(p.response.id, err) for p in plans]
+            for p in local:
+                answers[id(p)] = error_response(p.response.id, err)
+        return [answers.get(id(p), p.response) for p in plans]
+
+    async def _settle(self, plan: Plan) -> pb.Response:
+        """The answer to a replicated write once its proposal is decided."""
+        assert plan.proposal is not None and plan.effects is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(plan.proposal), PROPOSAL_TIMEOUT_SECONDS)
+            return plan.response
+        except NotLeader as exc:  # the write never entered the log
+            return not_leader(plan.response.id, exc.leader)
+        except Superseded:  # a new leader's entry took its place: it never happened
+            return pb.Response(id=plan.response.id, status=pb.UNAVAILABLE)
+        except Exception as exc:  # leadership lost or too slow: the outcome is unknown
+            log.warning("replicated write of %s undecided: %r", plan.group, exc)
+            return error_response(plan.response.id, errors.internal_server_error("write outcome unknown"))
+        finally:
+            self.state.engine.unstage(plan.effects)
 
 
 class DataProtocol(asyncio.Protocol):
@@ -125,18 +194,39 @@ class DataProtocol(asyncio.Protocol):
                 return
             writes: list[Plan] = []
             for request in batch.requests:
+                gate = self._plane.read_gate(request) if request.consistent else None
+                if gate is not None:
+                    if isinstance(gate, pb.Response):
+                        self._send([gate])
+                    else:
+                        self._spawn(self._read_after(gate, request))
+                    continue
                 plan = self._plane.plan(request)
                 if plan.effects:
                     writes.append(plan)
                 else:
                     self._send([plan.response])
             if writes:
-                task = self._loop.create_task(self._commit(writes))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._commit(writes))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _commit(self, plans: list[Plan]) -> None:
         self._send(await self._plane.commit(plans))
+
+    async def _read_after(self, gate: asyncio.Future[None], request: pb.Request) -> None:
+        try:
+            await asyncio.wait_for(gate, PROPOSAL_TIMEOUT_SECONDS)
+        except NotLeader as exc:
+            self._send([not_leader(request.id, exc.leader)])
+            return
+        except Exception:
+            self._send([pb.Response(id=request.id, status=pb.UNAVAILABLE)])
+            return
+        self._send([self._plane.plan(request).response])
 
     def _send(self, responses: list[pb.Response]) -> None:
         self._outbox.extend(responses)

@@ -283,6 +283,11 @@ class Engine:
             self._checkpoint_task = asyncio.get_running_loop().create_task(self.checkpoint())
         return lsns
 
+    def unstage(self, effects: list[Effect]) -> None:
+        """Undo `stage` for a write whose fate is decided elsewhere (a replicated write:
+        applied through `apply` once committed, or never)."""
+        self._unmark_pending(effects)
+
     def _mark_pending(self, effects: list[Effect]) -> None:
         for e in effects:
             if e.kind is Kind.DELETE_RANGE:

@@ -25,7 +25,11 @@ from partita.storage import metrics
 from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
+from partita.storage.group_log import group_of
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
+from partita.storage.peer_transport import PeerTransport
+from partita.storage.replica_host import ReplicaHost
+from partita.storage.replication.types import GroupId
 from partita.storage.table_stats import StatsPublisher, leads, measure_partition, next_pass_delay
 from partita.storage.ttl_sweep import SweepPacer
 from partita.storage.ttl_sweeper import TtlSweeper
@@ -37,6 +41,9 @@ log = logging.getLogger(__name__)
 CONTROL_RESYNC_SECONDS = 1.0
 # TTL of the node's registration lease in the control store.
 NODE_TTL_SECONDS = 10
+# How often the node re-reads the other nodes' registrations (replication addresses,
+# liveness).
+PEER_REFRESH_SECONDS = 1.0
 
 
 @dataclass
@@ -50,10 +57,30 @@ class NodeState:
     # (item count, bytes) of the partitions this node leads, at their last count.
     partition_figures: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict)
 
+    # Drives the replication groups of the partitions placed on several nodes; the
+    # partitions with one replica commit locally without it.
+    replicas: ReplicaHost | None = None
+
     def owner(self, request: pb.Request) -> Partition | None:
         """The hosted partition holding the request's key; None if this node has none."""
         hosted = self.hosted.get(request.table_id)
         return hosted.owner_of(request.key_hash) if hosted is not None else None
+
+    def replicated_group(self, table_id: int, partition: Partition) -> GroupId | None:
+        """The partition's replication group if it has several replicas (and so goes
+        through consensus); None for a single-replica partition."""
+        if self.replicas is None or len(partition.replicas) < 2:
+            return None
+        group = group_of(table_id, partition.partition_id)
+        return group if self.replicas.hosts(group) else None
+
+    def leads(self, table_id: int, partition: Partition) -> bool:
+        """Whether this node does the partition's leader-only work (TTL, counting): the
+        group's elected leader, or for a single replica the placement's choice."""
+        group = self.replicated_group(table_id, partition)
+        if group is None or self.replicas is None:
+            return leads(partition, self.node_id)
+        return self.replicas.is_leader(group)
 
 
 class StorageService(pb_grpc.StorageServicer):
@@ -107,12 +134,76 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
         state.ready = {r for r in state.ready if r[0] != table_id}
         log.info("dropped table %d", table_id)
     state.hosted = desired_hosting(tables, state.node_id)
+    sync_groups(state)
     for table_id, hosted in state.hosted.items():
         state.ids_with_data.add(table_id)
         for p in hosted.partitions:
             if (table_id, p.partition_id) not in state.ready:
                 await store.mark_ready(table_id, p.partition_id, state.node_id)
                 state.ready.add((table_id, p.partition_id))
+
+
+class PeerDirectory:
+    """Where the other storage nodes' replication streams are, and which are alive,
+    from their registrations in the control store (leases: a SIGKILLed node's record
+    disappears within NODE_TTL_SECONDS). Liveness wakes the followers of quiesced
+    groups whose leader's node died."""
+
+    def __init__(self) -> None:
+        self.addresses: dict[str, str] = {}
+
+    def replication_address(self, node_id: str) -> str | None:
+        return self.addresses.get(node_id)
+
+    async def refresh(self, store: NodeStore, replicas: ReplicaHost) -> None:
+        nodes = {n.node_id: n.replication_address for n in await store.list_nodes() if n.replication_address}
+        now = time.monotonic()
+        for gone in set(self.addresses) - set(nodes):
+            replicas.multi.node_liveness(gone, False, now)
+        for back in set(nodes) - set(self.addresses):
+            replicas.multi.node_liveness(back, True, now)
+        self.addresses = nodes
+
+    async def follow(self, store: NodeStore, replicas: ReplicaHost) -> None:
+        while True:
+            try:
+                await self.refresh(store, replicas)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store is down: keep the addresses we know
+                log.warning("control store unavailable for peers: %s", exc)
+            await asyncio.sleep(PEER_REFRESH_SECONDS)
+
+
+async def hand_off_leadership(replicas: ReplicaHost) -> None:
+    """SIGTERM: move every group this node leads to its most up-to-date follower, and
+    wait (bounded by an election timeout) until it leads none."""
+    now = time.monotonic()
+    for group in replicas.multi.leading():
+        replica = replicas.multi.replicas[group]
+        followers = [(pr.match, peer) for peer, pr in replica.progress.items() if peer != replicas.node_id]
+        if followers:
+            replicas.multi.transfer_leadership(group, max(followers)[1], now)
+    deadline = now + replicas.config.election_timeout
+    while replicas.multi.leading() and time.monotonic() < deadline:
+        replicas.wake()
+        await asyncio.sleep(0.02)
+
+
+def sync_groups(state: NodeState) -> None:
+    """Host a replica of every hosted partition placed on several nodes; stop hosting
+    the groups of partitions that left (a split's parent, a dropped table)."""
+    if state.replicas is None:
+        return
+    wanted: dict[GroupId, list[str]] = {}
+    for table_id, hosted in state.hosted.items():
+        for p in hosted.partitions:
+            if len(p.replicas) > 1:
+                wanted[group_of(table_id, p.partition_id)] = list(p.replicas)
+    for group in [g for g in state.replicas.multi.replicas if g not in wanted]:
+        state.replicas.remove_group(group)
+    for group, members in wanted.items():
+        state.replicas.add_group(group, members)
 
 
 async def control_loop(state: NodeState, store: NodeStore) -> None:
@@ -136,7 +227,7 @@ async def count_items(state: NodeState, publisher: StatsPublisher) -> float:
     counting = 0.0
     for table_id, hosted in list(state.hosted.items()):
         for partition in hosted.partitions:
-            if not leads(partition, state.node_id):
+            if not state.leads(table_id, partition):
                 continue
             started = time.monotonic()
             figures = await measure_partition(state.engine, table_id, partition)
@@ -178,6 +269,11 @@ async def serve(
 ) -> None:
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
+    peers = PeerDirectory()
+    transport = PeerTransport(peers.replication_address, lambda envelope: replicas.receive(envelope))
+    replicas = ReplicaHost(node_id, engine, transport.send)
+    state.replicas = replicas
+    replication_port = await transport.listen(host, 0)
     metrics.watch_node(state)
     exporter = await serve_metrics(host, metrics_port) if metrics_port is not None else None
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
@@ -188,12 +284,22 @@ async def serve(
     data_server = await start_data_server(plane, host, data_port)
     data_bound = data_server.sockets[0].getsockname()[1]
     address = f"{host}:{bound}"
-    record = NodeRecord(node_id, zone, address, f"{host}:{data_bound}", os.getpid())
+    record = NodeRecord(
+        node_id,
+        zone,
+        address,
+        f"{host}:{data_bound}",
+        os.getpid(),
+        replication_address=f"{host}:{replication_port}",
+    )
     await store.register_node(record, NODE_TTL_SECONDS)
+    await peers.refresh(store, replicas)
+    replicas.start()
     # Serve only once the hosting reflects the store, so no request is refused as
     # WRONG_PARTITION merely because the node has just started.
     await reconcile_hosting(state, store, await store.list_tables())
     poller = asyncio.create_task(control_loop(state, store))
+    watching_peers = asyncio.create_task(peers.follow(store, replicas))
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
     ttl_sweeper = TtlSweeper(state, plane, SweepPacer(ttl_sweep_interval))
     metrics.watch_ttl_sweeper(state, ttl_sweeper)
@@ -212,6 +318,8 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     started = time.monotonic()
+    await hand_off_leadership(replicas)
+    watching_peers.cancel()
     poller.cancel()
     counter.cancel()
     sweeping.cancel()
@@ -219,6 +327,8 @@ async def serve(
     if exporter is not None:
         exporter.close()
     await server.stop(grace=2)
+    await replicas.stop()
+    await transport.close()
     await engine.close()
     await store.close()
     log.info("storage node %s stopped cleanly in %.2fs", node_id, time.monotonic() - started)

@@ -36,6 +36,7 @@ them), so a stored value no longer than one capacity unit costs exactly one unit
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +67,8 @@ class Plan:
     response: pb.Response
     effects: list[Effect] | None = None  # None: answer now; else commit first
     group: str = ""  # the replication group the effects belong to (set by the data plane)
+    # A replicated write: its proposal, committed when this completes (set by the data plane).
+    proposal: asyncio.Future[None] | None = None
 
 
 def error_response(request_id: int, error: DynamoError) -> pb.Response:

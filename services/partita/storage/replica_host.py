@@ -136,27 +136,50 @@ class ReplicaHost:
 
     # --- the data path --------------------------------------------------------------
 
-    async def propose(self, group: GroupId, effects: list[Effect]) -> None:
-        """Returns once `effects` are committed (durable on a majority) and applied
-        here. Raises NotLeader (with the hint) on a follower, Superseded if a new
-        leader's entry took the proposal's place."""
+    def hosts(self, group: GroupId) -> bool:
+        return group in self.multi.replicas
+
+    def is_leader(self, group: GroupId) -> bool:
+        replica = self.multi.replicas.get(group)
+        return replica is not None and replica.is_leader
+
+    def leader_of(self, group: GroupId) -> NodeId | None:
+        replica = self.multi.replicas.get(group)
+        return replica.leader if replica is not None else None
+
+    def submit(self, group: GroupId, effects: list[Effect]) -> asyncio.Future[None]:
+        """Propose `effects` now (in the caller's synchronous step, so proposals keep
+        the order their effects were planned in); the future completes once they are
+        committed (durable on a majority) and applied here. Raises NotLeader (with the
+        hint) at once on a follower; the future fails with Superseded if a new leader's
+        entry took the proposal's place."""
         term, index = self.multi.propose(group, encode_effects(effects), self._clock())
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._proposals[(group, index)] = (term, future)
         self._wake.set()
-        await future
+        return future
 
-    async def read_barrier(self, group: GroupId) -> None:
-        """Returns once a strongly consistent read of `group` may be served here: this
+    async def propose(self, group: GroupId, effects: list[Effect]) -> None:
+        await self.submit(group, effects)
+
+    def read_gate(self, group: GroupId) -> asyncio.Future[None]:
+        """Completes once a strongly consistent read of `group` may be served here: this
         node leads under a lease (or confirmed its leadership with a heartbeat round)
-        and has applied everything committed before the read. Raises NotLeader."""
+        and has applied everything committed before the read. Fails with NotLeader."""
         self._next_read += 1
         request_id = self._next_read
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._reads[request_id] = (group, future)
         self.multi.read(group, request_id, self._clock())
         self._wake.set()
-        await future
+        return future
+
+    async def read_barrier(self, group: GroupId) -> None:
+        await self.read_gate(group)
+
+    def wake(self) -> None:
+        """Run the pump soon (after an input made outside `receive`/`submit`)."""
+        self._wake.set()
 
     def receive(self, envelope: Envelope) -> None:
         now = self._clock()

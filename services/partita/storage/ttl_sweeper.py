@@ -26,7 +26,6 @@ from partita._proto import storage_pb2 as pb
 from partita.common import keys
 from partita.common.partition_map import Partition
 from partita.storage.data_server import DataPlane
-from partita.storage.table_stats import leads
 from partita.storage.ttl_sweep import CHUNK_ITEMS, SweepPacer, is_expired, still_expired_condition
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ class TtlSweeper:
             if not hosted.record.time_to_live.active:
                 continue
             for partition in hosted.partitions:
-                if leads(partition, self.state.node_id):
+                if self.state.leads(table_id, partition):
                     await self._sweep_partition(table_id, partition)
         self.passes += 1
         if self.deleted > deleted_before:
