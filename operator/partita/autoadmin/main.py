@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="partitions of a new PAY_PER_REQUEST table (%(default)s)",
     )
     parser.add_argument(
+        "--replication-factor",
+        type=_at_least_one,
+        default=config.DEFAULT_REPLICATION_FACTOR,
+        help="replicas of each new partition, in distinct zones where possible (%(default)s)",
+    )
+    parser.add_argument(
         "--defrag-interval",
         type=_positive,
         default=DEFAULT_DEFRAG_INTERVAL_SECONDS,
@@ -115,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     coro = serve(
         etcd_host=host,
         etcd_port=port,
-        settings=Settings(on_demand_partitions=args.on_demand_partitions),
+        settings=Settings(
+            on_demand_partitions=args.on_demand_partitions, replication_factor=args.replication_factor
+        ),
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
     )

@@ -32,6 +32,8 @@ from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, Table
 class Settings:
     # Partitions of a new PAY_PER_REQUEST table.
     on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
+    # Replicas of each new partition (a replication group when above 1).
+    replication_factor: int = config.DEFAULT_REPLICATION_FACTOR
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ def place_new_table(
         settings.on_demand_partitions,
     )
     # Seeded by the table id: a pass repeated after a crash places the same way.
-    placement = initial_placement(count, list(nodes), spec.table_id)
+    placement = initial_placement(count, list(nodes), spec.table_id, settings.replication_factor)
     return tuple(
         Partition(initial_id(spec.table_id, i), start, end, replicas, replicas[0])
         for i, ((start, end), replicas) in enumerate(zip(split_evenly(count), placement, strict=True))

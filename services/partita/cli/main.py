@@ -127,6 +127,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         doorman_base_port=args.doorman_base_port,
         on_demand_partitions=args.on_demand_partitions,
+        replication_factor=args.replication_factor,
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
     )
@@ -371,6 +372,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=config.DEFAULT_ON_DEMAND_PARTITIONS,
         help="partitions of a new PAY_PER_REQUEST table (%(default)s)",
+    )
+    up.add_argument(
+        "--replication-factor",
+        type=int,
+        choices=(1, 3),
+        default=config.DEFAULT_REPLICATION_FACTOR,
+        help="replicas of each new partition, one per zone, kept by consensus (%(default)s)",
     )
     up.add_argument(
         "--defrag-interval",

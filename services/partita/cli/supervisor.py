@@ -100,6 +100,7 @@ class ClusterLayout:
     ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS
     log_level: str = "info"
     on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
+    replication_factor: int = config.DEFAULT_REPLICATION_FACTOR
     defrag_interval: float = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
     keep_revisions: int = config.DEFAULT_KEEP_REVISIONS
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
@@ -219,6 +220,8 @@ class ClusterLayout:
             etcd_arg,
             "--on-demand-partitions",
             str(self.on_demand_partitions),
+            "--replication-factor",
+            str(self.replication_factor),
             "--defrag-interval",
             str(self.defrag_interval),
             "--keep-revisions",

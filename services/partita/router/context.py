@@ -4,7 +4,11 @@ settings.
 
 `send` routes one keyed request to the partition owning its hash, by floor lookup in
 the cached partition map, and retries with refreshed routes when the node says the
-route is stale or it is unavailable.
+route is stale or it is unavailable. A replicated partition's writes and strongly
+consistent reads go to its leader as the nodes report it: a NOT_LEADER answer names the
+leader (`leader_hint`), which the router remembers per partition and retries at once,
+without refreshing its routes; eventually consistent reads go to any replica, spreading
+the load.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from partita._proto import storage_pb2 as pb
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.metrics import CounterCell
+from partita.common.partition_map import Partition
 from partita.control.store import TableCatalog
 from partita.router import metrics
 from partita.router.storage_client import DataPath
@@ -57,15 +62,21 @@ class RouterContext:
         self.storage = storage
         self.settings = settings
         self._consumed: dict[str, tuple[CounterCell, CounterCell]] = {}
+        # (table id, partition id) -> the node its replicas last named as leader.
+        self._leaders: dict[tuple[int, str], str] = {}
+        self._spread = 0  # rotates eventually consistent reads over the replicas
 
     def table_arn(self, name: str) -> str:
         return f"arn:aws:dynamodb:{self.settings.region}:{self.settings.account_id}:table/{name}"
 
     async def send(self, table: CachedTable, request: pb.Request) -> pb.Response:
         name = table.record.name
-        for attempt in range(SEND_ATTEMPTS):
+        skip = 0  # replicas tried without a hint, for a partition whose leader is unknown
+        attempt = 0
+        hops = 0
+        while attempt < SEND_ATTEMPTS:
             partition = table.partition_map.floor_lookup(request.key_hash)
-            node_id = partition.leader or partition.replicas[0]
+            node_id = self._target(table.record.table_id, partition, request, skip)
             address = self.tables.address_of(node_id)
             if address is not None:
                 request.table_id = table.record.table_id
@@ -83,11 +94,37 @@ class RouterContext:
                     if response.status == pb.ERROR:
                         raise _error_of(response)
                     return response
-            if attempt:
+                key = (table.record.table_id, partition.partition_id)
+                hint = response.leader_hint if response.status == pb.NOT_LEADER else ""
+                if hint and hint != node_id and hint in partition.replicas and hops < len(partition.replicas):
+                    self._leaders[key] = hint
+                    hops += 1
+                    skip = 0
+                    continue  # follow the hint now: no pause, no route refresh
+                if len(partition.replicas) > 1 and response.status != pb.WRONG_PARTITION:
+                    # No leader known (an election), or the node is down: the next replica.
+                    self._leaders.pop(key, None)
+                    skip += 1
+            attempt += 1
+            hops = 0
+            if attempt > 1:
                 await asyncio.sleep(RETRY_PAUSE_SECONDS)
             await self.tables.refresh()
             table = self.tables.require_active(name)
         raise errors.internal_server_error("The storage node holding this key is unavailable; retry")
+
+    def _target(self, table_id: int, partition: Partition, request: pb.Request, skip: int) -> str:
+        replicas = partition.replicas
+        if len(replicas) == 1:
+            return replicas[0]
+        if request.op in _READS and not request.consistent:
+            self._spread += 1
+            return replicas[self._spread % len(replicas)]
+        leader = self._leaders.get((table_id, partition.partition_id))
+        if leader is not None and leader in replicas and skip == 0:
+            return leader
+        first = replicas.index(partition.leader) if partition.leader in replicas else 0
+        return replicas[(first + skip) % len(replicas)]
 
 
 def _error_of(response: pb.Response) -> DynamoError:
