@@ -4,11 +4,15 @@ boto3 as the client, SIGKILL and SIGTERM of storage nodes."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,3 +84,117 @@ def test_a_conditional_write_that_fails_is_refused_once_on_the_leader(rf3: Clust
     assert refused.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
     got = ddb.get_item(TableName=name, Key={"pk": {"S": "x"}}, ConsistentRead=True)
     assert got["Item"]["n"] == {"N": "1"}
+
+
+def _status(cluster: Cluster) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "partita.cli.main", "status", "--data-dir", str(cluster.data_dir)],
+        capture_output=True,
+        timeout=30,
+        check=True,
+    )
+    data: dict[str, Any] = json.loads(out.stdout)
+    return data
+
+
+def _partitions(cluster: Cluster, name: str) -> list[dict[str, Any]]:
+    table = next(t for t in _status(cluster)["tables"] if t["name"] == name)
+    partitions: list[dict[str, Any]] = table["partitions"]
+    return partitions
+
+
+def test_status_shows_members_roles_leader_term_commit_and_lag(rf3: Cluster) -> None:
+    ddb = rf3.client()
+    name = f"rf3s-{uuid.uuid4().hex[:8]}"
+    _create(ddb, name)
+    for i in range(8):
+        ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}})
+
+    def settled() -> bool:
+        return all(
+            p["leader"] is not None
+            and sorted(r["role"] for r in p["replicas"]) == ["follower", "follower", "leader"]
+            for p in _partitions(rf3, name)
+        )
+
+    _until(settled)
+    for p in _partitions(rf3, name):
+        assert sorted(r["node"] for r in p["replicas"]) == ["storage-a", "storage-b", "storage-c"]
+        leader = next(r for r in p["replicas"] if r["role"] == "leader")
+        assert p["leader"] == leader["node"]
+        assert leader["term"] >= 1 and leader["commit_index"] >= 1
+        assert set(leader["follower_lag"]) == {r["node"] for r in p["replicas"]} - {leader["node"]}
+
+
+def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(rf3: Cluster) -> None:
+    """Conditional increments from four clients while the node leading the most
+    partitions is SIGKILLed five times (the supervisor restarts it each time)."""
+    ddb = rf3.client()
+    name = f"rf3k-{uuid.uuid4().hex[:8]}"
+    _create(ddb, name)
+    workers = 4
+    for w in range(workers):
+        ddb.put_item(TableName=name, Item={"pk": {"S": f"c{w}"}, "n": {"N": "0"}})
+    acked = [0] * workers  # the highest value each client's increment was acknowledged at
+    unknown = [0] * workers  # increments whose outcome the client could not learn
+    backwards: list[tuple[int, int, int]] = []
+    stop = threading.Event()
+    progress = threading.Event()
+
+    def client_loop(w: int) -> None:
+        client = rf3.client()
+        key = {"pk": {"S": f"c{w}"}}
+        seen = 0
+        deadline = time.monotonic() + 240
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                n = int(client.get_item(TableName=name, Key=key, ConsistentRead=True)["Item"]["n"]["N"])
+            except Exception:
+                continue
+            if n < seen:
+                backwards.append((w, seen, n))
+            seen = n
+            try:
+                client.update_item(
+                    TableName=name,
+                    Key=key,
+                    UpdateExpression="SET n = :next",
+                    ConditionExpression="n = :cur",
+                    ExpressionAttributeValues={":cur": {"N": str(n)}, ":next": {"N": str(n + 1)}},
+                )
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    unknown[w] += 1
+                continue
+            except Exception:
+                unknown[w] += 1
+                continue
+            acked[w] = n + 1
+            progress.set()
+
+    threads = [threading.Thread(target=client_loop, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(5):
+            progress.clear()
+            assert progress.wait(60), "no increment was acknowledged for 60 s"
+            leaders = Counter(p["leader"] for p in _partitions(rf3, name))
+            victim = leaders.most_common(1)[0][0]
+            pid = rf3.pid_of(victim)
+            os.kill(pid, signal.SIGKILL)
+            rf3.wait_restarted(victim, pid)
+            time.sleep(1.0)
+        progress.clear()
+        assert progress.wait(60), "writes did not resume after the last kill"
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert backwards == []
+    for w in range(workers):
+        final = int(
+            ddb.get_item(TableName=name, Key={"pk": {"S": f"c{w}"}}, ConsistentRead=True)["Item"]["n"]["N"]
+        )
+        assert acked[w] <= final <= acked[w] + unknown[w], (w, acked[w], final, unknown[w])
+    assert sum(acked) >= 5 * workers

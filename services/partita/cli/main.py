@@ -275,6 +275,7 @@ async def _status(data_dir: Path) -> dict[str, Any]:
     try:
         nodes = {n.node_id: n for n in await store.list_nodes()}
         out["nodes"] = [n.to_json() for n in nodes.values()]
+        reports = await _replica_reports(list(nodes.values()))
         for record in sorted(await store.list_tables(), key=lambda r: r.name):
             stats = await store.list_partition_stats(record.table_id)
             out["tables"].append(
@@ -287,10 +288,15 @@ async def _status(data_dir: Path) -> dict[str, Any]:
                             "id": p.partition_id,
                             "hash_range": [f"{p.start:#018x}", f"{p.end:#x}"],
                             "replicas": [
-                                {"node": r, "address": nodes[r].address if r in nodes else None}
+                                {
+                                    "node": r,
+                                    "address": nodes[r].address if r in nodes else None,
+                                    **_replica_view(reports.get((record.table_id, p.partition_id, r))),
+                                }
                                 for r in p.replicas
                             ],
-                            "leader": p.leader,
+                            "leader": _reported_leader(reports, record.table_id, p.partition_id, p.replicas)
+                            or p.leader,
                             # The leader's last count (None: not counted yet).
                             "items": stats[p.partition_id].item_count if p.partition_id in stats else None,
                             "size_bytes": stats[p.partition_id].size_bytes
@@ -307,6 +313,54 @@ async def _status(data_dir: Path) -> dict[str, Any]:
         await store.close()
     out["doorman"] = await _doorman_status(host, [p for p in processes if p.get("role") == "doorman"])
     return out
+
+
+async def _replica_reports(nodes: list[Any]) -> dict[tuple[int, str, str], Any]:
+    """Each storage node's own view of the partitions it hosts (its Status RPC): role,
+    term, commit and applied index, lease, followers' lag."""
+    import grpc
+
+    from partita._proto import storage_pb2, storage_pb2_grpc
+
+    out: dict[tuple[int, str, str], Any] = {}
+    for node in nodes:
+        try:
+            async with grpc.aio.insecure_channel(node.address) as channel:
+                stub = storage_pb2_grpc.StorageStub(channel)  # type: ignore[no-untyped-call]
+                status = await stub.Status(storage_pb2.StatusRequest(), timeout=2)
+        except grpc.aio.AioRpcError:
+            continue  # a node that does not answer reports nothing
+        for p in status.partitions:
+            out[(p.table_id, p.partition_id, node.node_id)] = p
+    return out
+
+
+def _replica_view(report: Any) -> dict[str, Any]:
+    if report is None:
+        return {"role": None}
+    view: dict[str, Any] = {"role": report.role}
+    if report.term:
+        view.update(
+            term=report.term,
+            commit_index=report.commit_index,
+            applied_index=report.applied_index,
+            has_lease=report.has_lease,
+        )
+        if report.follower_lag:
+            view["follower_lag"] = dict(report.follower_lag)
+    return view
+
+
+def _reported_leader(
+    reports: dict[tuple[int, str, str], Any], table_id: int, partition_id: str, replicas: tuple[str, ...]
+) -> str | None:
+    """The replica that says it leads, in the highest term (None if none says so)."""
+    leading = [
+        (reports[(table_id, partition_id, r)].term, r)
+        for r in replicas
+        if (table_id, partition_id, r) in reports and reports[(table_id, partition_id, r)].role == "leader"
+    ]
+    return max(leading)[1] if leading else None
 
 
 async def _doorman_status(host: str, processes: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -95,16 +95,26 @@ class StorageService(pb_grpc.StorageServicer):
         )
         for hosted in self.state.hosted.values():
             for p in hosted.partitions:
-                out.partitions.append(
-                    pb.HostedPartition(
-                        table_id=hosted.record.table_id,
-                        table_name=hosted.record.name,
-                        partition_id=p.partition_id,
-                        start=p.start,
-                        end_exclusive_minus_one=p.end - 1,
-                        role="leader",
-                    )
+                table_id = hosted.record.table_id
+                entry = pb.HostedPartition(
+                    table_id=table_id,
+                    table_name=hosted.record.name,
+                    partition_id=p.partition_id,
+                    start=p.start,
+                    end_exclusive_minus_one=p.end - 1,
+                    role="leader" if self.state.leads(table_id, p) else "follower",
+                    members=list(p.replicas),
                 )
+                group = self.state.replicated_group(table_id, p)
+                report = self.state.replicas.leadership(group) if group and self.state.replicas else None
+                if report is not None:
+                    entry.leader = report.leader or ""
+                    entry.term = report.term
+                    entry.commit_index = report.commit
+                    entry.applied_index = report.applied
+                    entry.has_lease = report.has_lease
+                    entry.follower_lag.update(report.lag)
+                out.partitions.append(entry)
         return out
 
 
