@@ -82,6 +82,52 @@ DISK_TOTAL = metrics.Snapshot(
     "partita_storage_disk_total_bytes", "Size of the file system holding the node's data", ("node",)
 )
 
+REPLICA_GROUPS = metrics.Snapshot(
+    "partita_storage_replication_groups",
+    "Replication groups this node hosts, by its role in them",
+    ("node", "role"),
+)
+LEADER_CHANGES = metrics.Snapshot(
+    "partita_storage_replication_leader_changes_total",
+    "Times a replica on this node became its group's leader",
+    ("node",),
+    "counter",
+)
+ELECTIONS_STARTED = metrics.Snapshot(
+    "partita_storage_replication_elections_started_total",
+    "Elections (after a pre-vote) started by replicas on this node",
+    ("node",),
+    "counter",
+)
+ELECTIONS_AVOIDED = metrics.Snapshot(
+    "partita_storage_replication_elections_avoided_total",
+    "Pre-votes abandoned because a peer still heard the leader (the gray-failure check)",
+    ("node",),
+    "counter",
+)
+CHECKSUM_FAILURES = metrics.Snapshot(
+    "partita_storage_replication_checksum_failures_total",
+    "Log entries that failed their CRC32C on send or receive",
+    ("node",),
+    "counter",
+)
+LEASE_READS = metrics.Snapshot(
+    "partita_storage_replication_lease_reads_total",
+    "Strongly consistent reads served under the leader's lease (no round trip)",
+    ("node",),
+    "counter",
+)
+FOLLOWER_LAG = metrics.Snapshot(
+    "partita_storage_replication_follower_lag_entries",
+    "On a group's leader: log entries each follower is behind",
+    ("group", "follower"),
+)
+COMMIT_LATENCY = metrics.HistogramCells(
+    "partita_storage_replication_commit_seconds",
+    "From a write's proposal on the leader to its commit (durable on a majority) and apply",
+    ("node",),
+)
+
 WAL_BATCH_NAME = "partita_storage_wal_batch_records"
 WAL_SYNC_NAME = "partita_storage_wal_sync_duration_seconds"
 
@@ -186,6 +232,41 @@ def _one(state: NodeState, value: float) -> Sequence[tuple[Sequence[str], float]
     return [((state.node_id,), value)]
 
 
+def watch_replication(state: NodeState) -> None:
+    """The replication families, read from the node's replica host when scraped."""
+    host = state.replicas
+    if host is None:
+        return
+    node = state.node_id
+    host.commit_latency = COMMIT_LATENCY.cell(node)
+
+    def total(field: str) -> Sequence[tuple[Sequence[str], float]]:
+        return _one(state, float(sum(getattr(r.counters, field) for r in host.multi.replicas.values())))
+
+    def groups() -> list[tuple[Sequence[str], float]]:
+        leading = len(host.multi.leading())
+        return [
+            ((node, "leader"), float(leading)),
+            ((node, "follower"), float(len(host.multi.replicas) - leading)),
+        ]
+
+    def lag() -> list[tuple[Sequence[str], float]]:
+        out: list[tuple[Sequence[str], float]] = []
+        for group in host.multi.leading():
+            report = host.leadership(group)
+            if report is not None:
+                out.extend(((group, follower), float(behind)) for follower, behind in report.lag.items())
+        return out
+
+    REPLICA_GROUPS.read = groups
+    LEADER_CHANGES.read = lambda: total("leader_terms")
+    ELECTIONS_STARTED.read = lambda: total("elections_started")
+    ELECTIONS_AVOIDED.read = lambda: total("elections_avoided")
+    CHECKSUM_FAILURES.read = lambda: total("checksum_failures")
+    LEASE_READS.read = lambda: total("lease_reads")
+    FOLLOWER_LAG.read = lag
+
+
 def watch_node(state: NodeState) -> None:
     """Read the snapshot families from this node's state when scraped."""
     engine = state.engine
@@ -193,9 +274,9 @@ def watch_node(state: NodeState) -> None:
     _wal_histograms.state = state
 
     def hosted() -> list[tuple[Sequence[str], float]]:
-        # Every replica leads itself until replication lands (P3).
+        leading = sum(state.leads(t, p) for t, h in state.hosted.items() for p in h.partitions)
         count = sum(len(h.partitions) for h in state.hosted.values())
-        return [((node, "leader"), float(count))]
+        return [((node, "leader"), float(leading)), ((node, "follower"), float(count - leading))]
 
     def figures(index: int) -> list[tuple[Sequence[str], float]]:
         names = {table_id: h.record.name for table_id, h in state.hosted.items()}
@@ -224,5 +305,6 @@ def watch_node(state: NodeState) -> None:
     ROCKSDB_BLOCK_CACHE_MISSES.read = lambda: _one(
         state, float(rocksdb_tickers(engine.rocksdb_statistics()).get("rocksdb.block.cache.miss", 0))
     )
+    watch_replication(state)
     DISK_FREE.read = lambda: _one(state, float(engine.disk_usage()[0]))
     DISK_TOTAL.read = lambda: _one(state, float(engine.disk_usage()[1]))

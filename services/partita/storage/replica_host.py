@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from partita.common.metrics import LATENCY_BUCKETS, HistogramCell
 from partita.storage.effects import Effect, decode_effects, encode_effects
 from partita.storage.engine import Engine
 from partita.storage.replication.coalesce import Envelope, coalesce, expand
@@ -84,7 +85,9 @@ class ReplicaHost:
         self.multi = MultiReplica(node_id, self.config)
         self._send = send
         self._clock = clock
-        self._proposals: dict[tuple[GroupId, int], tuple[int, asyncio.Future[None]]] = {}
+        # (group, index) -> (term, the proposer's future, when it was proposed)
+        self._proposals: dict[tuple[GroupId, int], tuple[int, asyncio.Future[None], float]] = {}
+        self.commit_latency = HistogramCell(LATENCY_BUCKETS)  # the node's metrics cell replaces it
         self._reads: dict[int, tuple[GroupId, asyncio.Future[None]]] = {}
         self._waiting_reads: list[tuple[GroupId, int, asyncio.Future[None]]] = []
         self._next_read = 0
@@ -105,7 +108,7 @@ class ReplicaHost:
     def remove_group(self, group: GroupId) -> None:
         self.multi.remove_group(group)
         for key in [k for k in self._proposals if k[0] == group]:
-            _, future = self._proposals.pop(key)
+            future = self._proposals.pop(key)[1]
             if not future.done():
                 future.set_exception(NotLeader(None))
 
@@ -155,7 +158,7 @@ class ReplicaHost:
         entry took the proposal's place."""
         term, index = self.multi.propose(group, encode_effects(effects), self._clock())
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._proposals[(group, index)] = (term, future)
+        self._proposals[(group, index)] = (term, future, time.perf_counter())
         self._wake.set()
         return future
 
@@ -197,7 +200,7 @@ class ReplicaHost:
             self._runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._runner
-        for _, future in self._proposals.values():
+        for _, future, _ in self._proposals.values():
             if not future.done():
                 future.set_exception(NotLeader(None))
 
@@ -257,6 +260,7 @@ class ReplicaHost:
             held = self._proposals.pop((rd.group, entry.index), None)
             if held is not None and not held[1].done():
                 if held[0] == entry.term:
+                    self.commit_latency.observe(time.perf_counter() - held[2])
                     held[1].set_result(None)
                 else:
                     held[1].set_exception(Superseded(f"entry {entry.index} of {rd.group} was replaced"))

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from partita.storage import metrics
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
+from partita.storage.node import NodeState
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.config import ReplicationConfig
@@ -147,3 +149,23 @@ async def test_a_restarted_replica_recovers_from_its_disk_and_catches_up(cluster
     assert back.engine.hard_state(GROUP) is not None
     await wait_until(lambda: back.engine.get(b"while-down") == b"v")
     assert back.engine.get(b"before") == b"v"
+
+
+async def test_replication_metrics_report_roles_leader_changes_lag_and_commit_latency(
+    cluster: Cluster,
+) -> None:
+    leader = await cluster.leader()
+    state = NodeState(leader.node, "zone-a", leader.engine, replicas=leader.host)
+    metrics.watch_replication(state)
+    for i in range(3):
+        await asyncio.wait_for(leader.host.propose(GROUP, put(b"m%d" % i, b"v")), 5)
+    assert metrics.REPLICA_GROUPS.read is not None and metrics.LEADER_CHANGES.read is not None
+    assert sorted(metrics.REPLICA_GROUPS.read()) == [
+        ((leader.node, "follower"), 0.0),
+        ((leader.node, "leader"), 1.0),
+    ]
+    assert list(metrics.LEADER_CHANGES.read()) == [((leader.node,), 1.0)]
+    await wait_until(lambda: leader.host.leadership(GROUP).lag == {n: 0 for n in NODES if n != leader.node})  # type: ignore[union-attr]
+    assert metrics.FOLLOWER_LAG.read is not None
+    assert sorted(metrics.FOLLOWER_LAG.read()) == sorted(((GROUP, n), 0.0) for n in NODES if n != leader.node)
+    assert metrics.COMMIT_LATENCY.cell(leader.node).count == 3
