@@ -198,3 +198,44 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
         )
         assert acked[w] <= final <= acked[w] + unknown[w], (w, acked[w], final, unknown[w])
     assert sum(acked) >= 5 * workers
+
+
+def test_sigterm_hands_leadership_off_before_the_node_exits_and_no_write_fails(rf3: Cluster) -> None:
+    ddb = rf3.client()
+    name = f"rf3t-{uuid.uuid4().hex[:8]}"
+    _create(ddb, name)
+    for i in range(8):
+        ddb.put_item(TableName=name, Item={"pk": {"S": f"warm{i}"}})
+    _until(lambda: all(p["leader"] is not None for p in _partitions(rf3, name)))
+    leaders = Counter(p["leader"] for p in _partitions(rf3, name))
+    victim = leaders.most_common(1)[0][0]
+    failures: list[str] = []
+    written = [0]
+    stop = threading.Event()
+
+    def writer() -> None:
+        client = rf3.client()
+        deadline = time.monotonic() + 60
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                client.put_item(TableName=name, Item={"pk": {"S": f"t{written[0]}"}})
+                written[0] += 1
+            except Exception as exc:
+                failures.append(repr(exc))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        time.sleep(0.5)
+        pid = rf3.pid_of(victim)
+        os.kill(pid, signal.SIGTERM)
+        rf3.wait_restarted(victim, pid)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join(60)
+    log = (rf3.data_dir / "logs" / f"{victim}.log").read_text()
+    handed = [line for line in log.splitlines() if "handed off leadership" in line]
+    assert handed and "of 0 of" not in handed[-1], handed
+    assert failures == []
+    assert written[0] > 0

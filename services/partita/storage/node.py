@@ -189,6 +189,7 @@ async def hand_off_leadership(replicas: ReplicaHost) -> None:
     """SIGTERM: move every group this node leads to its most up-to-date follower, and
     wait (bounded by an election timeout) until it leads none."""
     now = time.monotonic()
+    led = len(replicas.multi.leading())
     for group in replicas.multi.leading():
         replica = replicas.multi.replicas[group]
         followers = [(pr.match, peer) for peer, pr in replica.progress.items() if peer != replicas.node_id]
@@ -198,6 +199,13 @@ async def hand_off_leadership(replicas: ReplicaHost) -> None:
     while replicas.multi.leading() and time.monotonic() < deadline:
         replicas.wake()
         await asyncio.sleep(0.02)
+    if led:
+        log.info(
+            "handed off leadership of %d of %d groups in %.2fs",
+            led - len(replicas.multi.leading()),
+            led,
+            time.monotonic() - now,
+        )
 
 
 def sync_groups(state: NodeState) -> None:
