@@ -277,7 +277,7 @@ def _free_port_block(offsets: tuple[int, ...], tries: int = 50) -> int:
     raise PeerUnavailable("no free block of ports for partita's internal listeners")
 
 
-def start_partita(*, workdir: Path, table: str, fsync: bool = True) -> Peer:
+def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_factor: int = 1) -> Peer:
     """`partita up --data-dir <workdir>/data --port <free port>`: the whole local cluster."""
     port = free_port()
     etcd_port = _free_port_block((0, 1))  # client, peer
@@ -299,6 +299,8 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True) -> Peer:
     ]
     if not fsync:
         cmd.append("--unsafe-no-fsync")
+    if replication_factor != 1:
+        cmd += ["--replication-factor", str(replication_factor)]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             cmd,
@@ -323,7 +325,7 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True) -> Peer:
         stop_process_group(proc)
         raise
     return Peer(
-        name="partita" if fsync else "partita-nofsync",
+        name=("partita" if fsync else "partita-nofsync") + ("-rf3" if replication_factor == 3 else ""),
         endpoint=f"http://{HOST}:{port}",
         access_key=access,
         secret_key=secret,
@@ -335,6 +337,7 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True) -> Peer:
         notes={
             "storage": "3 storage nodes (WAL + RocksDB), "
             + ("fsync per write" if fsync else "NO fsync (--unsafe-no-fsync)")
+            + f", replication factor {replication_factor}"
         },
     )
 
@@ -342,7 +345,7 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True) -> Peer:
 # The default set. "partita-nofsync" is extra: Partita without fsync, to compare like
 # with like against dynalite-disk (LevelDB does not fsync each write either).
 TARGETS = ("partita", "dynalite", "dynalite-disk")
-ALL_TARGETS = (*TARGETS, "partita-nofsync")
+ALL_TARGETS = (*TARGETS, "partita-nofsync", "partita-rf3")
 
 
 @contextlib.contextmanager
@@ -352,8 +355,13 @@ def running(target: str, *, table: str = "usertable", keep_workdir: bool = False
         raise ValueError(f"unknown target {target!r}; choose from {', '.join(ALL_TARGETS)}")
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{target}-"))
     try:
-        if target in ("partita", "partita-nofsync"):
-            peer = start_partita(workdir=workdir, table=table, fsync=target == "partita")
+        if target in ("partita", "partita-nofsync", "partita-rf3"):
+            peer = start_partita(
+                workdir=workdir,
+                table=table,
+                fsync=target != "partita-nofsync",
+                replication_factor=3 if target == "partita-rf3" else 1,
+            )
         else:
             peer = start_dynalite(disk=target == "dynalite-disk", workdir=workdir)
         try:
