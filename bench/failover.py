@@ -75,13 +75,15 @@ def main(argv: list[str] | None = None) -> int:
             TableName=TABLE,
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            # One partition (at most 1,000 WCU), with room for the writer (no throttling).
-            ProvisionedThroughput={"ReadCapacityUnits": 1000, "WriteCapacityUnits": 1000},
+            # One partition (RCU/3000 + WCU/1000 <= 1), with room for the writer.
+            ProvisionedThroughput={"ReadCapacityUnits": 300, "WriteCapacityUnits": 600},
         )
         for _ in range(200):
             if ddb.describe_table(TableName=TABLE)["Table"]["TableStatus"] == "ACTIVE":
                 break
             time.sleep(0.1)
+        partitions = next(t for t in _status(data_dir)["tables"] if t["name"] == TABLE)["partitions"]
+        assert len(partitions) == 1, f"{len(partitions)} partitions: the kill would not stop every write"
         successes: list[float] = []
         stop = threading.Event()
 
