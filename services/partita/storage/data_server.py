@@ -93,6 +93,8 @@ class DataPlane:
         assert replicas is not None  # replicated_group said so
         if not replicas.is_leader(group):
             return Plan(not_leader(request.id, replicas.leader_of(group)))
+        if not replicas.ready_to_plan(group):  # just elected: one round trip, then retried
+            return Plan(pb.Response(id=request.id, status=pb.UNAVAILABLE))
         plan = self._plan_local(request, group)
         if plan.effects:
             try:

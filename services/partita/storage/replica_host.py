@@ -91,6 +91,7 @@ class ReplicaHost:
         self._reads: dict[int, tuple[GroupId, asyncio.Future[None]]] = {}
         self._waiting_reads: list[tuple[GroupId, int, asyncio.Future[None]]] = []
         self._next_read = 0
+        self._term_start: dict[GroupId, tuple[int, int]] = {}  # group -> (term, its NOOP's index)
         self._wake = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
         self.snapshots_unavailable = 0  # SNAPSHOT messages the host could not back with data
@@ -145,6 +146,22 @@ class ReplicaHost:
     def is_leader(self, group: GroupId) -> bool:
         replica = self.multi.replicas.get(group)
         return replica is not None and replica.is_leader
+
+    def ready_to_plan(self, group: GroupId) -> bool:
+        """Whether this leader may plan writes from its local state: it has applied
+        every entry of earlier terms (up to its own first entry, the NOOP it appended on
+        election). Before that, a conditional write planned here could miss a write the
+        previous leader committed: a lost update. Its own later entries are staged
+        (`Engine.stage`) when proposed, so planning sees them before they apply."""
+        replica = self.multi.replicas.get(group)
+        if replica is None or not replica.is_leader:
+            return False
+        start = self._term_start.get(group)
+        if start is None or start[0] != replica.term:
+            # First look in this term: no client proposal yet (submit asks this first),
+            # so the log ends at the election's NOOP.
+            start = self._term_start[group] = (replica.term, replica.log.last_index)
+        return self.engine.applied_index(group) >= start[1]
 
     def leader_of(self, group: GroupId) -> NodeId | None:
         replica = self.multi.replicas.get(group)

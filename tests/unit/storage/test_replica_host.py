@@ -132,6 +132,10 @@ async def test_writes_continue_after_the_leader_goes_away_and_none_is_lost(clust
     successor = await cluster.leader()
     assert successor.node != leader.node
     assert successor.host.multi.replicas[GROUP].term > old_term
+    # Once the new leader may plan writes, it sees every write of the earlier term
+    # (a conditional write planned on it cannot miss one: no lost update).
+    await wait_until(lambda: successor.host.ready_to_plan(GROUP))
+    assert all(successor.engine.latest(b"k%d" % i) == b"v" for i in range(5))
     await asyncio.wait_for(successor.host.propose(GROUP, put(b"after", b"v")), 5)
     for m in cluster.members.values():
         await wait_until(lambda m=m: m.engine.get(b"after") == b"v")  # type: ignore[misc]
