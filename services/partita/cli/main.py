@@ -174,6 +174,7 @@ def cmd_router(args: argparse.Namespace) -> int:
     settings = RouterSettings(
         region=args.region,
         endpoint_address=endpoint_address(args.host, args.port),
+        replication=args.replication,
     )
     _run_loop(
         serve(
@@ -207,6 +208,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             stats_interval=args.stats_interval,
             ttl_sweep_interval=args.ttl_sweep_interval,
             metrics_port=args.metrics_port,
+            replication=args.replication,
         )
     )
     return 0
@@ -455,6 +457,12 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     router.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR, help="holds credentials.json")
     router.add_argument("--region", default=config.DEFAULT_REGION)
+    router.add_argument(
+        "--replication",
+        action="store_true",
+        help="partitions with several replicas are replication groups: writes and strong reads to the "
+        "leader the nodes name, eventually consistent reads spread over the replicas",
+    )
     _add_logging_flags(router)
     router.set_defaults(func=cmd_router)
 
@@ -470,6 +478,12 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--stats-interval", **_STATS_INTERVAL)
     storage.add_argument("--ttl-sweep-interval", **_TTL_SWEEP_INTERVAL)
     storage.add_argument("--metrics-port", type=int, help="serve /metrics on this port (default: off)")
+    storage.add_argument(
+        "--replication",
+        action="store_true",
+        help="run a replication group for every hosted partition with several replicas (default: "
+        "each replica commits alone, as before replication)",
+    )
     _add_logging_flags(storage)
     storage.set_defaults(func=cmd_storage)
 

@@ -185,6 +185,8 @@ class ClusterLayout:
             argv += ["--stats-interval", str(self.stats_interval), "--metrics-port", str(metrics_port)]
             argv += ["--ttl-sweep-interval", str(self.ttl_sweep_interval)]
             argv += ["--log-level", self.log_level]
+            if self.replication_factor > 1:
+                argv.append("--replication")
             ports = {"grpc": port, "data": data_port, "metrics": metrics_port}
             out.append(Child(f"storage-{zone}", "storage", argv, ports, zone=zone))
         out += self.doorman_children(py)
@@ -207,6 +209,7 @@ class ClusterLayout:
                     self.region,
                     "--log-level",
                     self.log_level,
+                    *(["--replication"] if self.replication_factor > 1 else []),
                 ],
                 {"http": self.router_port},
             )

@@ -51,6 +51,9 @@ class RouterSettings:
     account_id: str = "000000000000"
     # What DescribeEndpoints answers: host[:port] clients reach this router at.
     endpoint_address: str = "127.0.0.1:8000"
+    # Partitions with several replicas are replication groups (`--replication`): spread
+    # eventually consistent reads over them. Off: every request goes to the leader.
+    replication: bool = False
 
 
 class RouterContext:
@@ -117,7 +120,7 @@ class RouterContext:
         replicas = partition.replicas
         if len(replicas) == 1:
             return replicas[0]
-        if request.op in _READS and not request.consistent:
+        if request.op in _READS and not request.consistent and self.settings.replication:
             self._spread += 1
             return replicas[self._spread % len(replicas)]
         leader = self._leaders.get((table_id, partition.partition_id))

@@ -22,6 +22,7 @@ async def serve(
     stats_interval: float,
     ttl_sweep_interval: float,
     metrics_port: int | None = None,
+    replication: bool = False,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -36,4 +37,5 @@ async def serve(
         stats_interval=stats_interval,
         ttl_sweep_interval=ttl_sweep_interval,
         metrics_port=metrics_port,
+        replication=replication,
     )

@@ -284,13 +284,16 @@ async def serve(
     stats_interval: float = config.DEFAULT_STATS_INTERVAL_SECONDS,
     ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS,
     metrics_port: int | None = None,
+    replication: bool = False,
 ) -> None:
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
     transport = PeerTransport(peers.replication_address, lambda envelope: replicas.receive(envelope))
     replicas = ReplicaHost(node_id, engine, transport.send)
-    state.replicas = replicas
+    # Off: every hosted replica commits alone (Kubernetes places three replicas per
+    # partition but does not run the groups yet).
+    state.replicas = replicas if replication else None
     replication_port = await transport.listen(host, 0)
     metrics.watch_node(state)
     exporter = await serve_metrics(host, metrics_port) if metrics_port is not None else None
