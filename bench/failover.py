@@ -84,16 +84,17 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.1)
         partitions = next(t for t in _status(data_dir)["tables"] if t["name"] == TABLE)["partitions"]
         assert len(partitions) == 1, f"{len(partitions)} partitions: the kill would not stop every write"
-        successes: list[float] = []
+        successes: list[tuple[float, float]] = []  # (sent, answered) of each acknowledged write
         stop = threading.Event()
 
         def writer() -> None:
             i = 0
             while not stop.is_set():
                 i += 1
+                sent = time.monotonic()
                 try:
                     ddb.put_item(TableName=TABLE, Item={"pk": {"S": f"k{i % 100}"}})
-                    successes.append(time.monotonic())
+                    successes.append((sent, time.monotonic()))
                 except Exception:
                     time.sleep(0.01)
 
@@ -111,9 +112,11 @@ def main(argv: list[str] | None = None) -> int:
                 pid = _pid(data_dir, leader)
                 killed = time.monotonic()
                 os.kill(pid, signal.SIGKILL)
-                while time.monotonic() < killed + 30 and not any(t > killed for t in successes[-50:]):
+                # A write sent before the kill may still be answered after it (its reply
+                # was on the way): only writes sent after the kill count.
+                while time.monotonic() < killed + 30 and not any(s > killed for s, _ in successes[-50:]):
                     time.sleep(0.005)
-                after = [t for t in successes[-200:] if t > killed]
+                after = [t for s, t in successes[-200:] if s > killed]
                 gap = (after[0] - killed) if after else float("inf")
                 gaps.append(gap)
                 print(
