@@ -117,6 +117,44 @@ def test_the_operator_runs_the_storage_fleet_the_values_describe() -> None:
     assert "--etcd=demo-partita-etcd:2379" in args
 
 
+def test_the_monitors_scrape_the_ports_the_processes_serve_metrics_on() -> None:
+    from partita.autoadmin.kube import builders
+    from partita.autoadmin.kube.cli import config_from_args
+    from partita.cli.main import build_parser
+
+    docs = render({**ALL_ON, "storage": {"metricsPort": 9300}})
+    (service_monitor,) = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    (pod_monitor,) = [d for d in docs if d["kind"] == "PodMonitor"]
+    (router,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")]
+    (router_service,) = [
+        d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "demo-partita-router"
+    ]
+    # Routers answer /metrics on their DynamoDB port, which the Service names.
+    [endpoint] = service_monitor["spec"]["endpoints"]
+    assert endpoint["path"] == "/metrics"
+    assert endpoint["port"] in {p["name"] for p in router_service["spec"]["ports"]}
+    assert endpoint["port"] in {
+        p["name"] for p in router["spec"]["template"]["spec"]["containers"][0]["ports"]
+    }
+    # Storage pods: the StatefulSet the operator builds from the flags the chart passes it.
+    (operator,) = [
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")
+    ]
+    args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
+    fleet = config_from_args(build_parser().parse_args([*args, "--namespace=db"])).fleet
+    container = builders.storage_statefulset(fleet, fleet.zones[0])["spec"]["template"]["spec"]["containers"][
+        0
+    ]
+    [pod_endpoint] = pod_monitor["spec"]["podMetricsEndpoints"]
+    assert pod_endpoint["path"] == "/metrics"
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert named[pod_endpoint["port"]] == 9300
+    assert "--metrics-port=9300" in container["args"]
+    assert pod_monitor["spec"]["selector"]["matchLabels"].items() <= (
+        builders.storage_statefulset(fleet, fleet.zones[0])["spec"]["template"]["metadata"]["labels"].items()
+    )
+
+
 def test_etcd_is_three_members_that_know_each_other_and_compact() -> None:
     (etcd,) = [d for d in render({}) if d["kind"] == "StatefulSet"]
     assert etcd["spec"]["replicas"] == 3

@@ -36,6 +36,7 @@ TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 DATA_VOLUME = "data"
 ADMIN_PORT_NAME = "admin"
 DATA_PORT_NAME = "data"
+METRICS_PORT_NAME = "metrics"
 
 
 def partition_name(table: str, start: int) -> str:
