@@ -1,0 +1,132 @@
+"""Table and Partition resources as the reconcile core's objects, and back.
+
+The Kubernetes driver runs the same `reconcile.decide` as the local one: a Table's spec
+is the desired `TableSpec`, its status holds the core's `TableState` (`tableStatus`
+CREATING until first served, then the phase ACTIVE with `observedGeneration`), Partition
+resources are the partition objects, and their status says which replicas serve. Pure
+functions: the handlers read resources, map them here, decide, and map the actions
+back onto resources.
+
+Differences the mapping absorbs:
+- A Partition resource holds an inclusive hash range [start, last]; the core's is
+  half-open [start, end).
+- A Partition resource is named by its table and first hash, so a split's left child
+  is its parent resource with a shorter range, and only the right child is new.
+- The table id (an integer in the core, naming new partitions and seeding placement)
+  is a stable hash of the Table's namespace and name.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from partita.autoadmin.kube import decisions, naming
+from partita.autoadmin.reconcile import ChangePartitions, Placement
+from partita.common.partition_map import Partition
+from partita.control.model import (
+    BillingMode,
+    KeyElement,
+    NodeRecord,
+    Revision,
+    TablePhase,
+    TableSpec,
+    TableState,
+)
+
+
+def table_spec(namespace: str, name: str, spec: Mapping[str, Any], meta: Mapping[str, Any]) -> TableSpec:
+    types = {a["attributeName"]: a["attributeType"] for a in spec.get("attributeDefinitions", [])}
+    keys = {
+        k["keyType"]: KeyElement(k["attributeName"], types.get(k["attributeName"], "S"))
+        for k in spec["keySchema"]
+    }
+    throughput = spec.get("provisionedThroughput") or {}
+    return TableSpec(
+        name=str(spec["tableName"]),
+        table_id=decisions.table_seed(namespace, name),
+        partition_key=keys["HASH"],
+        sort_key=keys.get("RANGE"),
+        attribute_definitions=tuple(sorted(types.items())),
+        billing_mode=cast(BillingMode, spec.get("billingMode", "PAY_PER_REQUEST")),
+        read_capacity=int(throughput.get("readCapacityUnits", 0)),
+        write_capacity=int(throughput.get("writeCapacityUnits", 0)),
+        created_at=_timestamp(meta.get("creationTimestamp")),
+        tags=tuple((t["key"], t["value"]) for t in spec.get("tags", [])),
+        generation=int(meta.get("generation", 1)),
+        deleting=bool(meta.get("deletionTimestamp")),
+        revision=Revision(str(meta.get("resourceVersion", ""))),
+    )
+
+
+def table_state(spec: TableSpec, status: Mapping[str, Any]) -> TableState | None:
+    """The core's state record kept in the Table's status; None before the first."""
+    shown = status.get("tableStatus")
+    if shown is None or "observedGeneration" not in status:
+        return None
+    phase: TablePhase = "CREATING" if shown == "CREATING" else "ACTIVE"
+    return TableState(spec.name, spec.table_id, phase, int(status["observedGeneration"]), spec.revision)
+
+
+def state_status(state: TableState) -> dict[str, Any]:
+    """The status field that records a `PutState` beside `tableStatus` (which shows
+    CREATING exactly while the phase is CREATING)."""
+    return {"observedGeneration": state.observed_generation}
+
+
+def partition(obj: Mapping[str, Any]) -> Partition:
+    spec = obj["spec"]
+    start, last = int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16)
+    replicas = tuple(m["node"] for m in spec["members"])
+    leader = (obj.get("status") or {}).get("leader") or (replicas[0] if replicas else "")
+    return Partition(obj["metadata"]["name"], start, last + 1, replicas, leader)
+
+
+def ready_replicas(objs: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]]:
+    """(partition, node) pairs that serve. A Degraded partition (a member failed, the
+    rest serve) counts as served in full: it answers requests, and its table must not
+    fall back to CREATING or stay UPDATING for a failed replica (the Degraded condition
+    says so instead)."""
+    out: set[tuple[str, str]] = set()
+    for obj in objs:
+        status = obj.get("status") or {}
+        name = obj["metadata"]["name"]
+        if status.get("state") == "Degraded":
+            out |= {(name, m["node"]) for m in obj["spec"]["members"]}
+        else:
+            out |= {(name, m["node"]) for m in status.get("members", []) if m.get("state") == "Serving"}
+    return frozenset(out)
+
+
+def zoned_placement(replication_factor: int) -> Placement:
+    """One replica in each of `replication_factor` zones (rotated per table), through
+    `decisions.place`, as the core's placement."""
+
+    def place(count: int, nodes: Sequence[NodeRecord], seed: int) -> list[tuple[str, ...]]:
+        return [
+            tuple(m.node for m in members)
+            for members in decisions.place(count, nodes, replication_factor, seed)
+        ]
+
+    return place
+
+
+def partition_plan(p: Partition, nodes: Sequence[NodeRecord]) -> decisions.PartitionPlan:
+    zones = {n.node_id: n.zone for n in nodes}
+    members = tuple(decisions.Member(node, zones.get(node, "")) for node in p.replicas)
+    return decisions.PartitionPlan(p.start, p.end - 1, members)
+
+
+def resource_changes(change: ChangePartitions, table: str) -> tuple[list[Partition], list[str]]:
+    """(partitions to apply, Partition resources to delete) for one ChangePartitions:
+    a removed partition whose first hash a new one keeps is patched, not deleted."""
+    kept = {naming.partition_name(table, p.start) for p in change.put}
+    removed = sorted(name for name in change.remove if name not in kept)
+    return list(change.put), removed
+
+
+def _timestamp(text: Any) -> float:
+    if not text:
+        return 0.0
+    return datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
