@@ -253,6 +253,28 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
     assert body["status"]["observedGeneration"] == 2
 
 
+async def test_a_spec_change_that_needs_no_split_is_observed_by_the_core_without_new_partitions(
+    api: Any, kmock: Any
+) -> None:
+    """The reconcile core decides in Kubernetes too: a new generation (a tag) with
+    enough partitions is marked ACTIVE at that generation, and nothing is re-placed."""
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 1000}
+        await api.post(
+            TABLES, json=table_manifest("tagged", billingMode="PROVISIONED", provisionedThroughput=throughput)
+        )
+        await _table_status(api, "tagged", "ACTIVE")
+        before = sorted(p["metadata"]["name"] for p in await partitions_of(api, "tagged"))
+        await _patch(api, f"{TABLES}/tagged", {"spec": {"tags": [{"key": "team", "value": "a"}]}})
+        body = await _table_status(api, "tagged", "ACTIVE", generation=2)
+        after = sorted(p["metadata"]["name"] for p in await partitions_of(api, "tagged"))
+        creations = len(kmock[f"post /apis/{naming.API_VERSION}/namespaces/{NS}/partitions"])
+
+    assert (before == after, len(after), creations) == (True, 2, 2)  # ceil(1/3000 + 1000/1000)
+    assert body["status"]["observedGeneration"] == 2 and body["status"]["partitionCount"] == 2
+
+
 async def test_deleting_a_table_drops_its_partitions_then_releases_it(api: Any, kmock: Any) -> None:
     director = ServingDirector()
     async with operator(kmock, director, priority=10):
