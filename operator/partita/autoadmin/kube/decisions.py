@@ -12,13 +12,13 @@ plans and status dictionaries.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from partita.autoadmin import placement
 from partita.common.partition_map import HASH_SPACE
+from partita.control import kubernetes
 from partita.control.model import NodeRecord
 
 TableStatus = Literal["CREATING", "ACTIVE", "UPDATING", "DELETING"]
@@ -50,8 +50,9 @@ class PartitionPlan:
 
 
 def table_seed(namespace: str, name: str) -> int:
-    """A stable seed per table, so re-planning after a restart places the same way."""
-    return zlib.crc32(f"{namespace}/{name}".encode())
+    """A stable seed per table, so re-planning after a restart places the same way (the
+    id of a Table no router named)."""
+    return kubernetes.default_table_id(namespace, name)
 
 
 def usable_replication(requested: int, nodes: Sequence[NodeRecord]) -> int:

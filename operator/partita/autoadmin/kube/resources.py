@@ -13,60 +13,40 @@ Differences the mapping absorbs:
 - A Partition resource is named by its table and first hash, so a split's left child
   is its parent resource with a shorter range, and only the right child is new.
 - The table id (an integer in the core, naming new partitions and seeding placement)
-  is a stable hash of the Table's namespace and name.
+  is the one a router recorded when it created the Table, else a stable hash of the
+  Table's namespace and name.
 """
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from partita.autoadmin.kube import decisions, naming
 from partita.autoadmin.reconcile import ChangePartitions, Placement
 from partita.common.partition_map import Partition
+from partita.control import kubernetes as kube_catalog
 from partita.control.model import (
-    BillingMode,
-    KeyElement,
     NodeRecord,
-    Revision,
-    TablePhase,
     TableSpec,
     TableState,
 )
 
 
 def table_spec(namespace: str, name: str, spec: Mapping[str, Any], meta: Mapping[str, Any]) -> TableSpec:
-    types = {a["attributeName"]: a["attributeType"] for a in spec.get("attributeDefinitions", [])}
-    keys = {
-        k["keyType"]: KeyElement(k["attributeName"], types.get(k["attributeName"], "S"))
-        for k in spec["keySchema"]
-    }
-    throughput = spec.get("provisionedThroughput") or {}
-    return TableSpec(
-        name=str(spec["tableName"]),
-        table_id=decisions.table_seed(namespace, name),
-        partition_key=keys["HASH"],
-        sort_key=keys.get("RANGE"),
-        attribute_definitions=tuple(sorted(types.items())),
-        billing_mode=cast(BillingMode, spec.get("billingMode", "PAY_PER_REQUEST")),
-        read_capacity=int(throughput.get("readCapacityUnits", 0)),
-        write_capacity=int(throughput.get("writeCapacityUnits", 0)),
-        created_at=_timestamp(meta.get("creationTimestamp")),
-        tags=tuple((t["key"], t["value"]) for t in spec.get("tags", [])),
-        generation=int(meta.get("generation", 1)),
-        deleting=bool(meta.get("deletionTimestamp")),
-        revision=Revision(str(meta.get("resourceVersion", ""))),
+    """The Table as the core's spec: the same mapping the routers' Kubernetes catalog
+    uses (`partita.control.kubernetes`), so a table made through the DynamoDB API and
+    one made with kubectl are the same thing to both."""
+    return kube_catalog.spec_from_resource(
+        {"metadata": {**meta, "namespace": namespace, "name": name}, "spec": spec}
     )
 
 
 def table_state(spec: TableSpec, status: Mapping[str, Any]) -> TableState | None:
     """The core's state record kept in the Table's status; None before the first."""
-    shown = status.get("tableStatus")
-    if shown is None or "observedGeneration" not in status:
-        return None
-    phase: TablePhase = "CREATING" if shown == "CREATING" else "ACTIVE"
-    return TableState(spec.name, spec.table_id, phase, int(status["observedGeneration"]), spec.revision)
+    return kube_catalog.state_from_resource(
+        spec, {"metadata": {"resourceVersion": spec.revision}, "status": status}
+    )
 
 
 def state_status(state: TableState) -> dict[str, Any]:
@@ -124,9 +104,3 @@ def resource_changes(change: ChangePartitions, table: str) -> tuple[list[Partiti
     kept = {naming.partition_name(table, p.start) for p in change.put}
     removed = sorted(name for name in change.remove if name not in kept)
     return list(change.put), removed
-
-
-def _timestamp(text: Any) -> float:
-    if not text:
-        return 0.0
-    return datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
