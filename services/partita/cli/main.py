@@ -182,6 +182,8 @@ def cmd_router(args: argparse.Namespace) -> int:
             etcd_port=etcd_port,
             data_dir=Path(args.data_dir),
             settings=settings,
+            store_kind=args.control_store,
+            namespace=args.namespace,
         )
     )
     return 0
@@ -393,6 +395,15 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     router.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR, help="holds credentials.json")
     router.add_argument("--region", default=config.DEFAULT_REGION)
+    router.add_argument(
+        "--control-store",
+        choices=("etcd", "kubernetes"),
+        default="etcd",
+        help="where tables live: etcd, or Table/Partition resources (in a pod; nodes stay in etcd) (%(default)s)",
+    )
+    router.add_argument(
+        "--namespace", help="the Tables' namespace with --control-store kubernetes (default: the pod's)"
+    )
     _add_logging_flags(router)
     router.set_defaults(func=cmd_router)
 

@@ -29,17 +29,21 @@ import zlib
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import aiohttp
 import orjson
 
+from partita.common.partition_map import Partition
 from partita.control.model import (
     NO_REVISION,
     BillingMode,
     KeyElement,
+    NodeRecord,
+    PartitionStats,
     Revision,
     TablePhase,
+    TableRecord,
     TableSpec,
     TableState,
     TimeToLive,
@@ -51,6 +55,8 @@ API_VERSION = f"{GROUP}/{VERSION}"
 TABLE_ID_ANNOTATION = f"{GROUP}/table-id"
 CREATED_AT_ANNOTATION = f"{GROUP}/created-at"
 TIME_TO_LIVE_ANNOTATION = f"{GROUP}/time-to-live"
+# The label every Partition resource carries: the name of its Table resource.
+TABLE_LABEL = f"{GROUP}/table"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
 
@@ -144,6 +150,31 @@ def state_from_resource(spec: TableSpec, obj: Mapping[str, Any]) -> TableState |
     return TableState(spec.name, spec.table_id, phase, int(status["observedGeneration"]), revision)
 
 
+def partition_from_resource(obj: Mapping[str, Any]) -> Partition:
+    """A Partition resource as a partition object: its inclusive [start, last] becomes
+    the half-open [start, last + 1); the leader is the reported one, else the first
+    member."""
+    spec = obj["spec"]
+    start, last = int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16)
+    replicas = tuple(m["node"] for m in spec["members"])
+    leader = (obj.get("status") or {}).get("leader") or (replicas[0] if replicas else "")
+    return Partition(obj["metadata"]["name"], start, last + 1, replicas, leader)
+
+
+def join_tables(tables: list[Mapping[str, Any]], partitions: list[Mapping[str, Any]]) -> list[TableRecord]:
+    """The routers' joined view of Table and Partition resources."""
+    by_table: dict[str, list[Partition]] = {}
+    for obj in partitions:
+        if not obj["metadata"].get("deletionTimestamp"):
+            by_table.setdefault(obj["spec"]["table"], []).append(partition_from_resource(obj))
+    records = []
+    for obj in tables:
+        spec = spec_from_resource(obj)
+        parts = sorted(by_table.get(obj["metadata"]["name"], []), key=lambda p: p.start)
+        records.append(TableRecord.of(spec, state_from_resource(spec, obj), parts))
+    return sorted(records, key=lambda r: r.name)
+
+
 def _timestamp(text: Any) -> float:
     if not text:
         return 0.0
@@ -201,16 +232,20 @@ class KubernetesTableCatalog:
                 raise KubernetesApiError(resp.status, text)
             return orjson.loads(text) if text else None
 
+    async def list_resources(self, plural: str) -> list[Mapping[str, Any]]:
+        answer = await self._call("GET", self._collection.removesuffix("/tables") + f"/{plural}")
+        return list(answer.get("items") or [])
+
     async def _find(self, name: str) -> Mapping[str, Any] | None:
-        answer = await self._call("GET", self._collection)
-        for obj in answer.get("items") or []:
+        for obj in await self.list_resources("tables"):
             if (obj.get("spec") or {}).get("tableName") == name:
-                return cast(Mapping[str, Any], obj)
+                return obj
         return None
 
     async def list_table_specs(self) -> list[TableSpec]:
-        answer = await self._call("GET", self._collection)
-        return sorted((spec_from_resource(o) for o in answer.get("items") or []), key=lambda s: s.name)
+        return sorted(
+            (spec_from_resource(o) for o in await self.list_resources("tables")), key=lambda s: s.name
+        )
 
     async def get_table_spec(self, name: str) -> TableSpec | None:
         obj = await self._find(name)
@@ -265,3 +300,40 @@ class KubernetesTableCatalog:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+class Members(Protocol):
+    """Where storage nodes register and report (etcd, in Kubernetes too)."""
+
+    async def list_nodes(self) -> list[NodeRecord]: ...
+    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]: ...
+    async def wait_for_change(self, timeout: float) -> bool: ...
+    async def close(self) -> None: ...
+
+
+class KubernetesRouteSource:
+    """`RouteSource` in Kubernetes: tables and partitions from Table and Partition
+    resources, nodes and statistics from the storage nodes' registrations (`members`).
+    Changes to resources are seen at the next refresh (routers refresh at least once a
+    second, and at once after their own writes)."""
+
+    def __init__(self, catalog: KubernetesTableCatalog, members: Members) -> None:
+        self.catalog = catalog
+        self.members = members
+
+    async def list_tables(self) -> list[TableRecord]:
+        tables = await self.catalog.list_resources("tables")
+        return join_tables(tables, await self.catalog.list_resources("partitions"))
+
+    async def list_nodes(self) -> list[NodeRecord]:
+        return await self.members.list_nodes()
+
+    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]:
+        return await self.members.list_partition_stats(table_id)
+
+    async def wait_for_change(self, timeout: float) -> bool:
+        return await self.members.wait_for_change(timeout)
+
+    async def close(self) -> None:
+        await self.catalog.close()
+        await self.members.close()

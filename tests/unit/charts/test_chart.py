@@ -155,6 +155,27 @@ def test_the_monitors_scrape_the_ports_the_processes_serve_metrics_on() -> None:
     )
 
 
+def test_routers_write_tables_where_the_values_say_and_their_role_allows_exactly_that() -> None:
+    def router_args(values: dict[str, Any]) -> list[str]:
+        docs = render(values)
+        (router,) = [
+            d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")
+        ]
+        args: list[str] = router["spec"]["template"]["spec"]["containers"][0]["args"]
+        return args
+
+    assert "--control-store=etcd" in router_args({})
+    assert "--control-store=kubernetes" in router_args({"router": {"controlStore": "kubernetes"}})
+    (role,) = [
+        d for d in render({}) if d["kind"] == "Role" and d["metadata"]["name"] == "demo-partita-router"
+    ]
+    rules = {tuple(r["resources"]): set(r["verbs"]) for r in role["rules"]}
+    assert rules == {
+        ("tables",): {"get", "list", "watch", "create", "patch", "delete"},
+        ("partitions",): {"get", "list", "watch"},
+    }
+
+
 def test_etcd_is_three_members_that_know_each_other_and_compact() -> None:
     (etcd,) = [d for d in render({}) if d["kind"] == "StatefulSet"]
     assert etcd["spec"]["replicas"] == 3
@@ -216,6 +237,7 @@ def test_lint_strict_is_clean(values: dict[str, Any]) -> None:
         {"storage": {"size": "ten gigs"}},
         {"router": {"service": {"type": "Ingress"}}},
         {"router": {"port": 70000}},
+        {"router": {"controlStore": "zookeeper"}},
         {"etcd": {"replicas": 2}},
         {"credentials": {"accessKeyId": "not-a-key"}},
         {"operator": {"replicas": 0}},

@@ -56,11 +56,7 @@ def state_status(state: TableState) -> dict[str, Any]:
 
 
 def partition(obj: Mapping[str, Any]) -> Partition:
-    spec = obj["spec"]
-    start, last = int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16)
-    replicas = tuple(m["node"] for m in spec["members"])
-    leader = (obj.get("status") or {}).get("leader") or (replicas[0] if replicas else "")
-    return Partition(obj["metadata"]["name"], start, last + 1, replicas, leader)
+    return kube_catalog.partition_from_resource(obj)
 
 
 def ready_replicas(objs: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]]:
