@@ -32,6 +32,7 @@ ALL_ON: dict[str, Any] = {
     "etcd": {"storageClassName": "ssd"},
     "imagePullSecrets": [{"name": "regcred"}],
     "operator": {"nodeSelector": {"pool": "system"}, "tolerations": [{"key": "k", "operator": "Exists"}]},
+    "doorman": {"enabled": True},
 }
 # Kinds of the Prometheus Operator and kopf: checked for shape, not against official schemas.
 CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "KopfPeering"}
@@ -96,14 +97,16 @@ def test_every_flag_on_renders_every_optional_object(chart_with_dashboard: Path)
     kinds = _kinds(render(ALL_ON, chart_with_dashboard))
     assert kinds["HorizontalPodAutoscaler"] == ["demo-partita-router"]
     assert len(kinds["NetworkPolicy"]) == 4
-    assert kinds["ServiceMonitor"] == ["demo-partita-router"] and kinds["PodMonitor"] == [
-        "demo-partita-storage"
-    ]
+    assert sorted(kinds["ServiceMonitor"]) == ["demo-partita-doorman", "demo-partita-router"]
+    assert kinds["PodMonitor"] == ["demo-partita-storage"]
+    assert "demo-partita-doorman" in kinds["Deployment"]
     # One ConfigMap per dashboard file: the chart's own (charts/partita/dashboards/*.json)
-    # and the one the fixture adds.
+    # and the one the fixture adds; and Doorman's configuration.
     shipped = sorted(p.stem.replace("_", "-") for p in (chart_with_dashboard / "dashboards").glob("*.json"))
-    assert {"overview", "storage", "tables"} <= set(shipped)
-    assert sorted(kinds["ConfigMap"]) == [f"demo-partita-dashboard-{stem}" for stem in shipped]
+    assert {"overview", "storage", "tables", "autoadmin"} <= set(shipped)
+    assert sorted(kinds["ConfigMap"]) == sorted(
+        [f"demo-partita-dashboard-{stem}" for stem in shipped] + ["demo-partita-doorman"]
+    )
 
 
 def test_the_operator_runs_the_storage_fleet_the_values_describe() -> None:
@@ -123,7 +126,9 @@ def test_the_monitors_scrape_the_ports_the_processes_serve_metrics_on() -> None:
     from partita.cli.main import build_parser
 
     docs = render({**ALL_ON, "storage": {"metricsPort": 9300}})
-    (service_monitor,) = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    (service_monitor,) = [
+        d for d in docs if d["kind"] == "ServiceMonitor" and d["metadata"]["name"] == "demo-partita-router"
+    ]
     (pod_monitor,) = [d for d in docs if d["kind"] == "PodMonitor"]
     (router,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")]
     (router_service,) = [
@@ -174,6 +179,33 @@ def test_routers_write_tables_where_the_values_say_and_their_role_allows_exactly
         ("tables",): {"get", "list", "watch", "create", "patch", "delete"},
         ("partitions",): {"get", "list", "watch"},
     }
+
+
+def test_doorman_runs_a_master_and_a_standby_elected_through_the_charts_etcd() -> None:
+    docs = render({"doorman": {"enabled": True}, "metrics": {"serviceMonitor": {"enabled": True}}})
+    (deployment,) = [
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-doorman")
+    ]
+    (config,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-doorman")]
+    (monitor,) = [
+        d for d in docs if d["kind"] == "ServiceMonitor" and d["metadata"]["name"].endswith("-doorman")
+    ]
+    assert deployment["spec"]["replicas"] == 2
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    assert args[0] == "doorman" and "--etcd=demo-partita-etcd:2379" in args and "--election-name=root" in args
+    assert "--server-id=$(POD_NAME)" in args and "--advertise=$(POD_IP):5101" in args
+    # The configuration the server reads is the ConfigMap's, in Doorman's own format.
+    from partita.cli.main import build_parser
+    from partita.doorman.repository import ResourceRepository
+
+    parsed = build_parser().parse_args(args)
+    assert parsed.config == "/etc/doorman/doorman.yaml" and parsed.metrics_port == 5201
+    repository = ResourceRepository.from_text(config["data"]["doorman.yaml"])  # validates it
+    assert [r.identifier_glob for r in repository.message.resources] == ["*"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports[monitor["spec"]["endpoints"][0]["port"]] == 5201
+    assert not [d for d in render({}) if "doorman" in d["metadata"]["name"]]  # off by default
 
 
 def test_etcd_is_three_members_that_know_each_other_and_compact() -> None:
