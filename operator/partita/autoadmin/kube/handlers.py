@@ -169,7 +169,10 @@ def build_registry(
                 objs = await list_partitions(namespace, name)
             elif isinstance(action, reconcile.PutState):
                 state = action.state
-        patch.status.update(table_status(body, table, state, status, meta, objs, replication_factor, nodes))
+        new = table_status(body, table, state, status, meta, objs, replication_factor, nodes)
+        # Only what changed: an empty patch is not sent, so a settled table's resync
+        # writes nothing (and kopf does not wait out its consistency check after it).
+        patch.status.update({k: v for k, v in new.items() if status.get(k) != v})
 
     async def change_partitions(
         body: kopf.Body,
