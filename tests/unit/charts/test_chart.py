@@ -96,9 +96,9 @@ def test_defaults_render_the_core_and_no_optional_objects() -> None:
 def test_every_flag_on_renders_every_optional_object(chart_with_dashboard: Path) -> None:
     kinds = _kinds(render(ALL_ON, chart_with_dashboard))
     assert kinds["HorizontalPodAutoscaler"] == ["demo-partita-router"]
-    assert len(kinds["NetworkPolicy"]) == 4
+    assert len(kinds["NetworkPolicy"]) == 6  # deny, router, storage, etcd, metrics, doorman
     assert sorted(kinds["ServiceMonitor"]) == ["demo-partita-doorman", "demo-partita-router"]
-    assert kinds["PodMonitor"] == ["demo-partita-storage"]
+    assert sorted(kinds["PodMonitor"]) == ["demo-partita-operator", "demo-partita-storage"]
     assert "demo-partita-doorman" in kinds["Deployment"]
     # One ConfigMap per dashboard file: the chart's own (charts/partita/dashboards/*.json)
     # and the one the fixture adds; and Doorman's configuration.
@@ -129,7 +129,12 @@ def test_the_monitors_scrape_the_ports_the_processes_serve_metrics_on() -> None:
     (service_monitor,) = [
         d for d in docs if d["kind"] == "ServiceMonitor" and d["metadata"]["name"] == "demo-partita-router"
     ]
-    (pod_monitor,) = [d for d in docs if d["kind"] == "PodMonitor"]
+    (pod_monitor,) = [
+        d for d in docs if d["kind"] == "PodMonitor" and d["metadata"]["name"] == "demo-partita-storage"
+    ]
+    (operator_monitor,) = [
+        d for d in docs if d["kind"] == "PodMonitor" and d["metadata"]["name"] == "demo-partita-operator"
+    ]
     (router,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")]
     (router_service,) = [
         d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "demo-partita-router"
@@ -155,6 +160,12 @@ def test_the_monitors_scrape_the_ports_the_processes_serve_metrics_on() -> None:
     named = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert named[pod_endpoint["port"]] == 9300
     assert "--metrics-port=9300" in container["args"]
+    # The operator serves the autoadmin's metrics on the port its PodMonitor names.
+    operator_container = operator["spec"]["template"]["spec"]["containers"][0]
+    [operator_endpoint] = operator_monitor["spec"]["podMetricsEndpoints"]
+    named = {p["name"]: p["containerPort"] for p in operator_container["ports"]}
+    assert named[operator_endpoint["port"]] == 9090
+    assert build_parser().parse_args([*args, "--namespace=db"]).metrics_port == 9090
     assert pod_monitor["spec"]["selector"]["matchLabels"].items() <= (
         builders.storage_statefulset(fleet, fleet.zones[0])["spec"]["template"]["metadata"]["labels"].items()
     )

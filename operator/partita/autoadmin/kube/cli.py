@@ -63,6 +63,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="URL",
         help="serve kopf's liveness probe, e.g. http://0.0.0.0:8080/healthz (off by default)",
     )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve the autoadmin's /metrics on this port (off by default)",
+    )
     p.set_defaults(func=run)
 
 
@@ -101,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
             priority=args.priority,
             standalone=args.standalone,
             liveness_endpoint=args.liveness,
+            metrics_port=args.metrics_port,
         )
     )
     return 0

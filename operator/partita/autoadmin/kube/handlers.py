@@ -19,6 +19,7 @@ from typing import Any
 
 import kopf
 
+from partita.autoadmin import metrics as autoadmin_metrics
 from partita.autoadmin import reconcile
 from partita.autoadmin.kube import builders, decisions, naming, resources
 from partita.autoadmin.kube.api import KubeApi
@@ -162,13 +163,20 @@ def build_registry(
             on_demand_partitions=config.on_demand_partitions,
             placement=resources.zoned_placement(replication_factor),
         )
+        # Only the active peer runs handlers: this instance acts.
+        autoadmin_metrics.LEADER.set(1)
         for action in reconcile.decide(observed, nodes, settings):
-            if isinstance(action, reconcile.ChangePartitions):
-                await ensure_fleet(body)
-                await change_partitions(body, namespace, name, objs, action, nodes)
-                objs = await list_partitions(namespace, name)
-            elif isinstance(action, reconcile.PutState):
-                state = action.state
+            try:
+                if isinstance(action, reconcile.ChangePartitions):
+                    await ensure_fleet(body)
+                    await change_partitions(body, namespace, name, objs, action, nodes)
+                    objs = await list_partitions(namespace, name)
+                elif isinstance(action, reconcile.PutState):
+                    state = action.state  # recorded by the status patch below
+            except Exception:
+                autoadmin_metrics.record_failed(action, observed.state, "error")
+                raise
+            autoadmin_metrics.record_applied(action, observed.state)
         new = table_status(body, table, state, status, meta, objs, replication_factor, nodes)
         # Only what changed: an empty patch is not sent, so a settled table's resync
         # writes nothing (and kopf does not wait out its consistency check after it).
@@ -316,6 +324,8 @@ def build_registry(
             isinstance(a, reconcile.RemoveTable)
             for a in reconcile.decide(observed, config.fleet.nodes(), reconcile.Settings())
         )
+        if released and not objs:
+            autoadmin_metrics.ACTIONS.labels("delete_table", "deletion_requested").inc()
         if objs or not released:
             asked = [
                 o["metadata"]["name"]

@@ -212,8 +212,16 @@ async def _patch(api: aiohttp.ClientSession, path: str, body: dict[str, Any]) ->
         assert resp.status == 200, await resp.text()
 
 
+def _actions(action: str, reason: str) -> float:
+    from partita.common.metrics import REGISTRY
+
+    value = REGISTRY.get_sample_value("partita_autoadmin_actions_total", {"action": action, "reason": reason})
+    return value or 0.0
+
+
 async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api: Any, kmock: Any) -> None:
     director = ServingDirector()
+    splits = _actions("split_partitions", "throughput_raised")
     async with operator(kmock, director, priority=10):
         throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 3200}
         await api.post(
@@ -251,6 +259,8 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
         assert parent["spec"]["members"] == members == child["spec"]["members"]
     assert body["status"]["partitionCount"] == 8
     assert body["status"]["observedGeneration"] == 2
+    # The operator counts what the core decided, as the local autoadmin does.
+    assert _actions("split_partitions", "throughput_raised") == splits + 1
 
 
 async def test_a_spec_change_that_needs_no_split_is_observed_by_the_core_without_new_partitions(
