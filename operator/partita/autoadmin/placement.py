@@ -9,13 +9,14 @@ replicas (the preferred leaders) spread over the nodes. Shuffle sharding is late
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 
 from partita.common import errors
 from partita.control.model import NodeRecord
 
 
 def initial_placement(
-    count: int, nodes: list[NodeRecord], seed: int, replication_factor: int = 1
+    count: int, nodes: Sequence[NodeRecord], seed: int, replication_factor: int = 1
 ) -> list[tuple[str, ...]]:
     """Replica node ids for each of `count` partitions."""
     if not nodes:
@@ -27,6 +28,17 @@ def initial_placement(
     ordered = sorted(nodes, key=lambda n: n.node_id)
     offset = random.Random(seed).randrange(len(ordered))
     return [_replicas(ordered, offset + i, replication_factor) for i in range(count)]
+
+
+def replicated_placement(
+    replication_factor: int,
+) -> Callable[[int, Sequence[NodeRecord], int], list[tuple[str, ...]]]:
+    """The local cluster's placement with `replication_factor` replicas per partition."""
+
+    def place(count: int, nodes: Sequence[NodeRecord], seed: int) -> list[tuple[str, ...]]:
+        return initial_placement(count, nodes, seed, replication_factor)
+
+    return place
 
 
 def _replicas(ordered: list[NodeRecord], start: int, replication_factor: int) -> tuple[str, ...]:

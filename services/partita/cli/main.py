@@ -184,6 +184,8 @@ def cmd_router(args: argparse.Namespace) -> int:
             etcd_port=etcd_port,
             data_dir=Path(args.data_dir),
             settings=settings,
+            store_kind=args.control_store,
+            namespace=args.namespace,
         )
     )
     return 0
@@ -462,6 +464,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="partitions with several replicas are replication groups: writes and strong reads to the "
         "leader the nodes name, eventually consistent reads spread over the replicas",
+    )
+    router.add_argument(
+        "--control-store",
+        choices=("etcd", "kubernetes"),
+        default="etcd",
+        help="where tables live: etcd, or Table/Partition resources (in a pod; nodes stay in etcd) (%(default)s)",
+    )
+    router.add_argument(
+        "--namespace", help="the Tables' namespace with --control-store kubernetes (default: the pod's)"
     )
     _add_logging_flags(router)
     router.set_defaults(func=cmd_router)

@@ -7,7 +7,8 @@ import logging
 import signal
 from pathlib import Path
 
-from partita.control.store import EtcdControlStore
+from partita.control.kubernetes import KubernetesRouteSource, KubernetesTableCatalog
+from partita.control.store import EtcdControlStore, RouteSource, TableCatalog
 from partita.router import metrics
 from partita.router.app import DynamoApp
 from partita.router.context import RouterContext, RouterSettings
@@ -39,16 +40,39 @@ def watch_tables(tables: TableCache) -> None:
     )
 
 
-async def serve(
-    *, host: str, port: int, etcd_host: str, etcd_port: int, data_dir: Path, settings: RouterSettings
-) -> None:
+def control_store(
+    kind: str, etcd_host: str, etcd_port: int, namespace: str | None
+) -> tuple[TableCatalog, RouteSource]:
+    """The catalog the router writes and the routes it reads: etcd (the local cluster),
+    or in Kubernetes the Table and Partition resources (nodes and statistics from etcd,
+    where storage nodes register)."""
     store = EtcdControlStore(etcd_host, etcd_port)
-    tables = TableCache(store)
+    if kind == "etcd":
+        return store, store
+    catalog = KubernetesTableCatalog.in_cluster(namespace)
+    return catalog, KubernetesRouteSource(catalog, store)
+
+
+async def serve(
+    *,
+    host: str,
+    port: int,
+    etcd_host: str,
+    etcd_port: int,
+    data_dir: Path,
+    settings: RouterSettings,
+    store_kind: str = "etcd",
+    namespace: str | None = None,
+) -> None:
+    catalog, routes = control_store(store_kind, etcd_host, etcd_port, namespace)
+    tables = TableCache(routes)
     watch_tables(tables)
     await tables.refresh()
     refresher = asyncio.create_task(tables.run())
     storage = StorageClient()
-    app = DynamoApp(RouterContext(tables, store, storage, settings), CredentialStore.from_data_dir(data_dir))
+    app = DynamoApp(
+        RouterContext(tables, catalog, storage, settings), CredentialStore.from_data_dir(data_dir)
+    )
     server = await start_http_server(app, host, port)
     log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
     stop = asyncio.Event()
@@ -61,5 +85,5 @@ async def serve(
     server.close()
     refresher.cancel()
     await storage.close()
-    await store.close()
+    await routes.close()
     log.info("router stopped")
