@@ -234,13 +234,37 @@ def test_single_parentheses_around_each_level_are_fine() -> None:
     [
         ("a=a and whatever((:things)) > a", "whatever"),
         ("attRIbute_exIsts((views), #a)", "attRIbute_exIsts"),  # before the reserved word
-        ("if_not_exists(a, :v) = :v", "if_not_exists"),
     ],
 )
 def test_unknown_condition_function(expression: str, function: str) -> None:
     assert message(parse_condition, expression) == (
         f"Invalid ConditionExpression: Invalid function name; function: {function}"
     )
+
+
+@pytest.mark.parametrize(
+    ("expression", "function"),
+    [
+        ("if_not_exists(a, :v) = :v", "if_not_exists"),
+        ("list_append(a, :v) = :v", "list_append"),
+        ("size(if_not_exists(a, :v)) > :v", "if_not_exists"),
+    ],
+)
+def test_update_functions_in_a_condition_are_misused_not_unknown(expression: str, function: str) -> None:
+    assert message(parse_condition, expression) == (
+        "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; "
+        f"function: {function}"
+    )
+
+
+def test_a_list_index_beyond_32_bits_is_out_of_the_allowable_range() -> None:
+    assert message(parse_projection, "a[99999999999999]") == (
+        "Invalid ProjectionExpression: List index is not within the allowable range; index: [99999999999999]"
+    )
+    assert message(parse_projection, "a[2147483648]") == (
+        "Invalid ProjectionExpression: List index is not within the allowable range; index: [2147483648]"
+    )
+    assert parse_projection("a[2147483647]") is not None
 
 
 @pytest.mark.parametrize(

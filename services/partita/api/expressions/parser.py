@@ -40,6 +40,10 @@ MAX_OPERATORS = 300  # comparators, AND/OR/NOT, BETWEEN, IN, functions, + and -
 # drive the recursive descent (or the tree walks after it) into Python's recursion
 # limit. DynamoDB's own bound is not on record; 100 is far beyond any real expression.
 MAX_PAREN_DEPTH = 100
+# DynamoDB refuses a list index beyond a 32-bit integer ("List index is not within the
+# allowable range", Alternator's test_projection_expression_list_index); smaller indexes
+# past the end of a list simply match nothing.
+MAX_LIST_INDEX = 2**31 - 1
 
 CONDITION_FUNCTIONS = frozenset(
     {"attribute_exists", "attribute_not_exists", "attribute_type", "begins_with", "contains", "size"}
@@ -151,6 +155,13 @@ class _Parser:
                 f"operator count: {self.operators}"
             )
 
+    def list_index(self, digits: str) -> int:
+        if len(digits.lstrip("0")) > len(str(MAX_LIST_INDEX)) or int(digits) > MAX_LIST_INDEX:
+            raise errors.validation(
+                f"Invalid {self.kind}: List index is not within the allowable range; index: [{digits}]"
+            )
+        return int(digits)
+
     def close_group(self, open_index: int, close_index: int) -> None:
         if (open_index + 1, close_index - 1) in self.groups:
             self.redundant_parens = True
@@ -191,7 +202,7 @@ class _Parser:
                     raise self.error()
                 self.pos += 1
                 self.expect_op("]")
-                elements.append(int(number.text))
+                elements.append(self.list_index(number.text))
             else:
                 break
         if len(elements) > MAX_PATH_DEPTH:
@@ -509,8 +520,14 @@ def _check_condition_statics(tree: ast.Condition, kind: str, redundant_parens: b
     if redundant_parens:
         raise _fail(kind, "The expression has redundant parentheses;")
     for call in walk_functions(tree):
-        if call.name not in CONDITION_FUNCTIONS:
+        if call.name not in CONDITION_FUNCTIONS and call.name not in UPDATE_FUNCTIONS:
             raise _fail(kind, f"Invalid function name; function: {call.name}")
+    # if_not_exists() and list_append() are functions DynamoDB knows, so in a condition
+    # they are misused rather than unknown (Alternator's test_update_condition_other_funcs
+    # and test_filter_expression, recorded against DynamoDB).
+    for call in walk_functions(tree):
+        if call.name in UPDATE_FUNCTIONS:
+            raise _misused(kind, call.name)
     for name in _misused_in_condition(tree):
         raise _misused(kind, name)
     if isinstance(tree, ast.FunctionCall) and tree.name == "size":

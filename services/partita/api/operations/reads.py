@@ -88,7 +88,7 @@ def exclusive_start(raw: dict[str, Any] | None) -> dict[str, Any] | None:
             if exc.code != "ValidationException":
                 raise
             quiet = ("contains duplicates", "number set", "numeric value", "significant digits",
-                     "number with magnitude", "converted into a number")  # fmt: skip
+                     "number with magnitude")  # fmt: skip
             if any(q in exc.message for q in quiet):
                 raise
             raise errors.validation(f"The provided starting key is invalid: {exc.message}") from None
