@@ -167,3 +167,19 @@ def test_the_table_exists_waiter_succeeds_on_its_first_attempt(ddb: Any) -> None
     # (with the default config it would sleep 20 s).
     ddb.get_waiter("table_exists").wait(TableName=request["TableName"], WaiterConfig={"MaxAttempts": 1})
     assert ddb.describe_table(TableName=request["TableName"])["Table"]["TableStatus"] == "ACTIVE"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"StreamSpecification": {"StreamEnabled": False}}, {"SSESpecification": {"Enabled": False}}],
+)
+def test_streams_or_encryption_asked_off_are_what_a_table_is_and_accepted(
+    ddb: Any, extra: dict[str, Any]
+) -> None:
+    # Alternator's test_table_streams_off / test_table_sse_off, recorded against DynamoDB.
+    request = spec(**extra)
+    assert ddb.create_table(**request)["TableDescription"]["TableName"] == request["TableName"]
+    ddb.get_waiter("table_exists").wait(
+        TableName=request["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+    assert "StreamSpecification" not in ddb.describe_table(TableName=request["TableName"])["Table"]

@@ -170,3 +170,13 @@ def test_reading_a_missing_item_costs_the_minimum(ddb: Any, table_s: str) -> Non
         "CapacityUnits": 0.5,
         "Table": {"CapacityUnits": 0.5},
     }
+
+
+def test_a_list_index_beyond_32_bits_is_refused(ddb: Any, table_s: str) -> None:
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"L": [{"N": "7"}, {"N": "42"}]}})
+    assert ddb.get_item(TableName=table_s, Key=k, ProjectionExpression="a[999]")["Item"] == {}
+    message = validation(ddb.get_item, TableName=table_s, Key=k, ProjectionExpression="a[99999999999999]")
+    assert message == (
+        "Invalid ProjectionExpression: List index is not within the allowable range; index: [99999999999999]"
+    )

@@ -68,7 +68,10 @@ def test_an_update_cannot_nest_past_32_levels(ddb: Any, table_s: str) -> None:
         ("", "The parameter cannot be converted to a numeric value"),
         (" 1", "The parameter cannot be converted to a numeric value:  1"),
         ("NaN", "The parameter cannot be converted to a numeric value: NaN"),
-        ("1.0e100000000", "Number overflow. Attempting to store a number with magnitude larger than supported range"),
+        (
+            "1.0e100000000",
+            "Number overflow. Attempting to store a number with magnitude larger than supported range",
+        ),
     ],
 )
 def test_numbers_beyond_dynamodb_limits_are_refused(
