@@ -432,8 +432,22 @@ def test_deeply_nested_parentheses_get_a_validation_error_not_a_recursion_error(
         parse(text, kind)
     assert info.value.code == "ValidationException"
     assert info.value.message == (
-        f"Invalid {kind}: The expression contains too many nested parentheses; maximum nesting depth: 100"
+        f"Invalid {kind}: The expression contains too many nested parentheses; maximum nesting depth: 150"
     )
+
+
+def test_dynamodbs_recorded_149_levels_of_or_parse_and_deeper_is_too_many_operators() -> None:
+    # Alternator's test_deeply_nested_expression_2, recorded against DynamoDB.
+    def chain(depth: int) -> str:
+        return "a<b " + "or (a<b " * depth + ")" * depth
+
+    assert parser.parse_condition(chain(149)) is not None
+    for depth in (150, 454):
+        with pytest.raises(DynamoError) as info:
+            parser.parse_condition(chain(depth))
+        assert info.value.message == (
+            "Invalid ConditionExpression: The expression contains too many operators; operator count: 301"
+        )
 
 
 def test_nesting_up_to_the_bound_parses() -> None:

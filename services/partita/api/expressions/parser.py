@@ -38,8 +38,10 @@ MAX_IN_OPERANDS = 100
 MAX_OPERATORS = 300  # comparators, AND/OR/NOT, BETWEEN, IN, functions, + and -
 # Parenthesis nesting, bounded before parsing so that no text within the 4 KB limit can
 # drive the recursive descent (or the tree walks after it) into Python's recursion
-# limit. DynamoDB's own bound is not on record; 100 is far beyond any real expression.
-MAX_PAREN_DEPTH = 100
+# limit. DynamoDB accepts `a<b or (a<b or (...))` 149 levels deep (299 operators,
+# Alternator's test_deeply_nested_expression_2, recorded against DynamoDB); deeper
+# conditions of that kind are refused for their operators first, as DynamoDB does.
+MAX_PAREN_DEPTH = 150
 # DynamoDB refuses a list index beyond a 32-bit integer ("List index is not within the
 # allowable range", Alternator's test_projection_expression_list_index); smaller indexes
 # past the end of a list simply match nothing.
@@ -423,6 +425,8 @@ class _Parser:
 
 
 def _check_paren_depth(tokens: list[Token], kind: str) -> None:
+    if kind not in ("UpdateExpression", "ProjectionExpression"):
+        _check_operator_count(tokens, kind)
     depth = 0
     for token in tokens:
         if token.kind == OP:
@@ -436,6 +440,31 @@ def _check_paren_depth(tokens: list[Token], kind: str) -> None:
                     )
             elif token.text == ")":
                 depth -= 1
+
+
+def _check_operator_count(tokens: list[Token], kind: str) -> None:
+    """The operator limit, counted on the text as the parser would count it (the AND of
+    a BETWEEN is part of the BETWEEN), so that a condition over the limit gets DynamoDB's
+    "too many operators" even when it is also nested deeper than MAX_PAREN_DEPTH."""
+    count = 0
+    betweens = 0
+    for token in tokens:
+        if token.kind == OP and token.text in COMPARATORS:
+            count += 1
+        elif token.kind == NAME:
+            word = token.text.upper()
+            if word in ("OR", "NOT", "IN"):
+                count += 1
+            elif word == "BETWEEN":
+                count += 1
+                betweens += 1
+            elif word == "AND":
+                if betweens:
+                    betweens -= 1
+                else:
+                    count += 1
+    if count > MAX_OPERATORS:
+        raise _fail(kind, f"The expression contains too many operators; operator count: {MAX_OPERATORS + 1}")
 
 
 def _fail(kind: str, message: str) -> errors.DynamoError:
