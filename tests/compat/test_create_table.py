@@ -183,3 +183,11 @@ def test_streams_or_encryption_asked_off_are_what_a_table_is_and_accepted(
         TableName=request["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 30}
     )
     assert "StreamSpecification" not in ddb.describe_table(TableName=request["TableName"])["Table"]
+
+
+@pytest.mark.parametrize("member", ["ReadCapacityUnits", "WriteCapacityUnits"])
+def test_capacity_beyond_a_trillion_units_is_out_of_bounds_not_over_a_limit(ddb: Any, member: str) -> None:
+    throughput = {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1, member: 1_000_000_000_001}
+    request = spec(BillingMode="PROVISIONED", ProvisionedThroughput=throughput)
+    message = validation(ddb.create_table, **request)
+    assert message == f"Given value 1000000000001 for {member} is out of bounds"

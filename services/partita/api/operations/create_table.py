@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.api import service_model
+from partita.api.operations.common import check_units_in_bounds
 from partita.api.operations.tag_resource import check_tag_rules, check_tags
 from partita.api.shape import Violations, expect_dict, expect_type
 from partita.common import errors
@@ -105,6 +106,7 @@ def validate(body: Any) -> CreateTableRequest:
             _INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified "
             "when BillingMode is PAY_PER_REQUEST"
         )
+    check_units_in_bounds(rcu, wcu)
     defined: dict[str, Any] = {}  # names to "S"|"N"|"B", checked against the enum above
     for d in attr_defs:
         if d["AttributeName"] in defined:
