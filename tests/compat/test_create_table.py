@@ -167,3 +167,27 @@ def test_the_table_exists_waiter_succeeds_on_its_first_attempt(ddb: Any) -> None
     # (with the default config it would sleep 20 s).
     ddb.get_waiter("table_exists").wait(TableName=request["TableName"], WaiterConfig={"MaxAttempts": 1})
     assert ddb.describe_table(TableName=request["TableName"])["Table"]["TableStatus"] == "ACTIVE"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"StreamSpecification": {"StreamEnabled": False}}, {"SSESpecification": {"Enabled": False}}],
+)
+def test_streams_or_encryption_asked_off_are_what_a_table_is_and_accepted(
+    ddb: Any, extra: dict[str, Any]
+) -> None:
+    # Alternator's test_table_streams_off / test_table_sse_off, recorded against DynamoDB.
+    request = spec(**extra)
+    assert ddb.create_table(**request)["TableDescription"]["TableName"] == request["TableName"]
+    ddb.get_waiter("table_exists").wait(
+        TableName=request["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+    assert "StreamSpecification" not in ddb.describe_table(TableName=request["TableName"])["Table"]
+
+
+@pytest.mark.parametrize("member", ["ReadCapacityUnits", "WriteCapacityUnits"])
+def test_capacity_beyond_a_trillion_units_is_out_of_bounds_not_over_a_limit(ddb: Any, member: str) -> None:
+    throughput = {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1, member: 1_000_000_000_001}
+    request = spec(BillingMode="PROVISIONED", ProvisionedThroughput=throughput)
+    message = validation(ddb.create_table, **request)
+    assert message == f"Given value 1000000000001 for {member} is out of bounds"

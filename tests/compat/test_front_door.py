@@ -288,3 +288,13 @@ def test_conditions_at_the_operator_limit_are_evaluated(
             ddb.put_item(**write, ConditionExpression=condition, ExpressionAttributeValues=values)
     got = ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True)["Item"]
     assert ("b" in got) is holds
+
+
+@pytest.mark.parametrize("body", [b"{broken json", b"hi"])
+def test_a_body_that_is_not_json_is_a_serialization_exception_without_a_message(
+    cluster: Any, body: bytes
+) -> None:
+    # dynalite's connection tests and Alternator's test_json_parse_error, both recorded
+    # against DynamoDB: the answer names no cause and no position.
+    status, answer = raw_call(cluster, "PutItem", body)
+    assert (status, answer) == (400, {"__type": "com.amazon.coral.service#SerializationException"})

@@ -34,6 +34,7 @@ OPERATIONS = [
     "UpdateTable", "TagResource", "UntagResource", "ListTagsOfResource", "DescribeLimits",
     # CreateTable never succeeds here: MEMBERS has no KeySchema/AttributeDefinitions.
     "CreateTable", "DescribeTable", "DescribeEndpoints", "DeleteTable",
+    "UpdateTimeToLive", "DescribeTimeToLive",
 ]  # fmt: skip
 MEMBERS = [
     "TableName", "Key", "Item", "ConditionExpression", "UpdateExpression", "KeyConditionExpression",
@@ -42,6 +43,7 @@ MEMBERS = [
     "ExclusiveStartKey", "ScanIndexForward", "ConsistentRead", "Segment", "TotalSegments", "RequestItems",
     "Expected", "AttributeUpdates", "KeyConditions", "QueryFilter", "ScanFilter", "AttributesToGet",
     "ConditionalOperator", "BillingMode", "ProvisionedThroughput", "ResourceArn", "Tags", "TagKeys",
+    "TimeToLiveSpecification",
 ]  # fmt: skip
 EXPRESSION_BITS = [
     "a",
@@ -90,8 +92,26 @@ json_values = st.recursive(
     max_leaves=12,
 )
 type_tags = st.sampled_from(["S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "BS", "X", ""])
+# Number texts at and far beyond DynamoDB's limits: an exponent far past any context's
+# range once became Infinity and reached a 500.
+number_texts = st.sampled_from(
+    [
+        "1e100000000",
+        "-1.0e100000000",
+        "1e-100000000",
+        "9" * 39,
+        "1e125",
+        "1e-130",
+        "NaN",
+        " 1",
+        "",
+        "0e999999999",
+    ]
+)
 attribute_values = st.recursive(
-    st.builds(lambda t, v: {t: v}, type_tags, json_values),
+    st.builds(lambda t, v: {t: v}, type_tags, json_values)
+    | number_texts.map(lambda v: {"N": v})
+    | st.lists(number_texts, max_size=2).map(lambda v: {"NS": v}),
     lambda children: st.builds(lambda t, v: {t: v}, st.sampled_from(["M", "L"]),
                                st.dictionaries(st.text(max_size=4), children, max_size=3) | st.lists(children, max_size=3)),
     max_leaves=6,
@@ -120,6 +140,15 @@ expected = st.dictionaries(
         },
     ),
     max_size=2,
+)
+
+
+ttl_specifications = st.fixed_dictionaries(
+    {},
+    optional={
+        "Enabled": st.booleans() | json_values,
+        "AttributeName": st.sampled_from(["ttl", "pk", "", "a" * 256]) | json_values,
+    },
 )
 
 
@@ -160,6 +189,8 @@ def _member_value(name: str, table: str) -> st.SearchStrategy[Any]:
         return expected | json_values
     if name == "RequestItems":
         return request_items(table) | json_values
+    if name == "TimeToLiveSpecification":
+        return ttl_specifications | json_values
     return json_values
 
 
@@ -240,6 +271,9 @@ KNOWN_500S = [
     ("CreateTable", b'{"TableName": "t-tags", "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],'
      b' "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST",'
      b' "Tags": [{"Key": null, "Value": {"a": 1}}]}'),
+    ("PutItem", b'{"TableName": "%(t)s", "Item": {"pk": {"S": "a"}, "sk": {"N": "1"}, "n": {"N": "1.0e100000000"}}}'),
+    ("UpdateItem", b'{"TableName": "%(t)s", "Key": {"pk": {"S": "a"}, "sk": {"N": "1"}}, "UpdateExpression":'
+     b' "SET x = :a + :b", "ExpressionAttributeValues": {":a": {"N": "1.0"}, ":b": {"N": "1.0e100000000"}}}'),
 ]  # fmt: skip
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.compat.helpers import PYTESTMARK, error, error_type, key, raw_call, validation
 
 pytestmark = PYTESTMARK
@@ -170,3 +172,29 @@ def test_reading_a_missing_item_costs_the_minimum(ddb: Any, table_s: str) -> Non
         "CapacityUnits": 0.5,
         "Table": {"CapacityUnits": 0.5},
     }
+
+
+def test_a_list_index_beyond_32_bits_is_refused(ddb: Any, table_s: str) -> None:
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"L": [{"N": "7"}, {"N": "42"}]}})
+    assert ddb.get_item(TableName=table_s, Key=k, ProjectionExpression="a[999]")["Item"] == {}
+    message = validation(ddb.get_item, TableName=table_s, Key=k, ProjectionExpression="a[99999999999999]")
+    assert message == (
+        "Invalid ProjectionExpression: List index is not within the allowable range; index: [99999999999999]"
+    )
+
+
+@pytest.mark.parametrize("projection", ["#k.b.c", "#k[0]"])
+def test_a_path_into_a_key_attribute_is_refused_as_keys_are_scalars(
+    ddb: Any, table_s: str, projection: str
+) -> None:
+    message = validation(
+        ddb.get_item,
+        TableName=table_s,
+        Key={"pk": {"S": key()}},
+        ProjectionExpression=projection,
+        ExpressionAttributeNames={"#k": "pk"},
+    )
+    assert message == (
+        "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: pk"
+    )

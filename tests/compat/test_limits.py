@@ -64,7 +64,14 @@ def test_an_update_cannot_nest_past_32_levels(ddb: Any, table_s: str) -> None:
             "1e-131",
             "Number underflow. Attempting to store a number with magnitude smaller than supported range",
         ),
-        ("12abc", "A value provided cannot be converted into a number"),
+        ("12abc", "The parameter cannot be converted to a numeric value: 12abc"),
+        ("", "The parameter cannot be converted to a numeric value"),
+        (" 1", "The parameter cannot be converted to a numeric value:  1"),
+        ("NaN", "The parameter cannot be converted to a numeric value: NaN"),
+        (
+            "1.0e100000000",
+            "Number overflow. Attempting to store a number with magnitude larger than supported range",
+        ),
     ],
 )
 def test_numbers_beyond_dynamodb_limits_are_refused(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -287,3 +288,39 @@ def test_legacy_expected_guards_a_put(ddb: Any, table_s: str) -> None:
     )
     assert code == "ConditionalCheckFailedException"
     assert ddb.get_item(TableName=table_s, Key=k)["Item"]["a"] == {"N": "2"}
+
+
+# --- round 3: numbers and names as DynamoDB words them ---------------------------------------
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "dog", " 1", "1 ", "0x10"])
+def test_a_number_dynamodb_cannot_parse_is_named_in_the_error(ddb: Any, table_s: str, text: str) -> None:
+    message = validation(ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}, "n": {"N": text}})
+    assert message == f"The parameter cannot be converted to a numeric value: {text}"
+
+
+def test_an_empty_number_is_refused_without_a_value(ddb: Any, table_s: str) -> None:
+    message = validation(ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}, "n": {"N": ""}})
+    assert message == "The parameter cannot be converted to a numeric value"
+
+
+@pytest.mark.parametrize("text", ["3", "-7.1234", "-17e5", "-17.4E37", "+3", ".123", "0001.23", "1e+5"])
+def test_numbers_in_every_notation_dynamodb_accepts_are_stored(ddb: Any, table_s: str, text: str) -> None:
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "n": {"N": text}})
+    stored = ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True)["Item"]["n"]["N"]
+    assert Decimal(stored) == Decimal(text)
+
+
+def test_a_huge_exponent_is_an_overflow_not_a_server_error(ddb: Any, table_s: str) -> None:
+    message = validation(
+        ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}, "n": {"N": "1.0e100000000"}}
+    )
+    assert (
+        message == "Number overflow. Attempting to store a number with magnitude larger than supported range"
+    )
+
+
+def test_an_empty_attribute_name_is_refused(ddb: Any, table_s: str) -> None:
+    message = validation(ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}, "": {"N": "1"}})
+    assert message == "One or more parameter values were invalid: Empty attribute name"

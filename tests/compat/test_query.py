@@ -363,3 +363,16 @@ def test_query_on_a_missing_table_is_resource_not_found(ddb: Any) -> None:
         ExpressionAttributeValues={":p": {"S": "x"}},
     )  # fmt: skip
     assert code == "ResourceNotFoundException"
+
+
+def test_a_path_into_a_key_attribute_is_refused_in_a_query_projection(ddb: Any, table_sn: str) -> None:
+    message = validation(
+        ddb.query,
+        TableName=table_sn,
+        KeyConditionExpression="pk = :p",
+        ProjectionExpression="pk.x",
+        ExpressionAttributeValues={":p": {"S": key()}},
+    )
+    assert message == (
+        "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: pk"
+    )

@@ -203,3 +203,19 @@ def test_a_scan_page_stops_after_one_megabyte_across_partitions(ddb: Any) -> Non
     assert rest["Count"] == 3 and "LastEvaluatedKey" not in rest
     keys = {i["pk"]["S"] for i in first["Items"]} | {i["pk"]["S"] for i in rest["Items"]}
     assert keys == {f"big-{i}" for i in range(14)}
+
+
+KEY_PATH = "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: "
+
+
+def test_a_path_into_a_key_attribute_is_refused_in_a_scan_projection_or_filter(
+    ddb: Any, table_sn: str
+) -> None:
+    assert validation(ddb.scan, TableName=table_sn, ProjectionExpression="a, sk.b") == KEY_PATH + "sk"
+    message = validation(
+        ddb.scan,
+        TableName=table_sn,
+        FilterExpression="pk[1] = :v",
+        ExpressionAttributeValues={":v": {"S": "x"}},
+    )
+    assert message == KEY_PATH + "pk"

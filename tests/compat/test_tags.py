@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -101,3 +102,22 @@ def test_a_table_holds_at_most_fifty_tags_across_calls(ddb: Any) -> None:
 def test_characters_outside_dynamodbs_tag_alphabet_are_refused(ddb: Any, arn: str) -> None:
     message = validation(ddb.tag_resource, ResourceArn=arn, Tags=[{"Key": "semi;colon", "Value": "v"}])
     assert "may contain only letters, numbers, white space and + - = . _ : /" in message
+
+
+# --- round 3: what Alternator's test_tag.py and test_manual_requests.py record of DynamoDB --
+
+
+def test_an_arn_without_the_arn_prefix_is_refused_with_the_parsers_words(ddb: Any) -> None:
+    code, message = error(ddb.tag_resource, ResourceArn="I_do_not_exist", Tags=[{"Key": "7", "Value": "8"}])
+    assert code == "ValidationException"
+    assert "ARNs must start with 'arn:'" in message
+
+
+def test_tag_and_untag_answer_with_an_empty_body(cluster: Any, arn: str) -> None:
+    for operation, body in (
+        ("TagResource", {"ResourceArn": arn, "Tags": [{"Key": "empty-body", "Value": "v"}]}),
+        ("UntagResource", {"ResourceArn": arn, "TagKeys": ["empty-body"]}),
+    ):
+        payload = json.dumps(body).encode()
+        status, answer, _ = cluster.request("POST", "/", payload, cluster.signed_headers(operation, payload))
+        assert (status, answer) == (200, b""), operation

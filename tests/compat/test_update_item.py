@@ -523,3 +523,77 @@ def test_attribute_names_of_65535_bytes_work_and_longer_are_refused(ddb: Any, ta
     ):
         message = validation(call, TableName=table_s, **kwargs)
         assert "Attribute name" in message
+
+
+# --- round 3: numbers, functions and names as DynamoDB words them ----------------------------
+
+
+def test_an_unparseable_number_in_expression_values_names_its_placeholder(ddb: Any, table_s: str) -> None:
+    message = validation(
+        ddb.update_item,
+        TableName=table_s,
+        Key={"pk": {"S": key()}},
+        UpdateExpression="SET a = :val",
+        ExpressionAttributeValues={":val": {"N": "dog"}},
+    )
+    assert message == (
+        "ExpressionAttributeValues contains invalid value: "
+        "The parameter cannot be converted to a numeric value: dog for key :val"
+    )
+
+
+def test_adding_a_huge_exponent_is_an_overflow_not_a_server_error(ddb: Any, table_s: str) -> None:
+    # Alternator's test_number_magnitude_not_allowed_dos: the operand itself is refused.
+    code, message = error(
+        ddb.update_item,
+        TableName=table_s,
+        Key={"pk": {"S": key()}},
+        UpdateExpression="SET x = :a + :b",
+        ExpressionAttributeValues={":a": {"N": "1.0"}, ":b": {"N": "1.0e100000000"}},
+    )
+    assert code == "ValidationException"
+    assert "Number overflow" in message
+
+
+@pytest.mark.parametrize("op", ["+", "-"])
+def test_arithmetic_that_needs_a_39th_digit_is_reported_as_an_overflow(
+    ddb: Any, table_s: str, op: str
+) -> None:
+    # DynamoDB's (surprising) words, recorded by Alternator's test_update_expression_plus_imprecise.
+    message = validation(
+        ddb.update_item,
+        TableName=table_s,
+        Key={"pk": {"S": key()}},
+        UpdateExpression=f"SET b = :v1 {op} :v2",
+        ExpressionAttributeValues={":v1": {"N": "1e50"}, ":v2": {"N": "1"}},
+    )
+    assert (
+        message == "Number overflow. Attempting to store a number with magnitude larger than supported range"
+    )
+
+
+@pytest.mark.parametrize("function", ["if_not_exists(a, a)", "list_append(a, a)"])
+def test_update_functions_in_a_condition_are_not_allowed(ddb: Any, table_s: str, function: str) -> None:
+    message = validation(
+        ddb.update_item,
+        TableName=table_s,
+        Key={"pk": {"S": key()}},
+        UpdateExpression="SET z = :val",
+        ConditionExpression=f"{function} = :arg",
+        ExpressionAttributeValues={":val": {"N": "1"}, ":arg": {"N": "5"}},
+    )
+    name = function.split("(")[0]
+    assert message == (
+        "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; "
+        f"function: {name}"
+    )
+
+
+def test_an_empty_name_in_attribute_updates_is_refused_in_its_own_terms(ddb: Any, table_s: str) -> None:
+    message = validation(
+        ddb.update_item,
+        TableName=table_s,
+        Key={"pk": {"S": key()}},
+        AttributeUpdates={"": {"Value": {"N": "2"}, "Action": "PUT"}},
+    )
+    assert message == "One or more parameter values were invalid: Empty attribute name"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.compat.helpers import PYTESTMARK, create_table, error, error_type, raw_call, validation
 from tests.integration.cluster import wait_active
 
@@ -127,3 +129,14 @@ def test_items_survive_a_table_update(ddb: Any) -> None:
     ddb.put_item(TableName=name, Item={"pk": {"S": "kept"}})
     ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 6, "WriteCapacityUnits": 6})
     assert ddb.get_item(TableName=name, Key={"pk": {"S": "kept"}})["Item"] == {"pk": {"S": "kept"}}
+
+
+@pytest.mark.parametrize("member", ["ReadCapacityUnits", "WriteCapacityUnits"])
+def test_capacity_beyond_a_trillion_units_is_out_of_bounds_not_over_a_limit(
+    ddb: Any, table_s: str, member: str
+) -> None:
+    throughput = {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1, member: 1_000_000_000_001}
+    message = validation(
+        ddb.update_table, TableName=table_s, BillingMode="PROVISIONED", ProvisionedThroughput=throughput
+    )
+    assert message == f"Given value 1000000000001 for {member} is out of bounds"

@@ -131,9 +131,9 @@ def check_item(item: Any) -> Item:
     canonical = {name: check_value(av) for name, av in item.items()}
     for name in canonical:
         if not name:
-            raise errors.validation(
-                "One or more parameter values were invalid: An AttributeValue may not contain an empty string"
-            )
+            # DynamoDB's words as Alternator's test_limit_attribute_length_nonkey_empty
+            # records them (the same as for an empty name in AttributesToGet).
+            raise errors.validation("One or more parameter values were invalid: Empty attribute name")
         if name_too_large(name):
             raise errors.validation("One or more parameter values were invalid: " + NAME_TOO_LARGE)
     if item_size(canonical) > MAX_ITEM_BYTES:

@@ -75,6 +75,9 @@ class Placeholders:
     _by_name: dict[str, str] = field(default_factory=dict)
 
     def name(self, attribute: str) -> str:
+        if not attribute:
+            # Named in the legacy parameter's own terms, never through a generated "#l0".
+            raise errors.validation(_INVALID + "Empty attribute name")
         placeholder = self._by_name.get(attribute)
         if placeholder is None:
             placeholder = _fresh("#l", self.names)

@@ -48,7 +48,9 @@ class DynamoError(Exception):
         # The service framework (Coral) writes its own errors' text as "Message"; the
         # DynamoDB service's errors use "message". SDKs read both, but not all tools do.
         key = "Message" if self.code in _FRAMEWORK_CAPITALISED else "message"
-        out: dict[str, Any] = {"__type": self.type_name, key: self.message}
+        out: dict[str, Any] = {"__type": self.type_name}
+        if self.message:  # an error without text has no message member at all (dynalite)
+            out[key] = self.message
         out.update(self.extra)
         return out
 

@@ -234,13 +234,37 @@ def test_single_parentheses_around_each_level_are_fine() -> None:
     [
         ("a=a and whatever((:things)) > a", "whatever"),
         ("attRIbute_exIsts((views), #a)", "attRIbute_exIsts"),  # before the reserved word
-        ("if_not_exists(a, :v) = :v", "if_not_exists"),
     ],
 )
 def test_unknown_condition_function(expression: str, function: str) -> None:
     assert message(parse_condition, expression) == (
         f"Invalid ConditionExpression: Invalid function name; function: {function}"
     )
+
+
+@pytest.mark.parametrize(
+    ("expression", "function"),
+    [
+        ("if_not_exists(a, :v) = :v", "if_not_exists"),
+        ("list_append(a, :v) = :v", "list_append"),
+        ("size(if_not_exists(a, :v)) > :v", "if_not_exists"),
+    ],
+)
+def test_update_functions_in_a_condition_are_misused_not_unknown(expression: str, function: str) -> None:
+    assert message(parse_condition, expression) == (
+        "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; "
+        f"function: {function}"
+    )
+
+
+def test_a_list_index_beyond_32_bits_is_out_of_the_allowable_range() -> None:
+    assert message(parse_projection, "a[99999999999999]") == (
+        "Invalid ProjectionExpression: List index is not within the allowable range; index: [99999999999999]"
+    )
+    assert message(parse_projection, "a[2147483648]") == (
+        "Invalid ProjectionExpression: List index is not within the allowable range; index: [2147483648]"
+    )
+    assert parse_projection("a[2147483647]") is not None
 
 
 @pytest.mark.parametrize(
@@ -408,8 +432,22 @@ def test_deeply_nested_parentheses_get_a_validation_error_not_a_recursion_error(
         parse(text, kind)
     assert info.value.code == "ValidationException"
     assert info.value.message == (
-        f"Invalid {kind}: The expression contains too many nested parentheses; maximum nesting depth: 100"
+        f"Invalid {kind}: The expression contains too many nested parentheses; maximum nesting depth: 150"
     )
+
+
+def test_dynamodbs_recorded_149_levels_of_or_parse_and_deeper_is_too_many_operators() -> None:
+    # Alternator's test_deeply_nested_expression_2, recorded against DynamoDB.
+    def chain(depth: int) -> str:
+        return "a<b " + "or (a<b " * depth + ")" * depth
+
+    assert parser.parse_condition(chain(149)) is not None
+    for depth in (150, 454):
+        with pytest.raises(DynamoError) as info:
+            parser.parse_condition(chain(depth))
+        assert info.value.message == (
+            "Invalid ConditionExpression: The expression contains too many operators; operator count: 301"
+        )
 
 
 def test_nesting_up_to_the_bound_parses() -> None:

@@ -110,7 +110,7 @@ def test_expression_attribute_values_are_canonical_and_named_on_error() -> None:
         "ExpressionAttributeValues": {":v": {"N": "abc"}},
     })  # fmt: skip
     assert error.message == (
-        "ExpressionAttributeValues contains invalid value: A value provided cannot be converted into a number "
+        "ExpressionAttributeValues contains invalid value: The parameter cannot be converted to a numeric value: abc "
         "for key :v"
     )
 

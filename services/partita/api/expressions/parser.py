@@ -38,8 +38,14 @@ MAX_IN_OPERANDS = 100
 MAX_OPERATORS = 300  # comparators, AND/OR/NOT, BETWEEN, IN, functions, + and -
 # Parenthesis nesting, bounded before parsing so that no text within the 4 KB limit can
 # drive the recursive descent (or the tree walks after it) into Python's recursion
-# limit. DynamoDB's own bound is not on record; 100 is far beyond any real expression.
-MAX_PAREN_DEPTH = 100
+# limit. DynamoDB accepts `a<b or (a<b or (...))` 149 levels deep (299 operators,
+# Alternator's test_deeply_nested_expression_2, recorded against DynamoDB); deeper
+# conditions of that kind are refused for their operators first, as DynamoDB does.
+MAX_PAREN_DEPTH = 150
+# DynamoDB refuses a list index beyond a 32-bit integer ("List index is not within the
+# allowable range", Alternator's test_projection_expression_list_index); smaller indexes
+# past the end of a list simply match nothing.
+MAX_LIST_INDEX = 2**31 - 1
 
 CONDITION_FUNCTIONS = frozenset(
     {"attribute_exists", "attribute_not_exists", "attribute_type", "begins_with", "contains", "size"}
@@ -151,6 +157,13 @@ class _Parser:
                 f"operator count: {self.operators}"
             )
 
+    def list_index(self, digits: str) -> int:
+        if len(digits.lstrip("0")) > len(str(MAX_LIST_INDEX)) or int(digits) > MAX_LIST_INDEX:
+            raise errors.validation(
+                f"Invalid {self.kind}: List index is not within the allowable range; index: [{digits}]"
+            )
+        return int(digits)
+
     def close_group(self, open_index: int, close_index: int) -> None:
         if (open_index + 1, close_index - 1) in self.groups:
             self.redundant_parens = True
@@ -191,7 +204,7 @@ class _Parser:
                     raise self.error()
                 self.pos += 1
                 self.expect_op("]")
-                elements.append(int(number.text))
+                elements.append(self.list_index(number.text))
             else:
                 break
         if len(elements) > MAX_PATH_DEPTH:
@@ -412,6 +425,8 @@ class _Parser:
 
 
 def _check_paren_depth(tokens: list[Token], kind: str) -> None:
+    if kind not in ("UpdateExpression", "ProjectionExpression"):
+        _check_operator_count(tokens, kind)
     depth = 0
     for token in tokens:
         if token.kind == OP:
@@ -425,6 +440,31 @@ def _check_paren_depth(tokens: list[Token], kind: str) -> None:
                     )
             elif token.text == ")":
                 depth -= 1
+
+
+def _check_operator_count(tokens: list[Token], kind: str) -> None:
+    """The operator limit, counted on the text as the parser would count it (the AND of
+    a BETWEEN is part of the BETWEEN), so that a condition over the limit gets DynamoDB's
+    "too many operators" even when it is also nested deeper than MAX_PAREN_DEPTH."""
+    count = 0
+    betweens = 0
+    for token in tokens:
+        if token.kind == OP and token.text in COMPARATORS:
+            count += 1
+        elif token.kind == NAME:
+            word = token.text.upper()
+            if word in ("OR", "NOT", "IN"):
+                count += 1
+            elif word == "BETWEEN":
+                count += 1
+                betweens += 1
+            elif word == "AND":
+                if betweens:
+                    betweens -= 1
+                else:
+                    count += 1
+    if count > MAX_OPERATORS:
+        raise _fail(kind, f"The expression contains too many operators; operator count: {MAX_OPERATORS + 1}")
 
 
 def _fail(kind: str, message: str) -> errors.DynamoError:
@@ -509,8 +549,14 @@ def _check_condition_statics(tree: ast.Condition, kind: str, redundant_parens: b
     if redundant_parens:
         raise _fail(kind, "The expression has redundant parentheses;")
     for call in walk_functions(tree):
-        if call.name not in CONDITION_FUNCTIONS:
+        if call.name not in CONDITION_FUNCTIONS and call.name not in UPDATE_FUNCTIONS:
             raise _fail(kind, f"Invalid function name; function: {call.name}")
+    # if_not_exists() and list_append() are functions DynamoDB knows, so in a condition
+    # they are misused rather than unknown (Alternator's test_update_condition_other_funcs
+    # and test_filter_expression, recorded against DynamoDB).
+    for call in walk_functions(tree):
+        if call.name in UPDATE_FUNCTIONS:
+            raise _misused(kind, call.name)
     for name in _misused_in_condition(tree):
         raise _misused(kind, name)
     if isinstance(tree, ast.FunctionCall) and tree.name == "size":

@@ -34,7 +34,7 @@ from partita.api.values import (
     value_type,
 )
 from partita.common import errors
-from partita.common.numbers import CONTEXT, check_limits, format_number
+from partita.common.numbers import CONTEXT, check_arithmetic_result, check_limits, format_number
 
 _MISSING = "The provided expression refers to an attribute that does not exist in the item"
 _BAD_TYPE = "An operand in the update expression has an incorrect data type"
@@ -133,7 +133,7 @@ def _evaluate(node: ast.Operand, item: Item) -> AttributeValue:
             result = CONTEXT.add(left, right) if node.op == "+" else CONTEXT.subtract(left, right)
         except decimal.InvalidOperation:
             raise errors.validation(_BAD_TYPE) from None
-        return {"N": format_number(check_limits(result))}
+        return {"N": format_number(check_arithmetic_result(result))}
     assert isinstance(node, ast.FunctionCall)
     if node.name == "if_not_exists":
         path = node.args[0]

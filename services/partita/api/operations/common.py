@@ -129,6 +129,18 @@ def boolean(body: Mapping[str, Any], name: str) -> bool | None:
     return value
 
 
+# Capacity units beyond this are not a limit but nonsense: DynamoDB refuses them as a
+# ValidationException before any account limit is considered (dynalite's createTable and
+# updateTable tests, recorded against DynamoDB).
+MAX_CAPACITY_UNITS_VALUE = 1_000_000_000_000
+
+
+def check_units_in_bounds(rcu: int | None, wcu: int | None) -> None:
+    for name, units in (("ReadCapacityUnits", rcu), ("WriteCapacityUnits", wcu)):
+        if units is not None and units > MAX_CAPACITY_UNITS_VALUE:
+            raise errors.validation(f"Given value {units} for {name} is out of bounds")
+
+
 def integer(body: Mapping[str, Any], name: str) -> int | None:
     value: int | None = expect_type(body.get(name), int, "a number")
     return value

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.api import service_model
+from partita.api.operations.common import check_units_in_bounds
 from partita.api.operations.tag_resource import check_tag_rules, check_tags
 from partita.api.shape import Violations, expect_dict, expect_type
 from partita.common import errors
@@ -20,7 +21,15 @@ MAX_KEY_NAME_BYTES = 255  # KeySchemaAttributeName in the service model
 IMPLEMENTED = frozenset(
     {"TableName", "AttributeDefinitions", "KeySchema", "BillingMode", "ProvisionedThroughput", "Tags"}
 )
-_WHAT_PARTITA_DOES: dict[str, object] = {"TableClass": "STANDARD", "DeletionProtectionEnabled": False}
+# Streams off and SSE with the service's own key are DynamoDB's defaults, and what a
+# Partita table is (Alternator's test_table_streams_off and test_table_sse_off, recorded
+# against DynamoDB, create tables this way).
+_WHAT_PARTITA_DOES: dict[str, object] = {
+    "TableClass": "STANDARD",
+    "DeletionProtectionEnabled": False,
+    "StreamSpecification": {"StreamEnabled": False},
+    "SSESpecification": {"Enabled": False},
+}
 NOT_IMPLEMENTED = tuple(m for m in service_model.input_members("CreateTable") if m not in IMPLEMENTED)
 
 
@@ -97,6 +106,7 @@ def validate(body: Any) -> CreateTableRequest:
             _INVALID + "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified "
             "when BillingMode is PAY_PER_REQUEST"
         )
+    check_units_in_bounds(rcu, wcu)
     defined: dict[str, Any] = {}  # names to "S"|"N"|"B", checked against the enum above
     for d in attr_defs:
         if d["AttributeName"] in defined:

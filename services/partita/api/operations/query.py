@@ -36,6 +36,7 @@ class QueryRequest:
         if record.sort_key is not None:
             types[record.sort_key.name] = record.sort_key.type
         condition = plan_key_condition(tree, record.partition_key.name, sort_name, types)
+        reads.check_scalar_key_paths(self.expressions.resolved.projection, record)
         self._check_filter_keys(record)
         return condition
 

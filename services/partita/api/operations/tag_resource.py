@@ -29,6 +29,10 @@ def table_of_arn(arn: Any) -> tuple[str, str]:
         raise errors.validation("Invalid TableArn")
     if not isinstance(arn, str):
         raise errors.serialization("Unexpected value type in payload: expected a string")
+    if not arn.startswith("arn:"):
+        # Newer DynamoDB answers an ARN without the prefix with the ARN parser's own words
+        # (Alternator's test_tag_resource_incorrect, recorded against DynamoDB).
+        raise errors.validation(f"Invalid TableArn: ARNs must start with 'arn:': {arn}")
     match = _TABLE_ARN.fullmatch(arn)
     if match is None:
         raise errors.validation(f"Invalid TableArn: Invalid ResourceArn provided as input {arn}")

@@ -70,6 +70,7 @@ def validate(body: Any) -> UpdateTableRequest:
         raise errors.validation(
             common.INVALID + "ProvisionedThroughput must be specified when BillingMode is PROVISIONED"
         )
+    common.check_units_in_bounds(rcu, wcu)
     for limit_name, units in (("ReadCapacityUnits", rcu), ("WriteCapacityUnits", wcu)):
         if units is not None and units > MAX_TABLE_UNITS:
             raise errors.limit_exceeded(

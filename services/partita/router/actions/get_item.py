@@ -7,6 +7,7 @@ from typing import Any
 from partita._proto import storage_pb2 as pb
 from partita.api import capacity
 from partita.api.operations import get_item
+from partita.api.operations.reads import check_scalar_key_paths
 from partita.api.table_keys import key_of_key
 from partita.router.actions import wire
 from partita.router.context import RouterContext
@@ -16,6 +17,7 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     req = get_item.validate(body)
     table = ctx.tables.require_active(req.table_name)
     key = key_of_key(table.record, req.key)
+    check_scalar_key_paths(req.expressions.resolved.projection, table.record)
     options = req.expressions.storage_body()
     charged = req.capacity != "NONE"
     if charged:

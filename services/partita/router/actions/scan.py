@@ -11,6 +11,7 @@ from typing import Any
 
 from partita._proto import storage_pb2 as pb
 from partita.api.operations import scan
+from partita.api.operations.reads import check_scalar_key_paths
 from partita.common import errors, keys
 from partita.control.model import TableRecord
 from partita.router.actions import ranges
@@ -24,6 +25,8 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     read = req.read
     table = ranges.table_to_read(ctx, read)
     record = table.record
+    check_scalar_key_paths(req.expressions.resolved.projection, record)
+    check_scalar_key_paths(req.expressions.resolved.filter, record)
     seg_lo = req.segment * HASH_SPACE // req.total_segments
     seg_hi = (req.segment + 1) * HASH_SPACE // req.total_segments
     resume_hash, resume_key = seg_lo, b""
