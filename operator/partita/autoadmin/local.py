@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.reconcile import (
     Action,
     ChangePartitions,
@@ -52,8 +53,11 @@ class LocalAutoadmin:
         defrag_interval: float = DEFAULT_DEFRAG_INTERVAL_SECONDS,
         keep_revisions: int = DEFAULT_KEEP_REVISIONS,
         clock: Callable[[], float] = time.monotonic,
+        doorman_config: DoormanConfigFile | None = None,
     ) -> None:
         self.store = store
+        # Where the tables' Doorman resources are published; None: nowhere.
+        self.doorman_config = doorman_config
         self.settings = settings or Settings()
         self.maintenance = maintenance
         self.defrag_interval = defrag_interval
@@ -64,6 +68,8 @@ class LocalAutoadmin:
     async def reconcile_once(self) -> list[Action]:
         """One pass over every table; the actions that took effect."""
         specs = await self.store.list_table_specs()
+        if self.doorman_config is not None and self.doorman_config.publish(specs):
+            log.info("Doorman resources of %d tables written to %s", len(specs), self.doorman_config.path)
         states = {s.name: s for s in await self.store.list_table_states()}
         nodes = await self.store.list_nodes()
         applied: list[Action] = []

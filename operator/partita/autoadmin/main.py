@@ -13,7 +13,9 @@ import os
 import signal
 import socket
 import sys
+from pathlib import Path
 
+from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
 from partita.autoadmin.reconcile import Settings
 from partita.common import config
@@ -28,7 +30,13 @@ LEADER_TTL_SECONDS = 5
 
 
 async def serve(
-    *, etcd_host: str, etcd_port: int, settings: Settings, defrag_interval: float, keep_revisions: int
+    *,
+    etcd_host: str,
+    etcd_port: int,
+    settings: Settings,
+    defrag_interval: float,
+    keep_revisions: int,
+    doorman_config: Path | None = None,
 ) -> int:
     """Run until SIGINT/SIGTERM (0), or until the leadership is lost (1: the supervisor
     starts a fresh process, which waits its turn)."""
@@ -48,7 +56,12 @@ async def serve(
     if campaign.done():
         log.info("autoadmin %s leads", holder)
         autoadmin = LocalAutoadmin(
-            store, settings, maintenance=store, defrag_interval=defrag_interval, keep_revisions=keep_revisions
+            store,
+            settings,
+            maintenance=store,
+            defrag_interval=defrag_interval,
+            keep_revisions=keep_revisions,
+            doorman_config=DoormanConfigFile(doorman_config) if doorman_config else None,
         )
         runner = asyncio.create_task(autoadmin.run())
         lost = asyncio.create_task(store.leadership_lost())
@@ -102,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=config.DEFAULT_KEEP_REVISIONS,
         help="revisions of etcd history kept when compacting (%(default)s)",
     )
+    parser.add_argument(
+        "--doorman-config",
+        type=Path,
+        default=None,
+        help="write the tables' Doorman resources (table/<name>/rcu, wcu) to this file, "
+        "which the Doorman servers read (--config); default: not written",
+    )
     return parser
 
 
@@ -118,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         settings=Settings(on_demand_partitions=args.on_demand_partitions),
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
+        doorman_config=args.doorman_config,
     )
     try:
         import uvloop

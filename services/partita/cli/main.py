@@ -129,6 +129,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         on_demand_partitions=args.on_demand_partitions,
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
+        admission=args.admission,
     )
 
     async def main() -> int:
@@ -182,6 +183,8 @@ def cmd_router(args: argparse.Namespace) -> int:
             etcd_port=etcd_port,
             data_dir=Path(args.data_dir),
             settings=settings,
+            admission=args.admission,
+            doorman=[a for a in args.doorman.split(",") if a],
         )
     )
     return 0
@@ -385,6 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=config.DEFAULT_KEEP_REVISIONS,
         help="revisions of etcd history kept when compacting (%(default)s)",
     )
+    up.add_argument(
+        "--admission",
+        choices=("off", "local", "doorman"),
+        default="off",
+        help="enforce tables' throughput at the router: off; local (one router admits each "
+        "table's whole rate); doorman (routers lease shares; the autoadmin writes doorman.yaml) (%(default)s)",
+    )
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -393,6 +403,14 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     router.add_argument("--data-dir", default=config.DEFAULT_DATA_DIR, help="holds credentials.json")
     router.add_argument("--region", default=config.DEFAULT_REGION)
+    router.add_argument(
+        "--admission",
+        choices=("off", "local", "doorman"),
+        default="off",
+        help="table throughput enforcement: off; local (this router admits each table's whole "
+        "provisioned rate); doorman (its share, leased from --doorman) (%(default)s)",
+    )
+    router.add_argument("--doorman", default="", help="Doorman servers host:port,... for --admission doorman")
     _add_logging_flags(router)
     router.set_defaults(func=cmd_router)
 

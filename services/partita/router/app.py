@@ -45,6 +45,7 @@ from partita.router.actions import (
     update_table,
     update_time_to_live,
 )
+from partita.router.admission import KIND_OF, Admission
 from partita.router.auth import authenticate
 from partita.router.context import RouterContext
 from partita.router.credentials import CredentialStore
@@ -98,9 +99,13 @@ class RequestLabels:
 
 
 class DynamoApp:
-    def __init__(self, ctx: RouterContext, credentials: CredentialStore) -> None:
+    def __init__(
+        self, ctx: RouterContext, credentials: CredentialStore, admission: Admission | None = None
+    ) -> None:
         self.ctx = ctx
         self.credentials = credentials
+        # Table-level throughput admission; None: not enforced (the default for now).
+        self.admission = admission
         self._request_ids = itertools.count(1)
         self._id_prefix = os.urandom(6).hex().upper().encode()
 
@@ -206,14 +211,26 @@ class DynamoApp:
             labels.table = table_name  # only tables the cluster has: labels stay bounded
         # Coral's first stage, for every operation in OPERATIONS alike.
         service_model.check_request(operation, payload)
-        for table in tables_named(payload):
+        named = tables_named(payload)
+        for table in named:
             if not credential.may_access(table):
                 raise errors.access_denied(
                     f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
                     f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"
                 )
+        if self.admission is not None and operation in KIND_OF:
+            self._admit(named, KIND_OF[operation])
         result = await action(self.ctx, payload)
         return result if isinstance(result, bytes) else orjson.dumps(result)
+
+    def _admit(self, named: list[str], kind: str) -> None:
+        """Refuses the request when a table it uses is over its rate (before any work)."""
+        admission = self.admission
+        assert admission is not None
+        for table in named:
+            cached = self.ctx.tables.tables.get(table)
+            if cached is not None:
+                admission.admit(cached.record, "read" if kind == "read" else "write")
 
 
 def tables_named(payload: dict[str, Any]) -> list[str]:

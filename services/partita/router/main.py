@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from pathlib import Path
 
 from partita.control.store import EtcdControlStore
 from partita.router import metrics
+from partita.router.admission import Admission, ProvisionedRate, RateSource
 from partita.router.app import DynamoApp
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.credentials import CredentialStore
@@ -40,7 +42,15 @@ def watch_tables(tables: TableCache) -> None:
 
 
 async def serve(
-    *, host: str, port: int, etcd_host: str, etcd_port: int, data_dir: Path, settings: RouterSettings
+    *,
+    host: str,
+    port: int,
+    etcd_host: str,
+    etcd_port: int,
+    data_dir: Path,
+    settings: RouterSettings,
+    admission: str = "off",
+    doorman: list[str] | None = None,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     tables = TableCache(store)
@@ -48,7 +58,20 @@ async def serve(
     await tables.refresh()
     refresher = asyncio.create_task(tables.run())
     storage = StorageClient()
-    app = DynamoApp(RouterContext(tables, store, storage, settings), CredentialStore.from_data_dir(data_dir))
+    ctx = RouterContext(tables, store, storage, settings)
+    doorman_client = None
+    source: RateSource = ProvisionedRate()
+    if admission == "doorman":
+        if not doorman:
+            raise SystemExit("--admission doorman needs --doorman host:port,...")
+        from partita.doorman.client import Client
+        from partita.router.doorman_rate import DoormanRate
+
+        doorman_client = Client(doorman, f"router-{socket.gethostname()}:{port}")
+        doorman_client.start()
+        source = DoormanRate(doorman_client)
+    admitter = Admission(source, table_arn=ctx.table_arn) if admission != "off" else None
+    app = DynamoApp(ctx, CredentialStore.from_data_dir(data_dir), admitter)
     server = await start_http_server(app, host, port)
     log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
     stop = asyncio.Event()
@@ -61,5 +84,7 @@ async def serve(
     server.close()
     refresher.cancel()
     await storage.close()
+    if doorman_client is not None:
+        await doorman_client.close()  # releases this router's leases at once
     await store.close()
     log.info("router stopped")
