@@ -24,7 +24,9 @@ from partita.control.model import TableSpec
 TABLE_REFRESH_SECONDS = 5
 # Seconds a table lease lasts: a router cut off from Doorman keeps its share this long.
 TABLE_LEASE_SECONDS = 30
-# Resources nobody configured (anything but a table's throughput).
+# Resources nobody configured (anything but a table's throughput, and a table's before
+# its entry is written): the same refresh, so a router's first answer for a new table
+# does not leave it waiting a longer interval for the table's own entry.
 CATCH_ALL_CAPACITY = 1000.0
 
 
@@ -54,7 +56,7 @@ def doorman_config(specs: Iterable[TableSpec]) -> str:
                     f"table/{spec.name}/{suffix}", float(capacity), TABLE_REFRESH_SECONDS, TABLE_LEASE_SECONDS
                 )
             )
-    resources.append(_template("*", CATCH_ALL_CAPACITY, 16, 60))
+    resources.append(_template("*", CATCH_ALL_CAPACITY, TABLE_REFRESH_SECONDS, 60))
     return json.dumps({"resources": resources}, indent=1) + "\n"
 
 

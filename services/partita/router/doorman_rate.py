@@ -32,7 +32,13 @@ class DoormanRate:
         return resource
 
     def rate(self, record: TableRecord, kind: Kind) -> float:
-        return self._resource(record, kind).capacity
+        resource = self._resource(record, kind)
+        if resource.state.expiry == 0.0:
+            # No answer yet (the resource was asked for on this request): the table's
+            # rate for the few milliseconds until the first lease, rather than refusing
+            # every table's first requests.
+            return float(record.read_capacity if kind == "read" else record.write_capacity)
+        return resource.capacity
 
     def used(self, record: TableRecord, kind: Kind, units: float, throttled: bool) -> None:
         return None
