@@ -113,7 +113,9 @@ class Admission:
         state.seen = state.consumed.value
         bucket = state.bucket
         # On-demand tables have no burst credit beyond a second: their allowance is the burst.
-        bucket.burst_seconds = ON_DEMAND_BURST_SECONDS if record.billing_mode == "PAY_PER_REQUEST" else BURST_SECONDS
+        bucket.burst_seconds = (
+            ON_DEMAND_BURST_SECONDS if record.billing_mode == "PAY_PER_REQUEST" else BURST_SECONDS
+        )
         rate = self._rate(record, kind, state)
         if bucket.rate == 0.0 and rate > 0.0 and bucket.tokens <= 0.0 and not used:
             bucket.tokens = rate  # the first lease after none: one second's worth, as at the start

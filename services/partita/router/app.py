@@ -126,6 +126,8 @@ class DynamoApp:
             body = await self._dispatch(request, labels)
             status = 200
         except DynamoError as exc:
+            if exc.code == "ProvisionedThroughputExceededException":
+                self._name_throttled_resources(exc)
             status, body, outcome = exc.status, exc.render(), exc.code
             self._log_error(exc, labels, request_id)
         except Exception:
@@ -150,6 +152,16 @@ class DynamoApp:
         cells.bytes_out.value += len(body)
         cells.latency.observe(time.perf_counter() - started)
         return self._response(status, body, request_id)
+
+    def _name_throttled_resources(self, exc: DynamoError) -> None:
+        """A storage node names a throttled table by name (it knows no region or
+        account); the client gets its ARN, as DynamoDB sends it."""
+        reasons = exc.extra.get("ThrottlingReasons")
+        if isinstance(reasons, list):
+            for reason in reasons:
+                resource = reason.get("resource") if isinstance(reason, dict) else None
+                if isinstance(resource, str) and not resource.startswith("arn:"):
+                    reason["resource"] = self.ctx.table_arn(resource)
 
     def _not_post(self, request: HttpRequest) -> HttpResponse:
         """Every GET route lives here. DynamoDB answers its health check on `/` only;
