@@ -19,7 +19,6 @@ which layer refused, nothing else.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from partita.common.throughput import Kind
 from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket
@@ -47,10 +46,13 @@ def partition_rate(record: TableRecord, kind: Kind) -> float:
     return min(share, PARTITION_MAX_UNITS[kind])
 
 
-@dataclass
 class PartitionBuckets:
-    allocated: TokenBucket
-    saved: TokenBucket
+    __slots__ = ("allocated", "record", "saved")
+
+    def __init__(self, record: TableRecord, rate: float, now: float, burst_seconds: float) -> None:
+        self.record = record  # the version of the table the rate was computed from
+        self.allocated = TokenBucket(rate, now, burst_seconds=1.0, tokens=rate)
+        self.saved = TokenBucket(rate, now, burst_seconds=burst_seconds, tokens=rate)
 
 
 class StorageAdmission:
@@ -71,14 +73,14 @@ class StorageAdmission:
 
     def _buckets(self, record: TableRecord, partition_id: str, kind: Kind, now: float) -> PartitionBuckets:
         key = (record.table_id, partition_id, kind)
-        rate = partition_rate(record, kind)
         buckets = self.partitions.get(key)
         if buckets is None:
             buckets = self.partitions[key] = PartitionBuckets(
-                TokenBucket(rate, now, burst_seconds=1.0, tokens=rate),
-                TokenBucket(rate, now, burst_seconds=self.burst_seconds, tokens=rate),
+                record, partition_rate(record, kind), now, self.burst_seconds
             )
-        elif buckets.allocated.rate != rate:  # UpdateTable, or a split changed the share
+        elif buckets.record is not record:  # a new version: UpdateTable, or a split
+            buckets.record = record
+            rate = partition_rate(record, kind)
             buckets.allocated.set_rate(rate, now)
             buckets.saved.set_rate(rate, now)
         return buckets
@@ -96,13 +98,14 @@ class StorageAdmission:
         return Refusal.PARTITION
 
     def charge(self, record: TableRecord, partition_id: str, kind: Kind, units: float, now: float) -> None:
-        self.node[kind].charge(units, now)
+        # check() refilled every bucket at this request's arrival; charging needs no refill.
+        self.node[kind].tokens -= units
         buckets = self._buckets(record, partition_id, kind, now)
-        buckets.allocated.charge(units, now)
+        allocated = buckets.allocated
         # At most a second of debt: a long burst must not leave the partition below its
         # rate afterwards (the savings it spent are the burst's price).
-        buckets.allocated.tokens = max(buckets.allocated.tokens, -buckets.allocated.rate)
-        buckets.saved.charge(units, now)
+        allocated.tokens = max(allocated.tokens - units, -allocated.rate)
+        buckets.saved.tokens -= units
 
     def forget(self, live_tables: set[int]) -> None:
         for key in [k for k in self.partitions if k[0] not in live_tables]:
