@@ -192,3 +192,47 @@ async def test_the_front_door_refuses_before_any_work(tmp_path: Path) -> None:
             "resource": f"arn:aws:dynamodb:us-east-1:123456789012:table/{record.name}",
         }
     ]
+
+
+async def test_a_storage_throttle_reaches_the_client_with_the_tables_arn(tmp_path: Path) -> None:
+    """A storage node names a throttled table by name (it knows no region or account);
+    the router answers DynamoDB's ThrottlingReasons with the table's ARN."""
+    from partita._proto import storage_pb2 as pb
+    from partita.common import errors as errs
+
+    class Throttling:
+        async def call(self, request: pb.Request) -> pb.Response:
+            error = errs.provisioned_throughput_exceeded([("TableWriteKeyRangeThroughputExceeded", "Hot")])
+            return pb.Response(
+                id=request.id,
+                status=pb.ERROR,
+                error_code=error.code,
+                error_message=error.message,
+                error_body=orjson.dumps(error.extra),
+            )
+
+    class DataPath:
+        def channel(self, address: str) -> Throttling:
+            return Throttling()
+
+    path = tmp_path / "credentials.json"
+    save(path, [ADMIN])
+    store = MemoryControlStore()
+    await store.register_node(NodeRecord("a", "a", "127.0.0.1:1", "127.0.0.1:2"), ttl=10)
+    await put_record(
+        store, table_record(name="Hot", billing_mode="PROVISIONED", read_capacity=5, write_capacity=5)
+    )
+    tables = TableCache(store)
+    await tables.refresh()
+    ctx = RouterContext(tables, store, DataPath(), RouterSettings(account_id="123456789012"))  # type: ignore[arg-type]
+    response = await DynamoApp(ctx, CredentialStore(path))(
+        signed("PutItem", {"TableName": "Hot", "Item": {"pk": {"S": "k"}}})
+    )
+    body = orjson.loads(response.body)
+    assert body["__type"].endswith("#ProvisionedThroughputExceededException")
+    assert body["ThrottlingReasons"] == [
+        {
+            "reason": "TableWriteKeyRangeThroughputExceeded",
+            "resource": "arn:aws:dynamodb:us-east-1:123456789012:table/Hot",
+        }
+    ]
