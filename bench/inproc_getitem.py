@@ -76,7 +76,7 @@ async def router(n: int, admit: bool = False) -> None:
     save(path, [cred])
     store = MemoryControlStore()
     await store.register_node(NodeRecord("n1", "a", "127.0.0.1:1", "127.0.0.1:2"), ttl=1000)
-    ctx = RouterContext(TableCache(store), store, _DataPath(), RouterSettings())  # type: ignore[arg-type]
+    ctx = RouterContext(TableCache(store), store, _DataPath(), RouterSettings())
     admission = None
     if admit:
         from partita.router.admission import Admission, ProvisionedRate
@@ -91,9 +91,12 @@ async def router(n: int, admit: bool = False) -> None:
     }
     response = await app(_signed("CreateTable", create, cred.access_key_id, cred.secret_access_key))
     assert response.status == 200, response.body
-    from partita.autoadmin.local import LocalAutoadmin  # places the table, as in a cluster
+    # The autoadmin places the partitions (one pass), the replicas report ready, and a
+    # second pass makes the table ACTIVE.
+    from partita.autoadmin.local import LocalAutoadmin
+    from partita.autoadmin.reconcile import Settings
 
-    autoadmin = LocalAutoadmin(store)
+    autoadmin = LocalAutoadmin(store, Settings())
     await autoadmin.reconcile_once()
     for table in await store.list_tables():
         for p in table.partitions:
@@ -101,7 +104,6 @@ async def router(n: int, admit: bool = False) -> None:
                 await store.mark_ready(table.table_id, p.partition_id, node)
     await autoadmin.reconcile_once()
     await ctx.tables.refresh()
-    await ctx.tables.refresh()  # the second read sees the table ACTIVE
     get = {"TableName": "usertable", "Key": {"pk": {"S": "user000001"}}}
     request = _signed("GetItem", get, cred.access_key_id, cred.secret_access_key)
     for _ in range(n):

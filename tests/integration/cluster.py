@@ -47,6 +47,7 @@ def free_port_layout() -> dict[str, int]:
             *[base + 5 + i for i in range(3)],
             *[base + 105 + i for i in range(3)],
             *[base + 205 + i for i in range(3)],  # storage nodes' /metrics
+            base + 5 + 299,  # the autoadmin's /metrics
             *[base + 8 + i for i in (0, 1, 100, 101)],  # Doorman gRPC and metrics
         ]
         if all(_free(p) for p in wanted):

@@ -77,8 +77,8 @@ def eventually(check: Callable[[], bool], timeout: float = 15.0) -> None:
 
 def test_up_and_status_print_every_metrics_endpoint(cluster: Cluster) -> None:
     urls = endpoints(cluster)
-    # Processes added later (metadata, Doorman, autoadmin) join this list.
-    assert set(urls) >= {"etcd", "storage-a", "storage-b", "storage-c", "router"}
+    # Processes added later (metadata, Doorman) join this list.
+    assert set(urls) >= {"etcd", "storage-a", "storage-b", "storage-c", "router", "autoadmin"}
     assert urls["router"] == f"{cluster.endpoint}/metrics"
     log = cluster.read_log()
     assert "Metrics (Prometheus text format):" in log
@@ -131,6 +131,23 @@ def test_storage_nodes_meter_every_request_per_partition(cluster: Cluster) -> No
     assert storage_total(cluster, "partita_storage_applied_lsn") >= 20
     assert storage_total(cluster, "partita_storage_disk_total_bytes") > 0
     eventually(lambda: storage_total(cluster, "partita_storage_partition_items", table=TABLE) == 20)
+
+
+def test_the_autoadmin_counts_the_actions_that_brought_the_table_up(cluster: Cluster) -> None:
+    samples = scrape(endpoints(cluster)["autoadmin"])
+    assert total(samples, "partita_autoadmin_leader") == 1
+    # The one table: its partitions placed, then CREATING, then ACTIVE once served.
+    for action, reason in (
+        ("place_partitions", "new_table"),
+        ("mark_creating", "partitions_placed"),
+        ("activate_table", "replicas_ready"),
+    ):
+        assert total(samples, "partita_autoadmin_actions_total", action=action, reason=reason) == 1
+    assert total(samples, "partita_autoadmin_action_failures_total", cause="error") == 0
+    assert total(samples, "partita_autoadmin_passes_total", outcome="ok") >= 1
+    assert total(samples, "partita_autoadmin_unsettled_tables") == 0
+    lines = (cluster.data_dir / "logs" / "autoadmin.log").read_text().splitlines()
+    assert any(json.loads(raw)["process"] == "autoadmin" for raw in lines if raw.startswith("{"))
 
 
 def test_processes_log_json_lines_and_a_rejected_request_with_its_request_id(cluster: Cluster) -> None:

@@ -434,11 +434,67 @@ def admission() -> dict[str, Any]:
     )
 
 
+def autoadmin() -> dict[str, Any]:
+    page = Layout()
+    ns = f"{{{NS}}}"
+    page.row("Leadership and backlog")
+    page.add(stat("Leading autoadmins", "short", f"sum(partita_autoadmin_leader{ns})"), width=6, height=4)
+    page.add(
+        stat("Unsettled tables", "short", f"max(partita_autoadmin_unsettled_tables{ns})"), width=6, height=4
+    )
+    page.add(stat(
+        "Failed actions (1h)", "short",
+        f'sum(increase(partita_autoadmin_action_failures_total{{{NS}, cause="error"}}[1h]))',
+    ), width=6, height=4)  # fmt: skip
+    page.add(stat(
+        "Failed passes (1h)", "short",
+        f'sum(increase(partita_autoadmin_passes_total{{{NS}, outcome="failed"}}[1h]))',
+    ), width=6, height=4)  # fmt: skip
+    page.row("Actions")
+    page.add(timeseries(
+        "Actions by kind and reason", "short",
+        (f"sum by (action, reason) (increase(partita_autoadmin_actions_total{ns}[{RATE}]))",
+         "{{action}} ({{reason}})"),
+        description="Partitions placed for new tables and split for raised throughput, tables marked "
+        "CREATING, activated and deleted, and the control store's scheduled compactions.",
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Failed actions by kind and cause", "short",
+        (f"sum by (action, cause) (increase(partita_autoadmin_action_failures_total{ns}[{RATE}]))",
+         "{{action}} ({{cause}})"),
+        description="conflict: another writer moved the record first and the next pass decides again "
+        "(harmless); error: the control store refused or was unreachable (alert PartitaAutoadminActionsFailing).",
+    ))  # fmt: skip
+    page.row("Reconcile passes")
+    page.add(timeseries(
+        "Passes by outcome", "ops",
+        (f"sum by (outcome) (rate(partita_autoadmin_passes_total{ns}[{RATE}]))", "{{outcome}}"),
+        description="A pass runs on every control-store change and at least once a second.",
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Pass duration", "s",
+        (f"histogram_quantile(0.5, sum by (le) (rate(partita_autoadmin_pass_duration_seconds_bucket{ns}[{RATE}])))",
+         "p50"),
+        (f"histogram_quantile(0.99, sum by (le) (rate(partita_autoadmin_pass_duration_seconds_bucket{ns}[{RATE}])))",
+         "p99"),
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Autoadmin CPU", "percentunit",
+        (f'rate(process_cpu_seconds_total{{{NS}, job=~"partita-autoadmin.*"}}[{RATE}])', "{{instance}}"),
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Autoadmin resident memory", "bytes",
+        (f'process_resident_memory_bytes{{{NS}, job=~"partita-autoadmin.*"}}', "{{instance}}"),
+    ))  # fmt: skip
+    return dashboard("partita-autoadmin", "Partita / Autoadmin", page.panels, [_namespace()])
+
+
 DASHBOARDS = {
     "overview.json": overview,
     "tables.json": tables,
     "storage.json": storage,
     "admission.json": admission,
+    "autoadmin.json": autoadmin,
 }
 
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from partita.autoadmin import metrics
 from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.reconcile import (
     Action,
@@ -30,6 +31,7 @@ from partita.autoadmin.reconcile import (
     is_settled,
 )
 from partita.common import config
+from partita.control.model import TableState
 from partita.control.store import AutoadminStore
 
 log = logging.getLogger(__name__)
@@ -67,16 +69,20 @@ class LocalAutoadmin:
 
     async def reconcile_once(self) -> list[Action]:
         """One pass over every table; the actions that took effect."""
+        with metrics.PASS_DURATION.time():
+            return await self._reconcile_tables()
+
+    async def _reconcile_tables(self) -> list[Action]:
         specs = await self.store.list_table_specs()
         if self.doorman_config is not None and self.doorman_config.publish(specs):
             log.info("Doorman resources of %d tables written to %s", len(specs), self.doorman_config.path)
         states = {s.name: s for s in await self.store.list_table_states()}
         nodes = await self.store.list_nodes()
         applied: list[Action] = []
-        for spec in specs:
+        unsettled = [spec for spec in specs if not is_settled(spec, states.get(spec.name))]
+        metrics.UNSETTLED.set(len(unsettled))
+        for spec in unsettled:
             state = states.get(spec.name)
-            if is_settled(spec, state):
-                continue
             observed = Observed(
                 spec,
                 state,
@@ -85,10 +91,22 @@ class LocalAutoadmin:
                 await self.store.list_partition_stats(spec.table_id),
             )
             for action in decide(observed, nodes, self.settings):
-                if not await self._apply(action):
+                if not await self._apply_counted(action, state):
                     break
                 applied.append(action)
         return applied
+
+    async def _apply_counted(self, action: Action, previous: TableState | None) -> bool:
+        try:
+            ok = await self._apply(action)
+        except Exception:
+            metrics.record_failed(action, previous, "error")
+            raise
+        if ok:
+            metrics.record_applied(action, previous)
+        else:
+            metrics.record_failed(action, previous, "conflict")
+        return ok
 
     async def _apply(self, action: Action) -> bool:
         if isinstance(action, ChangePartitions):
@@ -115,7 +133,12 @@ class LocalAutoadmin:
         if self.maintenance is None or self.clock() < self._next_housekeeping:
             return False
         self._next_housekeeping = self.clock() + self.defrag_interval
-        await self.maintenance.compact_and_defragment(self.keep_revisions)
+        try:
+            await self.maintenance.compact_and_defragment(self.keep_revisions)
+        except Exception:
+            metrics.FAILURES.labels("compact_store", "error").inc()
+            raise
+        metrics.ACTIONS.labels("compact_store", "schedule").inc()
         log.info("control store compacted and defragmented")
         return True
 
@@ -124,9 +147,11 @@ class LocalAutoadmin:
             try:
                 await self.reconcile_once()
                 await self.housekeeping_if_due()
+                metrics.PASSES.labels("ok").inc()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the store is down: try again on the next pass
+                metrics.PASSES.labels("failed").inc()
                 log.warning("control store unavailable: %s", exc)
                 await asyncio.sleep(1)
             await self.store.wait_for_change(RESYNC_SECONDS)

@@ -15,10 +15,11 @@ import socket
 import sys
 from pathlib import Path
 
+from partita.autoadmin import metrics as autoadmin_metrics
 from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
 from partita.autoadmin.reconcile import Settings
-from partita.common import config
+from partita.common import config, logs, metrics
 from partita.control.store import EtcdControlStore
 
 log = logging.getLogger("partita.autoadmin")
@@ -37,9 +38,15 @@ async def serve(
     defrag_interval: float,
     keep_revisions: int,
     doorman_config: Path | None = None,
+    metrics_host: str = config.DEFAULT_HOST,
+    metrics_port: int | None = None,
 ) -> int:
     """Run until SIGINT/SIGTERM (0), or until the leadership is lost (1: the supervisor
     starts a fresh process, which waits its turn)."""
+    # Served from the start, while waiting to lead too: a standby is scraped as well
+    # (partita_autoadmin_leader 0), and the supervisor's readiness check is this port.
+    exporter = await metrics.serve_metrics(metrics_host, metrics_port) if metrics_port is not None else None
+    autoadmin_metrics.LEADER.set(0)
     store = EtcdControlStore(etcd_host, etcd_port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -55,6 +62,7 @@ async def serve(
     code = 0
     if campaign.done():
         log.info("autoadmin %s leads", holder)
+        autoadmin_metrics.LEADER.set(1)
         autoadmin = LocalAutoadmin(
             store,
             settings,
@@ -75,6 +83,10 @@ async def serve(
     campaign.cancel()
     stopping.cancel()
     await store.close()
+    autoadmin_metrics.LEADER.set(0)
+    if exporter is not None:
+        exporter.close()
+        await exporter.wait_closed()
     log.info("autoadmin stopped")
     return code
 
@@ -93,9 +105,27 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="partita autoadmin", description="place, split and retire tables")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="same as --log-level debug")
+    parser.add_argument("--log-level", choices=logs.LEVELS, default=logs.DEFAULT_LEVEL)
+    parser.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default=logs.DEFAULT_FORMAT,
+        help="json lines or plain text (%(default)s)",
+    )
+    parser.add_argument(
+        "--metrics-host", default=config.DEFAULT_HOST, help="address /metrics listens on (%(default)s)"
+    )
+    parser.add_argument("--metrics-port", type=_port, help="serve /metrics on this port (default: off)")
     parser.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     parser.add_argument(
         "--on-demand-partitions",
@@ -127,10 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logs.configure(ROLE, "debug" if args.verbose else args.log_level, args.log_format)
     host, port = config.parse_endpoint(args.etcd)
     coro = serve(
         etcd_host=host,
@@ -139,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
         doorman_config=args.doorman_config,
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
     )
     try:
         import uvloop

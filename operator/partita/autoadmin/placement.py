@@ -9,12 +9,13 @@ replication.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from partita.common import errors
 from partita.control.model import NodeRecord
 
 
-def initial_placement(count: int, nodes: list[NodeRecord], seed: int) -> list[tuple[str, ...]]:
+def initial_placement(count: int, nodes: Sequence[NodeRecord], seed: int) -> list[tuple[str, ...]]:
     """Replica node ids for each of `count` partitions."""
     if not nodes:
         raise errors.service_unavailable("No storage nodes are registered")

@@ -18,7 +18,7 @@ The lifecycle:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
@@ -27,11 +27,18 @@ from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
 from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TablePhase, TableSpec, TableState
 
+# Replica node ids of each of `count` new partitions, from the registered nodes and a
+# seed that is stable per table (a pass repeated after a crash places the same way).
+Placement = Callable[[int, Sequence[NodeRecord], int], list[tuple[str, ...]]]
+
 
 @dataclass(frozen=True)
 class Settings:
     # Partitions of a new PAY_PER_REQUEST table.
     on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
+    # Where new partitions go: the driver's deployment decides (the local cluster: one
+    # replica round-robin; Kubernetes: one replica per zone, replicationFactor of them).
+    placement: Placement = initial_placement
 
 
 @dataclass(frozen=True)
@@ -143,7 +150,7 @@ def place_new_table(
         settings.on_demand_partitions,
     )
     # Seeded by the table id: a pass repeated after a crash places the same way.
-    placement = initial_placement(count, list(nodes), spec.table_id)
+    placement = settings.placement(count, nodes, spec.table_id)
     return tuple(
         Partition(initial_id(spec.table_id, i), start, end, replicas, replicas[0])
         for i, ((start, end), replicas) in enumerate(zip(split_evenly(count), placement, strict=True))

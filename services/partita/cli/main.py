@@ -185,6 +185,8 @@ def cmd_router(args: argparse.Namespace) -> int:
             settings=settings,
             admission=args.admission,
             doorman=[a for a in args.doorman.split(",") if a],
+            store_kind=args.control_store,
+            namespace=args.namespace,
         )
     )
     return 0
@@ -411,6 +413,15 @@ def build_parser() -> argparse.ArgumentParser:
         "provisioned rate); doorman (its share, leased from --doorman) (%(default)s)",
     )
     router.add_argument("--doorman", default="", help="Doorman servers host:port,... for --admission doorman")
+    router.add_argument(
+        "--control-store",
+        choices=("etcd", "kubernetes"),
+        default="etcd",
+        help="where tables live: etcd, or Table/Partition resources (in a pod; nodes stay in etcd) (%(default)s)",
+    )
+    router.add_argument(
+        "--namespace", help="the Tables' namespace with --control-store kubernetes (default: the pod's)"
+    )
     _add_logging_flags(router)
     router.set_defaults(func=cmd_router)
 

@@ -225,8 +225,9 @@ class ClusterLayout:
                 {"http": self.router_port},
             )
         )
-        # No port: the autoadmin only talks to etcd. `partita autoadmin` starts it as
-        # its own interpreter (services never import the control plane).
+        # The autoadmin talks only to etcd; its one port is /metrics. `partita autoadmin`
+        # starts it as its own interpreter (services never import the control plane).
+        autoadmin_metrics = self.storage_base_port + config.AUTOADMIN_METRICS_PORT_OFFSET
         autoadmin = [
             *py,
             "autoadmin",
@@ -238,10 +239,13 @@ class ClusterLayout:
             str(self.defrag_interval),
             "--keep-revisions",
             str(self.keep_revisions),
-        ]
+            "--metrics-host", self.host,
+            "--metrics-port", str(autoadmin_metrics),
+            "--log-level", self.log_level,
+        ]  # fmt: skip
         if self.admission == "doorman":
             autoadmin += ["--doorman-config", str(self.data_dir / "doorman.yaml")]
-        out.append(Child("autoadmin", "autoadmin", autoadmin, {}))
+        out.append(Child("autoadmin", "autoadmin", autoadmin, {"metrics": autoadmin_metrics}))
         return out
 
 

@@ -12,6 +12,8 @@ DEFAULT_STORAGE_BASE_PORT = 7101
 STORAGE_METRICS_PORT_OFFSET = 200
 # Doorman servers of `partita up`: gRPC on base + i, /metrics on base + 100 + i.
 DEFAULT_DOORMAN_PORT = 5101
+# The autoadmin of `partita up` serves /metrics on the storage base port + this (7400).
+AUTOADMIN_METRICS_PORT_OFFSET = 299
 DEFAULT_ZONES = ("a", "b", "c")
 DEFAULT_REGION = "us-east-1"
 # Partitions of a new PAY_PER_REQUEST table (DynamoDB does not publish its figure).

@@ -54,54 +54,52 @@ class Connection:
         self.current = self.addresses[0]
         self.redirects = 0  # followed so far, for tests and metrics
         self._next = 1
-        self._channel: grpc.aio.Channel | None = None
-        self._stub: Any = None
+        # One channel per address, kept until close(): callers share the connection (a
+        # client's refresh loop and a direct refresh), and closing a channel when one of
+        # them moves on would cancel the other's call in flight.
+        self._channels: dict[str, tuple[grpc.aio.Channel, Any]] = {}
 
-    async def _connect(self, address: str) -> Any:
-        if self._stub is None or address != self.current:
-            await self._drop()
-            self.current = address
-            self._channel = grpc.aio.insecure_channel(address)
-            self._stub = doorman_pb2_grpc.CapacityStub(self._channel)  # type: ignore[no-untyped-call]
-        return self._stub
+    def _connect(self, address: str) -> Any:
+        self.current = address
+        known = self._channels.get(address)
+        if known is None:
+            channel = grpc.aio.insecure_channel(address)
+            known = self._channels[address] = (channel, doorman_pb2_grpc.CapacityStub(channel))  # type: ignore[no-untyped-call]
+        return known[1]
 
-    async def _drop(self) -> None:
-        channel, self._channel, self._stub = self._channel, None, None
-        if channel is not None:
-            await channel.close()
-
-    async def _rotate(self) -> None:
+    def _rotate(self) -> None:
         """Moves on to the configured address after the one that failed (a master we
         were redirected to may not be in the list: then the next in turn)."""
         if self.current in self.addresses:
             self._next = self.addresses.index(self.current) + 1
         self.current = self.addresses[self._next % len(self.addresses)]
         self._next += 1
-        await self._drop()
 
     async def call(self, method: str, request: Any) -> Any:
         """Calls `method` on the master; returns its answer (never a Mastership one)."""
         address = self.current
         for _ in range(MAX_REDIRECTS + 1):
-            stub = await self._connect(address)
+            stub = self._connect(address)
             try:
                 response = await getattr(stub, method)(request, timeout=self.timeout)
             except grpc.aio.AioRpcError as exc:
                 if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                     raise
-                await self._rotate()
+                self._rotate()
                 raise Unavailable(f"{address}: {exc.code().name} {exc.details()}") from exc
             if not response.HasField("mastership"):
                 return response
             mastership: pb.Mastership = response.mastership
             if not mastership.HasField("master_address") or mastership.master_address == address:
-                await self._rotate()
+                self._rotate()
                 raise Unavailable(f"{address} does not know the master")
             log.info("%s is not the master; following it to %s", address, mastership.master_address)
             address = mastership.master_address
             self.redirects += 1
-        await self._rotate()
+        self._rotate()
         raise Unavailable(f"more than {MAX_REDIRECTS} redirects")
 
     async def close(self) -> None:
-        await self._drop()
+        channels, self._channels = self._channels, {}
+        for channel, _ in channels.values():
+            await channel.close()

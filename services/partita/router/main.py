@@ -8,7 +8,8 @@ import signal
 import socket
 from pathlib import Path
 
-from partita.control.store import EtcdControlStore
+from partita.control.kubernetes import KubernetesRouteSource, KubernetesTableCatalog
+from partita.control.store import EtcdControlStore, RouteSource, TableCatalog
 from partita.router import metrics
 from partita.router.admission import Admission, ProvisionedRate, RateSource
 from partita.router.app import DynamoApp
@@ -41,6 +42,19 @@ def watch_tables(tables: TableCache) -> None:
     )
 
 
+def control_store(
+    kind: str, etcd_host: str, etcd_port: int, namespace: str | None
+) -> tuple[TableCatalog, RouteSource]:
+    """The catalog the router writes and the routes it reads: etcd (the local cluster),
+    or in Kubernetes the Table and Partition resources (nodes and statistics from etcd,
+    where storage nodes register)."""
+    store = EtcdControlStore(etcd_host, etcd_port)
+    if kind == "etcd":
+        return store, store
+    catalog = KubernetesTableCatalog.in_cluster(namespace)
+    return catalog, KubernetesRouteSource(catalog, store)
+
+
 async def serve(
     *,
     host: str,
@@ -49,16 +63,18 @@ async def serve(
     etcd_port: int,
     data_dir: Path,
     settings: RouterSettings,
+    store_kind: str = "etcd",
+    namespace: str | None = None,
     admission: str = "off",
     doorman: list[str] | None = None,
 ) -> None:
-    store = EtcdControlStore(etcd_host, etcd_port)
-    tables = TableCache(store)
+    catalog, routes = control_store(store_kind, etcd_host, etcd_port, namespace)
+    tables = TableCache(routes)
     watch_tables(tables)
     await tables.refresh()
     refresher = asyncio.create_task(tables.run())
     storage = StorageClient()
-    ctx = RouterContext(tables, store, storage, settings)
+    ctx = RouterContext(tables, catalog, storage, settings)
     doorman_client = None
     source: RateSource = ProvisionedRate()
     if admission == "doorman":
@@ -86,5 +102,5 @@ async def serve(
     await storage.close()
     if doorman_client is not None:
         await doorman_client.close()  # releases this router's leases at once
-    await store.close()
+    await routes.close()
     log.info("router stopped")

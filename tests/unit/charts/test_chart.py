@@ -32,6 +32,7 @@ ALL_ON: dict[str, Any] = {
     "etcd": {"storageClassName": "ssd"},
     "imagePullSecrets": [{"name": "regcred"}],
     "operator": {"nodeSelector": {"pool": "system"}, "tolerations": [{"key": "k", "operator": "Exists"}]},
+    "doorman": {"enabled": True},
 }
 # Kinds of the Prometheus Operator and kopf: checked for shape, not against official schemas.
 CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "KopfPeering"}
@@ -95,15 +96,17 @@ def test_defaults_render_the_core_and_no_optional_objects() -> None:
 def test_every_flag_on_renders_every_optional_object(chart_with_dashboard: Path) -> None:
     kinds = _kinds(render(ALL_ON, chart_with_dashboard))
     assert kinds["HorizontalPodAutoscaler"] == ["demo-partita-router"]
-    assert len(kinds["NetworkPolicy"]) == 4
-    assert kinds["ServiceMonitor"] == ["demo-partita-router"] and kinds["PodMonitor"] == [
-        "demo-partita-storage"
-    ]
+    assert len(kinds["NetworkPolicy"]) == 6  # deny, router, storage, etcd, metrics, doorman
+    assert sorted(kinds["ServiceMonitor"]) == ["demo-partita-doorman", "demo-partita-router"]
+    assert sorted(kinds["PodMonitor"]) == ["demo-partita-operator", "demo-partita-storage"]
+    assert "demo-partita-doorman" in kinds["Deployment"]
     # One ConfigMap per dashboard file: the chart's own (charts/partita/dashboards/*.json)
-    # and the one the fixture adds.
+    # and the one the fixture adds; and Doorman's configuration.
     shipped = sorted(p.stem.replace("_", "-") for p in (chart_with_dashboard / "dashboards").glob("*.json"))
-    assert {"overview", "storage", "tables"} <= set(shipped)
-    assert sorted(kinds["ConfigMap"]) == [f"demo-partita-dashboard-{stem}" for stem in shipped]
+    assert {"overview", "storage", "tables", "autoadmin"} <= set(shipped)
+    assert sorted(kinds["ConfigMap"]) == sorted(
+        [f"demo-partita-dashboard-{stem}" for stem in shipped] + ["demo-partita-doorman"]
+    )
 
 
 def test_the_operator_runs_the_storage_fleet_the_values_describe() -> None:
@@ -115,6 +118,105 @@ def test_the_operator_runs_the_storage_fleet_the_values_describe() -> None:
     assert args[0] == "operator"
     assert {"--release=demo-partita", "--zones=x,y", "--replicas-per-zone=3", "--no-pin-zones"} <= set(args)
     assert "--etcd=demo-partita-etcd:2379" in args
+
+
+def test_the_monitors_scrape_the_ports_the_processes_serve_metrics_on() -> None:
+    from partita.autoadmin.kube import builders
+    from partita.autoadmin.kube.cli import config_from_args
+    from partita.cli.main import build_parser
+
+    docs = render({**ALL_ON, "storage": {"metricsPort": 9300}})
+    (service_monitor,) = [
+        d for d in docs if d["kind"] == "ServiceMonitor" and d["metadata"]["name"] == "demo-partita-router"
+    ]
+    (pod_monitor,) = [
+        d for d in docs if d["kind"] == "PodMonitor" and d["metadata"]["name"] == "demo-partita-storage"
+    ]
+    (operator_monitor,) = [
+        d for d in docs if d["kind"] == "PodMonitor" and d["metadata"]["name"] == "demo-partita-operator"
+    ]
+    (router,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")]
+    (router_service,) = [
+        d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "demo-partita-router"
+    ]
+    # Routers answer /metrics on their DynamoDB port, which the Service names.
+    [endpoint] = service_monitor["spec"]["endpoints"]
+    assert endpoint["path"] == "/metrics"
+    assert endpoint["port"] in {p["name"] for p in router_service["spec"]["ports"]}
+    assert endpoint["port"] in {
+        p["name"] for p in router["spec"]["template"]["spec"]["containers"][0]["ports"]
+    }
+    # Storage pods: the StatefulSet the operator builds from the flags the chart passes it.
+    (operator,) = [
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")
+    ]
+    args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
+    fleet = config_from_args(build_parser().parse_args([*args, "--namespace=db"])).fleet
+    container = builders.storage_statefulset(fleet, fleet.zones[0])["spec"]["template"]["spec"]["containers"][
+        0
+    ]
+    [pod_endpoint] = pod_monitor["spec"]["podMetricsEndpoints"]
+    assert pod_endpoint["path"] == "/metrics"
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert named[pod_endpoint["port"]] == 9300
+    assert "--metrics-port=9300" in container["args"]
+    # The operator serves the autoadmin's metrics on the port its PodMonitor names.
+    operator_container = operator["spec"]["template"]["spec"]["containers"][0]
+    [operator_endpoint] = operator_monitor["spec"]["podMetricsEndpoints"]
+    named = {p["name"]: p["containerPort"] for p in operator_container["ports"]}
+    assert named[operator_endpoint["port"]] == 9090
+    assert build_parser().parse_args([*args, "--namespace=db"]).metrics_port == 9090
+    assert pod_monitor["spec"]["selector"]["matchLabels"].items() <= (
+        builders.storage_statefulset(fleet, fleet.zones[0])["spec"]["template"]["metadata"]["labels"].items()
+    )
+
+
+def test_routers_write_tables_where_the_values_say_and_their_role_allows_exactly_that() -> None:
+    def router_args(values: dict[str, Any]) -> list[str]:
+        docs = render(values)
+        (router,) = [
+            d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")
+        ]
+        args: list[str] = router["spec"]["template"]["spec"]["containers"][0]["args"]
+        return args
+
+    assert "--control-store=etcd" in router_args({})
+    assert "--control-store=kubernetes" in router_args({"router": {"controlStore": "kubernetes"}})
+    (role,) = [
+        d for d in render({}) if d["kind"] == "Role" and d["metadata"]["name"] == "demo-partita-router"
+    ]
+    rules = {tuple(r["resources"]): set(r["verbs"]) for r in role["rules"]}
+    assert rules == {
+        ("tables",): {"get", "list", "watch", "create", "patch", "delete"},
+        ("partitions",): {"get", "list", "watch"},
+    }
+
+
+def test_doorman_runs_a_master_and_a_standby_elected_through_the_charts_etcd() -> None:
+    docs = render({"doorman": {"enabled": True}, "metrics": {"serviceMonitor": {"enabled": True}}})
+    (deployment,) = [
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-doorman")
+    ]
+    (config,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-doorman")]
+    (monitor,) = [
+        d for d in docs if d["kind"] == "ServiceMonitor" and d["metadata"]["name"].endswith("-doorman")
+    ]
+    assert deployment["spec"]["replicas"] == 2
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    assert args[0] == "doorman" and "--etcd=demo-partita-etcd:2379" in args and "--election-name=root" in args
+    assert "--server-id=$(POD_NAME)" in args and "--advertise=$(POD_IP):5101" in args
+    # The configuration the server reads is the ConfigMap's, in Doorman's own format.
+    from partita.cli.main import build_parser
+    from partita.doorman.repository import ResourceRepository
+
+    parsed = build_parser().parse_args(args)
+    assert parsed.config == "/etc/doorman/doorman.yaml" and parsed.metrics_port == 5201
+    repository = ResourceRepository.from_text(config["data"]["doorman.yaml"])  # validates it
+    assert [r.identifier_glob for r in repository.message.resources] == ["*"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports[monitor["spec"]["endpoints"][0]["port"]] == 5201
+    assert not [d for d in render({}) if "doorman" in d["metadata"]["name"]]  # off by default
 
 
 def test_etcd_is_three_members_that_know_each_other_and_compact() -> None:
@@ -178,6 +280,7 @@ def test_lint_strict_is_clean(values: dict[str, Any]) -> None:
         {"storage": {"size": "ten gigs"}},
         {"router": {"service": {"type": "Ingress"}}},
         {"router": {"port": 70000}},
+        {"router": {"controlStore": "zookeeper"}},
         {"etcd": {"replicas": 2}},
         {"credentials": {"accessKeyId": "not-a-key"}},
         {"operator": {"replicas": 0}},

@@ -69,6 +69,7 @@ def test_the_supervisor_lists_every_metrics_endpoint(tmp_path: Path) -> None:
         "doorman-0": "http://127.0.0.1:5201/metrics",
         "doorman-1": "http://127.0.0.1:5202/metrics",
         "router": "http://127.0.0.1:9000/metrics",
+        "autoadmin": "http://127.0.0.1:9400/metrics",  # storage base + 299
     }
 
 
@@ -82,6 +83,7 @@ def test_the_prometheus_config_scrapes_one_job_per_role_and_loads_the_rules(tmp_
         "partita-storage": ["127.0.0.1:9301", "127.0.0.1:9302", "127.0.0.1:9303"],
         "partita-doorman": ["127.0.0.1:5201", "127.0.0.1:5202"],
         "partita-router": ["127.0.0.1:9000"],
+        "partita-autoadmin": ["127.0.0.1:9400"],
     }
     assert config["rule_files"] == [str(RULES_FILE)]
     assert "rule_files" not in json.loads(

@@ -9,7 +9,7 @@ import pytest
 
 from partita.autoadmin.main import build_parser as autoadmin_parser
 from partita.cli.main import build_parser
-from partita.cli.supervisor import ClusterLayout
+from partita.cli.supervisor import ClusterLayout, prometheus_config
 
 
 def _argv_after(argv: list[str], flag: str) -> str:
@@ -25,14 +25,24 @@ def test_etcd_runs_with_revision_auto_compaction(tmp_path: Path) -> None:
 
 def test_the_autoadmin_is_started_last_with_its_settings(tmp_path: Path) -> None:
     layout = ClusterLayout(
-        tmp_path, etcd_port=3379, on_demand_partitions=6, defrag_interval=30, keep_revisions=99
+        tmp_path,
+        etcd_port=3379,
+        storage_base_port=8101,
+        on_demand_partitions=6,
+        defrag_interval=30,
+        keep_revisions=99,
+        log_level="warning",
     )
     children = layout.children()
     assert [c.role for c in children] == [
         "etcd", "storage", "storage", "storage", "doorman", "doorman", "router", "autoadmin"
     ]  # fmt: skip
     autoadmin = children[-1]
-    assert autoadmin.ports == {}
+    # Its one port is /metrics, so prometheus.yml scrapes it and `up` waits for it.
+    assert autoadmin.ports == {"metrics": 8400}
+    assert _argv_after(autoadmin.argv, "--metrics-port") == "8400"
+    assert _argv_after(autoadmin.argv, "--log-level") == "warning"
+    assert "127.0.0.1:8400" in prometheus_config(children, "127.0.0.1", None)
     assert autoadmin.argv[autoadmin.argv.index("autoadmin") - 1] == "partita.cli.main"
     assert _argv_after(autoadmin.argv, "--etcd") == "127.0.0.1:3379"
     assert _argv_after(autoadmin.argv, "--on-demand-partitions") == "6"
@@ -50,5 +60,13 @@ def test_up_flags_reach_the_layout() -> None:
 def test_the_autoadmin_process_takes_its_settings_and_refuses_bad_ones() -> None:
     args = autoadmin_parser().parse_args(["--etcd", "h:1", "--keep-revisions", "7"])
     assert (args.etcd, args.keep_revisions, args.on_demand_partitions) == ("h:1", 7, 4)
+    assert (args.metrics_port, args.log_level, args.log_format) == (None, "info", "json")
+    args = autoadmin_parser().parse_args(
+        ["--metrics-port", "9100", "--log-level", "debug", "--log-format", "text"]
+    )
+    assert (args.metrics_port, args.log_level, args.log_format) == (9100, "debug", "text")
+    for bad in (["--metrics-port", "0"], ["--metrics-port", "70000"], ["--log-level", "loud"]):
+        with pytest.raises(SystemExit):
+            autoadmin_parser().parse_args(bad)
     with pytest.raises(SystemExit):
         autoadmin_parser().parse_args(["--on-demand-partitions", "0"])

@@ -1,19 +1,25 @@
 """What every ControlStore promises, checked against each implementation: the
-in-memory one the unit tests use and EtcdControlStore on a real etcd. The Kubernetes
-store will join this list."""
+in-memory one the unit tests use and EtcdControlStore on a real etcd. The table
+catalog's promises (what routers use) are checked against the Kubernetes catalog too,
+with kmock as the API server (tests/unit/control/kube_api.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
+from typing import Any, Protocol
 
 import aetcd
 import pytest
 
 from partita.common.partition_map import Partition
-from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TableState
+from partita.control.kubernetes import KubernetesTableCatalog
+from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TableSpec, TableState
 from partita.control.store import PREFIX, STATS, ControlStore, EtcdControlStore, MemoryControlStore
+from tests.unit.autoadmin.kube.emulator import NS, register_resources
 from tests.unit.control.conftest import TWO_PARTITIONS, table
+from tests.unit.control.kube_api import VersionedApiServer
 
 
 @pytest.fixture(params=["memory", "etcd"])
@@ -39,38 +45,103 @@ async def store(etcd_port: int | None) -> AsyncIterator[ControlStore]:
 # --- table catalog ------------------------------------------------------------------
 
 
-async def test_create_table_spec_is_create_if_absent(store: ControlStore) -> None:
-    assert await store.create_table_spec(table(table_id=11)) is True
-    assert await store.create_table_spec(table(table_id=13)) is False
-    stored = await store.get_table_spec("Orders")
+class Catalog(Protocol):
+    async def list_table_specs(self) -> list[TableSpec]: ...
+    async def get_table_spec(self, name: str) -> TableSpec | None: ...
+    async def create_table_spec(self, spec: TableSpec) -> bool: ...
+    async def replace_table_spec(self, spec: TableSpec) -> bool: ...
+    async def get_table_state(self, name: str) -> TableState | None: ...
+
+
+@pytest.fixture(params=["memory", "etcd", "kubernetes"])
+def catalog_kind(request: pytest.FixtureRequest) -> tuple[str, int | None]:
+    """The implementation, and the port of the session's real etcd for "etcd"."""
+    port = int(request.getfixturevalue("etcd").port) if request.param == "etcd" else None
+    return request.param, port
+
+
+@pytest.fixture
+async def catalog(catalog_kind: tuple[str, int | None], kmock: Any) -> AsyncIterator[Catalog]:
+    kind, port = catalog_kind
+    if kind != "kubernetes":
+        async for store in _store(port):
+            yield store
+        return
+    register_resources(kmock)
+    kube = KubernetesTableCatalog(str(kmock.url), NS)
+    yield kube
+    await kube.close()
+
+
+async def _store(etcd_port: int | None) -> AsyncIterator[ControlStore]:
+    if etcd_port is None:
+        yield MemoryControlStore()
+        return
+    raw = aetcd.Client(host="127.0.0.1", port=etcd_port, timeout=5)
+    await raw.delete_prefix(PREFIX)
+    await raw.delete_prefix(STATS)
+    await raw.close()
+    s = EtcdControlStore("127.0.0.1", etcd_port)
+    yield s
+    await s.close()
+
+
+KUBE = pytest.mark.kmock(cls=VersionedApiServer)
+
+
+@KUBE
+async def test_create_table_spec_is_create_if_absent(catalog: Catalog) -> None:
+    assert await catalog.create_table_spec(table(table_id=11)) is True
+    assert await catalog.create_table_spec(table(table_id=13)) is False
+    stored = await catalog.get_table_spec("Orders")
     assert stored is not None
     assert stored == table(table_id=11)
     assert stored.revision != NO_REVISION
-    assert await store.list_table_specs() == [table(table_id=11)]
+    assert await catalog.list_table_specs() == [table(table_id=11)]
 
 
-async def test_get_table_spec_of_an_unknown_name_is_none(store: ControlStore) -> None:
-    assert await store.get_table_spec("Nope") is None
-    assert await store.get_table_state("Nope") is None
+@KUBE
+async def test_get_table_spec_of_an_unknown_name_is_none(catalog: Catalog) -> None:
+    assert await catalog.get_table_spec("Nope") is None
+    assert await catalog.get_table_state("Nope") is None
 
 
-async def test_replace_table_spec_is_a_compare_and_swap_on_the_revision(store: ControlStore) -> None:
-    await store.create_table_spec(table())
-    first = await store.get_table_spec("Orders")
+@KUBE
+async def test_replace_table_spec_is_a_compare_and_swap_on_the_revision(catalog: Catalog) -> None:
+    await catalog.create_table_spec(table())
+    first = await catalog.get_table_spec("Orders")
     assert first is not None
-    assert await store.replace_table_spec(dataclasses.replace(first, read_capacity=9)) is True
+    assert await catalog.replace_table_spec(dataclasses.replace(first, read_capacity=9)) is True
     # `first` is stale now: its revision is not the stored one any more.
-    assert await store.replace_table_spec(dataclasses.replace(first, deleting=True)) is False
-    current = await store.get_table_spec("Orders")
+    assert await catalog.replace_table_spec(dataclasses.replace(first, deleting=True)) is False
+    current = await catalog.get_table_spec("Orders")
     assert current is not None
     assert (current.read_capacity, current.deleting) == (9, False)
     assert current.revision != first.revision
 
 
-async def test_replace_table_spec_of_a_missing_table_fails_and_creates_nothing(store: ControlStore) -> None:
+@KUBE
+async def test_two_writers_replacing_from_one_revision_one_wins(catalog: Catalog) -> None:
+    """Two routers read the same spec and update it at once: the store, not the reader's
+    own check, must refuse the second (the Kubernetes catalog relies on the API
+    server's resourceVersion precondition here)."""
+    await catalog.create_table_spec(table())
+    first = await catalog.get_table_spec("Orders")
+    assert first is not None
+    results = await asyncio.gather(
+        catalog.replace_table_spec(dataclasses.replace(first, read_capacity=7)),
+        catalog.replace_table_spec(dataclasses.replace(first, read_capacity=8)),
+    )
+    assert sorted(results) == [False, True]
+    current = await catalog.get_table_spec("Orders")
+    assert current is not None and current.read_capacity == (7 if results[0] else 8)
+
+
+@KUBE
+async def test_replace_table_spec_of_a_missing_table_fails_and_creates_nothing(catalog: Catalog) -> None:
     # A spec never read from the store has no revision: the CAS must not turn into a create.
-    assert await store.replace_table_spec(table()) is False
-    assert await store.get_table_spec("Orders") is None
+    assert await catalog.replace_table_spec(table()) is False
+    assert await catalog.get_table_spec("Orders") is None
 
 
 async def test_table_state_is_created_once_then_compared_and_swapped(store: ControlStore) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+import partita.autoadmin.metrics
 import partita.router.metrics
 import partita.storage.metrics  # noqa: F401 - registers the storage families
 from partita.common import metrics

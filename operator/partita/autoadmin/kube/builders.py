@@ -55,6 +55,11 @@ def _ports(fleet: Fleet) -> list[dict[str, Any]]:
     return [
         {"name": naming.ADMIN_PORT_NAME, "port": fleet.admin_port, "targetPort": naming.ADMIN_PORT_NAME},
         {"name": naming.DATA_PORT_NAME, "port": fleet.data_port, "targetPort": naming.DATA_PORT_NAME},
+        {
+            "name": naming.METRICS_PORT_NAME,
+            "port": fleet.metrics_port,
+            "targetPort": naming.METRICS_PORT_NAME,
+        },
     ]
 
 
@@ -106,6 +111,7 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
             "--host=$(POD_IP)",
             f"--port={fleet.admin_port}",
             f"--data-port={fleet.data_port}",
+            f"--metrics-port={fleet.metrics_port}",
             f"--data-dir={DATA_DIR}",
             f"--etcd={fleet.etcd}",
         ],
@@ -116,6 +122,7 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
         "ports": [
             {"name": naming.ADMIN_PORT_NAME, "containerPort": fleet.admin_port, "protocol": "TCP"},
             {"name": naming.DATA_PORT_NAME, "containerPort": fleet.data_port, "protocol": "TCP"},
+            {"name": naming.METRICS_PORT_NAME, "containerPort": fleet.metrics_port, "protocol": "TCP"},
         ],
         # Ready once the data path accepts connections (the node opens it after
         # replaying its log); alive while the admin server answers.

@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--etcd", default=Fleet.etcd, help="control store endpoint host:port")
     p.add_argument("--admin-port", type=int, default=Fleet.admin_port)
     p.add_argument("--data-port", type=int, default=Fleet.data_port)
+    p.add_argument(
+        "--storage-metrics-port", type=int, default=Fleet.metrics_port, help="storage pods' /metrics port"
+    )
     p.add_argument("--no-pin-zones", action="store_true", help="for clusters without zone labels (kind)")
     p.add_argument("--no-separate-hosts", action="store_true", help="allow storage pods to share a machine")
     p.add_argument("--on-demand-partitions", type=int, default=OperatorConfig.on_demand_partitions)
@@ -59,6 +62,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=None,
         metavar="URL",
         help="serve kopf's liveness probe, e.g. http://0.0.0.0:8080/healthz (off by default)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve the autoadmin's /metrics on this port (off by default)",
     )
     p.set_defaults(func=run)
 
@@ -76,6 +85,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         etcd=args.etcd,
         admin_port=args.admin_port,
         data_port=args.data_port,
+        metrics_port=args.storage_metrics_port,
         pin_zones=not args.no_pin_zones,
         separate_hosts=not args.no_separate_hosts,
     )
@@ -97,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
             priority=args.priority,
             standalone=args.standalone,
             liveness_endpoint=args.liveness,
+            metrics_port=args.metrics_port,
         )
     )
     return 0

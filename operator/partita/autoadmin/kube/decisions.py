@@ -1,57 +1,29 @@
-"""Pure decisions of the Kubernetes operator: how many partitions, which hash ranges,
-which nodes, and what status and conditions a Table or Partition shows.
+"""Pure decisions of the Kubernetes operator beyond the reconcile core: which nodes
+of which zones a new partition gets, and what status and conditions a Table or
+Partition shows.
+
+How many partitions, when to split and when a table is ACTIVE are the reconcile core's
+(`partita.autoadmin.reconcile.decide`, shared with the local autoadmin); the handlers
+call it through `resources`, and give it `place` below as its placement.
 
 No I/O and no clock: handlers pass in what they observed (and `now`), and get back
-plans and status dictionaries. The partition-count rule and the per-zone placement are
-the autoadmin's shared decisions (`partition_count`, `placement`), called from here
-only, so moving them is a one-line change.
+plans and status dictionaries.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from partita.autoadmin import partition_count, placement
+from partita.autoadmin import placement
 from partita.common.partition_map import HASH_SPACE
+from partita.control import kubernetes
 from partita.control.model import NodeRecord
-
-# A partition holds at most 10 GB before it must split (the DynamoDB paper).
-PARTITION_SIZE_LIMIT = 10 * 1000**3
 
 TableStatus = Literal["CREATING", "ACTIVE", "UPDATING", "DELETING"]
 PartitionState = Literal["Pending", "Serving", "Degraded", "Deleting"]
 MemberState = Literal["Requested", "CatchingUp", "Serving", "Failed"]
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """The parts of a Table's spec the operator decides on."""
-
-    table_name: str
-    billing_mode: str = "PAY_PER_REQUEST"
-    read_capacity_units: int = 0
-    write_capacity_units: int = 0
-    replication_factor: int = 3
-    deletion_protection: bool = False
-
-    @property
-    def on_demand(self) -> bool:
-        return self.billing_mode == "PAY_PER_REQUEST"
-
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> TableSpec:
-        throughput = spec.get("provisionedThroughput") or {}
-        return cls(
-            table_name=str(spec["tableName"]),
-            billing_mode=str(spec.get("billingMode", "PAY_PER_REQUEST")),
-            read_capacity_units=int(throughput.get("readCapacityUnits", 0)),
-            write_capacity_units=int(throughput.get("writeCapacityUnits", 0)),
-            replication_factor=int(spec.get("replicationFactor", 3)),
-            deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
-        )
 
 
 @dataclass(frozen=True)
@@ -74,68 +46,13 @@ class PartitionPlan:
             raise ValueError(f"bad hash range [{self.start:#x}, {self.last:#x}]")
 
 
-# --- partition count and ranges -------------------------------------------------------
-
-
-def desired_partition_count(spec: TableSpec, current: int, size_bytes: int, on_demand_default: int) -> int:
-    """Partitions the table should have now: DynamoDB's throughput rule, then size.
-
-    A new table starts with ceil(RCU/3000 + WCU/1000) partitions (on demand: a configured
-    count); a throughput increase splits every partition until there are enough; more
-    than 10 GB per partition splits them again. Partitions never merge.
-    """
-    if current == 0:
-        count = partition_count.initial_partition_count(
-            spec.read_capacity_units, spec.write_capacity_units, spec.on_demand, on_demand_default
-        )
-    elif spec.on_demand:
-        count = current
-    else:
-        count = partition_count.partition_count_after_update(
-            current, spec.read_capacity_units, spec.write_capacity_units
-        )
-    needed_for_size = -(-size_bytes // PARTITION_SIZE_LIMIT)
-    while count < needed_for_size:
-        count *= 2
-    return count
-
-
-def initial_ranges(count: int) -> list[tuple[int, int]]:
-    """The hash space cut into `count` contiguous ranges of (nearly) equal width."""
-    if count < 1:
-        raise ValueError("a table has at least one partition")
-    bounds = [HASH_SPACE * i // count for i in range(count + 1)]
-    return [(bounds[i], bounds[i + 1] - 1) for i in range(count)]
-
-
-def split(plan: PartitionPlan) -> tuple[PartitionPlan, PartitionPlan]:
-    """Halve a range. Both halves stay on the parent's nodes: a split moves no data."""
-    if plan.start == plan.last:
-        raise ValueError(f"partition at {plan.start:#x} holds one hash and cannot split")
-    middle = plan.start + (plan.last - plan.start + 1) // 2
-    return PartitionPlan(plan.start, middle - 1, plan.members), PartitionPlan(middle, plan.last, plan.members)
-
-
-def grow(existing: Sequence[PartitionPlan], count: int) -> list[PartitionPlan]:
-    """Split the widest partition in two until there are at least `count`.
-
-    From equal ranges this splits every partition once per doubling; from a half-done
-    split (an interrupted reconcile) it finishes the job instead of splitting again.
-    """
-    plans = list(existing)
-    while len(plans) < count:
-        widest = max(plans, key=lambda p: (p.last - p.start, -p.start))
-        plans.remove(widest)
-        plans.extend(split(widest))
-    return sorted(plans, key=lambda p: p.start)
-
-
 # --- placement ------------------------------------------------------------------------
 
 
 def table_seed(namespace: str, name: str) -> int:
-    """A stable seed per table, so re-planning after a restart places the same way."""
-    return zlib.crc32(f"{namespace}/{name}".encode())
+    """A stable seed per table, so re-planning after a restart places the same way (the
+    id of a Table no router named)."""
+    return kubernetes.default_table_id(namespace, name)
 
 
 def usable_replication(requested: int, nodes: Sequence[NodeRecord]) -> int:
@@ -160,20 +77,6 @@ def place(
         for zone in chosen
     }
     return [tuple(Member(per_zone[zone][i][0], zone) for zone in chosen) for i in range(count)]
-
-
-def plan_partitions(
-    existing: Sequence[PartitionPlan],
-    count: int,
-    nodes: Sequence[NodeRecord],
-    replication_factor: int,
-    seed: int,
-) -> list[PartitionPlan]:
-    """The table's partitions after this reconcile: new ones placed, or existing ones split."""
-    if existing:
-        return grow(existing, count)
-    members = place(count, nodes, replication_factor, seed)
-    return [PartitionPlan(start, last, members[i]) for i, (start, last) in enumerate(initial_ranges(count))]
 
 
 # --- status ---------------------------------------------------------------------------
@@ -259,19 +162,6 @@ class TableObservation:
     problem: tuple[str, str] | None = None  # (reason, message) of a configuration problem
 
 
-def table_status(obs: TableObservation) -> TableStatus:
-    """DynamoDB's TableStatus: CREATING until every partition first serves, UPDATING while
-    a later change (a split) is being carried out, DELETING once deletion started."""
-    if obs.deleting:
-        return "DELETING"
-    settled = len(obs.partition_states) == obs.wanted_partitions and all(
-        s in ("Serving", "Degraded") for s in obs.partition_states
-    )
-    if settled:
-        return "ACTIVE"
-    return "CREATING" if obs.previous_status in (None, "CREATING") else "UPDATING"
-
-
 def table_conditions(obs: TableObservation, status: TableStatus) -> list[Condition]:
     serving = sum(1 for s in obs.partition_states if s in ("Serving", "Degraded"))
     progress = f"{serving} of {obs.wanted_partitions} partitions serving"
@@ -305,9 +195,14 @@ def table_conditions(obs: TableObservation, status: TableStatus) -> list[Conditi
 
 
 def table_status_patch(
-    obs: TableObservation, previous_conditions: Sequence[Mapping[str, Any]], generation: int, now: str
+    obs: TableObservation,
+    status: TableStatus,
+    previous_conditions: Sequence[Mapping[str, Any]],
+    generation: int,
+    now: str,
 ) -> dict[str, Any]:
-    status = table_status(obs)
+    """The Table's status for DynamoDB's `status` (the reconcile core's view,
+    `control.model.table_status`) and what the partitions report."""
     return {
         "observedGeneration": generation,
         "tableStatus": status,

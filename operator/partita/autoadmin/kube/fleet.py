@@ -27,6 +27,7 @@ class Fleet:
     etcd: str = "partita-etcd:2379"  # the control store's client endpoint
     admin_port: int = 7100  # gRPC administration (the operator and routers call it)
     data_port: int = 7200  # framed data path (routers call it)
+    metrics_port: int = 7300  # /metrics (Prometheus scrapes it through the chart's PodMonitor)
     cpu_request: str = "250m"
     memory_request: str = "512Mi"
     memory_limit: str = "2Gi"

@@ -19,10 +19,14 @@ from typing import Any
 
 import kopf
 
-from partita.autoadmin.kube import builders, decisions, naming
+from partita.autoadmin import metrics as autoadmin_metrics
+from partita.autoadmin import reconcile
+from partita.autoadmin.kube import builders, decisions, naming, resources
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
+from partita.control.model import NodeRecord, TableSpec, TableState
+from partita.control.model import table_status as table_status_of
 
 log = logging.getLogger(__name__)
 
@@ -146,42 +150,97 @@ def build_registry(
         name: str,
         patch: kopf.Patch,
     ) -> None:
-        table = decisions.TableSpec.from_spec(spec)
+        # The local autoadmin's reconcile core decides; this maps resources in and out.
+        table = resources.table_spec(namespace, name, spec, meta)
+        replication_factor = int(spec.get("replicationFactor", 3))
         nodes = config.fleet.nodes()
         objs = await list_partitions(namespace, name)
-        existing = [_plan_of(o) for o in objs]
-        count = decisions.desired_partition_count(
-            table, len(existing), int(status.get("tableSizeBytes", 0)), config.on_demand_partitions
+        state = resources.table_state(table, status)
+        observed = reconcile.Observed(
+            table, state, tuple(resources.partition(o) for o in objs), resources.ready_replicas(objs)
         )
-        if len(existing) != count:
-            await ensure_fleet(body)
-            plans = decisions.plan_partitions(
-                existing, count, nodes, table.replication_factor, decisions.table_seed(namespace, name)
-            )
-            for plan in plans:
-                await api.apply(builders.partition(body, plan))
-            verb = "PartitionsCreated" if not existing else "PartitionsSplit"
-            _event(body, "Normal", reason=verb, message=f"{len(existing)} -> {len(plans)} partitions")
-            objs = await list_partitions(namespace, name)
+        settings = reconcile.Settings(
+            on_demand_partitions=config.on_demand_partitions,
+            placement=resources.zoned_placement(replication_factor),
+        )
+        # Only the active peer runs handlers: this instance acts.
+        autoadmin_metrics.LEADER.set(1)
+        for action in reconcile.decide(observed, nodes, settings):
+            try:
+                if isinstance(action, reconcile.ChangePartitions):
+                    await ensure_fleet(body)
+                    await change_partitions(body, namespace, name, objs, action, nodes)
+                    objs = await list_partitions(namespace, name)
+                elif isinstance(action, reconcile.PutState):
+                    state = action.state  # recorded by the status patch below
+            except Exception:
+                autoadmin_metrics.record_failed(action, observed.state, "error")
+                raise
+            autoadmin_metrics.record_applied(action, observed.state)
+        new = table_status(body, table, state, status, meta, objs, replication_factor, nodes)
+        # Only what changed: an empty patch is not sent, so a settled table's resync
+        # writes nothing (and kopf does not wait out its consistency check after it).
+        patch.status.update({k: v for k, v in new.items() if status.get(k) != v})
+
+    async def change_partitions(
+        body: kopf.Body,
+        namespace: str,
+        name: str,
+        objs: Sequence[Mapping[str, Any]],
+        action: reconcile.ChangePartitions,
+        nodes: Sequence[NodeRecord],
+    ) -> None:
+        existing = {o["metadata"]["name"] for o in objs}
+        put, removed = resources.resource_changes(action, name)
+        # New resources before the shortened ones: a split cut short between the two
+        # leaves ranges that overlap (decided again next pass), never a hole.
+        put.sort(key=lambda p: naming.partition_name(name, p.start) in existing)
+        for p in put:
+            await api.apply(builders.partition(body, resources.partition_plan(p, nodes)))
+        for gone in removed:
+            await api.delete(naming.API_VERSION, naming.PARTITIONS, namespace, gone)
+        after = (
+            len(existing)
+            - len(removed)
+            + sum(naming.partition_name(name, p.start) not in existing for p in put)
+        )
+        verb = "PartitionsCreated" if not existing else "PartitionsSplit"
+        _event(body, "Normal", reason=verb, message=f"{len(existing)} -> {after} partitions")
+
+    def table_status(
+        body: kopf.Body,
+        table: TableSpec,
+        state: TableState | None,
+        status: kopf.Status,
+        meta: kopf.Meta,
+        objs: Sequence[Mapping[str, Any]],
+        replication_factor: int,
+        nodes: Sequence[NodeRecord],
+    ) -> dict[str, Any]:
         problem = None
-        usable = decisions.usable_replication(table.replication_factor, nodes)
-        if usable < table.replication_factor:
+        usable = decisions.usable_replication(replication_factor, nodes)
+        if usable < replication_factor:
             problem = (
                 "NotEnoughZones",
-                f"replicationFactor {table.replication_factor} but the fleet has {usable} zones",
+                f"replicationFactor {replication_factor} but the fleet has {usable} zones",
             )
         obs = decisions.TableObservation(
             previous_status=status.get("tableStatus"),
             deleting=False,
-            wanted_partitions=count,
+            wanted_partitions=len(objs),
             partition_states=tuple((o.get("status") or {}).get("state", "Pending") for o in objs),
             item_count=sum(int((o.get("status") or {}).get("itemCount", 0)) for o in objs),
             size_bytes=sum(int((o.get("status") or {}).get("sizeBytes", 0)) for o in objs),
             problem=problem,
         )
+        shown = table_status_of(table, state)
         new = decisions.table_status_patch(
-            obs, status.get("conditions") or [], int(meta.get("generation", 1)), _now()
+            obs, shown, status.get("conditions") or [], int(meta.get("generation", 1)), _now()
         )
+        if state is not None:
+            new.update(resources.state_status(state))
+        else:
+            new.pop("observedGeneration")
         new["tableId"] = status.get("tableId") or meta.get("uid", "")
         if new["tableStatus"] != status.get("tableStatus"):
             _event(
@@ -192,7 +251,7 @@ def build_registry(
             )
         if problem and status.get("conditions") != new["conditions"]:
             _event(body, "Warning", reason=problem[0], message=problem[1])
-        patch.status.update(new)
+        return new
 
     @kopf.on.create(*tables, registry=registry)
     @kopf.on.resume(*tables, registry=registry)
@@ -251,10 +310,23 @@ def build_registry(
         )
         patch.status.update(
             decisions.table_status_patch(
-                obs, status.get("conditions") or [], int(meta.get("generation", 1)), _now()
+                obs, "DELETING", status.get("conditions") or [], int(meta.get("generation", 1)), _now()
             )
         )
-        if objs:
+        table = resources.table_spec(namespace, name, spec, {**meta, "deletionTimestamp": True})
+        observed = reconcile.Observed(
+            table,
+            resources.table_state(table, status),
+            tuple(resources.partition(o) for o in objs),
+            resources.ready_replicas(objs),
+        )
+        released = any(
+            isinstance(a, reconcile.RemoveTable)
+            for a in reconcile.decide(observed, config.fleet.nodes(), reconcile.Settings())
+        )
+        if released and not objs:
+            autoadmin_metrics.ACTIONS.labels("delete_table", "deletion_requested").inc()
+        if objs or not released:
             asked = [
                 o["metadata"]["name"]
                 for o in objs

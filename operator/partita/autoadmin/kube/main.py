@@ -18,6 +18,7 @@ from partita.autoadmin.kube import naming
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
 from partita.autoadmin.kube.replicas import ReplicaDirector, UnconnectedDirector
+from partita.common import metrics
 
 
 def discover_credentials(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo:
@@ -39,8 +40,11 @@ async def run_operator(
     standalone: bool = False,
     stop_flag: asyncio.Event | None = None,
     ready_flag: asyncio.Event | None = None,
+    metrics_port: int | None = None,
 ) -> None:
     """Run until `stop_flag` is set (or forever), watching the fleet's namespace."""
+    # The autoadmin's metrics (partita.autoadmin.metrics), as the local driver serves them.
+    exporter = await metrics.serve_metrics("0.0.0.0", metrics_port) if metrics_port is not None else None
     chosen = priority if priority is not None else random.randrange(1, 2**31)
     settings = operator_settings(chosen, standalone)
     info = login or discover_credentials(settings)
@@ -64,3 +68,6 @@ async def run_operator(
         )
     finally:
         await api.close()
+        if exporter is not None:
+            exporter.close()
+            await exporter.wait_closed()

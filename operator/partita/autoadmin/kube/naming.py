@@ -7,9 +7,11 @@ its DynamoDB name lives in `spec.tableName`.
 
 from __future__ import annotations
 
-GROUP = "partita.io"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
+from partita.control import kubernetes
+
+GROUP = kubernetes.GROUP
+VERSION = kubernetes.VERSION
+API_VERSION = kubernetes.API_VERSION
 TABLES = "tables"
 PARTITIONS = "partitions"
 TABLE_KIND = "Table"
@@ -27,7 +29,7 @@ COMPONENT = "app.kubernetes.io/component"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 PART_OF = "app.kubernetes.io/part-of"
 ZONE_LABEL = f"{GROUP}/zone"
-TABLE_LABEL = f"{GROUP}/table"
+TABLE_LABEL = kubernetes.TABLE_LABEL  # the routers select a table's Partitions by it too
 OPERATOR = "partita-operator"
 STORAGE = "storage"
 
@@ -36,6 +38,7 @@ TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 DATA_VOLUME = "data"
 ADMIN_PORT_NAME = "admin"
 DATA_PORT_NAME = "data"
+METRICS_PORT_NAME = "metrics"
 
 
 def partition_name(table: str, start: int) -> str:

@@ -56,7 +56,10 @@ class ApiServer(kmock.KubernetesEmulator):
 
 NS = "db"
 TABLES = f"/apis/{naming.API_VERSION}/namespaces/{NS}/tables"
-TIMEOUT = 20.0  # seconds any awaited state may take
+# Seconds any awaited state may take. kopf waits up to 5 s for its own writes to show
+# (the emulator keeps resourceVersion constant) and the test machine is shared: a
+# settled split takes 10-20 s here under load, so the bound leaves room.
+TIMEOUT = 45.0
 
 
 def register_resources(server: Any) -> None:

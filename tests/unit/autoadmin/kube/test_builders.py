@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -86,6 +87,15 @@ def test_statefulset_per_zone(
     assert f"--zone={zone}" in container["args"] and "--node-id=$(POD_NAME)" in container["args"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def test_storage_pods_serve_metrics_on_a_named_port_the_pod_monitor_can_scrape() -> None:
+    fleet = dataclasses.replace(DEFAULT, metrics_port=9300)
+    container = builders.storage_statefulset(fleet, "a")["spec"]["template"]["spec"]["containers"][0]
+    assert "--metrics-port=9300" in container["args"]
+    assert {"name": naming.METRICS_PORT_NAME, "containerPort": 9300, "protocol": "TCP"} in container["ports"]
+    service_ports = builders.storage_service(fleet, "a")["spec"]["ports"]
+    assert {"name": "metrics", "port": 9300, "targetPort": "metrics", "protocol": "TCP"} in service_ports
 
 
 def test_headless_service_and_pdb_select_exactly_one_zone() -> None:

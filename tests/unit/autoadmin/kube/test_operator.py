@@ -212,8 +212,16 @@ async def _patch(api: aiohttp.ClientSession, path: str, body: dict[str, Any]) ->
         assert resp.status == 200, await resp.text()
 
 
+def _actions(action: str, reason: str) -> float:
+    from partita.common.metrics import REGISTRY
+
+    value = REGISTRY.get_sample_value("partita_autoadmin_actions_total", {"action": action, "reason": reason})
+    return value or 0.0
+
+
 async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api: Any, kmock: Any) -> None:
     director = ServingDirector()
+    splits = _actions("split_partitions", "throughput_raised")
     async with operator(kmock, director, priority=10):
         throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 3200}
         await api.post(
@@ -233,8 +241,11 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
             parts = await partitions_of(api, "orders")
             return parts if len(parts) == 8 else None
 
-        after = await eventually(eight, "8 partitions")
+        await eventually(eight, "8 partitions")
         body = await _table_status(api, "orders", "ACTIVE", generation=2)
+        # Read once settled: mid-split the new halves exist before their parents shrink
+        # (an overlap a restarted operator finishes, never a hole).
+        after = await partitions_of(api, "orders")
 
     ranges = sorted(
         (int(p["spec"]["hashRange"]["start"], 16), int(p["spec"]["hashRange"]["last"], 16)) for p in after
@@ -248,6 +259,30 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
         assert parent["spec"]["members"] == members == child["spec"]["members"]
     assert body["status"]["partitionCount"] == 8
     assert body["status"]["observedGeneration"] == 2
+    # The operator counts what the core decided, as the local autoadmin does.
+    assert _actions("split_partitions", "throughput_raised") == splits + 1
+
+
+async def test_a_spec_change_that_needs_no_split_is_observed_by_the_core_without_new_partitions(
+    api: Any, kmock: Any
+) -> None:
+    """The reconcile core decides in Kubernetes too: a new generation (a tag) with
+    enough partitions is marked ACTIVE at that generation, and nothing is re-placed."""
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 1000}
+        await api.post(
+            TABLES, json=table_manifest("tagged", billingMode="PROVISIONED", provisionedThroughput=throughput)
+        )
+        await _table_status(api, "tagged", "ACTIVE")
+        before = sorted(p["metadata"]["name"] for p in await partitions_of(api, "tagged"))
+        await _patch(api, f"{TABLES}/tagged", {"spec": {"tags": [{"key": "team", "value": "a"}]}})
+        body = await _table_status(api, "tagged", "ACTIVE", generation=2)
+        after = sorted(p["metadata"]["name"] for p in await partitions_of(api, "tagged"))
+        creations = len(kmock[f"post /apis/{naming.API_VERSION}/namespaces/{NS}/partitions"])
+
+    assert (before == after, len(after), creations) == (True, 2, 2)  # ceil(1/3000 + 1000/1000)
+    assert body["status"]["observedGeneration"] == 2 and body["status"]["partitionCount"] == 2
 
 
 async def test_deleting_a_table_drops_its_partitions_then_releases_it(api: Any, kmock: Any) -> None:

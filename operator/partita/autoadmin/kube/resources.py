@@ -1,0 +1,102 @@
+"""Table and Partition resources as the reconcile core's objects, and back.
+
+The Kubernetes driver runs the same `reconcile.decide` as the local one: a Table's spec
+is the desired `TableSpec`, its status holds the core's `TableState` (`tableStatus`
+CREATING until first served, then the phase ACTIVE with `observedGeneration`), Partition
+resources are the partition objects, and their status says which replicas serve. Pure
+functions: the handlers read resources, map them here, decide, and map the actions
+back onto resources.
+
+Differences the mapping absorbs:
+- A Partition resource holds an inclusive hash range [start, last]; the core's is
+  half-open [start, end).
+- A Partition resource is named by its table and first hash, so a split's left child
+  is its parent resource with a shorter range, and only the right child is new.
+- The table id (an integer in the core, naming new partitions and seeding placement)
+  is the one a router recorded when it created the Table, else a stable hash of the
+  Table's namespace and name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from partita.autoadmin.kube import decisions, naming
+from partita.autoadmin.reconcile import ChangePartitions, Placement
+from partita.common.partition_map import Partition
+from partita.control import kubernetes as kube_catalog
+from partita.control.model import (
+    NodeRecord,
+    TableSpec,
+    TableState,
+)
+
+
+def table_spec(namespace: str, name: str, spec: Mapping[str, Any], meta: Mapping[str, Any]) -> TableSpec:
+    """The Table as the core's spec: the same mapping the routers' Kubernetes catalog
+    uses (`partita.control.kubernetes`), so a table made through the DynamoDB API and
+    one made with kubectl are the same thing to both."""
+    return kube_catalog.spec_from_resource(
+        {"metadata": {**meta, "namespace": namespace, "name": name}, "spec": spec}
+    )
+
+
+def table_state(spec: TableSpec, status: Mapping[str, Any]) -> TableState | None:
+    """The core's state record kept in the Table's status; None before the first."""
+    return kube_catalog.state_from_resource(
+        spec, {"metadata": {"resourceVersion": spec.revision}, "status": status}
+    )
+
+
+def state_status(state: TableState) -> dict[str, Any]:
+    """The status field that records a `PutState` beside `tableStatus` (which shows
+    CREATING exactly while the phase is CREATING)."""
+    return {"observedGeneration": state.observed_generation}
+
+
+def partition(obj: Mapping[str, Any]) -> Partition:
+    return kube_catalog.partition_from_resource(obj)
+
+
+def ready_replicas(objs: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]]:
+    """(partition, node) pairs that serve. A Degraded partition (a member failed, the
+    rest serve) counts as served in full: it answers requests, and its table must not
+    fall back to CREATING or stay UPDATING for a failed replica (the Degraded condition
+    says so instead)."""
+    out: set[tuple[str, str]] = set()
+    for obj in objs:
+        status = obj.get("status") or {}
+        name = obj["metadata"]["name"]
+        if status.get("state") == "Degraded":
+            out |= {(name, m["node"]) for m in obj["spec"]["members"]}
+        else:
+            out |= {(name, m["node"]) for m in status.get("members", []) if m.get("state") == "Serving"}
+    return frozenset(out)
+
+
+def zoned_placement(replication_factor: int) -> Placement:
+    """One replica in each of `replication_factor` zones (rotated per table), through
+    `decisions.place`, as the core's placement."""
+
+    def place(count: int, nodes: Sequence[NodeRecord], seed: int) -> list[tuple[str, ...]]:
+        return [
+            tuple(m.node for m in members)
+            for members in decisions.place(count, nodes, replication_factor, seed)
+        ]
+
+    return place
+
+
+def partition_plan(p: Partition, nodes: Sequence[NodeRecord]) -> decisions.PartitionPlan:
+    zones = {n.node_id: n.zone for n in nodes}
+    members = tuple(decisions.Member(node, zones.get(node, "")) for node in p.replicas)
+    return decisions.PartitionPlan(p.start, p.end - 1, members)
+
+
+def resource_changes(change: ChangePartitions, table: str) -> tuple[list[Partition], list[str]]:
+    """(partitions to apply, Partition resources to delete) for one ChangePartitions:
+    a removed partition whose first hash a new one keeps is patched, not deleted."""
+    kept = {naming.partition_name(table, p.start) for p in change.put}
+    removed = sorted(name for name in change.remove if name not in kept)
+    return list(change.put), removed

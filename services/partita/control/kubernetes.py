@@ -1,0 +1,339 @@
+"""The table catalog on the Kubernetes API: one `Table` resource (partita.io/v1alpha1)
+per table, so that in Kubernetes CreateTable, UpdateTable and DeleteTable create, patch
+and delete the very resource `kubectl apply -f table.yaml` makes, and the operator
+(the autoadmin) reconciles both alike.
+
+The mapping (used by the operator too, so there is one):
+- spec: the Table's spec mirrors CreateTable; `metadata.generation` is the spec's
+  generation (the API server moves it on every spec change) and a deletionTimestamp
+  means `deleting`;
+- what the CRD has no field for rides in annotations: the table id a router chose
+  (`partita.io/table-id`; a Table made with kubectl gets a stable hash of its namespace
+  and name), the exact creation time, the Time to Live setting;
+- state: `status.tableStatus` (CREATING while the autoadmin's phase is CREATING) and
+  `status.observedGeneration`;
+- revision: `metadata.resourceVersion`. A replace is a merge patch carrying the
+  revision it was read at, which the API server turns into a precondition (409 when
+  another writer came first); a delete carries it as a precondition too.
+
+Resource names are DNS labels derived from the DynamoDB name (lower case, other
+characters as `-`, a hash of the exact name appended, so `Music` and `music` differ);
+lookups go by `spec.tableName`, so Tables named freely with kubectl are found as well.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+import zlib
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import aiohttp
+import orjson
+
+from partita.common.partition_map import Partition
+from partita.control.model import (
+    NO_REVISION,
+    BillingMode,
+    KeyElement,
+    NodeRecord,
+    PartitionStats,
+    Revision,
+    TablePhase,
+    TableRecord,
+    TableSpec,
+    TableState,
+    TimeToLive,
+)
+
+GROUP = "partita.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+TABLE_ID_ANNOTATION = f"{GROUP}/table-id"
+CREATED_AT_ANNOTATION = f"{GROUP}/created-at"
+TIME_TO_LIVE_ANNOTATION = f"{GROUP}/time-to-live"
+# The label every Partition resource carries: the name of its Table resource.
+TABLE_LABEL = f"{GROUP}/table"
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+_NOT_DNS = re.compile(r"[^a-z0-9-]+")
+
+
+# --- the mapping (pure) ----------------------------------------------------------------
+
+
+def resource_name(table_name: str) -> str:
+    slug = _NOT_DNS.sub("-", table_name.lower()).strip("-")[:40].strip("-") or "table"
+    return f"{slug}-{zlib.crc32(table_name.encode()):08x}"
+
+
+def default_table_id(namespace: str, name: str) -> int:
+    """The id of a Table no router named: stable, so a restarted operator agrees."""
+    return zlib.crc32(f"{namespace}/{name}".encode())
+
+
+def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
+    meta, spec = obj["metadata"], obj["spec"]
+    notes = meta.get("annotations") or {}
+    types = {a["attributeName"]: a["attributeType"] for a in spec.get("attributeDefinitions", [])}
+    keys = {
+        k["keyType"]: KeyElement(k["attributeName"], types.get(k["attributeName"], "S"))
+        for k in spec["keySchema"]
+    }
+    throughput = spec.get("provisionedThroughput") or {}
+    table_id = notes.get(TABLE_ID_ANNOTATION)
+    created = notes.get(CREATED_AT_ANNOTATION)
+    ttl = notes.get(TIME_TO_LIVE_ANNOTATION)
+    return TableSpec(
+        name=str(spec["tableName"]),
+        table_id=int(table_id) if table_id else default_table_id(meta.get("namespace", ""), meta["name"]),
+        partition_key=keys["HASH"],
+        sort_key=keys.get("RANGE"),
+        attribute_definitions=tuple(types.items()),
+        billing_mode=cast(BillingMode, spec.get("billingMode", "PAY_PER_REQUEST")),
+        read_capacity=int(throughput.get("readCapacityUnits", 0)),
+        write_capacity=int(throughput.get("writeCapacityUnits", 0)),
+        created_at=float(created) if created else _timestamp(meta.get("creationTimestamp")),
+        tags=tuple((t["key"], t["value"]) for t in spec.get("tags", [])),
+        generation=int(meta.get("generation", 1)),
+        deleting=bool(meta.get("deletionTimestamp")),
+        time_to_live=TimeToLive.from_json(orjson.loads(ttl)) if ttl else TimeToLive(),
+        revision=Revision(str(meta.get("resourceVersion", ""))),
+    )
+
+
+def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "tableName": spec.name,
+        "attributeDefinitions": [
+            {"attributeName": name, "attributeType": kind} for name, kind in spec.attribute_definitions
+        ],
+        "keySchema": [
+            {"attributeName": key.name, "keyType": role}
+            for role, key in (("HASH", spec.partition_key), ("RANGE", spec.sort_key))
+            if key is not None
+        ],
+        "billingMode": spec.billing_mode,
+        "tags": [{"key": k, "value": v} for k, v in spec.tags],
+    }
+    if spec.billing_mode == "PROVISIONED":
+        body["provisionedThroughput"] = {
+            "readCapacityUnits": spec.read_capacity,
+            "writeCapacityUnits": spec.write_capacity,
+        }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Table",
+        "metadata": {
+            "name": resource_name(spec.name),
+            "namespace": namespace,
+            "annotations": {
+                TABLE_ID_ANNOTATION: str(spec.table_id),
+                CREATED_AT_ANNOTATION: repr(spec.created_at),
+                TIME_TO_LIVE_ANNOTATION: orjson.dumps(spec.time_to_live.to_json()).decode(),
+            },
+        },
+        "spec": body,
+    }
+
+
+def state_from_resource(spec: TableSpec, obj: Mapping[str, Any]) -> TableState | None:
+    """The autoadmin's state kept in the Table's status; None before its first."""
+    status = obj.get("status") or {}
+    shown = status.get("tableStatus")
+    if shown is None or "observedGeneration" not in status:
+        return None
+    phase: TablePhase = "CREATING" if shown == "CREATING" else "ACTIVE"
+    revision = Revision(str(obj["metadata"].get("resourceVersion", "")))
+    return TableState(spec.name, spec.table_id, phase, int(status["observedGeneration"]), revision)
+
+
+def partition_from_resource(obj: Mapping[str, Any]) -> Partition:
+    """A Partition resource as a partition object: its inclusive [start, last] becomes
+    the half-open [start, last + 1); the leader is the reported one, else the first
+    member."""
+    spec = obj["spec"]
+    start, last = int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16)
+    replicas = tuple(m["node"] for m in spec["members"])
+    leader = (obj.get("status") or {}).get("leader") or (replicas[0] if replicas else "")
+    return Partition(obj["metadata"]["name"], start, last + 1, replicas, leader)
+
+
+def join_tables(tables: list[Mapping[str, Any]], partitions: list[Mapping[str, Any]]) -> list[TableRecord]:
+    """The routers' joined view of Table and Partition resources."""
+    by_table: dict[str, list[Partition]] = {}
+    for obj in partitions:
+        if not obj["metadata"].get("deletionTimestamp"):
+            by_table.setdefault(obj["spec"]["table"], []).append(partition_from_resource(obj))
+    records = []
+    for obj in tables:
+        spec = spec_from_resource(obj)
+        parts = sorted(by_table.get(obj["metadata"]["name"], []), key=lambda p: p.start)
+        records.append(TableRecord.of(spec, state_from_resource(spec, obj), parts))
+    return sorted(records, key=lambda r: r.name)
+
+
+def _timestamp(text: Any) -> float:
+    if not text:
+        return 0.0
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+
+
+# --- the client ------------------------------------------------------------------------
+
+
+class KubernetesApiError(Exception):
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(f"Kubernetes API answered {status}: {text[:300]}")
+        self.status = status
+
+
+class KubernetesTableCatalog:
+    """`TableCatalog` over Table resources in one namespace (the router's narrow
+    interface: desired specs written, the autoadmin's state read)."""
+
+    def __init__(
+        self,
+        server: str,
+        namespace: str,
+        *,
+        token: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self._collection = f"{server.rstrip('/')}/apis/{API_VERSION}/namespaces/{namespace}/tables"
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+        self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def in_cluster(cls, namespace: str | None = None) -> KubernetesTableCatalog:
+        """With the pod's service account (the chart's router Role)."""
+        import os
+
+        host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+        context = ssl.create_default_context(cafile=str(SERVICE_ACCOUNT / "ca.crt"))
+        ns = namespace or (SERVICE_ACCOUNT / "namespace").read_text().strip()
+        token = (SERVICE_ACCOUNT / "token").read_text().strip()
+        return cls(f"https://{host}:{port}", ns, token=token, ssl_context=context)
+
+    async def _call(
+        self, method: str, url: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+        headers = {**self._headers, "Content-Type": content_type}
+        data = orjson.dumps(body) if body is not None else None
+        async with self._session.request(method, url, data=data, headers=headers, ssl=self._ssl) as resp:
+            text = await resp.text()
+            if resp.status >= 300:
+                raise KubernetesApiError(resp.status, text)
+            return orjson.loads(text) if text else None
+
+    async def list_resources(self, plural: str) -> list[Mapping[str, Any]]:
+        answer = await self._call("GET", self._collection.removesuffix("/tables") + f"/{plural}")
+        return list(answer.get("items") or [])
+
+    async def _find(self, name: str) -> Mapping[str, Any] | None:
+        for obj in await self.list_resources("tables"):
+            if (obj.get("spec") or {}).get("tableName") == name:
+                return obj
+        return None
+
+    async def list_table_specs(self) -> list[TableSpec]:
+        return sorted(
+            (spec_from_resource(o) for o in await self.list_resources("tables")), key=lambda s: s.name
+        )
+
+    async def get_table_spec(self, name: str) -> TableSpec | None:
+        obj = await self._find(name)
+        return spec_from_resource(obj) if obj is not None else None
+
+    async def get_table_state(self, name: str) -> TableState | None:
+        obj = await self._find(name)
+        return state_from_resource(spec_from_resource(obj), obj) if obj is not None else None
+
+    async def create_table_spec(self, spec: TableSpec) -> bool:
+        if await self._find(spec.name) is not None:
+            return False
+        try:
+            await self._call("POST", self._collection, resource_from_spec(spec, self.namespace))
+        except KubernetesApiError as exc:
+            if exc.status == 409:  # another router created it first
+                return False
+            raise
+        return True
+
+    async def replace_table_spec(self, spec: TableSpec) -> bool:
+        if spec.revision == NO_REVISION:
+            return False  # never read from the store: a replace must not become a create
+        current = await self._find(spec.name)
+        if current is None or str(current["metadata"].get("resourceVersion")) != spec.revision:
+            return False
+        url = f"{self._collection}/{current['metadata']['name']}"
+        try:
+            if spec.deleting:
+                options = {
+                    "kind": "DeleteOptions",
+                    "apiVersion": "v1",
+                    "preconditions": {"resourceVersion": spec.revision},
+                }
+                await self._call("DELETE", url, options)
+            else:
+                patch = resource_from_spec(spec, self.namespace)
+                patch["metadata"] = {
+                    "resourceVersion": spec.revision,
+                    "annotations": patch["metadata"]["annotations"],
+                }
+                if spec.billing_mode == "PAY_PER_REQUEST":
+                    patch["spec"]["provisionedThroughput"] = None  # merge patch: remove it
+                await self._call("PATCH", url, patch, "application/merge-patch+json")
+        except KubernetesApiError as exc:
+            if exc.status in (404, 409):  # gone, or another writer came first
+                return False
+            raise
+        return True
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+class Members(Protocol):
+    """Where storage nodes register and report (etcd, in Kubernetes too)."""
+
+    async def list_nodes(self) -> list[NodeRecord]: ...
+    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]: ...
+    async def wait_for_change(self, timeout: float) -> bool: ...
+    async def close(self) -> None: ...
+
+
+class KubernetesRouteSource:
+    """`RouteSource` in Kubernetes: tables and partitions from Table and Partition
+    resources, nodes and statistics from the storage nodes' registrations (`members`).
+    Changes to resources are seen at the next refresh (routers refresh at least once a
+    second, and at once after their own writes)."""
+
+    def __init__(self, catalog: KubernetesTableCatalog, members: Members) -> None:
+        self.catalog = catalog
+        self.members = members
+
+    async def list_tables(self) -> list[TableRecord]:
+        tables = await self.catalog.list_resources("tables")
+        return join_tables(tables, await self.catalog.list_resources("partitions"))
+
+    async def list_nodes(self) -> list[NodeRecord]:
+        return await self.members.list_nodes()
+
+    async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]:
+        return await self.members.list_partition_stats(table_id)
+
+    async def wait_for_change(self, timeout: float) -> bool:
+        return await self.members.wait_for_change(timeout)
+
+    async def close(self) -> None:
+        await self.catalog.close()
+        await self.members.close()

@@ -1,0 +1,121 @@
+"""The routers' table catalog on Table resources, beyond the shared contract: what it
+writes is a Table the CRD accepts, a Table made with kubectl is found by its DynamoDB
+name, DeleteTable deletes the resource (the operator's finalizer then holds it as
+DELETING), and the autoadmin's state is read from the status. kmock is the API
+server (tests/unit/control/kube_api.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+
+from partita.control import kubernetes
+from partita.control.kubernetes import KubernetesTableCatalog
+from partita.control.model import KeyElement, TableSpec, TimeToLive, table_status
+from tests.unit.autoadmin.kube.emulator import NS, TABLES, register_resources
+from tests.unit.autoadmin.kube.manifests import validate
+from tests.unit.control.conftest import table
+from tests.unit.control.kube_api import VersionedApiServer
+
+pytestmark = [pytest.mark.kmock(cls=VersionedApiServer)]
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "table.yaml"
+ON_DEMAND = dataclasses.replace(
+    table("Music"),
+    sort_key=None,
+    attribute_definitions=(("pk", "S"),),
+    billing_mode="PAY_PER_REQUEST",
+    read_capacity=0,
+    write_capacity=0,
+    tags=(("team", "a"),),
+    time_to_live=TimeToLive("ENABLED", "expires", 12.0),
+)
+
+
+@pytest.mark.parametrize("spec", [table(), ON_DEMAND], ids=["provisioned", "on-demand"])
+def test_the_resource_written_is_a_table_the_crd_accepts_and_reads_back_the_same(spec: TableSpec) -> None:
+    obj = kubernetes.resource_from_spec(spec, NS)
+    validate(obj)
+    obj["metadata"].update(resourceVersion="7", generation=1)
+    assert kubernetes.spec_from_resource(obj) == spec
+
+
+@pytest.mark.parametrize("name", ["Music", "music", "_a.b-C", "x" * 255, "..."])
+def test_resource_names_are_dns_labels_and_keep_table_names_apart(name: str) -> None:
+    resource = kubernetes.resource_name(name)
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", resource) and len(resource) <= 63
+    assert kubernetes.resource_name("Music") != kubernetes.resource_name("music")
+
+
+@pytest.fixture
+async def catalog(kmock: Any) -> AsyncIterator[KubernetesTableCatalog]:
+    register_resources(kmock)
+    kube = KubernetesTableCatalog(str(kmock.url), NS)
+    yield kube
+    await kube.close()
+
+
+@pytest.fixture
+async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
+        yield session
+
+
+async def test_a_table_made_with_kubectl_is_found_by_its_dynamodb_name(
+    catalog: KubernetesTableCatalog, api: aiohttp.ClientSession
+) -> None:
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["metadata"]["namespace"] = NS
+    async with api.post(TABLES, json=doc) as resp:
+        assert resp.status < 300, await resp.text()
+    spec = await catalog.get_table_spec("Music")
+    assert spec is not None
+    assert (spec.partition_key, spec.sort_key) == (KeyElement("Artist", "S"), KeyElement("SongTitle", "S"))
+    assert (spec.billing_mode, spec.read_capacity, spec.write_capacity) == ("PROVISIONED", 3000, 1000)
+    assert spec.table_id == kubernetes.default_table_id(NS, "music")
+    assert await catalog.create_table_spec(dataclasses.replace(table("Music"))) is False  # the name is taken
+
+
+async def test_delete_table_deletes_the_resource_and_the_finalizer_keeps_it_deleting(
+    catalog: KubernetesTableCatalog, api: aiohttp.ClientSession
+) -> None:
+    assert await catalog.create_table_spec(table())
+    name = kubernetes.resource_name("Orders")
+    patch = {"metadata": {"finalizers": ["partita.io/finalizer"]}}
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with api.patch(f"{TABLES}/{name}", json=patch, headers=headers) as resp:
+        assert resp.status == 200
+    spec = await catalog.get_table_spec("Orders")
+    assert spec is not None
+    assert await catalog.replace_table_spec(dataclasses.replace(spec, deleting=True)) is True
+    held = await catalog.get_table_spec("Orders")
+    assert held is not None and held.deleting and table_status(held, None) == "DELETING"
+    # The operator releases it: the table is gone.
+    async with api.patch(f"{TABLES}/{name}", json={"metadata": {"finalizers": []}}, headers=headers) as resp:
+        assert resp.status == 200
+    assert await catalog.get_table_spec("Orders") is None
+
+
+async def test_the_autoadmins_state_is_read_from_the_status(
+    catalog: KubernetesTableCatalog, api: aiohttp.ClientSession
+) -> None:
+    assert await catalog.create_table_spec(table())
+    assert await catalog.get_table_state("Orders") is None  # nothing observed yet: CREATING
+    name = kubernetes.resource_name("Orders")
+    headers = {"Content-Type": "application/merge-patch+json"}
+    for shown, phase in (("CREATING", "CREATING"), ("ACTIVE", "ACTIVE"), ("UPDATING", "ACTIVE")):
+        status = {"status": {"tableStatus": shown, "observedGeneration": 1}}
+        async with api.patch(f"{TABLES}/{name}/status", json=status, headers=headers) as resp:
+            assert resp.status == 200, await resp.text()
+        state = await catalog.get_table_state("Orders")
+        assert state is not None and (state.table_id, state.phase, state.observed_generation) == (
+            11,
+            phase,
+            1,
+        )
