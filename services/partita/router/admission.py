@@ -42,6 +42,25 @@ KIND_OF: dict[str, Kind] = {
 # Unused provisioned throughput kept for bursts (DynamoDB: five minutes).
 BURST_SECONDS = DEFAULT_BURST_SECONDS
 ON_DEMAND_BURST_SECONDS = 1.0
+# Control-plane operations share one bucket per router: DynamoDB answers their excess with
+# ThrottlingException ("Rate of requests exceeds the allowed throughput.").
+CONTROL_PLANE = frozenset(
+    {
+        "CreateTable",
+        "UpdateTable",
+        "DeleteTable",
+        "DescribeTable",
+        "ListTables",
+        "UpdateTimeToLive",
+        "DescribeTimeToLive",
+        "TagResource",
+        "UntagResource",
+        "ListTagsOfResource",
+        "DescribeLimits",
+    }
+)
+# Per router, per second; a second's worth may come at once.
+CONTROL_PLANE_RATE = 100.0
 _RESOURCE_SUFFIX: dict[Kind, str] = {"read": "rcu", "write": "wcu"}
 
 
@@ -92,9 +111,12 @@ class Admission:
         *,
         clock: Callable[[], float] = time.monotonic,
         table_arn: Callable[[str], str] = lambda name: name,
+        control_plane_rate: float = CONTROL_PLANE_RATE,
     ) -> None:
         self.source = source
         self.clock = clock
+        now = clock()
+        self._control = TokenBucket(control_plane_rate, now, burst_seconds=1.0, tokens=control_plane_rate)
         self.table_arn = table_arn
         self._buckets: dict[tuple[str, Kind], TableBucket] = {}
         self._throttled: dict[tuple[str, Kind], CounterCell] = {}
@@ -127,6 +149,12 @@ class Admission:
         if not admitted:
             self._count_throttle(record.name, kind)
             raise self.exceeded(record, kind)
+
+    def admit_control(self) -> None:
+        """Raises ThrottlingException when control-plane calls come faster than the rate."""
+        if not self._control.take(1.0, self.clock()):
+            metrics.THROTTLED.inc(("control", metrics.NO_TABLE, "control"))
+            raise errors.throttling()
 
     def _rate(self, record: TableRecord, kind: Kind, state: TableBucket | None) -> float:
         if record.billing_mode == "PAY_PER_REQUEST":

@@ -45,7 +45,7 @@ from partita.router.actions import (
     update_table,
     update_time_to_live,
 )
-from partita.router.admission import KIND_OF, Admission
+from partita.router.admission import CONTROL_PLANE, KIND_OF, Admission
 from partita.router.auth import authenticate
 from partita.router.context import RouterContext
 from partita.router.credentials import CredentialStore
@@ -230,8 +230,11 @@ class DynamoApp:
                     f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
                     f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"
                 )
-        if self.admission is not None and operation in KIND_OF:
-            self._admit(named, KIND_OF[operation])
+        if self.admission is not None:
+            if operation in KIND_OF:
+                self._admit(named, KIND_OF[operation])
+            elif operation in CONTROL_PLANE:
+                self.admission.admit_control()
         result = await action(self.ctx, payload)
         return result if isinstance(result, bytes) else orjson.dumps(result)
 

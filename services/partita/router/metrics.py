@@ -41,7 +41,8 @@ CONSUMED = metrics.CounterCells(
 THROTTLED = metrics.CounterCells(
     "partita_router_throttled_requests_total",
     "Requests the router refused for throughput, by the layer that refused them (table: its "
-    "table bucket; partition, node: a storage node's buckets), table and kind (read, write)",
+    "table bucket, fed by Doorman; control: the control-plane rate), table and kind (read, write; "
+    "control for control-plane calls)",
     ("layer", "table", "kind"),
 )
 ROUTE_REFRESHES = metrics.counter(

@@ -236,3 +236,18 @@ async def test_a_storage_throttle_reaches_the_client_with_the_tables_arn(tmp_pat
             "resource": "arn:aws:dynamodb:us-east-1:123456789012:table/Hot",
         }
     ]
+
+
+def test_control_plane_calls_beyond_their_rate_get_throttling_exception() -> None:
+    clock = Clock()
+    admission = Admission(ProvisionedRate(), clock=clock, control_plane_rate=5.0)
+    for _ in range(5):  # a second's worth at once
+        admission.admit_control()
+    with pytest.raises(DynamoError) as caught:
+        admission.admit_control()
+    assert caught.value.code == "ThrottlingException" and caught.value.retriable
+    assert caught.value.message == "Rate of requests exceeds the allowed throughput."
+    assert caught.value.type_name == "com.amazon.coral.availability#ThrottlingException"
+    clock.now += 0.2  # one call's worth later
+    admission.admit_control()
+    assert metrics.THROTTLED.cell("control", "", "control").value >= 1
