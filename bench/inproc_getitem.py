@@ -6,6 +6,8 @@
 `router` drives N SigV4-signed GetItem requests through the router's `DynamoApp` (the
 real table cache over an in-memory control store; a data path that answers at once);
 `storage` runs N GETs through a storage node's `DataPlane.plan` over a real engine.
+`router-admission` and `storage-admission` do the same with admission control on (the
+router's table bucket; the node's partition and node buckets), under the rate.
 Startup costs the same for any N, so the instructions of one request are
 (count at N2 - count at N1) / (N2 - N1). Used for docs/benchmarks.md (P8) to compare
 two versions of the code (put the other version's `services/` and `operator/` first
@@ -61,7 +63,7 @@ def _signed(operation: str, body: dict[str, Any], access_key: str, secret_key: s
     return HttpRequest("POST", "/", "", headers, data)
 
 
-async def router(n: int) -> None:
+async def router(n: int, admit: bool = False) -> None:
     from partita.control.model import NodeRecord
     from partita.control.store import MemoryControlStore
     from partita.router.app import DynamoApp
@@ -75,7 +77,12 @@ async def router(n: int) -> None:
     store = MemoryControlStore()
     await store.register_node(NodeRecord("n1", "a", "127.0.0.1:1", "127.0.0.1:2"), ttl=1000)
     ctx = RouterContext(TableCache(store), store, _DataPath(), RouterSettings())
-    app = DynamoApp(ctx, CredentialStore(path))
+    admission = None
+    if admit:
+        from partita.router.admission import Admission, ProvisionedRate
+
+        admission = Admission(ProvisionedRate(), table_arn=ctx.table_arn)
+    app = DynamoApp(ctx, CredentialStore(path), admission)
     create = {
         "TableName": "usertable",
         "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
@@ -104,7 +111,7 @@ async def router(n: int) -> None:
     assert response.status == 200 and b'"Item"' in response.body, response.body
 
 
-async def storage(n: int) -> None:
+async def storage(n: int, admit: bool = False) -> None:
     from partita.common import keys
     from partita.common.partition_map import Partition
     from partita.control.model import KeyElement, TableRecord
@@ -130,7 +137,15 @@ async def storage(n: int) -> None:
     engine = Engine.open(Path(tempfile.mkdtemp()), sync=False)
     key = keys.item_key(7, 1000, b"user000001", None)
     await engine.commit([Effect(Kind.PUT, key, ITEM)])
-    plane = DataPlane(NodeState(node_id="a", zone="a", engine=engine, hosted=desired_hosting([record], "a")))
+    state = NodeState(node_id="a", zone="a", engine=engine, hosted=desired_hosting([record], "a"))
+    if admit:
+        import time
+
+        from partita.storage.admission import StorageAdmission
+
+        plane = DataPlane(state, StorageAdmission(time.monotonic()))
+    else:
+        plane = DataPlane(state)
     request = pb.Request(op=pb.GET, key=key, key_hash=1000, table_id=7, partition_id="p0")
     for _ in range(n):
         plan = plane.plan(request)
@@ -140,11 +155,13 @@ async def storage(n: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or args[1] not in ("router", "storage") or not args[0].isdigit():
-        print("usage: python -m bench.inproc_getitem N router|storage", file=sys.stderr)
+    modes = ("router", "storage", "router-admission", "storage-admission")
+    if len(args) != 2 or args[1] not in modes or not args[0].isdigit():
+        print(f"usage: python -m bench.inproc_getitem N {'|'.join(modes)}", file=sys.stderr)
         return 2
     n = int(args[0])
-    asyncio.run(router(n) if args[1] == "router" else storage(n))
+    admit = args[1].endswith("-admission")
+    asyncio.run(router(n, admit) if args[1].startswith("router") else storage(n, admit))
     return 0
 
 

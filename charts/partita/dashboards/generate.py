@@ -217,9 +217,22 @@ def overview() -> dict[str, Any]:
             (f'max by (table) (partita_table_provisioned_capacity_units{{{NS}, {TABLE}, kind="{kind}"}}) > 0',
              "{{table}} provisioned"),
             description="Units per second charged by the storage nodes (metering is always on), against the "
-            "table's provisioned throughput (on-demand tables have none). Throttles by layer join this row "
-            "when admission control lands (P4).",
+            "table's provisioned throughput (on-demand tables have none).",
         ))  # fmt: skip
+    page.add(timeseries(
+        "Throttles by layer", "reqps",
+        (f"sum by (layer) (rate(partita_router_throttled_requests_total{{{NS}, {TABLE}}}[{RATE}]))", "{{layer}} (router)"),
+        (f"sum by (layer) (rate(partita_storage_throttled_requests_total{{{NS}, {TABLE}}}[{RATE}]))", "{{layer}} (storage)"),
+        description="Requests refused for throughput, by the layer that refused them: table (the router's "
+        "table bucket, fed by Doorman), partition and node (a storage node's buckets).",
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Throttles by table", "reqps",
+        (f"sum by (table, kind) (rate(partita_router_throttled_requests_total{{{NS}, {TABLE}}}[{RATE}]))",
+         "{{table}} {{kind}} (router)"),
+        (f"sum by (table, kind) (rate(partita_storage_throttled_requests_total{{{NS}, {TABLE}}}[{RATE}]))",
+         "{{table}} {{kind}} (storage)"),
+    ))  # fmt: skip
     page.row("Data path")
     page.add(timeseries(
         "Requests per storage batch (mean)", "short",
@@ -364,6 +377,63 @@ def storage() -> dict[str, Any]:
     return dashboard("partita-storage", "Partita / Storage", page.panels, [_namespace(), _node()])
 
 
+def _resource() -> dict[str, Any]:
+    return variable("resource", "Resource", "label_values(partita_doorman_capacity, resource)")
+
+
+def admission() -> dict[str, Any]:
+    """Doorman (who leases what) and the admission control it feeds."""
+    page = Layout()
+    resource = 'resource=~"$resource"'
+    page.row("Doorman leases")
+    page.add(timeseries(
+        "Capacity vs leased, per resource", "short",
+        (f"max by (resource) (partita_doorman_capacity{{{NS}, {resource}}})", "{{resource}} capacity"),
+        (f"max by (resource) (partita_doorman_has{{{NS}, {resource}}})", "{{resource}} leased"),
+        description="What the master may lease (a table's provisioned RCU/WCU for table/<name>/rcu|wcu) "
+        "against the sum of the leases it granted; leased never exceeds capacity.",
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Wanted, per resource", "short",
+        (f"max by (resource) (partita_doorman_wants{{{NS}, {resource}}})", "{{resource}}"),
+        description="What the clients (routers) ask for. Above capacity: the resource is contended.",
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Clients, per resource", "short",
+        (f"max by (resource) (partita_doorman_clients{{{NS}, {resource}}})", "{{resource}}"),
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Learning mode", "short",
+        (f"max by (resource) (partita_doorman_learning_mode{{{NS}, {resource}}})", "{{resource}}"),
+        description="1 while a new master only echoes existing leases (new clients get nothing).",
+    ))  # fmt: skip
+    page.row("Doorman servers")
+    page.add(timeseries(
+        "RPCs by method and result", "ops",
+        (f"sum by (method, result) (rate(partita_doorman_requests_total{{{NS}}}[{RATE}]))", "{{method}} {{result}}"),
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Master", "short",
+        (f"partita_doorman_is_master{{{NS}}}", "{{instance}}"),
+        (f"sum(increase(partita_doorman_master_changes_total{{{NS}}}[{RATE}]))", "master changes"),
+    ))  # fmt: skip
+    page.row("Admission")
+    page.add(timeseries(
+        "Throttles by layer", "reqps",
+        (f"sum by (layer) (rate(partita_router_throttled_requests_total{{{NS}}}[{RATE}]))", "{{layer}} (router)"),
+        (f"sum by (layer) (rate(partita_storage_throttled_requests_total{{{NS}}}[{RATE}]))", "{{layer}} (storage)"),
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Consumed vs provisioned WCU per table", "short",
+        (f'sum by (table) (rate(partita_router_consumed_capacity_units_total{{{NS}, kind="write"}}[{RATE}]))',
+         "{{table}} consumed"),
+        (f'max by (table) (partita_table_provisioned_capacity_units{{{NS}, kind="write"}}) > 0', "{{table}} provisioned"),
+    ))  # fmt: skip
+    return dashboard(
+        "partita-admission", "Partita / Admission (Doorman)", page.panels, [_namespace(), _resource()]
+    )
+
+
 def autoadmin() -> dict[str, Any]:
     page = Layout()
     ns = f"{{{NS}}}"
@@ -423,6 +493,7 @@ DASHBOARDS = {
     "overview.json": overview,
     "tables.json": tables,
     "storage.json": storage,
+    "admission.json": admission,
     "autoadmin.json": autoadmin,
 }
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from partita.autoadmin import metrics
+from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.reconcile import (
     Action,
     ChangePartitions,
@@ -54,8 +55,11 @@ class LocalAutoadmin:
         defrag_interval: float = DEFAULT_DEFRAG_INTERVAL_SECONDS,
         keep_revisions: int = DEFAULT_KEEP_REVISIONS,
         clock: Callable[[], float] = time.monotonic,
+        doorman_config: DoormanConfigFile | None = None,
     ) -> None:
         self.store = store
+        # Where the tables' Doorman resources are published; None: nowhere.
+        self.doorman_config = doorman_config
         self.settings = settings or Settings()
         self.maintenance = maintenance
         self.defrag_interval = defrag_interval
@@ -70,6 +74,8 @@ class LocalAutoadmin:
 
     async def _reconcile_tables(self) -> list[Action]:
         specs = await self.store.list_table_specs()
+        if self.doorman_config is not None and self.doorman_config.publish(specs):
+            log.info("Doorman resources of %d tables written to %s", len(specs), self.doorman_config.path)
         states = {s.name: s for s in await self.store.list_table_states()}
         nodes = await self.store.list_nodes()
         applied: list[Action] = []

@@ -13,8 +13,10 @@ import os
 import signal
 import socket
 import sys
+from pathlib import Path
 
 from partita.autoadmin import metrics as autoadmin_metrics
+from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
 from partita.autoadmin.placement import replicated_placement
 from partita.autoadmin.reconcile import Settings
@@ -36,6 +38,7 @@ async def serve(
     settings: Settings,
     defrag_interval: float,
     keep_revisions: int,
+    doorman_config: Path | None = None,
     metrics_host: str = config.DEFAULT_HOST,
     metrics_port: int | None = None,
 ) -> int:
@@ -62,7 +65,12 @@ async def serve(
         log.info("autoadmin %s leads", holder)
         autoadmin_metrics.LEADER.set(1)
         autoadmin = LocalAutoadmin(
-            store, settings, maintenance=store, defrag_interval=defrag_interval, keep_revisions=keep_revisions
+            store,
+            settings,
+            maintenance=store,
+            defrag_interval=defrag_interval,
+            keep_revisions=keep_revisions,
+            doorman_config=DoormanConfigFile(doorman_config) if doorman_config else None,
         )
         runner = asyncio.create_task(autoadmin.run())
         lost = asyncio.create_task(store.leadership_lost())
@@ -144,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=config.DEFAULT_KEEP_REVISIONS,
         help="revisions of etcd history kept when compacting (%(default)s)",
     )
+    parser.add_argument(
+        "--doorman-config",
+        type=Path,
+        default=None,
+        help="write the tables' Doorman resources (table/<name>/rcu, wcu) to this file, "
+        "which the Doorman servers read (--config); default: not written",
+    )
     return parser
 
 
@@ -160,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
+        doorman_config=args.doorman_config,
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
     )

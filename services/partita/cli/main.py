@@ -130,6 +130,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         replication_factor=args.replication_factor,
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
+        admission=args.admission,
     )
 
     async def main() -> int:
@@ -184,6 +185,8 @@ def cmd_router(args: argparse.Namespace) -> int:
             etcd_port=etcd_port,
             data_dir=Path(args.data_dir),
             settings=settings,
+            admission=args.admission,
+            doorman=[a for a in args.doorman.split(",") if a],
             store_kind=args.control_store,
             namespace=args.namespace,
         )
@@ -451,6 +454,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=config.DEFAULT_KEEP_REVISIONS,
         help="revisions of etcd history kept when compacting (%(default)s)",
     )
+    up.add_argument(
+        "--admission",
+        choices=("off", "local", "doorman"),
+        default="off",
+        help="enforce tables' throughput at the router: off; local (one router admits each "
+        "table's whole rate); doorman (routers lease shares; the autoadmin writes doorman.yaml) (%(default)s)",
+    )
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -465,6 +475,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="partitions with several replicas are replication groups: writes and strong reads to the "
         "leader the nodes name, eventually consistent reads spread over the replicas",
     )
+    router.add_argument(
+        "--admission",
+        choices=("off", "local", "doorman"),
+        default="off",
+        help="table throughput enforcement: off; local (this router admits each table's whole "
+        "provisioned rate); doorman (its share, leased from --doorman) (%(default)s)",
+    )
+    router.add_argument("--doorman", default="", help="Doorman servers host:port,... for --admission doorman")
     router.add_argument(
         "--control-store",
         choices=("etcd", "kubernetes"),

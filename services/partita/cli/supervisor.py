@@ -107,6 +107,9 @@ class ClusterLayout:
     # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
     doorman_base_port: int = config.DEFAULT_DOORMAN_PORT
     doorman_servers: int = 2
+    # Table throughput enforcement at the router: off, local, or doorman (the autoadmin
+    # then writes the tables' resources into doorman.yaml).
+    admission: str = "off"
 
     def doorman_children(self, py: list[str]) -> list[Child]:
         out = []
@@ -125,6 +128,17 @@ class ClusterLayout:
             ]  # fmt: skip
             out.append(Child(f"doorman-{i}", "doorman", argv, {"grpc": port, "metrics": metrics}))
         return out
+
+    def router_admission_args(self) -> list[str]:
+        if self.admission == "off":
+            return []
+        args = ["--admission", self.admission]
+        if self.admission == "doorman":
+            servers = ",".join(
+                f"{self.host}:{self.doorman_base_port + i}" for i in range(self.doorman_servers)
+            )
+            args += ["--doorman", servers]
+        return args
 
     def children(self) -> list[Child]:
         py = [sys.executable, "-m", "partita.cli.main"]
@@ -210,6 +224,7 @@ class ClusterLayout:
                     "--log-level",
                     self.log_level,
                     *(["--replication"] if self.replication_factor > 1 else []),
+                    *self.router_admission_args(),
                 ],
                 {"http": self.router_port},
             )
@@ -234,6 +249,8 @@ class ClusterLayout:
             "--metrics-port", str(autoadmin_metrics),
             "--log-level", self.log_level,
         ]  # fmt: skip
+        if self.admission == "doorman":
+            autoadmin += ["--doorman-config", str(self.data_dir / "doorman.yaml")]
         out.append(Child("autoadmin", "autoadmin", autoadmin, {"metrics": autoadmin_metrics}))
         return out
 

@@ -165,12 +165,16 @@ def transaction_canceled(reasons: list[dict[str, Any]]) -> DynamoError:
 # --- capacity and availability -------------------------------------------------------
 
 
-def provisioned_throughput_exceeded() -> DynamoError:
+def provisioned_throughput_exceeded(reasons: list[tuple[str, str]] | None = None) -> DynamoError:
+    """`reasons`: (reason, resource ARN) pairs, sent as DynamoDB's `ThrottlingReasons`
+    (e.g. "TableWriteProvisionedThroughputExceeded", "TableReadKeyRangeThroughputExceeded")."""
+    extra = {"ThrottlingReasons": [{"reason": r, "resource": arn} for r, arn in reasons]} if reasons else None
     return DynamoError(
         "ProvisionedThroughputExceededException",
         "The level of configured provisioned throughput for the table was exceeded. "
         "Consider increasing your provisioning level with the UpdateTable API.",
         retriable=True,
+        extra=extra,
     )
 
 

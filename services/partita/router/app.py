@@ -45,6 +45,7 @@ from partita.router.actions import (
     update_table,
     update_time_to_live,
 )
+from partita.router.admission import CONTROL_PLANE, KIND_OF, Admission
 from partita.router.auth import authenticate
 from partita.router.context import RouterContext
 from partita.router.credentials import CredentialStore
@@ -98,9 +99,13 @@ class RequestLabels:
 
 
 class DynamoApp:
-    def __init__(self, ctx: RouterContext, credentials: CredentialStore) -> None:
+    def __init__(
+        self, ctx: RouterContext, credentials: CredentialStore, admission: Admission | None = None
+    ) -> None:
         self.ctx = ctx
         self.credentials = credentials
+        # Table-level throughput admission; None: not enforced (the default for now).
+        self.admission = admission
         self._request_ids = itertools.count(1)
         self._id_prefix = os.urandom(6).hex().upper().encode()
 
@@ -121,6 +126,8 @@ class DynamoApp:
             body = await self._dispatch(request, labels)
             status = 200
         except DynamoError as exc:
+            if exc.code == "ProvisionedThroughputExceededException":
+                self._name_throttled_resources(exc)
             status, body, outcome = exc.status, exc.render(), exc.code
             self._log_error(exc, labels, request_id)
         except Exception:
@@ -145,6 +152,16 @@ class DynamoApp:
         cells.bytes_out.value += len(body)
         cells.latency.observe(time.perf_counter() - started)
         return self._response(status, body, request_id)
+
+    def _name_throttled_resources(self, exc: DynamoError) -> None:
+        """A storage node names a throttled table by name (it knows no region or
+        account); the client gets its ARN, as DynamoDB sends it."""
+        reasons = exc.extra.get("ThrottlingReasons")
+        if isinstance(reasons, list):
+            for reason in reasons:
+                resource = reason.get("resource") if isinstance(reason, dict) else None
+                if isinstance(resource, str) and not resource.startswith("arn:"):
+                    reason["resource"] = self.ctx.table_arn(resource)
 
     def _not_post(self, request: HttpRequest) -> HttpResponse:
         """Every GET route lives here. DynamoDB answers its health check on `/` only;
@@ -208,14 +225,29 @@ class DynamoApp:
             labels.table = table_name  # only tables the cluster has: labels stay bounded
         # Coral's first stage, for every operation in OPERATIONS alike.
         service_model.check_request(operation, payload)
-        for table in tables_named(payload):
+        named = tables_named(payload)
+        for table in named:
             if not credential.may_access(table):
                 raise errors.access_denied(
                     f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
                     f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"
                 )
+        if self.admission is not None:
+            if operation in KIND_OF:
+                self._admit(named, KIND_OF[operation])
+            elif operation in CONTROL_PLANE:
+                self.admission.admit_control()
         result = await action(self.ctx, payload)
         return result if isinstance(result, bytes) else orjson.dumps(result)
+
+    def _admit(self, named: list[str], kind: str) -> None:
+        """Refuses the request when a table it uses is over its rate (before any work)."""
+        admission = self.admission
+        assert admission is not None
+        for table in named:
+            cached = self.ctx.tables.tables.get(table)
+            if cached is not None:
+                admission.admit(cached.record, "read" if kind == "read" else "write")
 
 
 def tables_named(payload: dict[str, Any]) -> list[str]:

@@ -5,12 +5,23 @@ keep-alive, a GET health check. A parser callback object per connection and dire
 transport writes keep the per-request cost near the parser's own (~a few µs), where
 a general framework adds tens of µs. Requests on one connection are answered in order
 (pipelining-safe); connections are independent.
+
+Self-protection (`HttpLimits`): whatever a client does, a connection costs bounded
+memory and time. Header bytes and count are capped while they arrive; a request must
+finish its headers and its body within their timeouts, and a connection with nothing
+to do is closed after the idle timeout (a slowloris client is cut off). Requests in
+flight are bounded per connection and per process; beyond, the answer is 503 in
+DynamoDB's JSON form, which every AWS SDK retries. Write backpressure: while a
+connection's unsent answers are above the high-water mark, the router stops reading
+it and stops answering it, so a client that pipelines and never reads holds at most
+the mark plus its requests in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -39,7 +50,9 @@ _REASONS = {
     200: b"OK",
     400: b"Bad Request",
     404: b"Not Found",
+    408: b"Request Timeout",
     413: b"Payload Too Large",
+    431: b"Request Header Fields Too Large",
     500: b"Internal Server Error",
     503: b"Service Unavailable",
 }
@@ -64,9 +77,52 @@ class HttpResponse:
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
 
 
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """What one client may cost the router. Defaults are far above what an AWS SDK
+    needs (its headers are about 1-2 KB in a dozen fields; it sends one request per
+    connection at a time) and far below what would hurt the process."""
+
+    max_header_bytes: int = 32 * 1024  # request line + header names and values
+    max_headers: int = 100
+    header_timeout: float = 20.0  # first byte of a request to the end of its headers
+    body_timeout: float = 60.0  # end of the headers to the end of the body (16 MB)
+    idle_timeout: float = 120.0  # a connection with no request under way
+    max_in_flight_per_connection: int = 16  # parsed and not yet answered (pipelining)
+    max_in_flight: int = 2048  # the whole process
+    write_high_water: int = 1024 * 1024  # unsent answer bytes before reading pauses
+
+
+class InFlight:
+    """Requests in flight in the process, shared by every connection."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+# Connection phases, for the timeouts.
+_IDLE, _HEADERS, _BODY, _BUSY = 0, 1, 2, 3
+
+
 class HttpProtocol(asyncio.Protocol):
-    def __init__(self, handler: Handler) -> None:
+    def __init__(
+        self, handler: Handler, limits: HttpLimits | None = None, in_flight: InFlight | None = None
+    ) -> None:
         self._handler = handler
+        self._limits = limits or HttpLimits()
+        self._in_flight = in_flight or InFlight()
+        self._pending = 0  # this connection's requests parsed and not yet answered
+        self._header_bytes = 0
+        self._header_count = 0
+        self._phase = _IDLE
+        self._message_phase = _IDLE  # how far the request being parsed has come
+        self._deadline = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0  # when the timer fires (time.monotonic)
+        self._header_raw = 0  # bytes received while the current request's headers last
+        self._can_write: asyncio.Future[None] | None = None  # set while writing is paused
         self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
         self._url = b""
@@ -91,12 +147,79 @@ class HttpProtocol(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         # Kept: asyncio.get_running_loop() makes a getpid() system call every time.
         self._loop = asyncio.get_running_loop()
+        self._transport.set_write_buffer_limits(high=self._limits.write_high_water)
+        self._enter(_IDLE)
+
+    # --- timeouts -------------------------------------------------------------------
+
+    def _enter(self, phase: int) -> None:
+        """Moves the connection's deadline; the timer only checks it when it fires, so
+        a phase change costs a clock read, not a timer."""
+        self._phase = phase
+        limits = self._limits
+        if phase == _BUSY:
+            return  # the handler's own time: no client timeout applies
+        timeout = (
+            limits.idle_timeout
+            if phase == _IDLE
+            else limits.header_timeout
+            if phase == _HEADERS
+            else limits.body_timeout
+        )
+        self._deadline = deadline = time.monotonic() + timeout
+        if self._timer is None or deadline < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._schedule(timeout)
+
+    def _schedule(self, delay: float) -> None:
+        self._timer_at = time.monotonic() + delay
+        self._timer = self._loop.call_later(delay, self._check_deadline)
+
+    def _check_deadline(self) -> None:
+        self._timer = None
+        if self._closing or self._transport is None:
+            return
+        if self._phase == _BUSY:
+            self._schedule(self._limits.idle_timeout)
+            return
+        left = self._deadline - time.monotonic()
+        if left > 0:
+            self._schedule(left)
+            return
+        if self._phase == _IDLE:
+            self._close()
+        else:  # a request that did not arrive in time
+            self._reply_and_close(408, _TIMEOUT)
+
+    # --- write backpressure ---------------------------------------------------------
+
+    def pause_writing(self) -> None:
+        # The client is not reading its answers: stop reading its requests too.
+        if self._can_write is None:
+            self._can_write = self._loop.create_future()
+        if self._transport is not None:
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        waiter, self._can_write = self._can_write, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        if self._transport is not None and not self._closing:
+            self._transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         if self._parse_failed:
             return  # the stream cannot be parsed past an error; the answer is queued
+        in_headers = self._message_phase == _HEADERS
         try:
             self._parser.feed_data(data)
+            # httptools buffers a header until its line ends, so its size is also
+            # counted here, on the bytes that arrived while the headers were under way.
+            if in_headers and self._message_phase == _HEADERS:
+                self._header_raw += len(data)
+                if self._header_raw > self._limits.max_header_bytes:
+                    raise _HeadersTooLarge
         except httptools.HttpParserUpgrade:
             self._reply_and_close(400, _MALFORMED)
         except httptools.HttpParserError as exc:
@@ -104,15 +227,27 @@ class HttpProtocol(asyncio.Protocol):
             # HttpParserCallbackError, keeping the original as the context.
             if isinstance(exc.__context__, _TooLarge):
                 self._reply_too_large()
+            elif isinstance(exc.__context__, _HeadersTooLarge):
+                self._reply_and_close(431, _HEADERS_TOO_LARGE)
             else:
                 self._reply_and_close(400, _MALFORMED)
         except _TooLarge:
             self._reply_too_large()
+        except _HeadersTooLarge:
+            self._reply_and_close(431, _HEADERS_TOO_LARGE)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         if self._worker is not None:
             self._worker.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._in_flight.count -= self._pending
+        self._pending = 0
+        waiter, self._can_write = self._can_write, None
+        if waiter is not None and not waiter.done():
+            waiter.cancel()
 
     # --- httptools callbacks --------------------------------------------------------
 
@@ -121,11 +256,34 @@ class HttpProtocol(asyncio.Protocol):
         self._headers = {}
         self._body = []
         self._body_size = 0
+        self._header_bytes = 0
+        self._header_count = 0
+        self._header_raw = 0
+        self._message_phase = _HEADERS
+        if self._phase != _BUSY:
+            self._enter(_HEADERS)
 
     def on_url(self, url: bytes) -> None:
         self._url += url
+        self._header_bytes += len(url)
+        if self._header_bytes > self._limits.max_header_bytes:
+            raise _HeadersTooLarge
+
+    def on_headers_complete(self) -> None:
+        self._message_phase = _BODY
+        if self._phase != _BUSY:
+            self._enter(_BODY)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        # httptools may deliver one header in pieces: each piece counts its bytes, and
+        # the count is of pieces too (never fewer than the headers).
+        self._header_bytes += len(name) + len(value)
+        self._header_count += 1
+        if (
+            self._header_bytes > self._limits.max_header_bytes
+            or self._header_count > self._limits.max_headers
+        ):
+            raise _HeadersTooLarge
         key = _HEADER_NAMES.get(name) or name.decode("latin-1").lower()
         # The signature covers the bytes sent; surrogateescape keeps non-UTF-8 bytes
         # recoverable so the verifier canonicalises exactly what was signed.
@@ -158,7 +316,21 @@ class HttpProtocol(asyncio.Protocol):
             headers=self._headers,
             body=body[0] if len(body) == 1 else b"".join(body),
         )
-        self._queue.append((request, self._parser.should_keep_alive()))
+        keep_alive = self._parser.should_keep_alive()
+        self._message_phase = _IDLE
+        limits = self._limits
+        if (
+            self._pending >= limits.max_in_flight_per_connection
+            or self._in_flight.count >= limits.max_in_flight
+        ):
+            # Answered in order like any request, without running it.
+            self._queue.append((HttpResponse(503, _UNAVAILABLE, _JSON), keep_alive))
+        else:
+            self._pending += 1
+            self._in_flight.count += 1
+            self._queue.append((request, keep_alive))
+        if self._phase != _BUSY:
+            self._enter(_IDLE)
         self._start_worker()
 
     def _start_worker(self) -> None:
@@ -176,11 +348,20 @@ class HttpProtocol(asyncio.Protocol):
                 await self._wakeup
                 self._wakeup = None
                 continue
+            if self._can_write is not None:
+                await self._can_write  # the client is behind on reading: answer later
+                continue
             request, keep_alive = self._queue.popleft()
             if isinstance(request, HttpResponse):
-                self._write(request, False)
+                if request.status == 503:  # refused for load: the connection stays usable
+                    self._write(request, keep_alive)
+                    if keep_alive:
+                        continue
+                else:
+                    self._write(request, False)
                 self._close()
                 return
+            self._phase = _BUSY
             try:
                 response = await self._handler(request)
             except Exception:
@@ -190,6 +371,10 @@ class HttpProtocol(asyncio.Protocol):
                     b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError",'
                     b'"message":"Internal server error"}',
                 )
+            finally:
+                self._pending -= 1
+                self._in_flight.count -= 1
+            self._enter(self._message_phase)  # the next request may be partly there
             self._write(response, keep_alive, send_body=request.method != "HEAD")
             if not keep_alive:
                 self._close()
@@ -238,12 +423,32 @@ _MALFORMED = (
 _TOO_LARGE = b'{"__type":"com.amazon.coral.service#SerializationException","Message":"Request size exceeded"}'
 
 
+_HEADERS_TOO_LARGE = (
+    b'{"__type":"com.amazon.coral.service#SerializationException","Message":"Request headers too large"}'
+)
+_TIMEOUT = b'{"__type":"com.amazon.coral.service#SerializationException","Message":"Request timed out"}'
+# What DynamoDB answers when it sheds load; SDKs retry a 503 with backoff.
+_UNAVAILABLE = (
+    b'{"__type":"com.amazonaws.dynamodb.v20120810#ServiceUnavailable",'
+    b'"message":"The service is currently unavailable or busy."}'
+)
+_JSON = b"Content-Type: application/x-amz-json-1.0\r\n"
+
+
 class _TooLarge(Exception):
     pass
 
 
-async def start_http_server(handler: Handler, host: str, port: int) -> asyncio.Server:
+class _HeadersTooLarge(Exception):
+    pass
+
+
+async def start_http_server(
+    handler: Handler, host: str, port: int, limits: HttpLimits | None = None
+) -> asyncio.Server:
     loop = asyncio.get_running_loop()
+    chosen = limits or HttpLimits()
+    in_flight = InFlight()
     return await loop.create_server(
-        lambda: HttpProtocol(handler), host, port, reuse_address=True, backlog=1024
+        lambda: HttpProtocol(handler, chosen, in_flight), host, port, reuse_address=True, backlog=1024
     )

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from pathlib import Path
 
 from partita.control.kubernetes import KubernetesRouteSource, KubernetesTableCatalog
 from partita.control.store import EtcdControlStore, RouteSource, TableCatalog
 from partita.router import metrics
+from partita.router.admission import Admission, ProvisionedRate, RateSource
 from partita.router.app import DynamoApp
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.credentials import CredentialStore
@@ -63,6 +65,8 @@ async def serve(
     settings: RouterSettings,
     store_kind: str = "etcd",
     namespace: str | None = None,
+    admission: str = "off",
+    doorman: list[str] | None = None,
 ) -> None:
     catalog, routes = control_store(store_kind, etcd_host, etcd_port, namespace)
     tables = TableCache(routes)
@@ -70,9 +74,20 @@ async def serve(
     await tables.refresh()
     refresher = asyncio.create_task(tables.run())
     storage = StorageClient()
-    app = DynamoApp(
-        RouterContext(tables, catalog, storage, settings), CredentialStore.from_data_dir(data_dir)
-    )
+    ctx = RouterContext(tables, catalog, storage, settings)
+    doorman_client = None
+    source: RateSource = ProvisionedRate()
+    if admission == "doorman":
+        if not doorman:
+            raise SystemExit("--admission doorman needs --doorman host:port,...")
+        from partita.doorman.client import Client
+        from partita.router.doorman_rate import DoormanRate
+
+        doorman_client = Client(doorman, f"router-{socket.gethostname()}:{port}")
+        doorman_client.start()
+        source = DoormanRate(doorman_client)
+    admitter = Admission(source, table_arn=ctx.table_arn) if admission != "off" else None
+    app = DynamoApp(ctx, CredentialStore.from_data_dir(data_dir), admitter)
     server = await start_http_server(app, host, port)
     log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
     stop = asyncio.Event()
@@ -85,5 +100,7 @@ async def serve(
     server.close()
     refresher.cancel()
     await storage.close()
+    if doorman_client is not None:
+        await doorman_client.close()  # releases this router's leases at once
     await routes.close()
     log.info("router stopped")

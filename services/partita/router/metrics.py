@@ -38,6 +38,13 @@ CONSUMED = metrics.CounterCells(
     "Capacity units the storage nodes charged for this router's requests, by table and kind (read, write)",
     ("table", "kind"),
 )
+THROTTLED = metrics.CounterCells(
+    "partita_router_throttled_requests_total",
+    "Requests the router refused for throughput, by the layer that refused them (table: its "
+    "table bucket, fed by Doorman; control: the control-plane rate), table and kind (read, write; "
+    "control for control-plane calls)",
+    ("layer", "table", "kind"),
+)
 ROUTE_REFRESHES = metrics.counter(
     "partita_router_route_refreshes_total",
     "Reads of the control store's tables and nodes, by reason (resync: the periodic or "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,7 +21,9 @@ from partita.api import capacity
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
+from partita.common.throughput import Kind
 from partita.storage import metrics
+from partita.storage.admission import StorageAdmission
 from partita.storage.group_log import group_of
 from partita.storage.operations import PLANNERS, Plan, error_response
 from partita.storage.replica_host import Superseded
@@ -45,13 +48,25 @@ def not_leader(request_id: int, leader: str | None) -> pb.Response:
 class DataPlane:
     """What a connection needs from the node: routing and planning over the engine."""
 
-    def __init__(self, state: NodeState) -> None:
+    def __init__(
+        self,
+        state: NodeState,
+        admission: StorageAdmission | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.state = state
+        # Partition and node buckets; None: not enforced (the default for now).
+        self.admission = admission
+        self.clock = clock
 
     def plan(self, request: pb.Request) -> Plan:
         owner = self.state.owner(request)
         if owner is None:
             return Plan(pb.Response(id=request.id, status=pb.WRONG_PARTITION))
+        if self.admission is not None:
+            refused = self._admit(request)
+            if refused is not None:
+                return Plan(refused)
         group = self.state.replicated_group(request.table_id, owner)
         if group is not None and request.op in _WRITES:
             return self._plan_replicated(request, group)
@@ -84,6 +99,10 @@ class DataPlane:
                 meter.write.value += units
             else:
                 meter.read.value += units
+            if self.admission is not None:
+                record = self.state.hosted[request.table_id].record
+                kind: Kind = "write" if request.op in _WRITES else "read"
+                self.admission.charge(record, request.partition_id, kind, units, self.clock())
         return plan
 
     def _plan_replicated(self, request: pb.Request, group: str) -> Plan:
@@ -119,6 +138,21 @@ class DataPlane:
         if not replicas.is_leader(group):
             return not_leader(request.id, replicas.leader_of(group))
         return replicas.read_gate(group)
+
+    def _admit(self, request: pb.Request) -> pb.Response | None:
+        assert self.admission is not None
+        record = self.state.hosted[request.table_id].record
+        kind: Kind = "write" if request.op in _WRITES else "read"
+        refusal = self.admission.check(record, request.partition_id, kind, self.clock())
+        if refusal is None:
+            return None
+        metrics.THROTTLED.inc((refusal.value, record.name, kind))
+        operation = "Write" if kind == "write" else "Read"
+        # Both layers are a key range's limit to the client: more throughput at the
+        # table would not help, spreading the keys would. The router turns the table's
+        # name into its ARN (a node knows no region or account).
+        reason = f"Table{operation}KeyRangeThroughputExceeded"
+        return error_response(request.id, errors.provisioned_throughput_exceeded([(reason, record.name)]))
 
     def _new_meter(self, request: pb.Request) -> metrics.PartitionMeter:
         # route() accepted the request, so its table is hosted here.

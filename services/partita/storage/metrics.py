@@ -33,6 +33,13 @@ CONSUMED_WRITE = metrics.CounterCells(
     "Write capacity units consumed on this node, per table and partition (failed conditions included)",
     ("table", "partition"),
 )
+THROTTLED = metrics.CounterCells(
+    "partita_storage_throttled_requests_total",
+    "Requests this node refused for throughput, by the layer that refused them (partition: "
+    "over its rate with no burst left or no spare node capacity; node: the node's own "
+    "capacity), table and kind (read, write)",
+    ("layer", "table", "kind"),
+)
 HOSTED = metrics.Snapshot(
     "partita_storage_hosted_partitions", "Partition replicas this node hosts, by role", ("node", "role")
 )

@@ -1,0 +1,186 @@
+"""Table-level admission at the router (seed 000 section 4; DESIGN.md section 5).
+
+One token bucket per (table, read|write), refilled at the rate this router may use:
+its Doorman lease on `table/<name>/rcu` or `table/<name>/wcu` (the autoadmin sets those
+resources' capacity to the provisioned throughput, and Doorman shares it among the
+routers), or, with no Doorman, the table's whole provisioned rate (one router). An
+on-demand table's rate is its allowance, twice the previous peak.
+
+A request is admitted while the bucket is not empty and charged afterwards what the
+storage nodes metered for it: the charge is read from the metering counters
+(partita_router_consumed_capacity_units_total) at the table's next admission, so the
+data path needs no hook of its own and the hot path pays a dict lookup, a clock read
+and a few float operations, never a Doorman round trip (leases refresh in the
+background).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from partita.common import errors, throughput
+from partita.common.errors import DynamoError
+from partita.common.metrics import CounterCell
+from partita.common.throughput import Kind, PeakTracker
+from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket
+from partita.control.model import TableRecord
+from partita.router import metrics
+
+# Operations whose table is charged, and for which kind of capacity.
+KIND_OF: dict[str, Kind] = {
+    "GetItem": "read",
+    "Query": "read",
+    "Scan": "read",
+    "BatchGetItem": "read",
+    "PutItem": "write",
+    "UpdateItem": "write",
+    "DeleteItem": "write",
+    "BatchWriteItem": "write",
+}
+# Unused provisioned throughput kept for bursts (DynamoDB: five minutes).
+BURST_SECONDS = DEFAULT_BURST_SECONDS
+ON_DEMAND_BURST_SECONDS = 1.0
+# Control-plane operations share one bucket per router: DynamoDB answers their excess with
+# ThrottlingException ("Rate of requests exceeds the allowed throughput.").
+CONTROL_PLANE = frozenset(
+    {
+        "CreateTable",
+        "UpdateTable",
+        "DeleteTable",
+        "DescribeTable",
+        "ListTables",
+        "UpdateTimeToLive",
+        "DescribeTimeToLive",
+        "TagResource",
+        "UntagResource",
+        "ListTagsOfResource",
+        "DescribeLimits",
+    }
+)
+# Per router, per second; a second's worth may come at once.
+CONTROL_PLANE_RATE = 100.0
+_RESOURCE_SUFFIX: dict[Kind, str] = {"read": "rcu", "write": "wcu"}
+
+
+def resource_id(table: str, kind: Kind) -> str:
+    return f"table/{table}/{_RESOURCE_SUFFIX[kind]}"
+
+
+class RateSource(Protocol):
+    """The rate (units per second) this router may admit for a provisioned table."""
+
+    def rate(self, record: TableRecord, kind: Kind) -> float: ...
+
+    def used(self, record: TableRecord, kind: Kind, units: float, throttled: bool) -> None:
+        """What the table consumed since the last call, so the source can ask for it."""
+        ...
+
+
+class ProvisionedRate:
+    """No Doorman: this router alone admits the table's provisioned throughput."""
+
+    def rate(self, record: TableRecord, kind: Kind) -> float:
+        return float(record.read_capacity if kind == "read" else record.write_capacity)
+
+    def used(self, record: TableRecord, kind: Kind, units: float, throttled: bool) -> None:
+        return None
+
+
+class TableBucket:
+    """One table's bucket for one kind, and the metering cell it is charged from."""
+
+    __slots__ = ("bucket", "consumed", "peak", "seen")
+
+    def __init__(
+        self, record: TableRecord, kind: Kind, consumed: CounterCell, rate: float, now: float
+    ) -> None:
+        self.consumed = consumed
+        self.seen = consumed.value
+        # One second's worth to start with: a fresh table (or a router just started)
+        # can serve at once; burst credit accrues from unused throughput only.
+        self.bucket = TokenBucket(rate, now, tokens=rate)
+        self.peak = PeakTracker(now, consumed.value)
+
+
+class Admission:
+    def __init__(
+        self,
+        source: RateSource,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        table_arn: Callable[[str], str] = lambda name: name,
+        control_plane_rate: float = CONTROL_PLANE_RATE,
+    ) -> None:
+        self.source = source
+        self.clock = clock
+        now = clock()
+        self._control = TokenBucket(control_plane_rate, now, burst_seconds=1.0, tokens=control_plane_rate)
+        self.table_arn = table_arn
+        self._buckets: dict[tuple[str, Kind], TableBucket] = {}
+        self._throttled: dict[tuple[str, Kind], CounterCell] = {}
+
+    def admit(self, record: TableRecord, kind: Kind) -> None:
+        """Raises ProvisionedThroughputExceededException when the table is over its rate."""
+        now = self.clock()
+        key = (record.name, kind)
+        state = self._buckets.get(key)
+        if state is None:
+            consumed = metrics.consumed_cells(record.name)[0 if kind == "read" else 1]
+            state = self._buckets[key] = TableBucket(
+                record, kind, consumed, self._rate(record, kind, None), now
+            )
+        used = state.consumed.value - state.seen
+        state.seen = state.consumed.value
+        bucket = state.bucket
+        # On-demand tables have no burst credit beyond a second: their allowance is the burst.
+        bucket.burst_seconds = (
+            ON_DEMAND_BURST_SECONDS if record.billing_mode == "PAY_PER_REQUEST" else BURST_SECONDS
+        )
+        rate = self._rate(record, kind, state)
+        if bucket.rate == 0.0 and rate > 0.0 and bucket.tokens <= 0.0 and not used:
+            bucket.tokens = rate  # the first lease after none: one second's worth, as at the start
+        bucket.set_rate(rate, now)
+        if used:
+            bucket.charge(used, now)
+        admitted = bucket.tokens > 0
+        self.source.used(record, kind, used, not admitted)
+        if not admitted:
+            self._count_throttle(record.name, kind)
+            raise self.exceeded(record, kind)
+
+    def admit_control(self) -> None:
+        """Raises ThrottlingException when control-plane calls come faster than the rate."""
+        if not self._control.take(1.0, self.clock()):
+            metrics.THROTTLED.inc(("control", metrics.NO_TABLE, "control"))
+            raise errors.throttling()
+
+    def _rate(self, record: TableRecord, kind: Kind, state: TableBucket | None) -> float:
+        if record.billing_mode == "PAY_PER_REQUEST":
+            if state is None:
+                return throughput.on_demand_allowance(0.0, kind)
+            return throughput.on_demand_allowance(state.peak.peak(self.clock(), state.consumed.value), kind)
+        return self.source.rate(record, kind)
+
+    def exceeded(self, record: TableRecord, kind: Kind) -> DynamoError:
+        operation = "Read" if kind == "read" else "Write"
+        limit = (
+            "AccountLimitExceeded"
+            if record.billing_mode == "PAY_PER_REQUEST"
+            else "ProvisionedThroughputExceeded"
+        )
+        return errors.provisioned_throughput_exceeded(
+            [(f"Table{operation}{limit}", self.table_arn(record.name))]
+        )
+
+    def _count_throttle(self, table: str, kind: Kind) -> None:
+        cell = self._throttled.get((table, kind))
+        if cell is None:
+            cell = self._throttled[(table, kind)] = metrics.THROTTLED.cell("table", table, kind)
+        cell.value += 1
+
+    def forget(self, live: set[str]) -> None:
+        """Drops the buckets of tables that no longer exist."""
+        for key in [k for k in self._buckets if k[0] not in live]:
+            del self._buckets[key]

@@ -1,0 +1,170 @@
+"""Table-level admission on a real cluster (`partita up --admission doorman`): the
+autoadmin publishes each PROVISIONED table's throughput as Doorman resources, the
+router leases its share and holds the table to it (plus the burst it saved), throttled
+requests get DynamoDB's ProvisionedThroughputExceededException with ThrottlingReasons,
+an UpdateTable moves the rate within a refresh interval, and an on-demand table is not
+throttled at the rates a local cluster can offer. Bounds are loose on purpose (a
+shared 2-core machine); bench/admission.py measures precisely."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from tests.integration.cluster import Cluster, running, wait_active
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-admission")]
+
+NO_RETRIES = Config(retries={"max_attempts": 1, "mode": "standard"}, read_timeout=30, max_pool_connections=16)
+# A Doorman master gives new clients nothing during its learning mode (after the
+# election at cluster start: the default configuration's 20 s); the tests start after.
+LEARNING_TIMEOUT = 60.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running(Path(tmp_path_factory.mktemp("admission")), "--admission", "doorman") as c:
+        wait_for_leases(c)
+        yield c
+
+
+def wait_for_leases(cluster: Cluster) -> None:
+    ddb = cluster.client(config=NO_RETRIES)
+    table = create(
+        ddb,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+    )
+    deadline = time.monotonic() + LEARNING_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            ddb.put_item(TableName=table, Item={"pk": {"S": "warm"}})
+            ddb.put_item(TableName=table, Item={"pk": {"S": "warm"}})
+            return  # two in a row: a lease, not the provisional first second
+        except ClientError:
+            time.sleep(0.5)
+    raise TimeoutError("no Doorman lease within the learning mode")
+
+
+def create(ddb: Any, **mode: Any) -> str:
+    name = f"adm-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        **mode,
+    )
+    wait_active(ddb, name, timeout=30)
+    return name
+
+
+def hammer(
+    cluster: Cluster, table: str, seconds: float, threads: int = 4
+) -> tuple[int, Counter[str], list[Any]]:
+    """PutItems of one WCU each from `threads` clients without retries, as fast as they
+    go: (accepted, errors by code, the first throttled error responses)."""
+    accepted = 0
+    errors: Counter[str] = Counter()
+    samples: list[Any] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def run(worker: int) -> None:
+        nonlocal accepted
+        ddb = cluster.client(config=NO_RETRIES)
+        i = 0
+        while time.monotonic() < deadline:
+            i += 1
+            try:
+                ddb.put_item(TableName=table, Item={"pk": {"S": f"{worker}-{i}"}})
+                with lock:
+                    accepted += 1
+            except ClientError as exc:
+                with lock:
+                    errors[exc.response["Error"]["Code"]] += 1
+                    if len(samples) < 3:
+                        samples.append(exc.response)
+
+    workers = [threading.Thread(target=run, args=(w,)) for w in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(seconds + 60)
+    return accepted, errors, samples
+
+
+def test_a_provisioned_table_is_held_near_its_rate(cluster: Cluster) -> None:
+    ddb = cluster.client()
+    table = create(
+        ddb,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 10},
+    )
+    seconds = 8.0
+    accepted, errors, samples = hammer(cluster, table, seconds)
+    # At most the rate over the run plus the first second's tokens, with slack for the
+    # lease arriving and requests in flight; at least half the rate (the lease arrived).
+    assert accepted <= 10 * seconds + 10 + 15, (accepted, errors)
+    assert accepted >= 10 * seconds * 0.5, (accepted, errors)
+    assert set(errors) == {"ProvisionedThroughputExceededException"}
+    assert samples[0]["ThrottlingReasons"] == [
+        {
+            "reason": "TableWriteProvisionedThroughputExceeded",
+            "resource": f"arn:aws:dynamodb:us-east-1:000000000000:table/{table}",
+        }
+    ]
+    assert samples[0]["Error"]["Message"].startswith("The level of configured provisioned throughput")
+    with urllib.request.urlopen(cluster.endpoint + "/metrics", timeout=10) as response:
+        exposition = response.read().decode()
+    assert (
+        f'partita_router_throttled_requests_total{{kind="write",layer="table",table="{table}"}}' in exposition
+    )
+
+
+def test_boto3_retries_a_throttled_write_until_it_succeeds(cluster: Cluster) -> None:
+    ddb = cluster.client()
+    table = create(
+        ddb,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+    )
+    patient = cluster.client(config=Config(retries={"max_attempts": 10, "mode": "standard"}, read_timeout=30))
+    for i in range(30):  # 30 writes at 5 WCU: throttled along the way, all land
+        patient.put_item(TableName=table, Item={"pk": {"S": f"k{i}"}})
+    count = sum(1 for i in range(30) if "Item" in ddb.get_item(TableName=table, Key={"pk": {"S": f"k{i}"}}))
+    assert count == 30
+
+
+def test_update_table_raises_the_rate_within_a_refresh_interval(cluster: Cluster) -> None:
+    ddb = cluster.client()
+    table = create(
+        ddb,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+    )
+    before, _, _ = hammer(cluster, table, 4.0)
+    ddb.update_table(
+        TableName=table, ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 100}
+    )
+    wait_active(ddb, table, timeout=30)
+    time.sleep(8)  # the Doorman reload (2 s) plus the table resources' refresh interval (5 s)
+    after, _, _ = hammer(cluster, table, 4.0)
+    assert before <= 5 * 4 + 5 + 15
+    assert after >= 3 * before, (before, after)
+
+
+def test_an_on_demand_table_is_not_throttled_at_local_rates(cluster: Cluster) -> None:
+    ddb = cluster.client()
+    table = create(ddb, BillingMode="PAY_PER_REQUEST")
+    accepted, errors, _ = hammer(cluster, table, 3.0)
+    assert accepted > 0 and not errors, errors

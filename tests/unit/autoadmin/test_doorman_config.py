@@ -1,0 +1,66 @@
+"""The tables' Doorman resources the autoadmin publishes: one rcu and one wcu resource
+per PROVISIONED table at its provisioned throughput, a valid repository Doorman loads,
+rewritten (atomically) only when a spec changed, and followed by the local driver."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from partita.autoadmin.doorman_config import TABLE_REFRESH_SECONDS, DoormanConfigFile, doorman_config
+from partita.autoadmin.local import LocalAutoadmin
+from partita.control.store import MemoryControlStore
+from partita.doorman.repository import ResourceRepository
+from tests.unit.autoadmin.test_reconcile import spec
+from tests.unit.records import put_record, table_record
+
+
+def test_a_provisioned_table_has_its_rates_as_resources() -> None:
+    repo = ResourceRepository.from_text(doorman_config([spec(read_capacity=300, write_capacity=100)]))
+    assert repo.find("table/Orders/rcu").capacity == 300
+    assert repo.find("table/Orders/wcu").capacity == 100
+    wcu = repo.find("table/Orders/wcu")
+    assert wcu.algorithm.kind == wcu.algorithm.FAIR_SHARE
+    assert wcu.algorithm.refresh_interval == TABLE_REFRESH_SECONDS
+    assert repo.find("something/else").identifier_glob == "*"
+
+
+def test_on_demand_and_deleted_tables_have_no_resources() -> None:
+    text = doorman_config(
+        [
+            spec(name="Lazy", billing_mode="PAY_PER_REQUEST"),
+            spec(name="Gone", deleting=True),
+        ]
+    )
+    repo = ResourceRepository.from_text(text)
+    assert [t.identifier_glob for t in repo.message.resources] == ["*"]
+
+
+def test_the_file_is_written_only_when_it_changed(tmp_path: Path) -> None:
+    path = tmp_path / "doorman.yaml"
+    sink = DoormanConfigFile(path)
+    tables = [spec(write_capacity=100)]
+    assert sink.publish(tables)
+    stamp = path.stat().st_mtime_ns
+    assert not sink.publish(tables)
+    assert not DoormanConfigFile(path).publish(tables)  # a restarted autoadmin: same text
+    assert path.stat().st_mtime_ns == stamp
+    assert sink.publish([dataclasses.replace(tables[0], write_capacity=200)])
+    assert ResourceRepository.from_file(path).find("table/Orders/wcu").capacity == 200
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+async def test_the_driver_publishes_on_every_pass(tmp_path: Path) -> None:
+    store = MemoryControlStore()
+    path = tmp_path / "doorman.yaml"
+    autoadmin = LocalAutoadmin(store, doorman_config=DoormanConfigFile(path))
+    await put_record(
+        store, table_record(name="Music", billing_mode="PROVISIONED", read_capacity=5, write_capacity=7)
+    )
+    await autoadmin.reconcile_once()
+    assert ResourceRepository.from_file(path).find("table/Music/wcu").capacity == 7
+    await put_record(
+        store, table_record(name="Music", billing_mode="PROVISIONED", read_capacity=5, write_capacity=70)
+    )
+    await autoadmin.reconcile_once()
+    assert ResourceRepository.from_file(path).find("table/Music/wcu").capacity == 70

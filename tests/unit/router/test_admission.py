@@ -1,0 +1,253 @@
+"""Table-level admission at the router, in virtual time: a table's bucket is refilled at
+its rate (provisioned, or the on-demand allowance), charged what metering counted, and a
+request meeting an empty bucket gets ProvisionedThroughputExceededException with
+DynamoDB's ThrottlingReasons; the throttle is counted by layer."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+
+from partita.common.errors import DynamoError
+from partita.control.model import NodeRecord, TableRecord
+from partita.control.store import MemoryControlStore
+from partita.router import metrics
+from partita.router.admission import Admission, ProvisionedRate, resource_id
+from partita.router.app import DynamoApp
+from partita.router.context import RouterContext, RouterSettings
+from partita.router.credentials import CredentialStore, save
+from partita.router.storage_client import StorageClient
+from partita.router.table_cache import TableCache
+from tests.unit.records import put_record, table_record
+from tests.unit.router.test_app import ADMIN, signed
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def unique_table(**kw: object) -> TableRecord:
+    return table_record(name=f"t-{uuid.uuid4().hex[:8]}", **kw)  # type: ignore[arg-type]
+
+
+def consume(record: TableRecord, kind: str, units: float) -> None:
+    """What the data path's metering does for an answered request."""
+    read, write = metrics.consumed_cells(record.name)
+    (read if kind == "read" else write).value += units
+
+
+def drive(
+    admission: Admission,
+    clock: Clock,
+    record: TableRecord,
+    kind: str,
+    *,
+    seconds: float,
+    per_second: int,
+    units: float,
+) -> int:
+    """Offers `per_second` requests of `units` each for `seconds`; returns those admitted."""
+    admitted = 0
+    step = 1.0 / per_second
+    for _ in range(int(seconds * per_second)):
+        clock.now += step
+        try:
+            admission.admit(record, kind)  # type: ignore[arg-type]
+        except DynamoError:
+            continue
+        consume(record, kind, units)
+        admitted += 1
+    return admitted
+
+
+def test_a_provisioned_table_is_held_to_its_rate_plus_one_second() -> None:
+    clock = Clock()
+    record = unique_table(billing_mode="PROVISIONED", read_capacity=50, write_capacity=10)
+    admission = Admission(ProvisionedRate(), clock=clock)
+    # 10x the write rate for 60 s: 10 WCU/s plus the first second's tokens (no saved burst).
+    admitted = drive(admission, clock, record, "write", seconds=60, per_second=100, units=1.0)
+    assert 600 <= admitted <= 612
+
+
+def test_unused_throughput_is_saved_for_a_burst_of_up_to_300_seconds() -> None:
+    clock = Clock()
+    record = unique_table(billing_mode="PROVISIONED", read_capacity=5, write_capacity=5)
+    admission = Admission(ProvisionedRate(), clock=clock)
+    admission.admit(record, "read")
+    clock.now += 1000.0  # idle far longer than 300 s: 1,500 units saved, not 5,000
+    admitted = drive(admission, clock, record, "read", seconds=10, per_second=1000, units=1.0)
+    assert 1500 + 50 <= admitted <= 1500 + 50 + 6
+
+
+def test_reads_and_writes_have_separate_buckets() -> None:
+    clock = Clock()
+    record = unique_table(billing_mode="PROVISIONED", read_capacity=1, write_capacity=100)
+    admission = Admission(ProvisionedRate(), clock=clock)
+    admission.admit(record, "read")
+    consume(record, "read", 10.0)
+    with pytest.raises(DynamoError):
+        admission.admit(record, "read")
+    admission.admit(record, "write")  # the write bucket is untouched
+
+
+def test_the_throttle_says_which_table_limit_and_is_counted_by_layer() -> None:
+    clock = Clock()
+    record = unique_table(billing_mode="PROVISIONED", read_capacity=1, write_capacity=1)
+    admission = Admission(
+        ProvisionedRate(), clock=clock, table_arn=lambda n: f"arn:aws:dynamodb:r:1:table/{n}"
+    )
+    admission.admit(record, "write")
+    consume(record, "write", 5.0)
+    with pytest.raises(DynamoError) as caught:
+        admission.admit(record, "write")
+    error = caught.value
+    assert error.code == "ProvisionedThroughputExceededException" and error.retriable
+    assert error.body()["ThrottlingReasons"] == [
+        {
+            "reason": "TableWriteProvisionedThroughputExceeded",
+            "resource": f"arn:aws:dynamodb:r:1:table/{record.name}",
+        }
+    ]
+    assert metrics.THROTTLED.cell("table", record.name, "write").value == 1
+
+
+def test_update_table_changes_the_rate_at_the_next_request() -> None:
+    clock = Clock()
+    slow = unique_table(billing_mode="PROVISIONED", read_capacity=1, write_capacity=1)
+    admission = Admission(ProvisionedRate(), clock=clock)
+    before = drive(admission, clock, slow, "write", seconds=10, per_second=100, units=1.0)
+    fast = table_record(name=slow.name, billing_mode="PROVISIONED", read_capacity=1, write_capacity=50)
+    after = drive(admission, clock, fast, "write", seconds=10, per_second=100, units=1.0)
+    assert before <= 12
+    assert 480 <= after <= 520
+
+
+def test_on_demand_absorbs_a_jump_to_twice_its_previous_peak() -> None:
+    clock = Clock()
+    record = unique_table(billing_mode="PAY_PER_REQUEST")
+    admission = Admission(ProvisionedRate(), clock=clock)
+    # A steady 5,000 WCU/s (within a new table's 4,000 plus its first second's tokens),
+    # then a jump to 10,000/s, twice the previous peak: nothing is throttled.
+    steady = drive(admission, clock, record, "write", seconds=5, per_second=500, units=10.0)
+    assert steady == 2500
+    doubled = drive(admission, clock, record, "write", seconds=5, per_second=1000, units=10.0)
+    assert doubled == 5000
+    assert metrics.THROTTLED.cell("table", record.name, "write").value == 0
+
+
+def test_on_demand_throttles_beyond_twice_the_previous_peak() -> None:
+    clock = Clock()
+    record = unique_table(billing_mode="PAY_PER_REQUEST")
+    admission = Admission(ProvisionedRate(), clock=clock)
+    # From nothing straight to 20,000 WCU/s: five times the 4,000 a new table admits.
+    admitted = drive(admission, clock, record, "write", seconds=1, per_second=2000, units=10.0)
+    assert admitted < 2000
+    with pytest.raises(DynamoError) as caught:
+        for _ in range(100):
+            admission.admit(record, "write")
+            consume(record, "write", 10.0)
+    assert caught.value.body()["ThrottlingReasons"][0]["reason"] == "TableWriteAccountLimitExceeded"
+
+
+def test_resource_ids() -> None:
+    assert resource_id("Music", "read") == "table/Music/rcu"
+    assert resource_id("Music", "write") == "table/Music/wcu"
+
+
+async def test_the_front_door_refuses_before_any_work(tmp_path: Path) -> None:
+    """Wired into DynamoApp: a PutItem on a table in debt is refused with DynamoDB's
+    error and body, without reaching a storage node (there is none listening)."""
+    path = tmp_path / "credentials.json"
+    save(path, [ADMIN])
+    store = MemoryControlStore()
+    await store.register_node(NodeRecord("a", "a", "127.0.0.1:1", "127.0.0.1:2"), ttl=10)
+    record = unique_table(billing_mode="PROVISIONED", read_capacity=1, write_capacity=1)
+    await put_record(store, record)
+    tables = TableCache(store)
+    await tables.refresh()
+    ctx = RouterContext(tables, store, StorageClient(), RouterSettings(account_id="123456789012"))
+    clock = Clock()
+    app = DynamoApp(
+        ctx, CredentialStore(path), Admission(ProvisionedRate(), clock=clock, table_arn=ctx.table_arn)
+    )
+    app.admission.admit(tables.tables[record.name].record, "write")  # type: ignore[union-attr]
+    consume(record, "write", 100.0)
+    response = await app(signed("PutItem", {"TableName": record.name, "Item": {"pk": {"S": "k"}}}))
+    body = orjson.loads(response.body)
+    assert response.status == 400
+    assert body["__type"] == "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"
+    assert body["message"].startswith(
+        "The level of configured provisioned throughput for the table was exceeded."
+    )
+    assert body["ThrottlingReasons"] == [
+        {
+            "reason": "TableWriteProvisionedThroughputExceeded",
+            "resource": f"arn:aws:dynamodb:us-east-1:123456789012:table/{record.name}",
+        }
+    ]
+
+
+async def test_a_storage_throttle_reaches_the_client_with_the_tables_arn(tmp_path: Path) -> None:
+    """A storage node names a throttled table by name (it knows no region or account);
+    the router answers DynamoDB's ThrottlingReasons with the table's ARN."""
+    from partita._proto import storage_pb2 as pb
+    from partita.common import errors as errs
+
+    class Throttling:
+        async def call(self, request: pb.Request) -> pb.Response:
+            error = errs.provisioned_throughput_exceeded([("TableWriteKeyRangeThroughputExceeded", "Hot")])
+            return pb.Response(
+                id=request.id,
+                status=pb.ERROR,
+                error_code=error.code,
+                error_message=error.message,
+                error_body=orjson.dumps(error.extra),
+            )
+
+    class DataPath:
+        def channel(self, address: str) -> Throttling:
+            return Throttling()
+
+    path = tmp_path / "credentials.json"
+    save(path, [ADMIN])
+    store = MemoryControlStore()
+    await store.register_node(NodeRecord("a", "a", "127.0.0.1:1", "127.0.0.1:2"), ttl=10)
+    await put_record(
+        store, table_record(name="Hot", billing_mode="PROVISIONED", read_capacity=5, write_capacity=5)
+    )
+    tables = TableCache(store)
+    await tables.refresh()
+    ctx = RouterContext(tables, store, DataPath(), RouterSettings(account_id="123456789012"))  # type: ignore[arg-type]
+    response = await DynamoApp(ctx, CredentialStore(path))(
+        signed("PutItem", {"TableName": "Hot", "Item": {"pk": {"S": "k"}}})
+    )
+    body = orjson.loads(response.body)
+    assert body["__type"].endswith("#ProvisionedThroughputExceededException")
+    assert body["ThrottlingReasons"] == [
+        {
+            "reason": "TableWriteKeyRangeThroughputExceeded",
+            "resource": "arn:aws:dynamodb:us-east-1:123456789012:table/Hot",
+        }
+    ]
+
+
+def test_control_plane_calls_beyond_their_rate_get_throttling_exception() -> None:
+    clock = Clock()
+    admission = Admission(ProvisionedRate(), clock=clock, control_plane_rate=5.0)
+    for _ in range(5):  # a second's worth at once
+        admission.admit_control()
+    with pytest.raises(DynamoError) as caught:
+        admission.admit_control()
+    assert caught.value.code == "ThrottlingException" and caught.value.retriable
+    assert caught.value.message == "Rate of requests exceeds the allowed throughput."
+    assert caught.value.type_name == "com.amazon.coral.availability#ThrottlingException"
+    clock.now += 0.2  # one call's worth later
+    admission.admit_control()
+    assert metrics.THROTTLED.cell("control", "", "control").value >= 1

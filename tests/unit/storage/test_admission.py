@@ -1,0 +1,160 @@
+"""Partition and node admission at a storage node, in virtual time: a partition is held
+to its share of the table's rate, bursts from its savings only while the node has spare
+capacity, and the node's own bucket refuses first when the node is saturated; through
+the real data plane a refused request answers ProvisionedThroughputExceededException
+with a key-range reason, without touching the engine."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from partita._proto import storage_pb2 as pb
+from partita.common import keys
+from partita.common.partition_map import Partition
+from partita.storage import metrics as storage_metrics
+from partita.storage.admission import PARTITION_MAX_UNITS, Refusal, StorageAdmission, partition_rate
+from partita.storage.data_server import DataPlane
+from partita.storage.engine import Engine
+from partita.storage.hosting import desired_hosting
+from partita.storage.node import NodeState
+from tests.unit import records
+
+TWO = (Partition("p0", 0, 2**63, ("a",), "a"), Partition("p1", 2**63, 2**64, ("a",), "a"))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def provisioned(wcu: int, rcu: int = 10, name: str = "hot", table_id: int = 9) -> records.TableRecord:
+    return records.table_record(
+        *TWO, name=name, table_id=table_id, billing_mode="PROVISIONED", read_capacity=rcu, write_capacity=wcu
+    )
+
+
+@pytest.mark.parametrize(
+    ("billing", "wcu", "partitions", "expected"),
+    [
+        ("PROVISIONED", 100, 2, 50.0),  # the table's rate over its partitions
+        ("PROVISIONED", 5000, 2, 1000.0),  # never above DynamoDB's per-partition ceiling
+        ("PAY_PER_REQUEST", 0, 2, PARTITION_MAX_UNITS["write"]),
+    ],
+)
+def test_partition_rate(billing: str, wcu: int, partitions: int, expected: float) -> None:
+    record = records.table_record(*TWO[:partitions], billing_mode=billing, write_capacity=wcu)  # type: ignore[arg-type]
+    assert partition_rate(record, "write") == expected
+
+
+def offer(
+    admission: StorageAdmission,
+    record: records.TableRecord,
+    partition: str,
+    *,
+    seconds: float,
+    per_second: int,
+    start: float,
+) -> tuple[int, dict[Refusal, int]]:
+    admitted, refused = 0, {Refusal.NODE: 0, Refusal.PARTITION: 0}
+    now = start
+    for _ in range(int(seconds * per_second)):
+        now += 1.0 / per_second
+        refusal = admission.check(record, partition, "write", now)
+        if refusal is None:
+            admission.charge(record, partition, "write", 1.0, now)
+            admitted += 1
+        else:
+            refused[refusal] += 1
+    return admitted, refused
+
+
+def test_a_hot_partition_is_held_to_its_share_without_savings() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 20.0})
+    record = provisioned(wcu=20)  # 10 WCU per partition
+    # The node's spare capacity is used up by the partition itself once it runs hot:
+    admitted, refused = offer(admission, record, "p0", seconds=30, per_second=100, start=0.0)
+    assert admitted <= 10 * 30 + 10 + 2 + 20  # its rate, one second, and what the node's spare let through
+    assert refused[Refusal.PARTITION] > 0
+
+
+def test_a_hot_partition_bursts_while_its_node_has_spare_capacity() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+    record = provisioned(wcu=20)  # 10 WCU per partition
+    admission.check(record, "p0", "write", 0.0)
+    # Idle for 100 s: 1,000 units saved. Then 50/s for 30 s: 1,500 offered, 300 within
+    # the rate, the rest (1,200) more than the savings: bursting covers most of it.
+    admitted, refused = offer(admission, record, "p0", seconds=30, per_second=50, start=100.0)
+    assert admitted >= 300 + 1000 - 5
+    assert admitted <= 300 + 1000 + 10 + 5
+    assert refused[Refusal.NODE] == 0
+
+
+def test_a_partition_does_not_burst_when_its_node_has_no_spare_capacity() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 60.0})
+    hot, busy = provisioned(wcu=20), provisioned(wcu=2000, name="busy", table_id=10)
+    admission.check(hot, "p0", "write", 0.0)
+    now = 100.0  # the hot partition saved 1,000 units meanwhile
+    admitted = 0
+    for _ in range(30 * 100):  # 30 s: another table keeps the node at its capacity
+        now += 0.01
+        if admission.check(busy, "p0", "write", now) is None:
+            admission.charge(busy, "p0", "write", 0.6, now)
+        if admission.check(hot, "p0", "write", now) is None:
+            admission.charge(hot, "p0", "write", 1.0, now)
+            admitted += 1
+    # Its allocated rate only (10/s), although 1,000 units of savings were there.
+    assert admitted <= 10 * 30 + 10 + 5
+
+
+def test_the_node_refuses_first_when_it_is_saturated() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 5.0})
+    record = provisioned(wcu=2000)
+    admission.charge(record, "p0", "write", 50.0, 0.0)
+    assert admission.check(record, "p1", "write", 1.0) is Refusal.NODE
+
+
+def test_update_table_moves_the_partition_share() -> None:
+    admission = StorageAdmission(0.0)
+    admission.check(provisioned(wcu=20), "p0", "write", 0.0)
+    admission.check(provisioned(wcu=200), "p0", "write", 1.0)
+    assert admission.partitions[(9, "p0", "write")].allocated.rate == 100.0
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
+    e = Engine.open(tmp_path / "node", sync=False)
+    yield e
+    await e.close()
+
+
+async def test_the_data_plane_refuses_a_partition_over_its_rate(engine: Engine) -> None:
+    record = provisioned(wcu=2, name="planehot", table_id=0x77)
+    state = NodeState(node_id="a", zone="a", engine=engine, hosted=desired_hosting([record], "a"))
+    clock = Clock()
+    plane = DataPlane(state, StorageAdmission(clock.now), clock)
+    answers = []
+    for i in range(5):  # one second's worth (1 WCU) is there; the rest is refused
+        key = keys.item_key(record.table_id, 5, f"k{i}".encode(), None)
+        value = orjson.dumps({"pk": {"S": f"k{i}"}})
+        request = pb.Request(
+            id=i, op=pb.PUT, key=key, key_hash=5, value=value, table_id=record.table_id, partition_id="p0"
+        )
+        plan = plane.plan(request)
+        if plan.effects:
+            await plane.commit([plan])
+        answers.append(plan.response)
+    refused = [a for a in answers if a.status == pb.ERROR]
+    assert 1 <= len(answers) - len(refused) <= 2
+    assert refused and all(a.error_code == "ProvisionedThroughputExceededException" for a in refused)
+    assert orjson.loads(refused[0].error_body) == {
+        "ThrottlingReasons": [{"reason": "TableWriteKeyRangeThroughputExceeded", "resource": "planehot"}]
+    }
+    assert storage_metrics.THROTTLED.cell("partition", "planehot", "write").value == len(refused)
+    assert engine.get(keys.item_key(record.table_id, 5, b"k4", None)) is None  # nothing written
