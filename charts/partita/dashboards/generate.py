@@ -305,8 +305,8 @@ def storage() -> dict[str, Any]:
     page.add(timeseries(
         "Hosted partitions by node and role", "short",
         (f"sum by (node, role) (partita_storage_hosted_partitions{node})", "{{node}} {{role}}"),
-        description="Every replica leads itself until replication lands (P3); followers and replication lag "
-        "join this dashboard then.",
+        description="With one replica per partition every replica leads itself; with --replication-factor 3 "
+        "the nodes report leaders and followers of each group.",
     ))  # fmt: skip
     page.add(timeseries(
         "Replicas placed but not served", "short",
@@ -319,6 +319,44 @@ def storage() -> dict[str, Any]:
         "Applied LSN growth", "ops",
         (f"sum by (node) (rate(partita_storage_applied_lsn{node}[{RATE}]))", "{{node}}"),
         description="Records applied to RocksDB per second (the applied index's slope).",
+    ))  # fmt: skip
+    page.row("Replication")
+    page.add(timeseries(
+        "Replication groups by node and role", "short",
+        (f"sum by (node, role) (partita_storage_replication_groups{node})", "{{node}} {{role}}"),
+        description="Groups (one per partition replica) each node hosts, by its role in them: leaders "
+        "spread evenly over the nodes is the healthy picture.",
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Leader changes and elections", "ops",
+        (f"sum by (node) (rate(partita_storage_replication_leader_changes_total{node}[{RATE}]))",
+         "{{node}} new leaders"),
+        (f"sum by (node) (rate(partita_storage_replication_elections_started_total{node}[{RATE}]))",
+         "{{node}} elections started"),
+        (f"sum by (node) (rate(partita_storage_replication_elections_avoided_total{node}[{RATE}]))",
+         "{{node}} elections avoided (gray-failure check)"),
+        description="Elections avoided rising with elections started: followers miss heartbeats their peers "
+        "still hear (a lossy link or a slow follower), not a dead leader (alert PartitaLeaderFlapping).",
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Follower lag (entries), worst 10", "short",
+        (f"topk(10, max by (group, follower) (partita_storage_replication_follower_lag_entries{{{NS}}}))",
+         "{{group}} {{follower}}"),
+        description="On each group's leader: log entries each follower is behind (alert PartitaReplicationLag).",
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Commit latency", "s",
+        (f"histogram_quantile(0.5, sum by (le, node) (rate(partita_storage_replication_commit_seconds_bucket{node}[{RATE}])))",
+         "{{node}} p50"),
+        (f"histogram_quantile(0.99, sum by (le, node) (rate(partita_storage_replication_commit_seconds_bucket{node}[{RATE}])))",
+         "{{node}} p99"),
+        description="From a write's proposal on the leader to its commit on a majority and apply.",
+    ))  # fmt: skip
+    page.add(timeseries(
+        "Lease reads and checksum failures", "ops",
+        (f"sum by (node) (rate(partita_storage_replication_lease_reads_total{node}[{RATE}]))", "{{node}} lease reads"),
+        (f"sum by (node) (rate(partita_storage_replication_checksum_failures_total{node}[{RATE}]))",
+         "{{node}} checksum failures"),
     ))  # fmt: skip
     page.row("Write-ahead log")
     page.add(timeseries(

@@ -25,7 +25,11 @@ ALL_ON: dict[str, Any] = {
         "enabled": True,
         "routerIngressFrom": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}],
     },
-    "metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}},
+    "metrics": {
+        "serviceMonitor": {"enabled": True},
+        "podMonitor": {"enabled": True},
+        "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus"}},
+    },
     "grafana": {"dashboards": {"enabled": True}},
     "podDisruptionBudget": {"enabled": True},
     "storage": {"storageClassName": "ssd", "pinZones": False, "separateHosts": False},
@@ -35,7 +39,7 @@ ALL_ON: dict[str, Any] = {
     "doorman": {"enabled": True},
 }
 # Kinds of the Prometheus Operator and kopf: checked for shape, not against official schemas.
-CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "KopfPeering"}
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "KopfPeering"}
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +93,9 @@ def test_defaults_render_the_core_and_no_optional_objects() -> None:
         "demo-partita-router",
     ]
     assert kinds["KopfPeering"] == ["partita"]
-    for optional in ("HorizontalPodAutoscaler", "NetworkPolicy", "ServiceMonitor", "PodMonitor", "ConfigMap"):
+    for optional in (
+        "HorizontalPodAutoscaler", "NetworkPolicy", "ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"
+    ):  # fmt: skip
         assert optional not in kinds
 
 
@@ -306,3 +312,14 @@ def test_chart_crds_are_exactly_the_top_level_crds() -> None:
     assert top == ours and top
     _same, mismatch, errors = filecmp.cmpfiles(ROOT / "crds", CHART / "crds", top, shallow=False)
     assert mismatch == [] and errors == []
+
+
+def test_the_prometheus_rule_carries_the_alert_rules_verbatim() -> None:
+    rules = ROOT / "deploy" / "prometheus" / "partita-rules.yml"
+    assert filecmp.cmp(rules, CHART / "rules" / "partita-rules.yml", shallow=False), (
+        "charts/partita/rules/partita-rules.yml differs from deploy/prometheus/partita-rules.yml: copy it"
+    )
+    [rule] = [d for d in render(ALL_ON) if d["kind"] == "PrometheusRule"]
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus"
+    # Every alert arrives with its own {{ $labels }} templates untouched by Helm.
+    assert rule["spec"]["groups"] == yaml.safe_load(rules.read_text())["groups"]
