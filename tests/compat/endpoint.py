@@ -10,17 +10,16 @@ client, signed raw requests and the health check.
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import time
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
+
+from tests.integration.raw_http import RawHttp
 
 ENDPOINT_VARIABLE = "PARTITA_COMPAT_ENDPOINT"
 
@@ -31,7 +30,7 @@ def configured() -> RemoteEndpoint | None:
 
 
 @dataclass
-class RemoteEndpoint:
+class RemoteEndpoint(RawHttp):
     endpoint: str
 
     @property
@@ -92,25 +91,3 @@ class RemoteEndpoint:
             )
         )
         return headers
-
-    def request(
-        self, method: str, path: str, body: bytes, headers: dict[str, str], timeout: float = 30
-    ) -> tuple[int, bytes, dict[str, str]]:
-        parts = urlsplit(self.endpoint)
-        factory = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        conn = factory(parts.netloc, timeout=timeout)
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            return response.status, response.read(), {k.lower(): v for k, v in response.getheaders()}
-        finally:
-            conn.close()
-
-    def post(self, body: bytes, headers: dict[str, str], timeout: float = 30) -> tuple[int, dict[str, Any]]:
-        status, payload, _ = self.request("POST", "/", body, headers, timeout)
-        return status, json.loads(payload) if payload else {}
-
-    def health(self) -> str:
-        with urllib.request.urlopen(self.endpoint + "/", timeout=5) as response:
-            body: bytes = response.read()
-            return body.decode()

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+
+from tests.integration.raw_http import RawHttp
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
@@ -56,7 +57,7 @@ def free_port_layout() -> dict[str, int]:
 
 
 @dataclass
-class Cluster:
+class Cluster(RawHttp):
     data_dir: Path
     ports: dict[str, int]
     process: subprocess.Popen[bytes] | None = None
@@ -174,30 +175,6 @@ class Cluster:
             )
         )
         return headers
-
-    def request(
-        self, method: str, path: str, body: bytes, headers: dict[str, str], timeout: float = 30
-    ) -> tuple[int, bytes, dict[str, str]]:
-        """Any raw request: (HTTP status, body bytes, lower-cased response headers)."""
-        import http.client
-
-        conn = http.client.HTTPConnection("127.0.0.1", self.ports["router"], timeout=timeout)
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            return response.status, response.read(), {k.lower(): v for k, v in response.getheaders()}
-        finally:
-            conn.close()
-
-    def post(self, body: bytes, headers: dict[str, str], timeout: float = 30) -> tuple[int, dict[str, Any]]:
-        """POST raw bytes to the endpoint: (HTTP status, decoded JSON body or {})."""
-        status, payload, _ = self.request("POST", "/", body, headers, timeout)
-        return status, json.loads(payload) if payload else {}
-
-    def health(self) -> str:
-        with urllib.request.urlopen(self.endpoint + "/", timeout=5) as response:
-            body: bytes = response.read()
-            return body.decode()
 
 
 @contextmanager

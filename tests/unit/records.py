@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from partita.common.partition_map import Partition
 from partita.control.model import (
     NO_REVISION,
@@ -40,6 +43,22 @@ def table_record(
         created_at=0.0,
         partitions=partitions or WHOLE_RANGE,
     )
+
+
+def table_spec(name: str = "t", table_id: int = 7, **changes: Any) -> TableSpec:
+    """A PAY_PER_REQUEST spec keyed by `pk` (S); `changes` replace any other field."""
+    spec = TableSpec(
+        name=name,
+        table_id=table_id,
+        partition_key=KeyElement("pk", "S"),
+        sort_key=None,
+        attribute_definitions=(("pk", "S"),),
+        billing_mode="PAY_PER_REQUEST",
+        read_capacity=0,
+        write_capacity=0,
+        created_at=0.0,
+    )
+    return dataclasses.replace(spec, **changes)
 
 
 async def put_record(store: MemoryControlStore, record: TableRecord) -> None:

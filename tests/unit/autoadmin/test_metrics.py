@@ -11,20 +11,11 @@ from partita.autoadmin.local import LocalAutoadmin
 from partita.autoadmin.reconcile import Action, ChangePartitions, PutState, RemoveTable, Settings
 from partita.common.metrics import REGISTRY
 from partita.common.partition_map import HASH_SPACE, Partition
-from partita.control.model import KeyElement, NodeRecord, Revision, TableSpec, TableState
+from partita.control.model import NodeRecord, Revision, TableState
 from partita.control.store import MemoryControlStore
+from tests.unit.records import table_spec
 
-SPEC = TableSpec(
-    name="Orders",
-    table_id=7,
-    partition_key=KeyElement("pk", "S"),
-    sort_key=None,
-    attribute_definitions=(("pk", "S"),),
-    billing_mode="PAY_PER_REQUEST",
-    read_capacity=0,
-    write_capacity=0,
-    created_at=1.0,
-)
+SPEC = table_spec("Orders", created_at=1.0)
 P = Partition("p", 0, HASH_SPACE, ("n1",), "n1")
 CREATING = TableState("Orders", 7, "CREATING", 1)
 ACTIVE = TableState("Orders", 7, "ACTIVE", 1)
