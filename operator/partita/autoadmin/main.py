@@ -116,13 +116,7 @@ def _port(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="partita autoadmin", description="place, split and retire tables")
     parser.add_argument("-v", "--verbose", action="store_true", help="same as --log-level debug")
-    parser.add_argument("--log-level", choices=logs.LEVELS, default=logs.DEFAULT_LEVEL)
-    parser.add_argument(
-        "--log-format",
-        choices=logs.FORMATS,
-        default=logs.DEFAULT_FORMAT,
-        help="json lines or plain text (%(default)s)",
-    )
+    logs.add_flags(parser)
     parser.add_argument(
         "--metrics-host", default=config.DEFAULT_HOST, help="address /metrics listens on (%(default)s)"
     )

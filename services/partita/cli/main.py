@@ -34,13 +34,6 @@ _TTL_SWEEP_INTERVAL: dict[str, Any] = {
 }
 
 
-def _add_logging_flags(parser: argparse.ArgumentParser, fmt: str = logs.DEFAULT_FORMAT) -> None:
-    parser.add_argument("--log-level", choices=logs.LEVELS, default=logs.DEFAULT_LEVEL)
-    parser.add_argument(
-        "--log-format", choices=logs.FORMATS, default=fmt, help="json lines or plain text (%(default)s)"
-    )
-
-
 def _setup_logging(args: argparse.Namespace, process: str) -> None:
     level = "debug" if args.verbose else args.log_level
     logs.configure(process, level, args.log_format)
@@ -421,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     up.add_argument("--stats-interval", **_STATS_INTERVAL)
     up.add_argument("--ttl-sweep-interval", **_TTL_SWEEP_INTERVAL)
-    _add_logging_flags(up, fmt="text")  # the supervisor's own lines go to a terminal
+    logs.add_flags(up, fmt="text")  # the supervisor's own lines go to a terminal
     up.add_argument(
         "--doorman-base-port",
         type=int,
@@ -492,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument(
         "--namespace", help="the Tables' namespace with --control-store kubernetes (default: the pod's)"
     )
-    _add_logging_flags(router)
+    logs.add_flags(router)
     router.set_defaults(func=cmd_router)
 
     storage = sub.add_parser("storage", help="run one storage node")
@@ -513,7 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a replication group for every hosted partition with several replicas (default: "
         "each replica commits alone, as before replication)",
     )
-    _add_logging_flags(storage)
+    logs.add_flags(storage)
     storage.set_defaults(func=cmd_storage)
 
     doorman = sub.add_parser("doorman", help="run one Doorman (global rate limiting) server")
@@ -534,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     doorman.add_argument(
         "--election-ttl", type=int, default=5, help="seconds a dead master blocks its standby"
     )
-    _add_logging_flags(doorman)
+    logs.add_flags(doorman)
     doorman.set_defaults(func=cmd_doorman)
 
     autoadmin = sub.add_parser(

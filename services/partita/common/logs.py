@@ -13,6 +13,7 @@ burst through, then one line per refill, and says how many it dropped.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 import time
@@ -69,6 +70,14 @@ class TextFormatter(logging.Formatter):
             return text
         first, newline, rest = text.partition("\n")
         return first + " " + " ".join(fields) + newline + rest
+
+
+def add_flags(parser: argparse.ArgumentParser, fmt: str = DEFAULT_FORMAT) -> None:
+    """`--log-level` and `--log-format`, the same on every process."""
+    parser.add_argument("--log-level", choices=LEVELS, default=DEFAULT_LEVEL)
+    parser.add_argument(
+        "--log-format", choices=FORMATS, default=fmt, help="json lines or plain text (%(default)s)"
+    )
 
 
 def configure(
