@@ -168,3 +168,67 @@ def test_an_on_demand_table_is_not_throttled_at_local_rates(cluster: Cluster) ->
     table = create(ddb, BillingMode="PAY_PER_REQUEST")
     accepted, errors, _ = hammer(cluster, table, 3.0)
     assert accepted > 0 and not errors, errors
+
+
+def storage_throttled(cluster: Cluster, table: str) -> float:
+    """partita_storage_throttled_requests_total for the table's writes at the partition
+    layer, summed over the storage nodes' /metrics."""
+    total = 0.0
+    series = f'partita_storage_throttled_requests_total{{kind="write",layer="partition",table="{table}"}}'
+    for proc in cluster.cluster_file()["processes"]:
+        if proc["role"] != "storage":
+            continue
+        url = f"http://127.0.0.1:{proc['ports']['metrics']}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith(series):
+                    total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_a_hot_partition_is_throttled_at_the_storage_layer_under_the_tables_rate(cluster: Cluster) -> None:
+    # 1200 WCU: two partitions of 600 WCU each. Items of ~60 KB cost 60 WCU, so the hot
+    # key's partition holds ~10 writes/s while the table would take ~20/s.
+    ddb = cluster.client()
+    table = create(
+        ddb,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 1200},
+    )
+    before = storage_throttled(cluster, table)
+    payload = "x" * 60_000
+    accepted = 0
+    errors: Counter[str] = Counter()
+    reasons: list[Any] = []
+    lock = threading.Lock()
+    seconds = 10.0
+    deadline = time.monotonic() + seconds
+
+    def run() -> None:
+        nonlocal accepted
+        client = cluster.client(config=NO_RETRIES)
+        while time.monotonic() < deadline:
+            try:
+                client.put_item(TableName=table, Item={"pk": {"S": "hot"}, "v": {"S": payload}})
+                with lock:
+                    accepted += 1
+            except ClientError as exc:
+                with lock:
+                    errors[exc.response["Error"]["Code"]] += 1
+                    reasons.extend(exc.response.get("ThrottlingReasons", []))
+
+    workers = [threading.Thread(target=run) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(seconds + 60)
+    arn = f"arn:aws:dynamodb:us-east-1:000000000000:table/{table}"
+    key_range = {"reason": "TableWriteKeyRangeThroughputExceeded", "resource": arn}
+    assert set(errors) == {"ProvisionedThroughputExceededException"}, errors
+    assert key_range in reasons, reasons[:5]
+    # The table as a whole stayed under its rate: the hot partition held it to about
+    # half (600 WCU/s plus the savings since creation), with slack for a loaded machine.
+    consumed_wcu = accepted * 60
+    assert consumed_wcu < 1200 * seconds, (accepted, errors)
+    assert accepted > 0
+    assert storage_throttled(cluster, table) > before
