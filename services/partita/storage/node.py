@@ -303,7 +303,9 @@ async def serve(
     pb_grpc.add_StorageServicer_to_server(StorageService(state), server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
-    plane = DataPlane(state, StorageAdmission(time.monotonic()) if admission else None)
+    now = time.monotonic()
+    buckets = StorageAdmission(now, wall_offset=time.time() - now) if admission else None
+    plane = DataPlane(state, buckets)
     data_server = await start_data_server(plane, host, data_port)
     data_bound = data_server.sockets[0].getsockname()[1]
     address = f"{host}:{bound}"
