@@ -1,9 +1,9 @@
 """Write sharding (partition.client.sharding) over boto3 against a real local cluster.
 
-Partition-level throttling is not enforced by Partita yet (P4), so the tests that need a
-throttle inject DynamoDB's ProvisionedThroughputExceededException into a real boto3
-client through botocore's `before-call` event hook; every other call, and every call
-the library makes, reaches the cluster.
+Most tests that need a throttle inject DynamoDB's ProvisionedThroughputExceededException
+into a real boto3 client through botocore's `before-call` event hook (precise, fast
+throttles); every other call, and every call the library makes, reaches the cluster.
+The last test runs against real partition throttling: a cluster with `--admission`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,7 +38,7 @@ from partita.client.sharding import (
     sharded_key,
 )
 from partita.client.sharding.metadata import from_item
-from tests.integration.cluster import Cluster, wait_active
+from tests.integration.cluster import Cluster, running, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-sharding")]
 
@@ -623,3 +624,112 @@ def test_shards_above_a_shrunk_count_are_retired_only_when_unused_and_empty(
         remaining = [int(i["ts"]["N"]) for i in table.query_all(path)]
     assert 0 < len(remaining) < 40 and remaining == sorted(remaining)
     assert from_item(_raw_meta(ddb, audit_meta, path), "file_path").read_span == 2
+
+
+# --- against real partition throttling (a cluster with --admission) ---------------------
+
+
+@pytest.fixture(scope="module")
+def admission_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running(Path(tmp_path_factory.mktemp("sharding-admission")), "--admission", "local") as c:
+        yield c
+
+
+# 3,000 WCU: three partitions of 1,000 WCU. Items of ~200 KB cost 200 WCU, so one
+# partition takes 5 writes/s and the table 15/s; the writers offer 7.5/s to one key.
+HOT_WCU = 3000
+HOT_ITEM_WCU = 200
+HOT_OFFERED_PER_SECOND = 7.5
+
+
+def test_a_hot_key_over_its_partitions_capacity_is_absorbed_by_adding_shards(
+    admission_cluster: Cluster,
+) -> None:
+    """No injected throttles: the storage node's partition bucket refuses the hot key with
+    TableWriteKeyRangeThroughputExceeded, the dynamic table (default signal: the
+    ThrottlingReasons) adds shards, the key's accepted rate rises and the throttles stop,
+    and the table never takes more than its provisioned rate."""
+    ddb = admission_cluster.client(config=NO_RETRIES)
+    created = time.monotonic()
+    table = _create(
+        ddb,
+        [("file_path", "S"), ("ts", "N")],
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 100, "WriteCapacityUnits": HOT_WCU},
+    )
+    meta_table = _create(ddb, [("file_path", "S")])
+    path = _path()
+    payload = "x" * (HOT_ITEM_WCU * 1024 - 200)
+    policy = GrowthPolicy(cooldown=2.0, backoff_min=0.0, backoff_max=0.5, max_shards=16)
+    writers = [
+        DynamicShardedTable(
+            admission_cluster.client(config=NO_RETRIES),
+            table,
+            meta_table,
+            partition_key="file_path",
+            sort_key="ts",
+            policy=policy,
+            cache_ttl=0.5,
+            write_timeout=60,
+        )
+        for _ in range(2)
+    ]
+    accepted_at: list[float] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    run_seconds = 60.0
+    start = time.monotonic()
+    stop = start + run_seconds
+
+    def write(index: int, writer: DynamicShardedTable) -> None:
+        interval = len(writers) / HOT_OFFERED_PER_SECOND
+        due = start
+        ts = index
+        try:
+            while time.monotonic() < stop:
+                due = max(due + interval, time.monotonic() - interval)  # paced, no catch-up burst
+                time.sleep(max(0.0, due - time.monotonic()))
+                writer.put_item(_entry(path, ts, v={"S": payload}))
+                with lock:
+                    accepted_at.append(time.monotonic() - start)
+                ts += len(writers)
+        except BaseException as err:
+            errors.append(err)
+
+    # Sample once a second: (seconds since start, throttles so far, shard count).
+    samples: list[tuple[float, int, int]] = []
+    threads = [threading.Thread(target=write, args=(i, w)) for i, w in enumerate(writers)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads) and time.monotonic() < stop + 70:
+        meta = ddb.get_item(TableName=meta_table, Key={"file_path": {"S": path}}, ConsistentRead=True)
+        shards = int(meta["Item"]["number_of_shards"]["N"]) if "Item" in meta else 1
+        samples.append((time.monotonic() - start, sum(w.stats.throttles for w in writers), shards))
+        time.sleep(1.0)
+    for t in threads:
+        t.join(timeout=70)
+    for w in writers:
+        w.close()
+    lifetime = time.monotonic() - created
+    assert not errors, errors
+    throttles = sum(w.stats.throttles for w in writers)
+    table_throttles = sum(w.stats.table_throttles for w in writers)
+    assert throttles > 0 and table_throttles == 0, (throttles, table_throttles)
+    final = from_item(_raw_meta(ddb, meta_table, path), "file_path")
+    assert final.number_of_shards > 1
+    first_throttle = next((t for t, n, _ in samples if n > 0), None)
+    first_growth = next((t for t, _, shards in samples if shards > 1), None)
+    last_window = [t for t in accepted_at if t >= run_seconds - 15]
+    late_throttles = [n for t, n, _ in samples if t >= run_seconds - 10]
+    print(
+        "hot key:", {"shards": final.number_of_shards, "throttles": throttles,
+        "rate_last_15s": len(last_window) / 15, "first_throttle_s": first_throttle,
+        "first_growth_s": first_growth, "accepted": len(accepted_at)}
+    )  # fmt: skip
+    # Throttling stopped: no throttle in the last 10 s of the run.
+    assert late_throttles and late_throttles[-1] == late_throttles[0], samples[-16:]
+    # The accepted rate rose above what one partition allows (5/s, its savings long
+    # spent) to about the offered 7.5/s.
+    assert len(last_window) / 15 >= HOT_OFFERED_PER_SECOND * 0.8, len(last_window)
+    # Never above the table's provisioned rate (what it saved since creation included).
+    assert len(accepted_at) * HOT_ITEM_WCU <= HOT_WCU * (lifetime + 1)

@@ -207,6 +207,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             ttl_sweep_interval=args.ttl_sweep_interval,
             metrics_port=args.metrics_port,
             replication=args.replication,
+            admission=args.admission,
         )
     )
     return 0
@@ -505,6 +506,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run a replication group for every hosted partition with several replicas (default: "
         "each replica commits alone, as before replication)",
+    )
+    storage.add_argument(
+        "--admission",
+        action="store_true",
+        help="hold each hosted partition to its share of the table's throughput and the node to "
+        "its capacity (TableRead/WriteKeyRangeThroughputExceeded); default: not enforced",
     )
     logs.add_flags(storage)
     storage.set_defaults(func=cmd_storage)

@@ -201,6 +201,8 @@ class ClusterLayout:
             argv += ["--log-level", self.log_level]
             if self.replication_factor > 1:
                 argv.append("--replication")
+            if self.admission != "off":
+                argv.append("--admission")
             ports = {"grpc": port, "data": data_port, "metrics": metrics_port}
             out.append(Child(f"storage-{zone}", "storage", argv, ports, zone=zone))
         out += self.doorman_children(py)

@@ -65,3 +65,13 @@ class TokenBucket:
         self.refill(now)
         self.rate = max(0.0, rate)
         self.tokens = min(self.tokens, self.ceiling)
+
+
+def saved_since_creation(
+    rate: float, created_at: float, wall_now: float, burst_seconds: float = DEFAULT_BURST_SECONDS
+) -> float:
+    """The tokens a table's first bucket starts with: what the table could have saved
+    since its creation (wall-clock seconds; DynamoDB accrues unused capacity from the
+    start), at least one second's worth, at most the burst allowance."""
+    age = min(max(wall_now - created_at, 1.0), max(burst_seconds, 1.0))
+    return rate * age

@@ -24,7 +24,7 @@ from partita.common import errors, throughput
 from partita.common.errors import DynamoError
 from partita.common.metrics import CounterCell
 from partita.common.throughput import Kind, PeakTracker
-from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket
+from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket, saved_since_creation
 from partita.control.model import TableRecord
 from partita.router import metrics
 
@@ -94,13 +94,13 @@ class TableBucket:
     __slots__ = ("bucket", "consumed", "peak", "seen")
 
     def __init__(
-        self, record: TableRecord, kind: Kind, consumed: CounterCell, rate: float, now: float
+        self, record: TableRecord, kind: Kind, consumed: CounterCell, rate: float, now: float, tokens: float
     ) -> None:
         self.consumed = consumed
         self.seen = consumed.value
-        # One second's worth to start with: a fresh table (or a router just started)
-        # can serve at once; burst credit accrues from unused throughput only.
-        self.bucket = TokenBucket(rate, now, tokens=rate)
+        # A fresh table (or a router just started) can serve at once: the bucket starts
+        # with what the table saved since its creation, or one second's worth.
+        self.bucket = TokenBucket(rate, now, tokens=tokens)
         self.peak = PeakTracker(now, consumed.value)
 
 
@@ -112,9 +112,13 @@ class Admission:
         clock: Callable[[], float] = time.monotonic,
         table_arn: Callable[[str], str] = lambda name: name,
         control_plane_rate: float = CONTROL_PLANE_RATE,
+        wall_clock: Callable[[], float] | None = None,
     ) -> None:
         self.source = source
         self.clock = clock
+        # Reads the time tables' creation stamps are in; None: buckets start with one
+        # second's worth instead of the savings since creation.
+        self.wall_clock = wall_clock
         now = clock()
         self._control = TokenBucket(control_plane_rate, now, burst_seconds=1.0, tokens=control_plane_rate)
         self.table_arn = table_arn
@@ -128,8 +132,9 @@ class Admission:
         state = self._buckets.get(key)
         if state is None:
             consumed = metrics.consumed_cells(record.name)[0 if kind == "read" else 1]
+            first = self._rate(record, kind, None)
             state = self._buckets[key] = TableBucket(
-                record, kind, consumed, self._rate(record, kind, None), now
+                record, kind, consumed, first, now, self._savings(record, first)
             )
         used = state.consumed.value - state.seen
         state.seen = state.consumed.value
@@ -140,7 +145,7 @@ class Admission:
         )
         rate = self._rate(record, kind, state)
         if bucket.rate == 0.0 and rate > 0.0 and bucket.tokens <= 0.0 and not used:
-            bucket.tokens = rate  # the first lease after none: one second's worth, as at the start
+            bucket.tokens = self._savings(record, rate)  # the first lease after none, as at the start
         bucket.set_rate(rate, now)
         if used:
             bucket.charge(used, now)
@@ -149,6 +154,11 @@ class Admission:
         if not admitted:
             self._count_throttle(record.name, kind)
             raise self.exceeded(record, kind)
+
+    def _savings(self, record: TableRecord, rate: float) -> float:
+        if self.wall_clock is None:
+            return rate
+        return saved_since_creation(rate, record.created_at, self.wall_clock(), BURST_SECONDS)
 
     def admit_control(self) -> None:
         """Raises ThrottlingException when control-plane calls come faster than the rate."""

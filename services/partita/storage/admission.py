@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 
 from partita.common.throughput import Kind
-from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket
+from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket, saved_since_creation
 from partita.control.model import TableRecord
 
 # DynamoDB's per-partition ceiling, also an on-demand partition's allocation.
@@ -49,10 +49,12 @@ def partition_rate(record: TableRecord, kind: Kind) -> float:
 class PartitionBuckets:
     __slots__ = ("allocated", "record", "saved")
 
-    def __init__(self, record: TableRecord, rate: float, now: float, burst_seconds: float) -> None:
+    def __init__(
+        self, record: TableRecord, rate: float, now: float, burst_seconds: float, savings: float
+    ) -> None:
         self.record = record  # the version of the table the rate was computed from
         self.allocated = TokenBucket(rate, now, burst_seconds=1.0, tokens=rate)
-        self.saved = TokenBucket(rate, now, burst_seconds=burst_seconds, tokens=rate)
+        self.saved = TokenBucket(rate, now, burst_seconds=burst_seconds, tokens=savings)
 
 
 class StorageAdmission:
@@ -62,6 +64,7 @@ class StorageAdmission:
         *,
         node_units: dict[Kind, float] | None = None,
         burst_seconds: float = DEFAULT_BURST_SECONDS,
+        wall_offset: float | None = None,
     ) -> None:
         units = node_units or DEFAULT_NODE_UNITS
         # The node holds one second of its capacity: it is a ceiling on work, not a saver.
@@ -69,15 +72,22 @@ class StorageAdmission:
             kind: TokenBucket(rate, now, burst_seconds=1.0, tokens=rate) for kind, rate in units.items()
         }
         self.burst_seconds = burst_seconds
+        # Wall-clock time minus `now`'s clock: a partition's savings start from its
+        # table's creation (a wall-clock stamp). None: they start at one second's worth.
+        self.wall_offset = wall_offset
         self.partitions: dict[tuple[int, str, Kind], PartitionBuckets] = {}
 
     def _buckets(self, record: TableRecord, partition_id: str, kind: Kind, now: float) -> PartitionBuckets:
         key = (record.table_id, partition_id, kind)
         buckets = self.partitions.get(key)
         if buckets is None:
-            buckets = self.partitions[key] = PartitionBuckets(
-                record, partition_rate(record, kind), now, self.burst_seconds
-            )
+            rate = partition_rate(record, kind)
+            savings = rate
+            if self.wall_offset is not None:
+                savings = saved_since_creation(
+                    rate, record.created_at, now + self.wall_offset, self.burst_seconds
+                )
+            buckets = self.partitions[key] = PartitionBuckets(record, rate, now, self.burst_seconds, savings)
         elif buckets.record is not record:  # a new version: UpdateTable, or a split
             buckets.record = record
             rate = partition_rate(record, kind)

@@ -23,6 +23,7 @@ async def serve(
     ttl_sweep_interval: float,
     metrics_port: int | None = None,
     replication: bool = False,
+    admission: bool = False,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -38,4 +39,5 @@ async def serve(
         ttl_sweep_interval=ttl_sweep_interval,
         metrics_port=metrics_port,
         replication=replication,
+        admission=admission,
     )

@@ -22,6 +22,7 @@ from partita.common.partition_map import Partition
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import NodeStore
 from partita.storage import metrics
+from partita.storage.admission import StorageAdmission
 from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
@@ -285,6 +286,7 @@ async def serve(
     ttl_sweep_interval: float = config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS,
     metrics_port: int | None = None,
     replication: bool = False,
+    admission: bool = False,
 ) -> None:
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
@@ -301,7 +303,9 @@ async def serve(
     pb_grpc.add_StorageServicer_to_server(StorageService(state), server)  # type: ignore[no-untyped-call]
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
-    plane = DataPlane(state)
+    now = time.monotonic()
+    buckets = StorageAdmission(now, wall_offset=time.time() - now) if admission else None
+    plane = DataPlane(state, buckets)
     data_server = await start_data_server(plane, host, data_port)
     data_bound = data_server.sockets[0].getsockname()[1]
     address = f"{host}:{bound}"
@@ -322,7 +326,9 @@ async def serve(
     poller = asyncio.create_task(control_loop(state, store))
     watching_peers = asyncio.create_task(peers.follow(store, replicas))
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
-    ttl_sweeper = TtlSweeper(state, plane, SweepPacer(ttl_sweep_interval))
+    # The sweeper plans its deletes through a plane of its own without buckets: DynamoDB
+    # does not charge TTL deletes, and they must not crowd out the clients' throughput.
+    ttl_sweeper = TtlSweeper(state, DataPlane(state), SweepPacer(ttl_sweep_interval))
     metrics.watch_ttl_sweeper(state, ttl_sweeper)
     sweeping = asyncio.create_task(ttl_sweeper.run())
     log.info(

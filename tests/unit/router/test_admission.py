@@ -251,3 +251,29 @@ def test_control_plane_calls_beyond_their_rate_get_throttling_exception() -> Non
     clock.now += 0.2  # one call's worth later
     admission.admit_control()
     assert metrics.THROTTLED.cell("control", "", "control").value >= 1
+
+
+def test_a_tables_first_bucket_holds_what_it_saved_since_creation_up_to_300_seconds() -> None:
+    clock = Clock()
+    wall = Clock()
+    young = unique_table(billing_mode="PROVISIONED", read_capacity=5, write_capacity=10)
+    wall.now = young.created_at + 30.0  # 30 s old at its first request
+    admission = Admission(ProvisionedRate(), clock=clock, wall_clock=wall)
+    admitted = drive(admission, clock, young, "write", seconds=1, per_second=1000, units=1.0)
+    assert 300 <= admitted <= 300 + 10 + 1
+    old = unique_table(billing_mode="PROVISIONED", read_capacity=5, write_capacity=10)
+    wall.now = old.created_at + 3600.0  # an hour old: the savings stop at 300 s
+    admitted = drive(admission, clock, old, "write", seconds=1, per_second=10000, units=1.0)
+    assert 3000 <= admitted <= 3000 + 10 + 1
+
+
+def test_an_on_demand_tables_first_bucket_is_not_a_300_second_burst() -> None:
+    clock = Clock()
+    wall = Clock()
+    record = unique_table(billing_mode="PAY_PER_REQUEST")
+    wall.now = record.created_at + 3600.0
+    admission = Admission(ProvisionedRate(), clock=clock, wall_clock=wall)
+    admitted = drive(admission, clock, record, "write", seconds=1, per_second=100000, units=1.0)
+    without = Admission(ProvisionedRate(), clock=clock)
+    other = unique_table(billing_mode="PAY_PER_REQUEST")
+    assert admitted <= 2 * drive(without, clock, other, "write", seconds=1, per_second=100000, units=1.0) + 10

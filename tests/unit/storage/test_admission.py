@@ -158,3 +158,19 @@ async def test_the_data_plane_refuses_a_partition_over_its_rate(engine: Engine) 
     }
     assert storage_metrics.THROTTLED.cell("partition", "planehot", "write").value == len(refused)
     assert engine.get(keys.item_key(record.table_id, 5, b"k4", None)) is None  # nothing written
+
+
+def test_a_partitions_savings_start_from_its_tables_creation_capped_at_300_seconds() -> None:
+    record = provisioned(wcu=20)  # 10 WCU per partition; created at wall-clock 0
+    # Monotonic 0 is wall-clock 60: the table is a minute old at the first request.
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0}, wall_offset=60.0)
+    admitted, _ = offer(admission, record, "p0", seconds=1, per_second=1000, start=0.0)
+    assert 600 <= admitted <= 600 + 10 + 2  # 60 s saved (plus the second's refill)
+    # Ten minutes old: only 300 s of savings.
+    old = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 10000.0}, wall_offset=600.0)
+    admitted, _ = offer(old, record, "p1", seconds=1, per_second=5000, start=0.0)
+    assert 3000 <= admitted <= 3000 + 10 + 2
+    # Without a wall clock: one second's worth, as before.
+    fresh = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+    admitted, _ = offer(fresh, record, "p0", seconds=1, per_second=1000, start=0.0)
+    assert admitted <= 10 + 10 + 2
