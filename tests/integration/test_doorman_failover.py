@@ -81,10 +81,19 @@ class Server:
             time.sleep(0.05)
 
     async def is_master(self) -> bool:
-        async with grpc.aio.insecure_channel(self.address) as channel:
-            stub = doorman_pb2_grpc.CapacityStub(channel)  # type: ignore[no-untyped-call]
-            out = await stub.Discovery(pb.DiscoveryRequest(), timeout=2)
-            return bool(out.is_master)
+        # A server just started may take a connection before its gRPC service answers
+        # (UNAVAILABLE): ask again, for a bounded time.
+        deadline = time.monotonic() + 10
+        while True:
+            async with grpc.aio.insecure_channel(self.address) as channel:
+                stub = doorman_pb2_grpc.CapacityStub(channel)  # type: ignore[no-untyped-call]
+                try:
+                    out = await stub.Discovery(pb.DiscoveryRequest(), timeout=2)
+                    return bool(out.is_master)
+                except grpc.aio.AioRpcError as exc:
+                    if exc.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                        raise
+            await asyncio.sleep(0.2)
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
