@@ -20,7 +20,7 @@ from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
 from partita.autoadmin.placement import replicated_placement
 from partita.autoadmin.reconcile import Settings
-from partita.common import config, logs, metrics
+from partita.common import arg_types, config, logs, metrics
 from partita.control.store import EtcdControlStore
 
 log = logging.getLogger("partita.autoadmin")
@@ -92,27 +92,6 @@ async def serve(
     return code
 
 
-def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
-
-
-def _at_least_one(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 < value < 65536:
-        raise argparse.ArgumentTypeError(f"not a TCP port: {text}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="partita autoadmin", description="place, split and retire tables")
     parser.add_argument("-v", "--verbose", action="store_true", help="same as --log-level debug")
@@ -120,29 +99,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--metrics-host", default=config.DEFAULT_HOST, help="address /metrics listens on (%(default)s)"
     )
-    parser.add_argument("--metrics-port", type=_port, help="serve /metrics on this port (default: off)")
+    parser.add_argument(
+        "--metrics-port", type=arg_types.port, help="serve /metrics on this port (default: off)"
+    )
     parser.add_argument("--etcd", default=f"{config.DEFAULT_HOST}:{config.DEFAULT_ETCD_PORT}")
     parser.add_argument(
         "--on-demand-partitions",
-        type=_at_least_one,
+        type=arg_types.at_least_one,
         default=config.DEFAULT_ON_DEMAND_PARTITIONS,
         help="partitions of a new PAY_PER_REQUEST table (%(default)s)",
     )
     parser.add_argument(
         "--replication-factor",
-        type=_at_least_one,
+        type=arg_types.at_least_one,
         default=config.DEFAULT_REPLICATION_FACTOR,
         help="replicas of each new partition, in distinct zones where possible (%(default)s)",
     )
     parser.add_argument(
         "--defrag-interval",
-        type=_positive,
+        type=arg_types.positive_seconds,
         default=DEFAULT_DEFRAG_INTERVAL_SECONDS,
         help="seconds between compactions + defragmentations of etcd (%(default)s)",
     )
     parser.add_argument(
         "--keep-revisions",
-        type=_at_least_one,
+        type=arg_types.at_least_one,
         default=config.DEFAULT_KEEP_REVISIONS,
         help="revisions of etcd history kept when compacting (%(default)s)",
     )

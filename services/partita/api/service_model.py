@@ -312,11 +312,7 @@ class ListCheck(Check):
     def satisfied(self, value: object) -> bool:
         if not self.constrained or not isinstance(value, list):
             return True
-        constraints = self.constraints
-        return not (
-            (constraints.min is not None and len(value) < constraints.min)
-            or (constraints.max is not None and len(value) > constraints.max)
-        )
+        return self.constraints.check_length(value, len(value), Walk(False), "")
 
 
 class MapCheck(Check):

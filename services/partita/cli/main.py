@@ -12,23 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from partita.common import config, logs
-
-
-def _positive_seconds(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
-    return value
-
+from partita.common import arg_types, config, logs
 
 _STATS_INTERVAL: dict[str, Any] = {
-    "type": _positive_seconds,
+    "type": arg_types.positive_seconds,
     "default": config.DEFAULT_STATS_INTERVAL_SECONDS,
     "help": "seconds between recounts of ItemCount/TableSizeBytes (%(default)s)",
 }
 _TTL_SWEEP_INTERVAL: dict[str, Any] = {
-    "type": _positive_seconds,
+    "type": arg_types.positive_seconds,
     "default": config.DEFAULT_TTL_SWEEP_INTERVAL_SECONDS,
     "help": "seconds between passes deleting items whose Time to Live has expired (%(default)s)",
 }
@@ -424,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.add_argument(
         "--on-demand-partitions",
-        type=int,
+        type=arg_types.at_least_one,
         default=config.DEFAULT_ON_DEMAND_PARTITIONS,
         help="partitions of a new PAY_PER_REQUEST table (%(default)s)",
     )
@@ -437,14 +429,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.add_argument(
         "--defrag-interval",
-        type=_positive_seconds,
+        type=arg_types.positive_seconds,
         default=config.DEFAULT_DEFRAG_INTERVAL_SECONDS,
         help="seconds between the autoadmin's compactions + defragmentations of etcd (%(default)s)",
     )
     up.add_argument(
         "--etcd-keep-revisions",
         dest="keep_revisions",
-        type=int,
+        type=arg_types.at_least_one,
         default=config.DEFAULT_KEEP_REVISIONS,
         help="revisions of etcd history kept when compacting (%(default)s)",
     )

@@ -109,6 +109,10 @@ class DynamoApp:
         self._request_ids = itertools.count(1)
         self._id_prefix = os.urandom(6).hex().upper().encode()
 
+    def _next_request_id(self) -> bytes:
+        """What `x-amzn-RequestId` says and the log lines carry: unique per answer."""
+        return b"%s%020d" % (self._id_prefix, next(self._request_ids))
+
     def _response(self, status: int, body: bytes, request_id: bytes) -> HttpResponse:
         # botocore checks x-amz-crc32 (CRC32 of the body) when present.
         headers = _HEADERS % (request_id, zlib.crc32(body))
@@ -118,7 +122,7 @@ class DynamoApp:
         if request.method != "POST":
             return self._not_post(request)
         started = time.perf_counter()
-        request_id = b"%s%020d" % (self._id_prefix, next(self._request_ids))
+        request_id = self._next_request_id()
         labels = RequestLabels()
         router_metrics.RECEIVED.value += 1
         outcome = "ok"
@@ -174,7 +178,7 @@ class DynamoApp:
             body, content_type = metrics.exposition()
             return HttpResponse(200, body, f"Content-Type: {content_type}\r\n".encode())
         missing = errors.not_found_route()
-        request_id = b"%s%020d" % (self._id_prefix, next(self._request_ids))
+        request_id = self._next_request_id()
         return self._response(missing.status, missing.render(), request_id)
 
     def _log_error(self, exc: DynamoError, labels: RequestLabels, request_id: bytes) -> None:
