@@ -21,6 +21,7 @@ from partita.api import capacity
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
+from partita.common.partition_map import Partition
 from partita.common.throughput import Kind
 from partita.storage import metrics
 from partita.storage.admission import StorageAdmission
@@ -69,17 +70,19 @@ class DataPlane:
                 return Plan(refused)
         group = self.state.replicated_group(request.table_id, owner)
         if group is not None and request.op in _WRITES:
-            return self._plan_replicated(request, group)
-        return self._plan_local(request, group_of(request.table_id, owner.partition_id))
+            return self._plan_replicated(request, owner, group)
+        return self._plan_local(request, owner, group)
 
-    def _plan_local(self, request: pb.Request, group: str) -> Plan:
+    def _plan_local(self, request: pb.Request, owner: Partition, group: str | None) -> Plan:
+        """`group`: the partition's replication group, None for a single replica (its
+        WAL group is then named only if the request writes: reads pay nothing for it)."""
         planner = PLANNERS.get(request.op)
         if planner is None:
             return Plan(error_response(request.id, errors.validation("unsupported operation")))
         try:
             plan = planner(self.state.engine, request)
             if plan.effects:
-                plan.group = group
+                plan.group = group if group is not None else group_of(request.table_id, owner.partition_id)
                 self.state.engine.stage(plan.effects)
         except DynamoError as exc:
             plan = Plan(error_response(request.id, exc))
@@ -105,7 +108,7 @@ class DataPlane:
                 self.admission.charge(record, request.partition_id, kind, units, self.clock())
         return plan
 
-    def _plan_replicated(self, request: pb.Request, group: str) -> Plan:
+    def _plan_replicated(self, request: pb.Request, owner: Partition, group: str) -> Plan:
         """A write to a replicated partition: planned and proposed in one synchronous
         step on the leader, so proposals keep the order of the plans they build on."""
         replicas = self.state.replicas
@@ -114,7 +117,7 @@ class DataPlane:
             return Plan(not_leader(request.id, replicas.leader_of(group)))
         if not replicas.ready_to_plan(group):  # just elected: one round trip, then retried
             return Plan(pb.Response(id=request.id, status=pb.UNAVAILABLE))
-        plan = self._plan_local(request, group)
+        plan = self._plan_local(request, owner, group)
         if plan.effects:
             try:
                 plan.proposal = replicas.submit(group, plan.effects)
