@@ -9,6 +9,13 @@ consistent reads go to its leader as the nodes report it: a NOT_LEADER answer na
 leader (`leader_hint`), which the router remembers per partition and retries at once,
 without refreshing its routes; eventually consistent reads go to any replica, spreading
 the load.
+
+Read-your-writes through one router: a replicated write's answer carries its entry's
+index in the partition's log, and the router keeps, per partition, the highest it has
+seen. An eventually consistent read carries that as its floor (`read_floor`); a follower
+that has applied less answers NOT_LEADER, and the read goes to the leader. On the common
+path (the follower has applied the write: the leader tells followers of a commit at
+once) that costs no round trip.
 """
 
 from __future__ import annotations
@@ -67,6 +74,9 @@ class RouterContext:
         self._consumed: dict[str, tuple[CounterCell, CounterCell]] = {}
         # (table id, partition id) -> the node its replicas last named as leader.
         self._leaders: dict[tuple[int, str], str] = {}
+        # (table id, partition id) -> the highest log index a write was acknowledged at:
+        # the floor of the partition's eventually consistent reads (read-your-writes).
+        self._floors: dict[tuple[int, str], int] = {}
         self._spread = 0  # rotates eventually consistent reads over the replicas
 
     def table_arn(self, name: str) -> str:
@@ -75,17 +85,23 @@ class RouterContext:
     async def send(self, table: CachedTable, request: pb.Request) -> pb.Response:
         name = table.record.name
         skip = 0  # replicas tried without a hint, for a partition whose leader is unknown
+        to_leader = False  # an eventually consistent read a lagging replica sent on
         attempt = 0
         hops = 0
         while attempt < SEND_ATTEMPTS:
             partition = table.partition_map.floor_lookup(request.key_hash)
-            node_id = self._target(table.record.table_id, partition, request, skip)
+            key = (table.record.table_id, partition.partition_id)
+            node_id = self._target(key, partition, request, skip, to_leader)
             address = self.tables.address_of(node_id)
             if address is not None:
                 request.table_id = table.record.table_id
                 request.partition_id = partition.partition_id
+                if request.op in _READS and not request.consistent:
+                    request.read_floor = self._floors.get(key, 0)
                 response = await self.storage.channel(address).call(request)
                 if response.status not in _RETRY:
+                    if response.log_index > self._floors.get(key, 0):
+                        self._floors[key] = response.log_index
                     # Metering, inline: every answered request's units, by table.
                     cells = self._consumed.get(name)
                     if cells is None:
@@ -97,8 +113,9 @@ class RouterContext:
                     if response.status == pb.ERROR:
                         raise _error_of(response)
                     return response
-                key = (table.record.table_id, partition.partition_id)
                 hint = response.leader_hint if response.status == pb.NOT_LEADER else ""
+                if response.status == pb.NOT_LEADER:
+                    to_leader = True  # a follower behind this read's floor (or a write)
                 if hint and hint != node_id and hint in partition.replicas and hops < len(partition.replicas):
                     self._leaders[key] = hint
                     hops += 1
@@ -116,14 +133,16 @@ class RouterContext:
             table = self.tables.require_active(name)
         raise errors.internal_server_error("The storage node holding this key is unavailable; retry")
 
-    def _target(self, table_id: int, partition: Partition, request: pb.Request, skip: int) -> str:
+    def _target(
+        self, key: tuple[int, str], partition: Partition, request: pb.Request, skip: int, to_leader: bool
+    ) -> str:
         replicas = partition.replicas
         if len(replicas) == 1:
             return replicas[0]
-        if request.op in _READS and not request.consistent and self.settings.replication:
+        if request.op in _READS and not request.consistent and self.settings.replication and not to_leader:
             self._spread += 1
             return replicas[self._spread % len(replicas)]
-        leader = self._leaders.get((table_id, partition.partition_id))
+        leader = self._leaders.get(key)
         if leader is not None and leader in replicas and skip == 0:
             return leader
         first = replicas.index(partition.leader) if partition.leader in replicas else 0

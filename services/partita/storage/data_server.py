@@ -120,16 +120,21 @@ class DataPlane:
         plan = self._plan_local(request, owner, group)
         if plan.effects:
             try:
-                plan.proposal = replicas.submit(group, plan.effects)
+                plan.response.log_index, plan.proposal = replicas.submit(group, plan.effects)
             except NotLeader as exc:  # handing leadership off
                 self.state.engine.unstage(plan.effects)
                 return Plan(not_leader(request.id, exc.leader))
         return plan
 
     def read_gate(self, request: pb.Request) -> asyncio.Future[None] | pb.Response | None:
-        """For a strongly consistent read of a replicated partition: NOT_LEADER off the
-        leader, else what to wait for before reading. None: read now."""
-        if not request.consistent or request.op in _WRITES:
+        """What a read of a replicated partition must wait for, or its answer instead of
+        the item. None: read now. A strongly consistent read: NOT_LEADER off the leader,
+        else the leader's read gate. An eventually consistent one with a floor
+        (`read_floor`, read-your-writes): now if this replica has applied that far; else
+        NOT_LEADER from a follower (the router asks the leader rather than this replica
+        answering with an item older than a write it acknowledged), and on a leader
+        still applying its predecessor's entries, its read gate."""
+        if request.op in _WRITES or not (request.consistent or request.read_floor):
             return None
         owner = self.state.owner(request)
         if owner is None:
@@ -137,6 +142,8 @@ class DataPlane:
         group = self.state.replicated_group(request.table_id, owner)
         replicas = self.state.replicas
         if group is None or replicas is None:
+            return None
+        if not request.consistent and self.state.engine.applied_index(group) >= request.read_floor:
             return None
         if not replicas.is_leader(group):
             return not_leader(request.id, replicas.leader_of(group))
@@ -233,7 +240,7 @@ class DataProtocol(asyncio.Protocol):
                 return
             writes: list[Plan] = []
             for request in batch.requests:
-                gate = self._plane.read_gate(request) if request.consistent else None
+                gate = self._plane.read_gate(request) if request.consistent or request.read_floor else None
                 if gate is not None:
                     if isinstance(gate, pb.Response):
                         self._send([gate])

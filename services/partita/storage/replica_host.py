@@ -167,20 +167,22 @@ class ReplicaHost:
         replica = self.multi.replicas.get(group)
         return replica.leader if replica is not None else None
 
-    def submit(self, group: GroupId, effects: list[Effect]) -> asyncio.Future[None]:
+    def submit(self, group: GroupId, effects: list[Effect]) -> tuple[int, asyncio.Future[None]]:
         """Propose `effects` now (in the caller's synchronous step, so proposals keep
-        the order their effects were planned in); the future completes once they are
-        committed (durable on a majority) and applied here. Raises NotLeader (with the
-        hint) at once on a follower; the future fails with Superseded if a new leader's
-        entry took the proposal's place."""
+        the order their effects were planned in). Returns the entry's log index (what
+        the write's answer reports, so the router can ask later reads for at least that
+        much) and a future that completes once the entry is committed (durable on a
+        majority) and applied here. Raises NotLeader (with the hint) at once on a
+        follower; the future fails with Superseded if a new leader's entry took the
+        proposal's place."""
         term, index = self.multi.propose(group, encode_effects(effects), self._clock())
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._proposals[(group, index)] = (term, future, time.perf_counter())
         self._wake.set()
-        return future
+        return index, future
 
     async def propose(self, group: GroupId, effects: list[Effect]) -> None:
-        await self.submit(group, effects)
+        await self.submit(group, effects)[1]
 
     def read_gate(self, group: GroupId) -> asyncio.Future[None]:
         """Completes once a strongly consistent read of `group` may be served here: this

@@ -548,7 +548,9 @@ class Simulation:
             return
         names = list(self.nodes)
         roll = self.rng.random()
-        if self.config.spares and self.rng.random() < 0.4:
+        # Until one membership change went through, every fault is one: a run with
+        # spares must exercise them whatever its random draws.
+        if self.config.spares and (self.membership_changes == 0 or self.rng.random() < 0.4):
             self._change_membership()
         elif roll < 0.35:
             victim = self.rng.choice(names)

@@ -707,6 +707,10 @@ class Replica:
         # Raft 5.4.2: only an entry of the leader's own term is committed by counting.
         if candidate > self.commit and self.log.term_at(candidate) == self.term:
             self.commit = candidate
+            # Tell the followers now (as etcd-raft's bcastAppend after maybeCommit), not
+            # with the next heartbeat: they serve eventually consistent reads, and a read
+            # right after an acknowledged write should find it applied there.
+            self._appends_due = bool(self.progress)
             if not self._committed_in_term:
                 self._committed_in_term = True
                 self._update_lease()  # release reads that waited for the first commit
