@@ -1,0 +1,214 @@
+"""Read-your-writes for eventually consistent reads of a replicated partition, end to
+end in one process: a real RouterContext (routes from a control store in memory) sends
+over the real framed data path to three real storage data planes, each with a real
+engine (RocksDB and the WAL in tmp_path) and a real ReplicaHost whose groups talk over
+the real node-pair transport on 127.0.0.1.
+
+The router remembers, per partition, the highest log index a write was acknowledged at
+and sends it with every eventually consistent read as its floor; a follower that has
+applied less answers NOT_LEADER with the leader as hint instead of an older item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from partita._proto import storage_pb2 as pb
+from partita.common import keys
+from partita.common.partition_map import Partition
+from partita.control.model import NodeRecord
+from partita.control.store import MemoryControlStore
+from partita.router.context import RouterContext, RouterSettings
+from partita.router.storage_client import NodeChannel, StorageClient
+from partita.router.table_cache import TableCache
+from partita.storage.data_server import DataPlane, start_data_server
+from partita.storage.engine import Engine
+from partita.storage.group_log import group_of
+from partita.storage.hosting import desired_hosting
+from partita.storage.node import NodeState
+from partita.storage.peer_transport import PeerTransport
+from partita.storage.replica_host import ReplicaHost
+from partita.storage.replication.coalesce import Envelope
+from partita.storage.replication.config import ReplicationConfig
+from tests.unit.records import put_record, table_record
+
+TABLE_ID = 0x5EED_0003
+GROUP = group_of(TABLE_ID, "p0")
+NODES = ("node-a", "node-b", "node-c")
+FAST = ReplicationConfig(heartbeat_interval=0.05, election_timeout=0.4, lease_duration=0.3, quiesce_after=60)
+
+
+@dataclass
+class StorageNode:
+    node: str
+    engine: Engine
+    host: ReplicaHost
+    transport: PeerTransport
+    server: asyncio.Server
+    data_address: str
+
+
+class RecordingStorage:
+    """The router's real StorageClient; notes which node answered each request how."""
+
+    def __init__(self, node_of: dict[str, str]) -> None:
+        self.client = StorageClient()
+        self.node_of = node_of
+        self.answers: list[tuple[str, int, int]] = []  # (node, op, status)
+
+    def channel(self, address: str) -> RecordingChannel:
+        return RecordingChannel(self, self.client.channel(address), self.node_of[address])
+
+
+class RecordingChannel:
+    def __init__(self, owner: RecordingStorage, channel: NodeChannel, node: str) -> None:
+        self.owner, self.channel, self.node = owner, channel, node
+
+    async def call(self, request: pb.Request) -> pb.Response:
+        response = await self.channel.call(request)
+        self.owner.answers.append((self.node, request.op, response.status))
+        return response
+
+
+@dataclass
+class Cluster:
+    nodes: dict[str, StorageNode]
+    router: RouterContext
+    storage: RecordingStorage
+    cut_off: set[str]  # nodes that receive no replication traffic (a network fault)
+
+    async def leader(self) -> StorageNode:
+        await wait_until(lambda: sum(n.host.is_leader(GROUP) for n in self.nodes.values()) == 1)
+        leader = next(n for n in self.nodes.values() if n.host.is_leader(GROUP))
+        await wait_until(lambda: leader.host.ready_to_plan(GROUP))
+        return leader
+
+
+async def wait_until(predicate: Callable[[], bool]) -> None:
+    for _ in range(200):
+        if predicate():
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError("condition never became true within 5 s")
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    record = table_record(Partition("p0", 0, 2**64, NODES, NODES[0]), name="fresh", table_id=TABLE_ID)
+    addresses: dict[str, str] = {}
+    nodes: dict[str, StorageNode] = {}
+    cut_off: set[str] = set()
+    for node in NODES:
+        engine = Engine.open(tmp_path / node, sync=False)
+        holder: list[ReplicaHost] = []
+
+        def receive(envelope: Envelope, holder: list[ReplicaHost] = holder) -> None:
+            if holder[0].node_id not in cut_off:
+                holder[0].receive(envelope)
+
+        transport = PeerTransport(addresses.get, receive)
+        host = ReplicaHost(node, engine, transport.send, FAST)
+        holder.append(host)
+        addresses[node] = f"127.0.0.1:{await transport.listen('127.0.0.1', 0)}"
+        state = NodeState(node, "zone-" + node[-1], engine, replicas=host)
+        state.hosted = desired_hosting([record], node)
+        host.add_group(GROUP, list(NODES))
+        host.start()
+        server = await start_data_server(DataPlane(state), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        nodes[node] = StorageNode(node, engine, host, transport, server, f"127.0.0.1:{port}")
+    store = MemoryControlStore()
+    for n in nodes.values():
+        await store.register_node(NodeRecord(n.node, "zone", "unused:0", n.data_address), ttl=10)
+    await put_record(store, record)
+    tables = TableCache(store)
+    await tables.refresh()
+    storage = RecordingStorage({n.data_address: n.node for n in nodes.values()})
+    router = RouterContext(tables, store, storage, RouterSettings(replication=True))
+    yield Cluster(nodes, router, storage, cut_off)
+    await storage.client.close()
+    for n in nodes.values():
+        n.server.close()
+        await n.host.stop()
+        await n.transport.close()
+        await n.engine.close()
+
+
+def key_of(n: int) -> tuple[int, bytes]:
+    h = (n * 0x9E37_79B9_7F4A_7C15) % 2**64
+    return h, keys.item_key(TABLE_ID, h, b"key-%d" % n, None)
+
+
+def put(n: int, value: bytes) -> pb.Request:
+    h, k = key_of(n)
+    return pb.Request(op=pb.PUT, key_hash=h, key=k, value=value)
+
+
+def get(n: int, floor: int = 0) -> pb.Request:
+    h, k = key_of(n)
+    return pb.Request(op=pb.GET, key_hash=h, key=k, read_floor=floor)
+
+
+async def test_an_eventually_consistent_read_right_after_a_write_sees_it(cluster: Cluster) -> None:
+    await cluster.leader()
+    table = cluster.router.tables.require_active("fresh")
+    for n in range(60):
+        written = await cluster.router.send(table, put(n, b"v%d" % n))
+        assert written.status == pb.OK and written.log_index > 0
+        read = await cluster.router.send(table, get(n))
+        assert read.value == b"v%d" % n, f"write {n} acknowledged but the read right after missed it"
+        overwritten = await cluster.router.send(table, put(n, b"w%d" % n))
+        assert overwritten.log_index > written.log_index  # the floor only rises
+        assert (await cluster.router.send(table, get(n))).value == b"w%d" % n
+
+
+async def test_reads_right_after_writes_see_them_while_a_follower_is_cut_off(cluster: Cluster) -> None:
+    """The cut-off follower has applied none of these writes; the reads the router
+    spreads to it come back NOT_LEADER and go to the leader, never answered stale."""
+    leader = await cluster.leader()
+    behind = next(n for n in cluster.nodes.values() if n is not leader)
+    cluster.cut_off.add(behind.node)
+    table = cluster.router.tables.require_active("fresh")
+    for n in range(30):
+        assert (await cluster.router.send(table, put(100 + n, b"v%d" % n))).status == pb.OK
+        read = await cluster.router.send(table, get(100 + n))
+        assert read.value == b"v%d" % n, f"write {n} acknowledged but the read right after missed it"
+    assert behind.engine.get(key_of(100)[1]) is None  # it really is behind
+    detours = [a for a in cluster.storage.answers if a[0] == behind.node and a[1] == pb.GET]
+    assert detours and all(status == pb.NOT_LEADER for _, _, status in detours)
+
+
+async def test_a_follower_behind_the_floor_names_the_leader_instead_of_answering(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    table = cluster.router.tables.require_active("fresh")
+    written = await cluster.router.send(table, put(1, b"v"))
+    follower = next(n for n in cluster.nodes.values() if n is not leader)
+    await wait_until(lambda: follower.host.leader_of(GROUP) == leader.node)
+    channel = cluster.storage.client.channel(follower.data_address)
+    ahead = get(1, floor=written.log_index + 1000)  # a write it has not applied yet
+    ahead.table_id, ahead.partition_id = TABLE_ID, "p0"
+    refused = await channel.call(ahead)
+    assert (refused.status, refused.leader_hint, refused.value) == (pb.NOT_LEADER, leader.node, b"")
+    await wait_until(lambda: follower.engine.applied_index(GROUP) >= written.log_index)
+    caught_up = get(1, floor=written.log_index)
+    caught_up.table_id, caught_up.partition_id = TABLE_ID, "p0"
+    served = await channel.call(caught_up)
+    assert (served.status, served.value) == (pb.OK, b"v")
+
+
+async def test_eventually_consistent_reads_still_spread_over_every_replica(cluster: Cluster) -> None:
+    await cluster.leader()
+    table = cluster.router.tables.require_active("fresh")
+    last = await cluster.router.send(table, put(2, b"v"))
+    await wait_until(lambda: all(n.engine.applied_index(GROUP) >= last.log_index for n in cluster.nodes.values()))
+    cluster.storage.answers.clear()
+    for _ in range(30):
+        assert (await cluster.router.send(table, get(2))).value == b"v"
+    served = {node for node, op, status in cluster.storage.answers if op == pb.GET and status == pb.OK}
+    assert served == set(NODES)
+    assert all(status == pb.OK for _, _, status in cluster.storage.answers)  # no detour once caught up
