@@ -277,8 +277,10 @@ def _free_port_block(offsets: tuple[int, ...], tries: int = 50) -> int:
     raise PeerUnavailable("no free block of ports for partita's internal listeners")
 
 
-def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_factor: int = 1) -> Peer:
-    """`partita up --data-dir <workdir>/data --port <free port>`: the whole local cluster."""
+def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_factor: int = 3) -> Peer:
+    """`partita up --data-dir <workdir>/data --port <free port> --replication-factor N`:
+    the whole local cluster (3, the product's default: three-replica groups; 1: each
+    partition on one node, for comparison)."""
     port = free_port()
     etcd_port = _free_port_block((0, 1))  # client, peer
     storage_base = _free_port_block((0, 1, 2, 100, 101, 102))  # admin gRPC and data, 3 zones
@@ -299,8 +301,7 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_
     ]
     if not fsync:
         cmd.append("--unsafe-no-fsync")
-    if replication_factor != 1:
-        cmd += ["--replication-factor", str(replication_factor)]
+    cmd += ["--replication-factor", str(replication_factor)]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             cmd,
@@ -325,7 +326,7 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_
         stop_process_group(proc)
         raise
     return Peer(
-        name=("partita" if fsync else "partita-nofsync") + ("-rf3" if replication_factor == 3 else ""),
+        name=("partita" if fsync else "partita-nofsync") + ("-rf1" if replication_factor == 1 else ""),
         endpoint=f"http://{HOST}:{port}",
         access_key=access,
         secret_key=secret,
@@ -342,10 +343,12 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_
     )
 
 
-# The default set. "partita-nofsync" is extra: Partita without fsync, to compare like
-# with like against dynalite-disk (LevelDB does not fsync each write either).
-TARGETS = ("partita", "dynalite", "dynalite-disk")
-ALL_TARGETS = (*TARGETS, "partita-nofsync", "partita-rf3")
+# The default set: Partita as `partita up` runs it (replication factor 3), and with one
+# replica per partition beside it. "partita-nofsync" is extra: Partita without fsync, to
+# compare like with like against dynalite-disk (LevelDB does not fsync each write either).
+TARGETS = ("partita", "partita-rf1", "dynalite", "dynalite-disk")
+ALL_TARGETS = (*TARGETS, "partita-nofsync")
+_PARTITA = {"partita": (True, 3), "partita-rf1": (True, 1), "partita-nofsync": (False, 3)}
 
 
 @contextlib.contextmanager
@@ -355,13 +358,9 @@ def running(target: str, *, table: str = "usertable", keep_workdir: bool = False
         raise ValueError(f"unknown target {target!r}; choose from {', '.join(ALL_TARGETS)}")
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{target}-"))
     try:
-        if target in ("partita", "partita-nofsync", "partita-rf3"):
-            peer = start_partita(
-                workdir=workdir,
-                table=table,
-                fsync=target != "partita-nofsync",
-                replication_factor=3 if target == "partita-rf3" else 1,
-            )
+        if target in _PARTITA:
+            fsync, replication_factor = _PARTITA[target]
+            peer = start_partita(workdir=workdir, table=table, fsync=fsync, replication_factor=replication_factor)
         else:
             peer = start_dynalite(disk=target == "dynalite-disk", workdir=workdir)
         try:

@@ -48,8 +48,8 @@ from bench.lean_client import ClientError, LeanClient
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
-# Defaults, chosen so that the full default run (3 targets x 2 workloads) stays under
-# ~3 minutes: 3 x (load of ~3-5 s + 2 x (1 s warm-up + 20 s measured)) plus start-up.
+# Defaults, chosen so that the full default run (4 targets x 2 workloads) stays under
+# ~4 minutes: 4 x (load of ~3-5 s + 2 x (1 s warm-up + 20 s measured)) plus start-up.
 DEFAULT_RECORDS = 10_000  # keys in the table; uniform key choice over all of them
 DEFAULT_CONCURRENCY = 32  # requests in flight (one worker per in-flight request)
 DEFAULT_DURATION_S = 20.0  # measured seconds per workload per target
