@@ -360,7 +360,9 @@ def running(target: str, *, table: str = "usertable", keep_workdir: bool = False
     try:
         if target in _PARTITA:
             fsync, replication_factor = _PARTITA[target]
-            peer = start_partita(workdir=workdir, table=table, fsync=fsync, replication_factor=replication_factor)
+            peer = start_partita(
+                workdir=workdir, table=table, fsync=fsync, replication_factor=replication_factor
+            )
         else:
             peer = start_dynalite(disk=target == "dynalite-disk", workdir=workdir)
         try:

@@ -205,7 +205,9 @@ async def test_eventually_consistent_reads_still_spread_over_every_replica(clust
     await cluster.leader()
     table = cluster.router.tables.require_active("fresh")
     last = await cluster.router.send(table, put(2, b"v"))
-    await wait_until(lambda: all(n.engine.applied_index(GROUP) >= last.log_index for n in cluster.nodes.values()))
+    await wait_until(
+        lambda: all(n.engine.applied_index(GROUP) >= last.log_index for n in cluster.nodes.values())
+    )
     cluster.storage.answers.clear()
     for _ in range(30):
         assert (await cluster.router.send(table, get(2))).value == b"v"
