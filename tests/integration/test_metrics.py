@@ -114,9 +114,10 @@ def test_the_router_counts_requests_latency_and_consumed_capacity_by_table(clust
     assert total(samples, "partita_router_storage_batch_requests_count") >= 1
     assert total(samples, "partita_router_route_refreshes_total", reason="resync") >= 1
     assert total(samples, "partita_router_tables", status="ACTIVE") >= 1
-    # The replicas the map places are the replicas the nodes host.
+    # The replicas the map places are the replicas the nodes host: 4 partitions, each on
+    # the three nodes (replication factor 3, the default).
     placed = total(samples, "partita_table_partition_replicas", table=TABLE)
-    assert placed == 4 == storage_total(cluster, "partita_storage_hosted_partitions")
+    assert placed == 4 * 3 == storage_total(cluster, "partita_storage_hosted_partitions")
 
 
 def test_storage_nodes_meter_every_request_per_partition(cluster: Cluster) -> None:

@@ -342,6 +342,9 @@ class Engine:
         index was applied before (a replay, a re-delivery) and is skipped: returns False."""
         if index <= self._applied.get(group, 0):
             return False
+        if not lsn:  # a replicated entry: where this node's WAL holds it (the applied-LSN figure)
+            located = self._locations.get(group)
+            lsn = (located.lsn_of(index) or 0) if located is not None else 0
         self._write(effects, lsn, group, index, term)
         return True
 

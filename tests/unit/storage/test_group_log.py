@@ -151,6 +151,16 @@ async def test_apply_skips_an_entry_at_or_below_the_applied_index(engine: Engine
 # --- the engine: replicated groups (the host persists, the core commits) -----------------
 
 
+async def test_applying_a_replicated_entry_advances_the_applied_lsn_to_its_wal_record(engine: Engine) -> None:
+    """The node's applied-LSN figure (partita_storage_applied_lsn) moves under replication
+    too: the host applies by (group, index), and the engine knows where that entry is."""
+    lsns = await engine.append_entries("r", [entry(1, i, put(b"k%d" % i, b"v")) for i in (1, 2)])
+    engine.apply("r", 1, [Effect(Kind.PUT, b"k1", b"v")], term=1)
+    assert engine.applied_lsn == lsns[0]
+    engine.apply("r", 2, [Effect(Kind.PUT, b"k2", b"v")], term=1)
+    assert engine.applied_lsn == lsns[1]
+
+
 async def test_replay_applies_a_replicated_group_only_up_to_its_commit_index(tmp_path: Path) -> None:
     directory = tmp_path / "node"
     e = Engine.open(directory, sync=False)
