@@ -115,7 +115,9 @@ class RouterContext:
                     return response
                 hint = response.leader_hint if response.status == pb.NOT_LEADER else ""
                 if response.status == pb.NOT_LEADER:
-                    to_leader = True  # a follower behind this read's floor (or a write)
+                    if request.op in _READS and not request.consistent:
+                        metrics.READ_FLOOR_DETOUR.value += 1  # a follower behind the read's floor
+                    to_leader = True
                 if hint and hint != node_id and hint in partition.replicas and hops < len(partition.replicas):
                     self._leaders[key] = hint
                     hops += 1

@@ -79,6 +79,13 @@ STORAGE_UNAVAILABLE = metrics.CounterCells(
     "Data-path requests failed as UNAVAILABLE (lost connection, unreachable node, timeout), by node",
     ("node",),
 )
+READ_FLOOR_DETOURS = metrics.CounterCells(
+    "partita_router_read_floor_detours_total",
+    "Eventually consistent reads a replica answered NOT_LEADER because it had not yet applied a "
+    "write this router saw acknowledged (the read's floor), and which went to the leader instead",
+    (),
+)
+READ_FLOOR_DETOUR = READ_FLOOR_DETOURS.cell()
 
 # Requests received; those answered are the sum of REQUESTS, so the number in flight is
 # read at scrape time and a request costs one increment for it, not two. ABANDONED

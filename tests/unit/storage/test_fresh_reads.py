@@ -23,6 +23,7 @@ from partita.common import keys
 from partita.common.partition_map import Partition
 from partita.control.model import NodeRecord
 from partita.control.store import MemoryControlStore
+from partita.router import metrics as router_metrics
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.storage_client import NodeChannel, StorageClient
 from partita.router.table_cache import TableCache
@@ -173,6 +174,7 @@ async def test_reads_right_after_writes_see_them_while_a_follower_is_cut_off(clu
     leader = await cluster.leader()
     behind = next(n for n in cluster.nodes.values() if n is not leader)
     cluster.cut_off.add(behind.node)
+    counted_before = router_metrics.READ_FLOOR_DETOUR.value
     table = cluster.router.tables.require_active("fresh")
     for n in range(30):
         assert (await cluster.router.send(table, put(100 + n, b"v%d" % n))).status == pb.OK
@@ -181,6 +183,7 @@ async def test_reads_right_after_writes_see_them_while_a_follower_is_cut_off(clu
     assert behind.engine.get(key_of(100)[1]) is None  # it really is behind
     detours = [a for a in cluster.storage.answers if a[0] == behind.node and a[1] == pb.GET]
     assert detours and all(status == pb.NOT_LEADER for _, _, status in detours)
+    assert router_metrics.READ_FLOOR_DETOUR.value - counted_before == len(detours)
 
 
 async def test_a_follower_behind_the_floor_names_the_leader_instead_of_answering(cluster: Cluster) -> None:
