@@ -11,11 +11,12 @@ without refreshing its routes; eventually consistent reads go to any replica, sp
 the load.
 
 Read-your-writes through one router: a replicated write's answer carries its entry's
-index in the partition's log, and the router keeps, per partition, the highest it has
-seen. An eventually consistent read carries that as its floor (`read_floor`); a follower
-that has applied less answers NOT_LEADER, and the read goes to the leader. On the common
-path (the follower has applied the write: the leader tells followers of a commit at
-once) that costs no round trip.
+index in the partition's log, and the router keeps the highest it has seen per bucket of
+key hashes of the partition (and over the whole partition). An eventually consistent read
+carries its key's bucket's as its floor (`read_floor`; a Scan the partition's); a
+follower that has applied less answers NOT_LEADER, and the read goes to the leader. On
+the common path (the follower has applied the write: the leader tells followers of a
+commit at once) that costs no round trip.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ SEND_ATTEMPTS = 12
 RETRY_PAUSE_SECONDS = 0.25
 _RETRY = {pb.WRONG_PARTITION, pb.NOT_LEADER, pb.UNAVAILABLE}
 _READS = {pb.GET, pb.QUERY, pb.SCAN}
+# Read floors per partition: one per bucket of key hashes (a GetItem's key, a Query's
+# partition key), so that a read waits only for writes to keys hashing alike, not for
+# every write to the partition, plus the partition's own (last) for Scans.
+FLOOR_BUCKETS = 64
 
 
 def endpoint_address(host: str, port: int) -> str:
@@ -74,9 +79,10 @@ class RouterContext:
         self._consumed: dict[str, tuple[CounterCell, CounterCell]] = {}
         # (table id, partition id) -> the node its replicas last named as leader.
         self._leaders: dict[tuple[int, str], str] = {}
-        # (table id, partition id) -> the highest log index a write was acknowledged at:
-        # the floor of the partition's eventually consistent reads (read-your-writes).
-        self._floors: dict[tuple[int, str], int] = {}
+        # (table id, partition id) -> the highest log index a write was acknowledged at,
+        # per bucket of key hashes and (last) over the partition: the floors of the
+        # partition's eventually consistent reads (read-your-writes).
+        self._floors: dict[tuple[int, str], list[int]] = {}
         self._spread = 0  # rotates eventually consistent reads over the replicas
 
     def table_arn(self, name: str) -> str:
@@ -97,11 +103,14 @@ class RouterContext:
                 request.table_id = table.record.table_id
                 request.partition_id = partition.partition_id
                 if request.op in _READS and not request.consistent:
-                    request.read_floor = self._floors.get(key, 0)
+                    floors = self._floors.get(key)
+                    if floors is not None:
+                        bucket = FLOOR_BUCKETS if request.op == pb.SCAN else request.key_hash % FLOOR_BUCKETS
+                        request.read_floor = floors[bucket]
                 response = await self.storage.channel(address).call(request)
                 if response.status not in _RETRY:
-                    if response.log_index > self._floors.get(key, 0):
-                        self._floors[key] = response.log_index
+                    if response.log_index:
+                        self._raise_floor(key, request.key_hash, response.log_index)
                     # Metering, inline: every answered request's units, by table.
                     cells = self._consumed.get(name)
                     if cells is None:
@@ -134,6 +143,14 @@ class RouterContext:
             await self.tables.refresh()
             table = self.tables.require_active(name)
         raise errors.internal_server_error("The storage node holding this key is unavailable; retry")
+
+    def _raise_floor(self, key: tuple[int, str], key_hash: int, index: int) -> None:
+        floors = self._floors.get(key)
+        if floors is None:
+            floors = self._floors[key] = [0] * (FLOOR_BUCKETS + 1)
+        bucket = key_hash % FLOOR_BUCKETS
+        floors[bucket] = max(floors[bucket], index)
+        floors[FLOOR_BUCKETS] = max(floors[FLOOR_BUCKETS], index)
 
     def _target(
         self, key: tuple[int, str], partition: Partition, request: pb.Request, skip: int, to_leader: bool

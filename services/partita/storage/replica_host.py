@@ -20,8 +20,9 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from partita.common.metrics import LATENCY_BUCKETS, HistogramCell
 from partita.storage.effects import Effect, decode_effects, encode_effects
@@ -94,6 +95,7 @@ class ReplicaHost:
         self._term_start: dict[GroupId, tuple[int, int]] = {}  # group -> (term, its NOOP's index)
         self._wake = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
+        self._unawaited: set[asyncio.Task[list[int]]] = set()  # commit-only hard states being written
         self.snapshots_unavailable = 0  # SNAPSHOT messages the host could not back with data
 
     # --- groups ---------------------------------------------------------------------
@@ -222,6 +224,8 @@ class ReplicaHost:
         for _, future, _ in self._proposals.values():
             if not future.done():
                 future.set_exception(NotLeader(None))
+        if self._unawaited:
+            await asyncio.wait(list(self._unawaited), timeout=5)
 
     async def _run(self) -> None:
         interval = self.config.heartbeat_interval * TICK_FRACTION
@@ -259,9 +263,37 @@ class ReplicaHost:
                     "group %s asked to install a snapshot at %d: not supported", rd.group, rd.snapshot.index
                 )
             if rd.entries or rd.hard_state is not None:
-                writes.append(self.engine.append_entries(rd.group, rd.entries, rd.hard_state))
+                write = self.engine.append_entries(rd.group, rd.entries, rd.hard_state)
+                if rd.entries or rd.snapshot is not None or not self._commit_only(rd):
+                    writes.append(write)
+                else:
+                    self._write_unawaited(write)
         if writes:
             await asyncio.gather(*writes)
+
+    def _commit_only(self, rd: Ready) -> bool:
+        """Whether the round's hard state differs from the persisted one only in its
+        commit index. Raft needs that durable for nothing (a restarted replica learns the
+        commit again from the leader; etcd-raft's MustSync), so it is written but not
+        waited for: the committed entries are applied, and a write answered, without a
+        second fsync, and a follower applies the moment it hears of a commit (fresh
+        eventual reads). Term and vote changes are always waited for."""
+        persisted = self.engine.hard_state(rd.group)
+        hs = rd.hard_state
+        return hs is not None and persisted is not None and (hs.term, hs.vote) == (persisted.term, persisted.vote)
+
+    def _write_unawaited(self, write: Coroutine[Any, Any, list[int]]) -> None:
+        # A task started now reaches the WAL before any later round's write (tasks run in
+        # creation order), so a group's hard states stay in order in the log.
+        task = asyncio.get_running_loop().create_task(write)
+        self._unawaited.add(task)
+        task.add_done_callback(self._written)
+
+    def _written(self, task: asyncio.Task[list[int]]) -> None:
+        self._unawaited.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # The WAL is failed: the next awaited write fails too and stops the pump.
+            log.error("writing a commit index failed: %r", task.exception())
 
     def _sendable(self, rd: Ready) -> list[Message]:
         out: list[Message] = []

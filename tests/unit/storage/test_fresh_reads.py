@@ -217,3 +217,23 @@ async def test_eventually_consistent_reads_still_spread_over_every_replica(clust
     served = {node for node, op, status in cluster.storage.answers if op == pb.GET and status == pb.OK}
     assert served == set(NODES)
     assert all(status == pb.OK for _, _, status in cluster.storage.answers)  # no detour once caught up
+
+
+async def test_a_read_is_held_only_to_writes_of_keys_hashing_into_its_bucket(cluster: Cluster) -> None:
+    """Floors are kept per bucket of key hashes: a follower cut off after key `old` was
+    written still serves it, though it misses a later write to another key."""
+    leader = await cluster.leader()
+    old, new = 300, next(n for n in range(301, 400) if key_of(n)[0] % 64 != key_of(300)[0] % 64)
+    table = cluster.router.tables.require_active("fresh")
+    first = await cluster.router.send(table, put(old, b"old"))
+    await wait_until(
+        lambda: all(n.engine.applied_index(GROUP) >= first.log_index for n in cluster.nodes.values())
+    )
+    behind = next(n for n in cluster.nodes.values() if n is not leader)
+    cluster.cut_off.add(behind.node)
+    assert (await cluster.router.send(table, put(new, b"new"))).status == pb.OK
+    cluster.storage.answers.clear()
+    for _ in range(6):  # the rotation reaches every replica twice
+        assert (await cluster.router.send(table, get(old))).value == b"old"
+    assert (behind.node, pb.GET, pb.OK) in cluster.storage.answers
+    assert (await cluster.router.send(table, get(new))).value == b"new"
