@@ -280,7 +280,11 @@ class ReplicaHost:
         eventual reads). Term and vote changes are always waited for."""
         persisted = self.engine.hard_state(rd.group)
         hs = rd.hard_state
-        return hs is not None and persisted is not None and (hs.term, hs.vote) == (persisted.term, persisted.vote)
+        return (
+            hs is not None
+            and persisted is not None
+            and (hs.term, hs.vote) == (persisted.term, persisted.vote)
+        )
 
     def _write_unawaited(self, write: Coroutine[Any, Any, list[int]]) -> None:
         # A task started now reaches the WAL before any later round's write (tasks run in
