@@ -173,3 +173,18 @@ async def test_replication_metrics_report_roles_leader_changes_lag_and_commit_la
     assert metrics.FOLLOWER_LAG.read is not None
     assert sorted(metrics.FOLLOWER_LAG.read()) == sorted(((GROUP, n), 0.0) for n in NODES if n != leader.node)
     assert metrics.COMMIT_LATENCY.cell(leader.node).count == 3
+
+
+async def test_commit_only_hard_states_are_written_though_not_waited_for(cluster: Cluster) -> None:
+    """A commit index is applied before its hard state is durable (Raft needs it durable
+    for nothing), but it still reaches every replica's WAL, in order."""
+    leader = await cluster.leader()
+    for i in range(5):
+        await asyncio.wait_for(leader.host.propose(GROUP, put(b"c%d" % i, b"v")), 5)
+    last = leader.engine.applied_index(GROUP)
+    await wait_until(lambda: all(m.engine.applied_index(GROUP) == last for m in cluster.members.values()))
+    for node in list(cluster.members):
+        member = cluster.members[node]
+        await member.host.stop()  # waits for the hard states still being written
+        hard_state = member.engine.hard_state(GROUP)
+        assert hard_state is not None and hard_state.commit == last
