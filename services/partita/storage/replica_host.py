@@ -3,7 +3,8 @@
 
 One pump turns the core's output into effects, in the order docs/replication.md
 requires: persist the round's entries and hard states (every group's records share one
-WAL batch and one fsync), then send the round's messages (one envelope per peer), then
+WAL batch and one fsync; a hard state that only moves the commit index is written but not
+waited for), then send the round's messages (one envelope per peer), then
 apply the committed entries (`Engine.apply`, the applied position in the data's batch),
 then answer the proposals and reads they complete. Proposals and messages that arrive
 while a round is being persisted go into the next round: group commit across groups.
