@@ -39,7 +39,10 @@ def free_port_layout() -> dict[str, int]:
     metrics at +200)."""
     rng = random.Random(os.getpid() ^ time.monotonic_ns())
     for _ in range(200):
-        base = rng.randrange(20000, 59000, 10)
+        # Below Linux's ephemeral range (32768-60999): a port free now but inside it can
+        # be taken a moment later by any outgoing connection or by a listener on port 0
+        # (each storage node's replication listener), and `partita up` then fails.
+        base = rng.randrange(20000, 32768 - 400, 10)
         ports = {"router": base, "etcd": base + 2, "storage": base + 5, "doorman": base + 8}
         wanted = [
             base,
