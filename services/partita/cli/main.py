@@ -288,6 +288,10 @@ async def _status(data_dir: Path) -> dict[str, Any]:
                                 }
                                 for r in p.replicas
                             ],
+                            # Group members routers do not read from: log-only, and
+                            # full members still being built (docs/replication.md).
+                            "log_replicas": list(p.log_replicas),
+                            "joining": list(p.joining),
                             "leader": _reported_leader(reports, record.table_id, p.partition_id, p.replicas)
                             or p.leader,
                             # The leader's last count (None: not counted yet).
@@ -391,7 +395,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from partita.cli import credentials_cmd, top
+    from partita.cli import credentials_cmd, node_cmd, top
 
     parser = argparse.ArgumentParser(prog="partita", description="Partita: a DynamoDB-compatible database")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -539,6 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.set_defaults(func=cmd_status)
 
     credentials_cmd.register(sub)
+    node_cmd.register(sub)
     top.register(sub)
     _register_plugins(sub)
     return parser

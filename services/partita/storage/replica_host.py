@@ -20,7 +20,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from partita.common.metrics import LATENCY_BUCKETS, HistogramCell
@@ -95,19 +95,55 @@ class ReplicaHost:
         self._wake = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
         self.snapshots_unavailable = 0  # SNAPSHOT messages the host could not back with data
+        # Groups in which this node is a log-only member: it keeps their WAL and applies
+        # no effects (a newcomer may see committed entries before the entry that makes
+        # it a log member).
+        self._log_only: set[GroupId] = set()
 
     # --- groups ---------------------------------------------------------------------
 
-    def add_group(self, group: GroupId, members: list[NodeId]) -> None:
-        """Host this node's replica of `group` (idempotent)."""
+    def add_group(
+        self,
+        group: GroupId,
+        members: list[NodeId],
+        log_members: Sequence[NodeId] = (),
+        newcomer: bool = False,
+    ) -> None:
+        """Host this node's replica of `group` (idempotent). `members` are the full
+        members, `log_members` the log-only ones. A `newcomer` (added to a running
+        group) starts empty and outside its own membership, so it never campaigns on an
+        empty log: it learns the group, itself included, from the leader's log."""
+        if self.node_id in log_members:
+            self._log_only.add(group)
         if group in self.multi.replicas:
             return
         roles: Members = {node: Role.FULL for node in members}
+        roles.update({node: Role.LOG for node in log_members})
+        if newcomer and self.engine.hard_state(group) is None:
+            roles.pop(self.node_id, None)
         self.multi.add_group(group, self._persisted(group, roles), self._clock(), random.getrandbits(64))
         self._wake.set()
 
+    def members(self, group: GroupId) -> Members | None:
+        """The group's membership as this replica's log says (uncommitted changes
+        included: a membership takes effect when appended)."""
+        replica = self.multi.replicas.get(group)
+        return dict(replica.members) if replica is not None else None
+
+    def change_membership(self, group: GroupId, members: Members) -> None:
+        """Propose one membership change (add or remove one member) on the leader;
+        raises NotLeader or MembershipChangeRefused."""
+        self.multi.propose_membership(group, members, self._clock())
+        self._wake.set()
+
+    def membership_settled(self, group: GroupId) -> bool:
+        """Whether the group's newest membership change is committed (the next may go)."""
+        replica = self.multi.replicas.get(group)
+        return replica is not None and replica.log.newest_membership_index() <= replica.commit
+
     def remove_group(self, group: GroupId) -> None:
         self.multi.remove_group(group)
+        self._log_only.discard(group)
         for key in [k for k in self._proposals if k[0] == group]:
             future = self._proposals.pop(key)[1]
             if not future.done():
@@ -271,6 +307,9 @@ class ReplicaHost:
         return out
 
     def _apply(self, rd: Ready) -> None:
+        if rd.group in self._log_only:
+            self._advance_log_member(rd.group)
+            return
         for entry in rd.committed:
             effects = decode_effects(entry.data) if entry.kind == EntryKind.NORMAL else []
             self.engine.apply(rd.group, entry.index, effects, term=entry.term)
@@ -281,6 +320,16 @@ class ReplicaHost:
                     held[1].set_result(None)
                 else:
                     held[1].set_exception(Superseded(f"entry {entry.index} of {rd.group} was replaced"))
+
+    def _advance_log_member(self, group: GroupId) -> None:
+        """A log-only member applies nothing, but records how far its log is committed,
+        so its WAL records stop holding the log back and a restart starts from there."""
+        replica = self.multi.replicas.get(group)
+        if replica is None:
+            return
+        term = replica.log.term_at(replica.commit)
+        if term is not None and replica.commit > self.engine.applied_index(group):
+            self.engine.apply(group, replica.commit, [], term=term)
 
     def _serve_reads(self, readies: list[Ready]) -> None:
         for rd in readies:
