@@ -31,7 +31,7 @@ from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.repair_driver import RepairDriver
 from partita.storage.replica_host import ReplicaHost
-from partita.storage.replication.types import GroupId
+from partita.storage.replication.types import GroupId, Role
 from partita.storage.table_stats import StatsPublisher, leads, measure_partition, next_pass_delay
 from partita.storage.ttl_sweep import SweepPacer
 from partita.storage.ttl_sweeper import TtlSweeper
@@ -200,7 +200,11 @@ async def hand_off_leadership(replicas: ReplicaHost) -> None:
     led = len(replicas.multi.leading())
     for group in replicas.multi.leading():
         replica = replicas.multi.replicas[group]
-        followers = [(pr.match, peer) for peer, pr in replica.progress.items() if peer != replicas.node_id]
+        followers = [
+            (pr.match, peer)
+            for peer, pr in replica.progress.items()
+            if peer != replicas.node_id and replica.members.get(peer) == Role.FULL  # log members cannot lead
+        ]
         if followers:
             replicas.multi.transfer_leadership(group, max(followers)[1], now)
     deadline = now + replicas.config.election_timeout

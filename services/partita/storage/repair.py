@@ -156,7 +156,7 @@ def partition_record(
     """The partition object that says what the group is: full members that serve (kept
     in their recorded order, routers read from them), full members being built, and
     log-only members. The recorded leader (the router's first guess) stays unless it
-    left the serving members."""
+    is no longer serving (down, removed): then the group's leader."""
     keep = [n for n in partition.replicas if members.get(n) == Role.FULL]
     # A member recorded as serving keeps serving while it lags (a follower behind under
     # load is still a replica); only new members wait until they have caught up.
@@ -164,5 +164,8 @@ def partition_record(
     replicas = tuple(keep + new)
     joining = tuple(sorted(n for n, role in members.items() if role == Role.FULL and n not in replicas))
     logs = tuple(sorted(n for n, role in members.items() if role == Role.LOG))
-    recorded = partition.leader if partition.leader in replicas else (leader if leader in replicas else None)
+    if partition.leader in replicas and partition.leader in serving_now:
+        recorded: NodeId | None = partition.leader
+    else:
+        recorded = leader if leader in replicas else None
     return replace(partition, replicas=replicas, leader=recorded, log_replicas=logs, joining=joining)
