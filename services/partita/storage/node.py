@@ -309,7 +309,14 @@ async def serve(
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
     transport = PeerTransport(peers.replication_address, lambda envelope: replicas.receive(envelope))
-    replicas = ReplicaHost(node_id, engine, transport.send)
+
+    def group_range(group: GroupId) -> tuple[bytes, bytes] | None:
+        placed = state.groups.get(group)
+        return keys.hash_range_bounds(placed[0], placed[1].start, placed[1].end) if placed else None
+
+    replicas = ReplicaHost(
+        node_id, engine, transport.send, ranges=group_range, snapshot_dir=data_dir / "snapshots"
+    )
     # Off: every hosted replica commits alone (Kubernetes places three replicas per
     # partition but does not run the groups yet).
     state.replicas = replicas if replication else None
