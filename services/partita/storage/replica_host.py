@@ -151,6 +151,11 @@ class ReplicaHost:
         self.multi.add_group(group, self._persisted(group, roles), self._clock(), random.getrandbits(64))
         self._wake.set()
 
+    @property
+    def log_member_groups(self) -> int:
+        """Groups in which this node is a log-only member."""
+        return len(self._log_only)
+
     def members(self, group: GroupId) -> Members | None:
         """The group's membership as this replica's log says (uncommitted changes
         included: a membership takes effect when appended)."""

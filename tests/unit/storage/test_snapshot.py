@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from partita.storage import metrics
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
+from partita.storage.node import NodeState
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.config import ReplicationConfig
@@ -221,6 +223,12 @@ async def test_a_member_added_behind_the_leaders_log_base_is_built_by_a_snapshot
     assert d.get(b"zz") == b"keep"  # and nothing outside it touched
     assert d.applied_index(GROUP) >= base
     assert list((nodes.root / "node-d-snap").iterdir()) == []  # staging removed once installed
+    # Counted in the node's metrics: installs and their bytes.
+    state = NodeState(node_id="node-d", zone="z", engine=d, replicas=newcomer)
+    metrics.watch_replication(state)
+    assert (("node-d", "installed"), 1.0) in metrics.SNAPSHOTS.read()
+    installed = dict(metrics.SNAPSHOT_BYTES.read())[("node-d", "installed")]
+    assert installed == newcomer.snapshot_bytes_installed > 0
 
 
 async def test_a_log_only_member_gets_the_position_without_the_data(nodes: Nodes) -> None:
