@@ -325,6 +325,11 @@ class ReplicaHost:
         if rng is None or replica is None:
             self.snapshots_unavailable += 1
             return
+        progress = replica.progress.get(m.dst)
+        if progress is None or progress.match >= replica.log.base.index:
+            # The follower's answers in the same round showed it holds the log up to the
+            # base already (a rejection from before it caught up asked for this one).
+            return
         task = asyncio.get_running_loop().create_task(self._stream_snapshot(m, rng), name=f"snapshot {key}")
         self._streams[key] = task
         task.add_done_callback(lambda _: self._streams.pop(key, None))

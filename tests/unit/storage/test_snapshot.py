@@ -217,6 +217,8 @@ async def test_a_member_added_behind_the_leaders_log_base_is_built_by_a_snapshot
     # The data came in chunks from the group's leader (whichever it was by then).
     senders = [h for _, h, _ in nodes.hosts.values() if (GROUP, "node-d") in h._streamed]
     assert len(senders) >= 1 and all(h.snapshot_bytes_sent > 300 * 5 for h in senders)
+    # Only the newcomer needed one: the restarted followers hold the log up to the base.
+    assert all(set(h._streamed) <= {(GROUP, "node-d")} for _, h, _ in nodes.hosts.values())
     assert newcomer.snapshot_bytes_installed > 300 * 5 and leader.snapshot_bytes_sent > 0
     assert all(d.get(b"t%04d" % i) == b"v%d" % i for i in range(300))
     assert d.get(b"t-stale") is None  # the range was replaced
