@@ -1,8 +1,9 @@
 """Repair of replication groups on a real local cluster (`partita up
 --replication-factor 3`): a storage node SIGKILLed and held down gets its groups a
 log-only member on a live node outside them within seconds, writes keep succeeding, and
-once `partita node add` brings another node a full replica is rebuilt there (log
-catch-up), the log-only member and the dead one leave, and every acknowledged write is
+once `partita node add` brings another node a full replica is rebuilt there (a
+snapshot streamed from the leader, whose log no longer starts at 0 after a restart, then
+log catch-up), the log-only member and the dead one leave, and every acknowledged write is
 still read back, strongly consistent, also after a second member of the repaired group
 dies.
 
@@ -106,6 +107,15 @@ def test_a_node_down_for_long_gets_a_log_replica_then_a_full_one_rebuilt_on_an_a
         writer.thread.start()
         try:
             _until("writes flow", lambda: len(writer.acked) >= 50, 30)
+            # storage-a and storage-b restart: their logs now begin at what they had
+            # applied, so whichever leads later cannot build a new member from its log
+            # alone: the rebuild below must go through a snapshot.
+            for node in ("storage-a", "storage-b"):
+                pid = cluster.pid_of(node)
+                os.kill(pid, signal.SIGKILL)
+                cluster.wait_restarted(node, pid)
+                mark = len(writer.acked)
+                _until(f"writes flow after {node} restarted", lambda m=mark: writer.acked_since(m) >= 20, 30)
 
             # storage-c dies and stays down.
             _cli(cluster, "node", "hold", "storage-c")
@@ -134,6 +144,9 @@ def test_a_node_down_for_long_gets_a_log_replica_then_a_full_one_rebuilt_on_an_a
                 e = next(r for r in p["replicas"] if r["node"] == "storage-e")
                 assert e["role"] in ("leader", "follower")
                 assert e["applied_index"] >= 1
+            # Built from a snapshot of each partition, then the log.
+            installs = (cluster.data_dir / "logs" / "storage-e.log").read_text().count("snapshot at")
+            assert installs >= len(_partitions(cluster, name))
             mark = len(writer.acked)
             _until("writes succeed after the repair", lambda: writer.acked_since(mark) >= 50, 30)
         finally:
