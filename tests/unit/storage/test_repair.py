@@ -181,3 +181,13 @@ def test_partition_record_lists_serving_joining_and_log_members() -> None:
 def test_partition_record_of_a_healthy_group_is_unchanged() -> None:
     p = Partition("p0", 0, 1 << 64, ("b", "a", "c"), "b")
     assert partition_record(p, {"a": F, "b": F, "c": F}, ["a", "b", "c"], "a") == p
+
+
+def test_partition_members_and_roles_round_trip_through_the_control_store_json() -> None:
+    from partita.control.model import partition_from_json, partition_to_json
+
+    p = Partition("p0", 0, 1 << 64, ("a", "b"), "a", log_replicas=("d",), joining=("e",))
+    assert partition_from_json(partition_to_json(p)) == p
+    plain = Partition("p1", 0, 1 << 64, ("a", "b", "c"), "a")
+    assert "log_replicas" not in partition_to_json(plain)  # unchanged objects for RF=1/healthy groups
+    assert partition_from_json(partition_to_json(plain)) == plain
