@@ -113,6 +113,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         doorman_base_port=args.doorman_base_port,
         on_demand_partitions=args.on_demand_partitions,
         replication_factor=args.replication_factor,
+        replica_down_after=args.replica_down_after,
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
         admission=args.admission,
@@ -200,6 +201,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             metrics_port=args.metrics_port,
             replication=args.replication,
             admission=args.admission,
+            replica_down_after=args.replica_down_after,
         )
     )
     return 0
@@ -432,6 +434,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="replicas of each new partition, one per zone, kept by consensus (%(default)s)",
     )
     up.add_argument(
+        "--replica-down-after",
+        type=arg_types.positive_seconds,
+        default=config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
+        help="seconds a replica may go unheard before its group's leader adds a log-only member "
+        "elsewhere (%(default)s)",
+    )
+    up.add_argument(
         "--defrag-interval",
         type=arg_types.positive_seconds,
         default=config.DEFAULT_DEFRAG_INTERVAL_SECONDS,
@@ -508,6 +517,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="hold each hosted partition to its share of the table's throughput and the node to "
         "its capacity (TableRead/WriteKeyRangeThroughputExceeded); default: not enforced",
+    )
+    storage.add_argument(
+        "--replica-down-after",
+        type=arg_types.positive_seconds,
+        default=config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
+        help="seconds a member of a group this node leads may go unheard before it is repaired "
+        "around (%(default)s)",
     )
     logs.add_flags(storage)
     storage.set_defaults(func=cmd_storage)

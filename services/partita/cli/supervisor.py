@@ -134,6 +134,7 @@ class ClusterLayout:
     log_level: str = "info"
     on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
     replication_factor: int = config.DEFAULT_REPLICATION_FACTOR
+    replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS
     defrag_interval: float = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
     keep_revisions: int = config.DEFAULT_KEEP_REVISIONS
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
@@ -208,7 +209,7 @@ class ClusterLayout:
         argv += ["--ttl-sweep-interval", str(self.ttl_sweep_interval)]
         argv += ["--log-level", self.log_level]
         if self.replication_factor > 1:
-            argv.append("--replication")
+            argv += ["--replication", "--replica-down-after", str(self.replica_down_after)]
         if self.admission != "off":
             argv.append("--admission")
         return Child(f"storage-{zone}", "storage", argv, ports, zone=zone)

@@ -29,6 +29,7 @@ from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.peer_transport import PeerTransport
+from partita.storage.repair import RepairConfig
 from partita.storage.repair_driver import RepairDriver
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.types import GroupId, Role
@@ -313,6 +314,7 @@ async def serve(
     metrics_port: int | None = None,
     replication: bool = False,
     admission: bool = False,
+    replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
 ) -> None:
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
@@ -353,7 +355,7 @@ async def serve(
     await store.register_node(record, NODE_TTL_SECONDS)
     await peers.refresh(store, replicas)
     replicas.start()
-    repair = RepairDriver(replicas, store)
+    repair = RepairDriver(replicas, store, RepairConfig(down_after=replica_down_after))
     state.repair = repair
     # Serve only once the hosting reflects the store, so no request is refused as
     # WRONG_PARTITION merely because the node has just started.

@@ -23,6 +23,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from partita.common import config
 from partita.common.partition_map import Partition
 from partita.storage.replication.types import Members, NodeId, Role
 
@@ -51,7 +52,7 @@ class MembershipChange:
 class RepairConfig:
     # Seconds without hearing a member (or its node's registration gone) before the
     # leader repairs around it: a few missed heartbeats' worth, not one slow round.
-    down_after: float = 3.0
+    down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS
     # Full members a group keeps serving.
     full_replicas: int = 3
     # A full member this many entries or fewer behind the commit index serves.

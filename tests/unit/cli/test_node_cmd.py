@@ -81,3 +81,17 @@ def test_node_hold_refuses_an_unknown_node(tmp_path: Path, capsys: pytest.Captur
     assert NodeRequests.read(tmp_path).held == ["storage-a"]
     assert cli.main(["node", "release", "storage-a", "--data-dir", str(tmp_path)]) == 0
     assert NodeRequests.read(tmp_path).held == []
+
+
+def test_replica_down_after_reaches_the_storage_nodes_of_a_replicated_cluster(tmp_path: Path) -> None:
+    argv = (
+        ClusterLayout(data_dir=tmp_path, replication_factor=3, replica_down_after=1.5)
+        .storage_child(["py"], "a", 0)
+        .argv
+    )
+    assert argv[argv.index("--replica-down-after") + 1] == "1.5"
+    assert "--replica-down-after" not in ClusterLayout(data_dir=tmp_path).storage_child(["py"], "a", 0).argv
+    args = cli.build_parser().parse_args(["up", "--replica-down-after", "2"])
+    assert args.replica_down_after == 2.0
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["up", "--replica-down-after", "0"])
