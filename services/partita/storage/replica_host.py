@@ -12,7 +12,7 @@ Membership changes one member at a time (`change_membership`, driven by the repa
 policy on the leader, `repair_driver.py`); a log-only member keeps the WAL and applies
 nothing. A follower behind the leader's log base, or a member just added when the
 leader's log does not reach back to the start, is sent a snapshot: the partition's key
-range read from a RocksDB snapshot at the leader's applied index, in checksummed chunks
+range read from a RocksDB checkpoint at the leader's applied index, in checksummed chunks
 (`snapshot.py`), staged on disk by the receiver and installed in one RocksDB batch with
 the applied position, after which the log catches it up.
 """
@@ -276,8 +276,11 @@ class ReplicaHost:
     def receive(self, envelope: Envelope) -> None:
         now = self._clock()
         for message in expand(envelope):
-            if message.kind == MsgKind.SNAPSHOT and message.snapshot_data:
-                self._on_snapshot_chunk(message, now)
+            if message.kind == MsgKind.SNAPSHOT:
+                # Only through staging: a position without its data would reset the log
+                # of a replica that then holds nothing.
+                if message.snapshot_data:
+                    self._on_snapshot_chunk(message, now)
             else:
                 self.multi.step(message, now)
         self._wake.set()
