@@ -113,6 +113,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         doorman_base_port=args.doorman_base_port,
         on_demand_partitions=args.on_demand_partitions,
         replication_factor=args.replication_factor,
+        replica_down_after=args.replica_down_after,
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
         admission=args.admission,
@@ -200,6 +201,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             metrics_port=args.metrics_port,
             replication=args.replication,
             admission=args.admission,
+            replica_down_after=args.replica_down_after,
         )
     )
     return 0
@@ -288,6 +290,10 @@ async def _status(data_dir: Path) -> dict[str, Any]:
                                 }
                                 for r in p.replicas
                             ],
+                            # Group members routers do not read from: log-only, and
+                            # full members still being built (docs/replication.md).
+                            "log_replicas": list(p.log_replicas),
+                            "joining": list(p.joining),
                             "leader": _reported_leader(reports, record.table_id, p.partition_id, p.replicas)
                             or p.leader,
                             # The leader's last count (None: not counted yet).
@@ -391,7 +397,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from partita.cli import credentials_cmd, top
+    from partita.cli import credentials_cmd, node_cmd, top
 
     parser = argparse.ArgumentParser(prog="partita", description="Partita: a DynamoDB-compatible database")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -426,6 +432,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=(1, 3),
         default=config.DEFAULT_REPLICATION_FACTOR,
         help="replicas of each new partition, one per zone, kept by consensus (%(default)s)",
+    )
+    up.add_argument(
+        "--replica-down-after",
+        type=arg_types.positive_seconds,
+        default=config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
+        help="seconds a replica may go unheard before its group's leader adds a log-only member "
+        "elsewhere (%(default)s)",
     )
     up.add_argument(
         "--defrag-interval",
@@ -505,6 +518,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="hold each hosted partition to its share of the table's throughput and the node to "
         "its capacity (TableRead/WriteKeyRangeThroughputExceeded); default: not enforced",
     )
+    storage.add_argument(
+        "--replica-down-after",
+        type=arg_types.positive_seconds,
+        default=config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
+        help="seconds a member of a group this node leads may go unheard before it is repaired "
+        "around (%(default)s)",
+    )
     logs.add_flags(storage)
     storage.set_defaults(func=cmd_storage)
 
@@ -539,6 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.set_defaults(func=cmd_status)
 
     credentials_cmd.register(sub)
+    node_cmd.register(sub)
     top.register(sub)
     _register_plugins(sub)
     return parser

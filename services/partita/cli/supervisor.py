@@ -39,6 +39,39 @@ RESTART_BACKOFF_MAX_SECONDS = 10.0
 # table change. Revision mode keeps the last N revisions (checked every five minutes);
 # the autoadmin also compacts and defragments on its own schedule.
 ETCD_COMPACTION_FLAGS = ("--auto-compaction-mode", "revision", "--auto-compaction-retention")
+# `partita node add/hold/release` write what they ask for into this file of the data
+# directory; the supervisor reads it this often (and adds the added nodes again when
+# the cluster is started again).
+NODES_FILE = "nodes.json"
+NODE_REQUEST_POLL_SECONDS = 0.25
+
+
+def python_argv() -> list[str]:
+    return [sys.executable, "-m", "partita.cli.main"]
+
+
+@dataclass
+class NodeRequests:
+    """Storage nodes added to the layout's (by zone), and nodes held down: a held node
+    that exits is not restarted until released (a node down for a long time, to
+    exercise repair)."""
+
+    added: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, data_dir: Path) -> NodeRequests:
+        path = data_dir / NODES_FILE
+        if not path.exists():
+            return cls()
+        data = json.loads(path.read_text())
+        return cls(list(data.get("added", [])), list(data.get("held", [])))
+
+    def write(self, data_dir: Path) -> None:
+        path = data_dir / NODES_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"added": self.added, "held": self.held}, indent=2))
+        tmp.replace(path)
 
 
 def etcd_binary() -> str:
@@ -101,6 +134,7 @@ class ClusterLayout:
     log_level: str = "info"
     on_demand_partitions: int = config.DEFAULT_ON_DEMAND_PARTITIONS
     replication_factor: int = config.DEFAULT_REPLICATION_FACTOR
+    replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS
     defrag_interval: float = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
     keep_revisions: int = config.DEFAULT_KEEP_REVISIONS
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
@@ -140,8 +174,48 @@ class ClusterLayout:
             args += ["--doorman", servers]
         return args
 
+    def storage_child(self, py: list[str], zone: str, index: int | None) -> Child:
+        """Storage node `storage-<zone>`: the i-th of the layout on fixed ports, or one
+        added to the running cluster (`index` None: `partita node add`) on ports the
+        kernel picks (it registers them in the control store), without /metrics."""
+        port = self.storage_base_port + index if index is not None else 0
+        data_port = self.storage_base_port + 100 + index if index is not None else 0
+        argv = [
+            *py,
+            "storage",
+            "--node-id",
+            f"storage-{zone}",
+            "--zone",
+            zone,
+            "--host",
+            self.host,
+            "--port",
+            str(port),
+            "--data-port",
+            str(data_port),
+            "--data-dir",
+            str(self.data_dir / f"storage-{zone}"),
+            "--etcd",
+            f"{self.host}:{self.etcd_port}",
+        ]
+        if not self.sync:
+            argv.append("--unsafe-no-fsync")
+        ports: dict[str, int] = {}
+        if index is not None:
+            metrics_port = self.storage_base_port + config.STORAGE_METRICS_PORT_OFFSET + index
+            argv += ["--metrics-port", str(metrics_port)]
+            ports = {"grpc": port, "data": data_port, "metrics": metrics_port}
+        argv += ["--stats-interval", str(self.stats_interval)]
+        argv += ["--ttl-sweep-interval", str(self.ttl_sweep_interval)]
+        argv += ["--log-level", self.log_level]
+        if self.replication_factor > 1:
+            argv += ["--replication", "--replica-down-after", str(self.replica_down_after)]
+        if self.admission != "off":
+            argv.append("--admission")
+        return Child(f"storage-{zone}", "storage", argv, ports, zone=zone)
+
     def children(self) -> list[Child]:
-        py = [sys.executable, "-m", "partita.cli.main"]
+        py = python_argv()
         etcd_url = f"http://{self.host}:{self.etcd_port}"
         peer_url = f"http://{self.host}:{self.etcd_port + 1}"
         etcd = Child(
@@ -173,38 +247,7 @@ class ClusterLayout:
         out = [etcd]
         etcd_arg = f"{self.host}:{self.etcd_port}"
         for i, zone in enumerate(self.zones):
-            port = self.storage_base_port + i
-            data_port = self.storage_base_port + 100 + i
-            argv = [
-                *py,
-                "storage",
-                "--node-id",
-                f"storage-{zone}",
-                "--zone",
-                zone,
-                "--host",
-                self.host,
-                "--port",
-                str(port),
-                "--data-port",
-                str(data_port),
-                "--data-dir",
-                str(self.data_dir / f"storage-{zone}"),
-                "--etcd",
-                etcd_arg,
-            ]
-            if not self.sync:
-                argv.append("--unsafe-no-fsync")
-            metrics_port = self.storage_base_port + config.STORAGE_METRICS_PORT_OFFSET + i
-            argv += ["--stats-interval", str(self.stats_interval), "--metrics-port", str(metrics_port)]
-            argv += ["--ttl-sweep-interval", str(self.ttl_sweep_interval)]
-            argv += ["--log-level", self.log_level]
-            if self.replication_factor > 1:
-                argv.append("--replication")
-            if self.admission != "off":
-                argv.append("--admission")
-            ports = {"grpc": port, "data": data_port, "metrics": metrics_port}
-            out.append(Child(f"storage-{zone}", "storage", argv, ports, zone=zone))
+            out.append(self.storage_child(py, zone, i))
         out += self.doorman_children(py)
         out.append(
             Child(
@@ -282,6 +325,12 @@ class Supervisor:
         self.children = layout.children()
         self._stopping = False
         (layout.data_dir / "logs").mkdir(parents=True, exist_ok=True)
+        requests = NodeRequests.read(layout.data_dir)
+        self._held: set[str] = set()  # a fresh start starts every node, held or not
+        if requests.held:
+            NodeRequests(requests.added, []).write(layout.data_dir)
+        for zone in requests.added:
+            self.children.append(layout.storage_child(python_argv(), zone, None))
         for c in self.children:
             c.log_path = layout.data_dir / "logs" / f"{c.name}.log"
 
@@ -365,11 +414,23 @@ class Supervisor:
     async def watch(self) -> None:
         """Restart children that die, until stop() is called."""
         waits = {asyncio.create_task(c.process.wait()): c for c in self.children if c.process}
-        while waits and not self._stopping:
-            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        while not self._stopping:
+            done: set[asyncio.Task[int]] = set()
+            if waits:
+                done, _ = await asyncio.wait(
+                    waits, timeout=NODE_REQUEST_POLL_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                )
+            else:
+                await asyncio.sleep(NODE_REQUEST_POLL_SECONDS)
+            for child in await self.follow_node_requests():
+                assert child.process is not None
+                waits[asyncio.create_task(child.process.wait())] = child
             for task in done:
                 child = waits.pop(task)
                 if self._stopping or child.stopping:
+                    continue
+                if child.name in self._held:
+                    log.warning("%s exited with code %s; held down, not restarted", child.name, task.result())
                     continue
                 code = task.result()
                 log.error(
@@ -389,6 +450,30 @@ class Supervisor:
                 waits[asyncio.create_task(child.process.wait())] = child
         for task in waits:
             task.cancel()
+
+    async def follow_node_requests(self) -> list[Child]:
+        """Start the storage nodes `partita node add` asked for, and the held nodes just
+        released; returns the children started."""
+        requests = NodeRequests.read(self.layout.data_dir)
+        started = []
+        known = {c.name for c in self.children}
+        for zone in requests.added:
+            if f"storage-{zone}" in known:
+                continue
+            child = self.layout.storage_child(python_argv(), zone, None)
+            child.log_path = self.layout.data_dir / "logs" / f"{child.name}.log"
+            self.children.append(child)
+            await self._spawn(child)
+            log.info("%s added (pid %s)", child.name, child.process.pid if child.process else "?")
+            started.append(child)
+        released = self._held - set(requests.held)
+        self._held = set(requests.held)
+        for child in self.children:
+            if child.name in released and child.process is not None and child.process.returncode is not None:
+                await self._spawn(child)
+                log.info("%s released and started again", child.name)
+                started.append(child)
+        return started
 
     async def stop(self) -> None:
         self._stopping = True

@@ -16,8 +16,11 @@ DEFAULT_DOORMAN_PORT = 5101
 AUTOADMIN_METRICS_PORT_OFFSET = 299
 DEFAULT_ZONES = ("a", "b", "c")
 DEFAULT_REGION = "us-east-1"
-# Partitions of a new PAY_PER_REQUEST table (DynamoDB does not publish its figure).
 DEFAULT_REPLICATION_FACTOR = 3  # replicas of each new partition, in distinct zones where possible
+# Seconds a group member may go unheard (or unregistered) before its leader repairs
+# around it with a log-only member (docs/replication.md, "Repair").
+DEFAULT_REPLICA_DOWN_AFTER_SECONDS = 3.0
+# Partitions of a new PAY_PER_REQUEST table (DynamoDB does not publish its figure).
 DEFAULT_ON_DEMAND_PARTITIONS = 4
 # How often storage nodes recount ItemCount/TableSizeBytes (DynamoDB: about every six
 # hours; a pass never takes more than 5% of a node's time however long this is).

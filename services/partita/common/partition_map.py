@@ -28,6 +28,11 @@ class Partition:
     end: int
     replicas: tuple[str, ...] = ()
     leader: str | None = None
+    # Members of a replicated partition's group that routers never send to: log-only
+    # members (WAL, no data) and full members still being built (snapshot + log
+    # catch-up). `replicas` are the full members that serve.
+    log_replicas: tuple[str, ...] = ()
+    joining: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 <= self.start < self.end <= HASH_SPACE:

@@ -188,6 +188,8 @@ def partition_to_json(p: Partition) -> dict[str, Any]:
         "end": f"{p.end:x}",
         "replicas": list(p.replicas),
         "leader": p.leader,
+        **({"log_replicas": list(p.log_replicas)} if p.log_replicas else {}),
+        **({"joining": list(p.joining)} if p.joining else {}),
     }
 
 
@@ -198,6 +200,8 @@ def partition_from_json(data: dict[str, Any]) -> Partition:
         end=int(data["end"], 16),
         replicas=tuple(data["replicas"]),
         leader=data.get("leader"),
+        log_replicas=tuple(data.get("log_replicas", ())),
+        joining=tuple(data.get("joining", ())),
     )
 
 

@@ -130,9 +130,10 @@ class AutoadminStore(TableCatalog, PartitionMapStore, NodeMembership, Statistics
         if the stored spec still has `spec.revision`."""
 
 
-class NodeStore(RouteSource, NodeMembership, Statistics, Protocol):
+class NodeStore(RouteSource, NodeMembership, Statistics, PartitionMapStore, Protocol):
     """What a storage node uses: it follows the partition objects through the joined
-    view, registers itself, reports the replicas it serves and their counts."""
+    view, registers itself, reports the replicas it serves and their counts; a group's
+    leader writes its partition object's members when it repairs the group."""
 
 
 class ControlStore(AutoadminStore, RouteSource, Statistics, Protocol):

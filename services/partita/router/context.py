@@ -136,6 +136,11 @@ class RouterContext:
                     # No leader known (an election), or the node is down: the next replica.
                     self._leaders.pop(key, None)
                     skip += 1
+            elif len(partition.replicas) > 1:
+                # The node is not registered (down for longer than its lease): the next
+                # replica, or a node held down would be asked for ever.
+                self._leaders.pop((table.record.table_id, partition.partition_id), None)
+                skip += 1
             attempt += 1
             hops = 0
             if attempt > 1:

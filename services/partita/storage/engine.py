@@ -31,6 +31,7 @@ import asyncio
 import logging
 import shutil
 import struct
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -187,6 +188,62 @@ class Engine:
             while it.valid() and it.key() < hi:
                 yield it.key(), it.value()
                 it.next()
+
+    def snapshot_range(
+        self, group: GroupId, lo: bytes, hi: bytes
+    ) -> tuple[int, int, Iterator[tuple[bytes, bytes]]]:
+        """The group's applied (index, term) and its items with lo <= key < hi as of
+        that index: read from a RocksDB checkpoint made now (hard links to the SST
+        files, after a memtable flush), so applies that come while the pairs are being
+        read do not show (a leader streams this to a follower). The checkpoint is
+        removed once the pairs are read or dropped. (rocksdict's Snapshot iterators
+        read the live data, not the snapshot: the checkpoint is what isolates.)"""
+        index, term = self.applied_position(group)
+        assert self._directory is not None
+        path = self._directory / "checkpoints" / f"{uuid.uuid4().hex}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rocksdict.Checkpoint(self._db).create_checkpoint(str(path))
+
+        def pairs() -> Iterator[tuple[bytes, bytes]]:
+            view = rocksdict.Rdict(
+                str(path), rocksdict.Options(raw_mode=True), access_type=rocksdict.AccessType.read_only()
+            )
+            try:
+                it = view.iter()
+                it.seek(lo)
+                while it.valid() and it.key() < hi:
+                    yield it.key(), it.value()
+                    it.next()
+                del it
+            finally:
+                view.close()
+                shutil.rmtree(path, ignore_errors=True)
+
+        return index, term, pairs()
+
+    def install_snapshot(
+        self,
+        group: GroupId,
+        lo: bytes,
+        hi: bytes,
+        pairs: Iterator[tuple[bytes, bytes]],
+        index: int,
+        term: int,
+    ) -> int:
+        """Replace the group's range [lo, hi) by `pairs` and set its applied position to
+        (index, term), in one RocksDB batch: a crash leaves the old range or the new one.
+        Returns the bytes of keys and values installed."""
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        batch.delete_range(lo, hi)
+        size = 0
+        for key, value in pairs:
+            batch.put(key, value)
+            size += len(key) + len(value)
+        batch.put(APPLIED_INDEX_PREFIX + group.encode(), _POSITION.pack(index, term))
+        self._db.write(batch)
+        self._applied[group] = index
+        self._applied_terms[group] = term
+        return size
 
     def table_ids(self) -> set[int]:
         """Every table id with at least one key here (one seek per table)."""

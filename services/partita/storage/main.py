@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from partita.common import config
 from partita.control.store import EtcdControlStore
 from partita.storage import node
 
@@ -24,6 +25,7 @@ async def serve(
     metrics_port: int | None = None,
     replication: bool = False,
     admission: bool = False,
+    replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -40,4 +42,5 @@ async def serve(
         metrics_port=metrics_port,
         replication=replication,
         admission=admission,
+        replica_down_after=replica_down_after,
     )

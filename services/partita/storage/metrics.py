@@ -135,6 +135,30 @@ COMMIT_LATENCY = metrics.HistogramCells(
     ("node",),
 )
 
+LOG_MEMBERS = metrics.Snapshot(
+    "partita_storage_replication_log_members",
+    "Replication groups in which this node is a log-only member (WAL, no data)",
+    ("node",),
+)
+SNAPSHOTS = metrics.Snapshot(
+    "partita_storage_replication_snapshots_total",
+    "Partition snapshots this node sent (to a follower behind its log) or installed",
+    ("node", "direction"),
+    "counter",
+)
+SNAPSHOT_BYTES = metrics.Snapshot(
+    "partita_storage_replication_snapshot_bytes_total",
+    "Bytes of partition snapshots sent (chunks) or installed (keys and values)",
+    ("node", "direction"),
+    "counter",
+)
+MEMBERSHIP_CHANGES = metrics.Snapshot(
+    "partita_storage_replication_membership_changes_total",
+    "Membership changes this node proposed as a group's leader (repair), by kind and role",
+    ("node", "kind", "role"),
+    "counter",
+)
+
 WAL_BATCH_NAME = "partita_storage_wal_batch_records"
 WAL_SYNC_NAME = "partita_storage_wal_sync_duration_seconds"
 
@@ -272,6 +296,19 @@ def watch_replication(state: NodeState) -> None:
     CHECKSUM_FAILURES.read = lambda: total("checksum_failures")
     LEASE_READS.read = lambda: total("lease_reads")
     FOLLOWER_LAG.read = lag
+    LOG_MEMBERS.read = lambda: _one(state, float(host.log_member_groups))
+    SNAPSHOTS.read = lambda: [
+        ((node, "sent"), float(host.snapshots_sent)),
+        ((node, "installed"), float(host.snapshots_installed)),
+    ]
+    SNAPSHOT_BYTES.read = lambda: [
+        ((node, "sent"), float(host.snapshot_bytes_sent)),
+        ((node, "installed"), float(host.snapshot_bytes_installed)),
+    ]
+    MEMBERSHIP_CHANGES.read = lambda: [
+        ((node, kind, role), float(n))
+        for (kind, role), n in (state.repair.changes if state.repair else {}).items()
+    ]
 
 
 def watch_node(state: NodeState) -> None:

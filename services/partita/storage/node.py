@@ -29,8 +29,10 @@ from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.peer_transport import PeerTransport
+from partita.storage.repair import RepairConfig
+from partita.storage.repair_driver import RepairDriver
 from partita.storage.replica_host import ReplicaHost
-from partita.storage.replication.types import GroupId
+from partita.storage.replication.types import GroupId, Role
 from partita.storage.table_stats import StatsPublisher, leads, measure_partition, next_pass_delay
 from partita.storage.ttl_sweep import SweepPacer
 from partita.storage.ttl_sweeper import TtlSweeper
@@ -61,6 +63,9 @@ class NodeState:
     # Drives the replication groups of the partitions placed on several nodes; the
     # partitions with one replica commit locally without it.
     replicas: ReplicaHost | None = None
+    # The replicated groups this node is a member of: group -> (table id, partition).
+    groups: dict[GroupId, tuple[int, Partition]] = field(default_factory=dict)
+    repair: RepairDriver | None = None
 
     def owner(self, request: pb.Request) -> Partition | None:
         """The hosted partition holding the request's key; None if this node has none."""
@@ -145,7 +150,7 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
         state.ready = {r for r in state.ready if r[0] != table_id}
         log.info("dropped table %d", table_id)
     state.hosted = desired_hosting(tables, state.node_id)
-    sync_groups(state)
+    sync_groups(state, tables)
     for table_id, hosted in state.hosted.items():
         state.ids_with_data.add(table_id)
         for p in hosted.partitions:
@@ -162,12 +167,15 @@ class PeerDirectory:
 
     def __init__(self) -> None:
         self.addresses: dict[str, str] = {}
+        self.zones: dict[str, str] = {}  # every registered node's zone (repair places by zone)
 
     def replication_address(self, node_id: str) -> str | None:
         return self.addresses.get(node_id)
 
     async def refresh(self, store: NodeStore, replicas: ReplicaHost) -> None:
-        nodes = {n.node_id: n.replication_address for n in await store.list_nodes() if n.replication_address}
+        records = await store.list_nodes()
+        self.zones = {n.node_id: n.zone for n in records}
+        nodes = {n.node_id: n.replication_address for n in records if n.replication_address}
         now = time.monotonic()
         for gone in set(self.addresses) - set(nodes):
             replicas.multi.node_liveness(gone, False, now)
@@ -193,7 +201,11 @@ async def hand_off_leadership(replicas: ReplicaHost) -> None:
     led = len(replicas.multi.leading())
     for group in replicas.multi.leading():
         replica = replicas.multi.replicas[group]
-        followers = [(pr.match, peer) for peer, pr in replica.progress.items() if peer != replicas.node_id]
+        followers = [
+            (pr.match, peer)
+            for peer, pr in replica.progress.items()
+            if peer != replicas.node_id and replica.members.get(peer) == Role.FULL  # log members cannot lead
+        ]
         if followers:
             replicas.multi.transfer_leadership(group, max(followers)[1], now)
     deadline = now + replicas.config.election_timeout
@@ -209,20 +221,35 @@ async def hand_off_leadership(replicas: ReplicaHost) -> None:
         )
 
 
-def sync_groups(state: NodeState) -> None:
-    """Host a replica of every hosted partition placed on several nodes; stop hosting
-    the groups of partitions that left (a split's parent, a dropped table)."""
+def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
+    """Host a replica of every partition placed on several nodes that has this node
+    among its members (serving, being built, or log-only); stop hosting the groups of
+    partitions that left (a split's parent, a dropped table, a member removed)."""
     if state.replicas is None:
         return
-    wanted: dict[GroupId, list[str]] = {}
-    for table_id, hosted in state.hosted.items():
-        for p in hosted.partitions:
-            if len(p.replicas) > 1:
-                wanted[group_of(table_id, p.partition_id)] = list(p.replicas)
+    wanted: dict[GroupId, tuple[int, Partition]] = {}
+    placed: set[GroupId] = set()  # every replicated partition that exists, ours or not
+    for record in tables:
+        if record.status == "DELETING":
+            continue
+        for p in record.partitions:
+            members = (*p.replicas, *p.joining, *p.log_replicas)
+            group = group_of(record.table_id, p.partition_id)
+            placed.add(group)
+            if len(members) > 1 and state.node_id in members:
+                wanted[group] = (record.table_id, p)
     for group in [g for g in state.replicas.multi.replicas if g not in wanted]:
         state.replicas.remove_group(group)
-    for group, members in wanted.items():
-        state.replicas.add_group(group, members)
+        if group in placed:
+            # Removed from a group that goes on: forget this replica's position, so
+            # that if the node is ever added back it starts as a new member (a log-only
+            # member's position stands for data it never applied). A split's parent or
+            # a dropped table are not this case: their data is the children's, or goes.
+            state.engine.forget_group(group)
+    for group, (_, p) in wanted.items():
+        newcomer = state.node_id in p.joining or state.node_id in p.log_replicas
+        state.replicas.add_group(group, [*p.replicas, *p.joining], p.log_replicas, newcomer=newcomer)
+    state.groups = wanted
 
 
 async def control_loop(state: NodeState, store: NodeStore) -> None:
@@ -287,12 +314,20 @@ async def serve(
     metrics_port: int | None = None,
     replication: bool = False,
     admission: bool = False,
+    replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
 ) -> None:
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
     transport = PeerTransport(peers.replication_address, lambda envelope: replicas.receive(envelope))
-    replicas = ReplicaHost(node_id, engine, transport.send)
+
+    def group_range(group: GroupId) -> tuple[bytes, bytes] | None:
+        placed = state.groups.get(group)
+        return keys.hash_range_bounds(placed[0], placed[1].start, placed[1].end) if placed else None
+
+    replicas = ReplicaHost(
+        node_id, engine, transport.send, ranges=group_range, snapshot_dir=data_dir / "snapshots"
+    )
     # Off: every hosted replica commits alone (Kubernetes places three replicas per
     # partition but does not run the groups yet).
     state.replicas = replicas if replication else None
@@ -320,11 +355,16 @@ async def serve(
     await store.register_node(record, NODE_TTL_SECONDS)
     await peers.refresh(store, replicas)
     replicas.start()
+    repair = RepairDriver(replicas, store, RepairConfig(down_after=replica_down_after))
+    state.repair = repair
     # Serve only once the hosting reflects the store, so no request is refused as
     # WRONG_PARTITION merely because the node has just started.
     await reconcile_hosting(state, store, await store.list_tables())
     poller = asyncio.create_task(control_loop(state, store))
     watching_peers = asyncio.create_task(peers.follow(store, replicas))
+    repairing = asyncio.create_task(
+        repair.run(lambda: state.groups, lambda: peers.zones, lambda: frozenset(peers.addresses))
+    )
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
     # The sweeper plans its deletes through a plane of its own without buckets: DynamoDB
     # does not charge TTL deletes, and they must not crowd out the clients' throughput.
@@ -346,6 +386,7 @@ async def serve(
     await stop.wait()
     started = time.monotonic()
     await hand_off_leadership(replicas)
+    repairing.cancel()
     watching_peers.cancel()
     poller.cancel()
     counter.cancel()

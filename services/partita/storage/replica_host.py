@@ -9,20 +9,27 @@ apply the committed entries (`Engine.apply`, the applied position in the data's 
 then answer the proposals and reads they complete. Proposals and messages that arrive
 while a round is being persisted go into the next round: group commit across groups.
 
-Membership is static for now (the partition's replicas from the table record);
-snapshots are not streamed yet, so a follower that falls behind the leader's log base
-(after a restart of the leader) waits for that (docs/replication.md, "not done").
+Membership changes one member at a time (`change_membership`, driven by the repair
+policy on the leader, `repair_driver.py`); a log-only member keeps the WAL and applies
+nothing. A follower behind the leader's log base, or a member just added when the
+leader's log does not reach back to the start, is sent a snapshot: the partition's key
+range read from a RocksDB checkpoint at the leader's applied index, in checksummed chunks
+(`snapshot.py`), staged on disk by the receiver and installed in one RocksDB batch with
+the applied position, after which the log catches it up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
+import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from partita.common.metrics import LATENCY_BUCKETS, HistogramCell
@@ -45,6 +52,7 @@ from partita.storage.replication.types import (
     bootstrap_state,
     snapshot_meta,
 )
+from partita.storage.snapshot import SnapshotError, Staging, chunks, encode_chunk
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +60,12 @@ log = logging.getLogger(__name__)
 # The core only ticks the groups whose deadline has come (a timer heap), so this costs
 # nothing per idle group.
 TICK_FRACTION = 0.25
+# Pause after each snapshot chunk sent: about 256 KB per 5 ms at most, so a snapshot
+# leaves room for the node's other traffic and the link's buffer stays small.
+SNAPSHOT_CHUNK_PAUSE = 0.005
+# A follower sent a whole snapshot is not sent another for this long (its install and
+# answer are on their way).
+SNAPSHOT_RESEND_SECONDS = 2.0
 
 
 class Superseded(Exception):
@@ -80,8 +94,21 @@ class ReplicaHost:
         send: Callable[[list[Envelope]], None],
         config: ReplicationConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
+        ranges: Callable[[GroupId], tuple[bytes, bytes] | None] = lambda group: None,
+        snapshot_dir: Path | None = None,
     ) -> None:
         self.node_id = node_id
+        # A group's key range (its partition's), for snapshots sent and installed.
+        self._ranges = ranges
+        self._snapshot_dir = snapshot_dir or Path(tempfile.gettempdir()) / f"partita-snapshots-{node_id}"
+        self._streams: dict[tuple[GroupId, NodeId], asyncio.Task[None]] = {}
+        self._streamed: dict[tuple[GroupId, NodeId], float] = {}  # when the last stream ended
+        self._staging: dict[GroupId, Staging] = {}  # snapshots being received
+        self._staged: dict[GroupId, Staging] = {}  # received whole, handed to the core
+        self.snapshots_sent = 0
+        self.snapshots_installed = 0
+        self.snapshot_bytes_sent = 0
+        self.snapshot_bytes_installed = 0
         self.engine = engine
         self.config = config or ReplicationConfig()
         self.multi = MultiReplica(node_id, self.config)
@@ -98,19 +125,64 @@ class ReplicaHost:
         self._runner: asyncio.Task[None] | None = None
         self._unawaited: set[asyncio.Task[list[int]]] = set()  # commit-only hard states being written
         self.snapshots_unavailable = 0  # SNAPSHOT messages the host could not back with data
+        # Groups in which this node is a log-only member: it keeps their WAL and applies
+        # no effects (a newcomer may see committed entries before the entry that makes
+        # it a log member).
+        self._log_only: set[GroupId] = set()
 
     # --- groups ---------------------------------------------------------------------
 
-    def add_group(self, group: GroupId, members: list[NodeId]) -> None:
-        """Host this node's replica of `group` (idempotent)."""
+    def add_group(
+        self,
+        group: GroupId,
+        members: list[NodeId],
+        log_members: Sequence[NodeId] = (),
+        newcomer: bool = False,
+    ) -> None:
+        """Host this node's replica of `group` (idempotent). `members` are the full
+        members, `log_members` the log-only ones. A `newcomer` (added to a running
+        group) starts empty and outside its own membership, so it never campaigns on an
+        empty log: it learns the group, itself included, from the leader's log."""
+        if self.node_id in log_members:
+            self._log_only.add(group)
         if group in self.multi.replicas:
             return
         roles: Members = {node: Role.FULL for node in members}
+        roles.update({node: Role.LOG for node in log_members})
+        if newcomer and self.engine.hard_state(group) is None:
+            roles.pop(self.node_id, None)
         self.multi.add_group(group, self._persisted(group, roles), self._clock(), random.getrandbits(64))
         self._wake.set()
 
+    @property
+    def log_member_groups(self) -> int:
+        """Groups in which this node is a log-only member."""
+        return len(self._log_only)
+
+    def members(self, group: GroupId) -> Members | None:
+        """The group's membership as this replica's log says (uncommitted changes
+        included: a membership takes effect when appended)."""
+        replica = self.multi.replicas.get(group)
+        return dict(replica.members) if replica is not None else None
+
+    def change_membership(self, group: GroupId, members: Members) -> None:
+        """Propose one membership change (add or remove one member) on the leader;
+        raises NotLeader or MembershipChangeRefused."""
+        self.multi.propose_membership(group, members, self._clock())
+        self._wake.set()
+
+    def membership_settled(self, group: GroupId) -> bool:
+        """Whether the group's newest membership change is committed (the next may go)."""
+        replica = self.multi.replicas.get(group)
+        return replica is not None and replica.log.newest_membership_index() <= replica.commit
+
     def remove_group(self, group: GroupId) -> None:
         self.multi.remove_group(group)
+        self._log_only.discard(group)
+        for held in (self._staging, self._staged):
+            staging = held.pop(group, None)
+            if staging is not None:
+                staging.close()
         for key in [k for k in self._proposals if k[0] == group]:
             future = self._proposals.pop(key)[1]
             if not future.done():
@@ -209,8 +281,111 @@ class ReplicaHost:
     def receive(self, envelope: Envelope) -> None:
         now = self._clock()
         for message in expand(envelope):
-            self.multi.step(message, now)
+            if message.kind == MsgKind.SNAPSHOT:
+                # Only through staging: a position without its data would reset the log
+                # of a replica that then holds nothing.
+                if message.snapshot_data:
+                    self._on_snapshot_chunk(message, now)
+            else:
+                self.multi.step(message, now)
         self._wake.set()
+
+    # --- snapshots ------------------------------------------------------------------
+
+    def _on_snapshot_chunk(self, m: Message, now: float) -> None:
+        """Stage one chunk of a snapshot; once the final one is in, the core gets the
+        SNAPSHOT message (and asks, in its next Ready, for the install)."""
+        meta = m.snapshot
+        if meta is None or m.group not in self.multi.replicas:
+            return
+        staging = self._staging.get(m.group)
+        if staging is None or (staging.index, staging.term) != (meta.index, meta.term):
+            if staging is not None:
+                staging.close()
+            name = f"{m.group.replace('/', '_')}.{meta.index}.{meta.term}"
+            staging = self._staging[m.group] = Staging(self._snapshot_dir / name, meta.index, meta.term)
+        try:
+            staging.add(m.snapshot_data)
+        except SnapshotError as exc:
+            log.warning("group %s: snapshot at %d dropped: %s", m.group, meta.index, exc)
+            staging.close()
+            del self._staging[m.group]
+            return
+        if staging.complete:
+            # Kept apart from the chunks of any newer snapshot until the core says
+            # whether to install it.
+            old = self._staged.pop(m.group, None)
+            if old is not None:
+                old.close()
+            self._staged[m.group] = self._staging.pop(m.group)
+            self.multi.step(dataclasses.replace(m, snapshot_data=b""), now)
+
+    def _start_snapshot(self, m: Message) -> None:
+        key = (m.group, m.dst)
+        if key in self._streams:
+            return  # one stream per follower at a time: it carries the newest data anyway
+        if self._clock() - self._streamed.get(key, float("-inf")) < SNAPSHOT_RESEND_SECONDS:
+            # The follower rejects appends until its install answers: those rejections
+            # ask for the snapshot just sent, not for another.
+            return
+        rng = self._ranges(m.group)
+        replica = self.multi.replicas.get(m.group)
+        if rng is None or replica is None:
+            self.snapshots_unavailable += 1
+            return
+        progress = replica.progress.get(m.dst)
+        if progress is None or progress.match >= replica.log.base.index:
+            # The follower's answers in the same round showed it holds the log up to the
+            # base already (a rejection from before it caught up asked for this one).
+            return
+        task = asyncio.get_running_loop().create_task(self._stream_snapshot(m, rng), name=f"snapshot {key}")
+        self._streams[key] = task
+        task.add_done_callback(lambda _: self._streams.pop(key, None))
+
+    async def _stream_snapshot(self, m: Message, rng: tuple[bytes, bytes]) -> None:
+        """Send the group's data as of its applied index to one follower, chunk by chunk
+        (paced, so a large partition neither floods the link nor the memory), then the
+        final chunk with the snapshot's position. Abandoned if leadership changes."""
+        replica = self.multi.replicas[m.group]
+        term = replica.term
+        index, applied_term, pairs = self.engine.snapshot_range(m.group, *rng)
+        if replica.log.term_at(index) != applied_term:
+            self.snapshots_unavailable += 1  # the core's log no longer reaches there
+            return
+        meta = snapshot_meta(index, applied_term, replica.log.members_at(index))
+        if replica.members.get(m.dst) == Role.LOG:
+            pairs = iter(())  # a log-only member keeps the position, not the data
+        for chunk in chunks(pairs):
+            if not replica.is_leader or replica.term != term or m.group not in self.multi.replicas:
+                return
+            data = encode_chunk(chunk)
+            self._send(coalesce([dataclasses.replace(m, term=term, snapshot=meta, snapshot_data=data)]))
+            self.snapshot_bytes_sent += len(data)
+            if not chunk.final:
+                await asyncio.sleep(SNAPSHOT_CHUNK_PAUSE)
+        self.snapshots_sent += 1
+        self._streamed[(m.group, m.dst)] = self._clock()
+        log.info("group %s: snapshot at %d sent to %s", m.group, index, m.dst)
+
+    def _install(self, group: GroupId, index: int, term: int) -> None:
+        staging = self._staged.pop(group, None)
+        rng = self._ranges(group)
+        try:
+            if staging is None or not staging.complete or staging.index != index or rng is None:
+                # The core has reset its log to the snapshot: without the data this
+                # replica must not serve. A failed WAL is the closest: stop loudly.
+                raise RuntimeError(f"group {group}: snapshot at {index} installed by the core but not staged")
+            if group in self._log_only:
+                self.engine.apply(group, index, [], term=term)
+            else:
+                self.snapshot_bytes_installed += self.engine.install_snapshot(
+                    group, rng[0], rng[1], staging.pairs(), index, term
+                )
+            self.snapshots_installed += 1
+            log.info("group %s: snapshot at %d installed", group, index)
+        finally:
+            if staging is not None:
+                staging.close()
 
     # --- the pump -------------------------------------------------------------------
 
@@ -218,6 +393,10 @@ class ReplicaHost:
         self._runner = asyncio.get_running_loop().create_task(self._run(), name="replica-host")
 
     async def stop(self) -> None:
+        for stream in list(self._streams.values()):
+            stream.cancel()
+        for staging in [*self._staging.values(), *self._staged.values()]:
+            staging.close()
         if self._runner is not None:
             self._runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -259,10 +438,7 @@ class ReplicaHost:
         writes = []
         for rd in readies:
             if rd.snapshot is not None:
-                # Nothing sends snapshot bytes yet (see the module's docstring).
-                log.error(
-                    "group %s asked to install a snapshot at %d: not supported", rd.group, rd.snapshot.index
-                )
+                self._install(rd.group, rd.snapshot.index, rd.snapshot.term)
             if rd.entries or rd.hard_state is not None:
                 write = self.engine.append_entries(rd.group, rd.entries, rd.hard_state)
                 if rd.entries or rd.snapshot is not None or not self._commit_only(rd):
@@ -304,12 +480,15 @@ class ReplicaHost:
         out: list[Message] = []
         for m in rd.messages:
             if m.kind == MsgKind.SNAPSHOT and not m.snapshot_data:
-                self.snapshots_unavailable += 1
+                self._start_snapshot(m)  # the data goes in chunks, the position last
                 continue
             out.append(m)
         return out
 
     def _apply(self, rd: Ready) -> None:
+        if rd.group in self._log_only:
+            self._advance_log_member(rd.group)
+            return
         for entry in rd.committed:
             effects = decode_effects(entry.data) if entry.kind == EntryKind.NORMAL else []
             self.engine.apply(rd.group, entry.index, effects, term=entry.term)
@@ -320,6 +499,16 @@ class ReplicaHost:
                     held[1].set_result(None)
                 else:
                     held[1].set_exception(Superseded(f"entry {entry.index} of {rd.group} was replaced"))
+
+    def _advance_log_member(self, group: GroupId) -> None:
+        """A log-only member applies nothing, but records how far its log is committed,
+        so its WAL records stop holding the log back and a restart starts from there."""
+        replica = self.multi.replicas.get(group)
+        if replica is None:
+            return
+        term = replica.log.term_at(replica.commit)
+        if term is not None and replica.commit > self.engine.applied_index(group):
+            self.engine.apply(group, replica.commit, [], term=term)
 
     def _serve_reads(self, readies: list[Ready]) -> None:
         for rd in readies:

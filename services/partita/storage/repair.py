@@ -1,0 +1,172 @@
+"""The repair policy of a replication group, decided by its leader (seed 000 sections
+5 and 6: the leader notices a replica is gone within seconds and acts). Pure: what the
+leader knows goes in, at most one membership change comes out; `repair_driver` does
+the I/O.
+
+The paper's flow, one member change at a time:
+1. a full member has been unreachable for `down_after` seconds: add a log-only member
+   (WAL, no data: it only needs the log, so it is up in seconds) on a live node outside
+   the group, so one more failure still leaves a write quorum;
+2. a live node outside the group (a new node, or any node other than the log member's)
+   can host a full replica: add a full member there; it is built by log catch-up (or a
+   snapshot) and counts as serving once it is within `catch_up_slack` of the commit;
+3. once `full_replicas` full members serve again: remove the dead members, then the
+   log-only ones.
+A dead full member that comes back before step 2 simply catches up, and step 3 removes
+the log member. A member is never added back to a group it left (a replica id is one
+incarnation, docs/replication.md), which is why candidates exclude every member.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from partita.common import config
+from partita.common.partition_map import Partition
+from partita.storage.replication.types import Members, NodeId, Role
+
+
+class ChangeKind(enum.Enum):
+    ADD = "add"
+    REMOVE = "remove"
+
+
+@dataclass(frozen=True, slots=True)
+class MembershipChange:
+    kind: ChangeKind
+    node: NodeId
+    role: Role = Role.FULL
+
+    def applied_to(self, members: Members) -> Members:
+        out = dict(members)
+        if self.kind == ChangeKind.ADD:
+            out[self.node] = self.role
+        else:
+            out.pop(self.node, None)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RepairConfig:
+    # Seconds without hearing a member (or its node's registration gone) before the
+    # leader repairs around it: a few missed heartbeats' worth, not one slow round.
+    down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS
+    # Full members a group keeps serving.
+    full_replicas: int = 3
+    # A full member this many entries or fewer behind the commit index serves.
+    catch_up_slack: int = 64
+    # A member just added is not judged down before it had this long to answer.
+    grace_after_add: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """What the leader of one group knows, at one instant."""
+
+    leader: NodeId
+    members: Members
+    commit: int
+    match: Mapping[NodeId, int]  # the leader's progress: each follower's matching index
+    down: frozenset[NodeId]  # members judged unreachable (see `down_members`)
+    candidates: Sequence[tuple[NodeId, str]]  # live nodes (id, zone) that could host a member
+    zones: Mapping[NodeId, str]  # zone of every known node
+
+
+def down_members(
+    members: Members,
+    leader: NodeId,
+    registered: frozenset[NodeId],
+    last_heard: Mapping[NodeId, float],
+    quiesced: bool,
+    now: float,
+    config: RepairConfig,
+) -> frozenset[NodeId]:
+    """Members other than the leader that are unreachable: their node's registration is
+    gone (its lease expired), or, while the group is active (a quiesced group sends no
+    heartbeats), the leader has not heard them for `down_after` seconds."""
+    out = set()
+    for node in members:
+        if node == leader:
+            continue
+        silent = not quiesced and now - last_heard.get(node, float("-inf")) > config.down_after
+        if node not in registered or silent:
+            out.add(node)
+    return frozenset(out)
+
+
+def serving(view: GroupView, config: RepairConfig) -> list[NodeId]:
+    """Full members that are up and caught up (within the slack of the commit index)."""
+    return sorted(
+        n
+        for n, role in view.members.items()
+        if role == Role.FULL and n not in view.down and _caught_up(view, n, config)
+    )
+
+
+def _caught_up(view: GroupView, node: NodeId, config: RepairConfig) -> bool:
+    if node == view.leader:
+        return True
+    return view.commit - view.match.get(node, 0) <= config.catch_up_slack
+
+
+def next_change(view: GroupView, config: RepairConfig) -> MembershipChange | None:
+    """The one membership change the leader should make now, or None."""
+    members = view.members
+    full = [n for n, role in members.items() if role == Role.FULL]
+    logs = sorted(n for n, role in members.items() if role == Role.LOG)
+    ok = serving(view, config)
+    if len(ok) >= config.full_replicas:
+        # Healthy again: shed the dead first (the quorum shrinks toward live members),
+        # then the log-only members.
+        for node in sorted(view.down):
+            if node in members and node != view.leader:
+                return MembershipChange(ChangeKind.REMOVE, node)
+        if logs:
+            return MembershipChange(ChangeKind.REMOVE, logs[0])
+        return None
+    # A dead log member holds no data: drop it, another can be added.
+    dead_logs = [n for n in logs if n in view.down]
+    if dead_logs:
+        return MembershipChange(ChangeKind.REMOVE, dead_logs[0])
+    building = [n for n in full if n not in view.down and n not in ok]
+    if building:
+        return None  # one rebuild at a time: wait for it to catch up
+    candidate = _best_candidate(view, ok)
+    if candidate is None:
+        return None
+    if not logs and any(n in view.down for n in full):
+        return MembershipChange(ChangeKind.ADD, candidate, Role.LOG)
+    if logs or len(full) - len([n for n in full if n in view.down]) < config.full_replicas:
+        return MembershipChange(ChangeKind.ADD, candidate, Role.FULL)
+    return None
+
+
+def _best_candidate(view: GroupView, ok: list[NodeId]) -> NodeId | None:
+    """A live node outside the group, in a zone none of the serving members is in when
+    there is one (zones fail together), then by id (stable)."""
+    used = {view.zones.get(n) for n in ok}
+    eligible = [(zone in used, node) for node, zone in view.candidates if node not in view.members]
+    return min(eligible)[1] if eligible else None
+
+
+def partition_record(
+    partition: Partition, members: Members, serving_now: Sequence[NodeId], leader: NodeId
+) -> Partition:
+    """The partition object that says what the group is: full members that serve (kept
+    in their recorded order, routers read from them), full members being built, and
+    log-only members. The recorded leader (the router's first guess) stays unless it
+    is no longer serving (down, removed): then the group's leader."""
+    keep = [n for n in partition.replicas if members.get(n) == Role.FULL]
+    # A member recorded as serving keeps serving while it lags (a follower behind under
+    # load is still a replica); only new members wait until they have caught up.
+    new = sorted(n for n in serving_now if n not in keep and members.get(n) == Role.FULL)
+    replicas = tuple(keep + new)
+    joining = tuple(sorted(n for n, role in members.items() if role == Role.FULL and n not in replicas))
+    logs = tuple(sorted(n for n, role in members.items() if role == Role.LOG))
+    if partition.leader in replicas and partition.leader in serving_now:
+        recorded: NodeId | None = partition.leader
+    else:
+        recorded = leader if leader in replicas else None
+    return replace(partition, replicas=replicas, leader=recorded, log_replicas=logs, joining=joining)

@@ -1,0 +1,170 @@
+"""Runs the repair policy (`repair.py`) on the groups this node leads: every pass, for
+each led group, it makes the partition object in the control store say what the group
+is (serving, joining and log-only members) and proposes at most one membership change.
+
+An added member is written into the partition object *before* the change is proposed:
+the node it lands on learns from the object that it hosts the group, and with four
+members the quorum needs it, so the sooner it hosts, the shorter commits wait. A removed
+member leaves the object once the change is in the leader's log (the quorum no longer
+counts it). The leader, not the autoadmin, does this: it is the one that knows within
+seconds which members answer (seed 000 section 6), and one leader per group means one
+writer per partition object at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from partita.common.partition_map import Partition
+from partita.control.model import PartitionStats
+from partita.storage.repair import (
+    ChangeKind,
+    GroupView,
+    MembershipChange,
+    RepairConfig,
+    down_members,
+    next_change,
+    partition_record,
+    serving,
+)
+from partita.storage.replica_host import ReplicaHost
+from partita.storage.replication.core import MembershipChangeRefused, NotLeader
+from partita.storage.replication.types import GroupId, NodeId
+
+log = logging.getLogger(__name__)
+
+# Seconds between two passes over the led groups.
+REPAIR_INTERVAL_SECONDS = 0.5
+
+
+class PartitionWriter(Protocol):
+    async def change_partitions(
+        self,
+        table_id: int,
+        put: Sequence[Partition],
+        remove: Sequence[str],
+        stats: Sequence[tuple[str, PartitionStats]] = (),
+    ) -> None: ...
+
+
+class RepairDriver:
+    def __init__(
+        self,
+        replicas: ReplicaHost,
+        store: PartitionWriter,
+        config: RepairConfig | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.replicas = replicas
+        self.store = store
+        self.config = config or RepairConfig()
+        self._clock = clock
+        self._added_at: dict[tuple[GroupId, NodeId], float] = {}
+        self._written: dict[GroupId, Partition] = {}
+        # Membership changes proposed, by (kind, role): the metrics read them.
+        self.changes: dict[tuple[str, str], int] = {}
+
+    async def run(
+        self,
+        groups: Callable[[], Mapping[GroupId, tuple[int, Partition]]],
+        zones: Callable[[], Mapping[NodeId, str]],
+        registered: Callable[[], frozenset[NodeId]],
+    ) -> None:
+        while True:
+            try:
+                await self.pass_once(groups(), zones(), registered())
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store is down: try again next pass
+                log.warning("repair pass failed: %s", exc)
+            await asyncio.sleep(REPAIR_INTERVAL_SECONDS)
+
+    async def pass_once(
+        self,
+        groups: Mapping[GroupId, tuple[int, Partition]],
+        zones: Mapping[NodeId, str],
+        registered: frozenset[NodeId],
+    ) -> None:
+        for group, (table_id, partition) in list(groups.items()):
+            if self.replicas.is_leader(group):
+                await self._repair(group, table_id, partition, zones, registered)
+
+    def view(self, group: GroupId, zones: Mapping[NodeId, str], registered: frozenset[NodeId]) -> GroupView:
+        replica = self.replicas.multi.replicas[group]
+        now = self._clock()
+        members = dict(replica.members)
+        node = self.replicas.node_id
+        heard = {
+            peer: max(
+                pr.last_heard, self._added_at.get((group, peer), float("-inf")) + self.config.grace_after_add
+            )
+            for peer, pr in replica.progress.items()
+        }
+        # A member added a moment ago is given its grace even before it answers.
+        for (g, peer), at in self._added_at.items():
+            if g == group and peer not in heard:
+                heard[peer] = at + self.config.grace_after_add
+        down = down_members(members, node, registered | {node}, heard, replica.quiesced, now, self.config)
+        return GroupView(
+            leader=node,
+            members=members,
+            commit=replica.commit,
+            match={peer: pr.match for peer, pr in replica.progress.items()},
+            down=down,
+            candidates=sorted((n, z) for n, z in zones.items() if n in registered and n not in members),
+            zones=zones,
+        )
+
+    async def _repair(
+        self,
+        group: GroupId,
+        table_id: int,
+        partition: Partition,
+        zones: Mapping[NodeId, str],
+        registered: frozenset[NodeId],
+    ) -> None:
+        view = self.view(group, zones, registered)
+        ok = serving(view, self.config)
+        record = partition_record(partition, view.members, ok, view.leader)
+        if record != partition:
+            await self._write(table_id, group, record)
+        if not self.replicas.membership_settled(group):
+            return  # one change at a time: the previous one is not committed yet
+        change = next_change(view, self.config)
+        if change is None:
+            return
+        if change.kind == ChangeKind.ADD:
+            grown = partition_record(record, change.applied_to(view.members), ok, view.leader)
+            await self._write(table_id, group, grown)
+            self._added_at[(group, change.node)] = self._clock()
+        self._propose(group, view, change)
+
+    async def _write(self, table_id: int, group: GroupId, record: Partition) -> None:
+        if self._written.get(group) == record:
+            return
+        await self.store.change_partitions(table_id, [record], [])
+        self._written[group] = record
+
+    def _propose(self, group: GroupId, view: GroupView, change: MembershipChange) -> None:
+        members = self.replicas.members(group)
+        if members != view.members or not self.replicas.is_leader(group):
+            return  # the group moved on while the partition object was written
+        try:
+            self.replicas.change_membership(group, change.applied_to(view.members))
+        except (NotLeader, MembershipChangeRefused) as exc:
+            log.info("group %s: %s %s not proposed: %s", group, change.kind.value, change.node, exc)
+            return
+        key = (change.kind.value, change.role.name.lower())
+        self.changes[key] = self.changes.get(key, 0) + 1
+        log.info(
+            "group %s: %s %s member %s (down: %s)",
+            group,
+            change.kind.value,
+            change.role.name.lower(),
+            change.node,
+            ", ".join(sorted(view.down)) or "none",
+        )

@@ -1,0 +1,193 @@
+"""The repair policy's decisions (pure, table-driven): which one membership change a
+group's leader makes, from what it knows."""
+
+from __future__ import annotations
+
+import pytest
+
+from partita.common.partition_map import Partition
+from partita.storage.repair import (
+    ChangeKind,
+    GroupView,
+    MembershipChange,
+    RepairConfig,
+    down_members,
+    next_change,
+    partition_record,
+    serving,
+)
+from partita.storage.replication.types import Role
+
+F, L = Role.FULL, Role.LOG
+ZONES = {"a": "za", "b": "zb", "c": "zc", "d": "zd", "e": "ze", "a2": "za"}
+CONFIG = RepairConfig(down_after=3.0, full_replicas=3, catch_up_slack=10)
+
+
+def view(
+    members: dict[str, Role],
+    down: set[str] = frozenset(),
+    candidates: list[str] = (),
+    match: dict[str, int] | None = None,
+    commit: int = 100,
+) -> GroupView:  # type: ignore[assignment]
+    return GroupView(
+        leader="a",
+        members=members,
+        commit=commit,
+        match=match if match is not None else {n: commit for n in members if n != "a"},
+        down=frozenset(down),
+        candidates=[(n, ZONES[n]) for n in candidates],
+        zones=ZONES,
+    )
+
+
+ADD, REMOVE = ChangeKind.ADD, ChangeKind.REMOVE
+
+
+@pytest.mark.parametrize(
+    ("case", "group", "expected"),
+    [
+        ("healthy group: nothing", view({"a": F, "b": F, "c": F}, candidates=["d"]), None),
+        (
+            "a dead member and no node outside the group: nothing to do",
+            view({"a": F, "b": F, "c": F}, {"c"}),
+            None,
+        ),
+        (
+            "a dead member: a log-only member on a live node outside the group",
+            view({"a": F, "b": F, "c": F}, {"c"}, ["d"]),
+            MembershipChange(ADD, "d", L),
+        ),
+        (
+            "log member in place, a node free: a full member there",
+            view({"a": F, "b": F, "c": F, "d": L}, {"c"}, ["e"]),
+            MembershipChange(ADD, "e", F),
+        ),
+        (
+            "log member in place, no other node: wait",
+            view({"a": F, "b": F, "c": F, "d": L}, {"c"}, []),
+            None,
+        ),
+        (
+            "new full member still catching up: wait, never a second rebuild",
+            view(
+                {"a": F, "b": F, "c": F, "d": L, "e": F}, {"c"}, ["a2"], match={"b": 100, "d": 100, "e": 40}
+            ),
+            None,
+        ),
+        (
+            "new full member caught up: remove the dead member first",
+            view({"a": F, "b": F, "c": F, "d": L, "e": F}, {"c"}, [], match={"b": 100, "d": 100, "e": 95}),
+            MembershipChange(REMOVE, "c"),
+        ),
+        (
+            "dead member gone: remove the log member",
+            view({"a": F, "b": F, "d": L, "e": F}),
+            MembershipChange(REMOVE, "d"),
+        ),
+        (
+            "the dead member came back and caught up: remove the log member",
+            view({"a": F, "b": F, "c": F, "d": L}),
+            MembershipChange(REMOVE, "d"),
+        ),
+        (
+            "the dead member came back but lags: wait for it",
+            view({"a": F, "b": F, "c": F, "d": L}, match={"b": 100, "c": 50, "d": 100}),
+            None,
+        ),
+        (
+            "the log member died too: drop it so another can be added",
+            view({"a": F, "b": F, "c": F, "d": L}, {"c", "d"}, ["e"]),
+            MembershipChange(REMOVE, "d"),
+        ),
+        (
+            "a group short of full members with nobody down: add a full member",
+            view({"a": F, "b": F}, candidates=["c"]),
+            MembershipChange(ADD, "c", F),
+        ),
+        (
+            "a candidate in a zone no serving member uses is preferred",
+            view({"a": F, "b": F, "c": F}, {"c"}, ["a2", "e"]),
+            MembershipChange(ADD, "e", L),
+        ),
+        (
+            "a current member is never a candidate (one incarnation per id)",
+            view({"a": F, "b": F, "c": F, "d": L}, {"c"}, ["d"]),
+            None,
+        ),
+    ],
+)
+def test_next_change(case: str, group: GroupView, expected: MembershipChange | None) -> None:
+    assert next_change(group, CONFIG) == expected, case
+
+
+def test_the_whole_repair_flow_ends_with_three_serving_full_members_one_change_at_a_time() -> None:
+    members = {"a": F, "b": F, "c": F}
+    steps = []
+    for _ in range(10):  # bounded: the flow takes four changes
+        live = [n for n in ("d", "e") if n not in members]
+        change = next_change(view(members, {"c"} & set(members), live), CONFIG)
+        if change is None:
+            break
+        steps.append((change.kind.value, change.node) + ((change.role.name,) if change.kind == ADD else ()))
+        members = change.applied_to(members)
+    assert steps == [("add", "d", "LOG"), ("add", "e", "FULL"), ("remove", "c"), ("remove", "d")]
+    assert members == {"a": F, "b": F, "e": F}
+
+
+@pytest.mark.parametrize(
+    ("case", "registered", "heard", "quiesced", "expected"),
+    [
+        ("everyone heard recently", {"a", "b", "c"}, {"b": 9.0, "c": 8.0}, False, set()),
+        ("silent for longer than down_after", {"a", "b", "c"}, {"b": 9.0, "c": 6.0}, False, {"c"}),
+        ("a quiesced group's silence means nothing", {"a", "b", "c"}, {"b": 1.0, "c": 1.0}, True, set()),
+        (
+            "registration gone (lease expired): down even if quiesced",
+            {"a", "b"},
+            {"b": 1.0, "c": 1.0},
+            True,
+            {"c"},
+        ),
+        ("never heard at all", {"a", "b", "c"}, {"b": 9.0}, False, {"c"}),
+    ],
+)
+def test_down_members(
+    case: str, registered: set[str], heard: dict[str, float], quiesced: bool, expected: set[str]
+) -> None:
+    members = {"a": F, "b": F, "c": F}
+    got = down_members(members, "a", frozenset(registered), heard, quiesced, 10.0, CONFIG)
+    assert got == expected, case
+
+
+def test_serving_counts_the_leader_and_followers_within_the_slack() -> None:
+    group = view({"a": F, "b": F, "c": F, "d": L}, {"c"}, match={"b": 91, "c": 100, "d": 0})
+    assert serving(group, CONFIG) == ["a", "b"]  # c is down, d is log-only
+    assert serving(view({"a": F, "b": F}, match={"b": 89}), CONFIG) == ["a"]
+
+
+def test_partition_record_lists_serving_joining_and_log_members() -> None:
+    p = Partition("p0", 0, 1 << 64, ("c", "a", "b"), "c")
+    # c removed, d log-only, e added and not caught up yet.
+    got = partition_record(p, {"a": F, "b": F, "d": L, "e": F}, ["a", "b"], "a")
+    assert got.replicas == ("a", "b")
+    assert got.joining == ("e",)
+    assert got.log_replicas == ("d",)
+    assert got.leader == "a"  # the recorded leader left: the group's leader instead
+    # e caught up: it serves, after the members recorded before it.
+    got = partition_record(got, {"a": F, "b": F, "e": F}, ["a", "b", "e"], "a")
+    assert (got.replicas, got.joining, got.log_replicas, got.leader) == (("a", "b", "e"), (), (), "a")
+
+
+def test_partition_record_of_a_healthy_group_is_unchanged() -> None:
+    p = Partition("p0", 0, 1 << 64, ("b", "a", "c"), "b")
+    assert partition_record(p, {"a": F, "b": F, "c": F}, ["a", "b", "c"], "a") == p
+
+
+def test_partition_members_and_roles_round_trip_through_the_control_store_json() -> None:
+    from partita.control.model import partition_from_json, partition_to_json
+
+    p = Partition("p0", 0, 1 << 64, ("a", "b"), "a", log_replicas=("d",), joining=("e",))
+    assert partition_from_json(partition_to_json(p)) == p
+    plain = Partition("p1", 0, 1 << 64, ("a", "b", "c"), "a")
+    assert "log_replicas" not in partition_to_json(plain)  # unchanged objects for RF=1/healthy groups
+    assert partition_from_json(partition_to_json(plain)) == plain
