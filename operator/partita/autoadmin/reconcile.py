@@ -13,16 +13,20 @@ The lifecycle:
                                              ACTIVE at the new generation once the new
                                              layout's replicas are all ready (UPDATING
                                              until then, as DynamoDB reports)
+  ACTIVE, settled, a partition too large   -> split it at its data's median key hash
+                                             (`splits.py`); the table stays ACTIVE
   spec deleting, no replica ready any more -> remove the table entirely
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
 from partita.autoadmin.placement import initial_placement
+from partita.autoadmin.splits import Cut, Obstacle, size_cuts
 from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
 from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TablePhase, TableSpec, TableState
@@ -40,6 +44,8 @@ class Settings:
     # `replicated_placement(--replication-factor)`, round-robin, distinct zones first;
     # Kubernetes: one replica per zone, replicationFactor of them).
     placement: Placement = initial_placement
+    # A partition whose measured items pass this many bytes is split in two.
+    split_size_bytes: int = config.DEFAULT_SPLIT_SIZE_BYTES
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,11 @@ class Observed:
     stats: Mapping[str, PartitionStats] = field(default_factory=dict)  # by partition id
 
 
+# Why partitions are placed or split: a new table, more throughput asked for, or a
+# partition grown past the split size.
+ChangeReason = Literal["new_table", "throughput_raised", "size_exceeded"]
+
+
 @dataclass(frozen=True)
 class ChangePartitions:
     table_id: int
@@ -59,6 +70,7 @@ class ChangePartitions:
     # Estimated counts of split children until their leaders recount them, so a
     # table's ItemCount/TableSizeBytes do not drop to zero across a split.
     stats: tuple[tuple[str, PartitionStats], ...] = ()
+    reason: ChangeReason = "new_table"
 
 
 @dataclass(frozen=True)
@@ -71,7 +83,17 @@ class RemoveTable:
     spec: TableSpec
 
 
-Action = ChangePartitions | PutState | RemoveTable
+@dataclass(frozen=True)
+class CannotSplit:
+    """A partition is due a split that would not help (no store write: drivers log it
+    and count it, once per partition)."""
+
+    table_id: int
+    partition_id: str
+    obstacle: Obstacle
+
+
+Action = ChangePartitions | PutState | RemoveTable | CannotSplit
 
 
 def is_settled(spec: TableSpec, state: TableState | None) -> bool:
@@ -105,7 +127,9 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
     if state.phase == "CREATING":
         return [_put(state, spec, "ACTIVE", state.observed_generation)] if serving else []
     if state.observed_generation >= spec.generation:
-        return []
+        # Split only a layout that serves in full: a split just made is counted afresh
+        # by its children's leaders before anything else is decided about it.
+        return split_for_size(spec.table_id, partitions, observed.stats, settings) if serving else []
     layout = split_for_throughput(partitions, spec)
     if layout != partitions:
         new = {p.partition_id for p in layout}
@@ -116,9 +140,39 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
                 put,
                 tuple(p.partition_id for p in partitions if p.partition_id not in new),
                 estimated_stats(partitions, put, observed.stats),
+                "throughput_raised",
             )
         ]
     return [_put(state, spec, "ACTIVE", spec.generation)] if serving else []
+
+
+def split_for_size(
+    table_id: int, partitions: Sequence[Partition], stats: Mapping[str, PartitionStats], settings: Settings
+) -> list[Action]:
+    """Cut each partition past the split size at its data's median (see `splits`), in
+    place: the children keep the parent's replicas, which already hold their halves."""
+    cuts, blocked = size_cuts(partitions, stats, settings.split_size_bytes)
+    actions: list[Action] = []
+    if cuts:
+        put: list[Partition] = []
+        estimates: list[tuple[str, PartitionStats]] = []
+        for cut in cuts:
+            children = _cut(cut)
+            put += children
+            counted = stats.get(cut.partition.partition_id)
+            if counted is not None:
+                estimates += _shares(children, counted, cut.left_share)
+        actions.append(
+            ChangePartitions(
+                table_id,
+                tuple(put),
+                tuple(c.partition.partition_id for c in cuts),
+                tuple(estimates),
+                "size_exceeded",
+            )
+        )
+    actions += [CannotSplit(table_id, b.partition_id, b.obstacle) for b in blocked]
+    return actions
 
 
 def _put(current: TableState | None, spec: TableSpec, phase: TablePhase, generation: int) -> PutState:
@@ -208,10 +262,38 @@ def estimated_stats(
                     counted.item_count * share // width,
                     counted.size_bytes * share // width,
                     counted.measured_at,
+                    estimated=True,
                 ),
             )
         )
     return tuple(out)
+
+
+def _cut(cut: Cut) -> tuple[Partition, Partition]:
+    p = cut.partition
+    left_id, right_id = child_ids(p.partition_id)
+    return (
+        Partition(left_id, p.start, cut.at, p.replicas, p.leader),
+        Partition(right_id, cut.at, p.end, p.replicas, p.leader),
+    )
+
+
+def _shares(
+    children: tuple[Partition, Partition], counted: PartitionStats, left_share: float
+) -> list[tuple[str, PartitionStats]]:
+    """The children's estimated figures: `left_share` of the parent's on the left."""
+    left_items = round(counted.item_count * left_share)
+    left_bytes = round(counted.size_bytes * left_share)
+    base = replace(counted, split_hash=None, single_key=False, estimated=True)
+    return [
+        (children[0].partition_id, replace(base, item_count=left_items, size_bytes=left_bytes)),
+        (
+            children[1].partition_id,
+            replace(
+                base, item_count=counted.item_count - left_items, size_bytes=counted.size_bytes - left_bytes
+            ),
+        ),
+    ]
 
 
 def _halves(p: Partition) -> tuple[Partition, Partition]:

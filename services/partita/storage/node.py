@@ -251,8 +251,13 @@ async def count_items(state: NodeState, publisher: StatsPublisher) -> float:
             started = time.monotonic()
             figures = await measure_partition(state.engine, table_id, partition)
             counting += time.monotonic() - started
-            if table_id in state.hosted:  # not dropped while it was being counted
-                state.partition_figures[(table_id, partition.partition_id)] = figures
+            hosted_now = state.hosted.get(table_id)
+            # Not dropped or split while it was being counted: a split parent's late
+            # figures would outlive it in the store.
+            if hosted_now is not None and any(
+                p.partition_id == partition.partition_id for p in hosted_now.partitions
+            ):
+                state.partition_figures[(table_id, partition.partition_id)] = figures[:2]
                 await publisher.publish(table_id, partition.partition_id, figures)
     for table_id in {t for t, _ in publisher.published} - set(state.hosted):
         publisher.forget(table_id)
