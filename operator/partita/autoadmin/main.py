@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="replicas of each new partition, in distinct zones where possible (%(default)s)",
     )
     parser.add_argument(
+        "--split-size-bytes",
+        type=arg_types.at_least_one,
+        default=config.DEFAULT_SPLIT_SIZE_BYTES,
+        help="split a partition whose items pass this many bytes, at its data's median key hash "
+        "(%(default)s: DynamoDB's 10 GB)",
+    )
+    parser.add_argument(
         "--defrag-interval",
         type=arg_types.positive_seconds,
         default=DEFAULT_DEFRAG_INTERVAL_SECONDS,
@@ -147,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         settings=Settings(
             on_demand_partitions=args.on_demand_partitions,
             placement=replicated_placement(args.replication_factor),
+            split_size_bytes=args.split_size_bytes,
         ),
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,

@@ -116,6 +116,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,
         admission=args.admission,
+        split_size_bytes=args.split_size_bytes,
     )
 
     async def main() -> int:
@@ -439,6 +440,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=arg_types.at_least_one,
         default=config.DEFAULT_KEEP_REVISIONS,
         help="revisions of etcd history kept when compacting (%(default)s)",
+    )
+    up.add_argument(
+        "--split-size-bytes",
+        type=arg_types.at_least_one,
+        default=config.DEFAULT_SPLIT_SIZE_BYTES,
+        help="the autoadmin splits a partition whose items pass this many bytes (%(default)s: 10 GB)",
     )
     up.add_argument(
         "--admission",

@@ -103,6 +103,8 @@ class ClusterLayout:
     replication_factor: int = config.DEFAULT_REPLICATION_FACTOR
     defrag_interval: float = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
     keep_revisions: int = config.DEFAULT_KEEP_REVISIONS
+    # The autoadmin splits a partition whose items pass this many bytes.
+    split_size_bytes: int = config.DEFAULT_SPLIT_SIZE_BYTES
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
     # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
     doorman_base_port: int = config.DEFAULT_DOORMAN_PORT
@@ -247,6 +249,8 @@ class ClusterLayout:
             str(self.defrag_interval),
             "--keep-revisions",
             str(self.keep_revisions),
+            "--split-size-bytes",
+            str(self.split_size_bytes),
             "--metrics-host", self.host,
             "--metrics-port", str(autoadmin_metrics),
             "--log-level", self.log_level,
