@@ -36,7 +36,7 @@ from partita.autoadmin.reconcile import (
     decide,
     is_settled,
 )
-from partita.autoadmin.splits import oversized
+from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE, due
 from partita.common import config
 from partita.control.model import TableSpec, TableState
 from partita.control.store import AutoadminStore
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 RESYNC_SECONDS = 1.0
 DEFAULT_DEFRAG_INTERVAL_SECONDS = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
 DEFAULT_KEEP_REVISIONS = config.DEFAULT_KEEP_REVISIONS
-# How often settled tables' sizes are looked at for splits.
+# How often settled tables' sizes and heat are looked at for splits.
 DEFAULT_SIZE_CHECK_SECONDS = 10.0
 
 
@@ -96,8 +96,8 @@ class LocalAutoadmin:
         unsettled = [spec for spec in specs if not is_settled(spec, states.get(spec.name))]
         metrics.UNSETTLED.set(len(unsettled))
         waiting = {spec.name for spec in unsettled}
-        due = unsettled + await self._oversized([s for s in specs if s.name not in waiting])
-        for spec in due:
+        checked = unsettled + await self._due_splits([s for s in specs if s.name not in waiting])
+        for spec in checked:
             state = states.get(spec.name)
             observed = Observed(
                 spec,
@@ -112,13 +112,14 @@ class LocalAutoadmin:
                 applied.append(action)
         return applied
 
-    async def _oversized(self, settled: list[TableSpec]) -> list[TableSpec]:
-        """Settled tables with a partition past the split size, when a check is due."""
+    async def _due_splits(self, settled: list[TableSpec]) -> list[TableSpec]:
+        """Settled tables with a partition past the split size or hot for long enough,
+        when a check is due."""
         if not settled or self.clock() < self._next_size_check:
             return []
         self._next_size_check = self.clock() + self.size_check_interval
-        limit = self.settings.split_size_bytes
-        return [s for s in settled if oversized(await self.store.list_partition_stats(s.table_id), limit)]
+        size, hot = self.settings.split_size_bytes, self.settings.split_hot_seconds
+        return [s for s in settled if due(await self.store.list_partition_stats(s.table_id), size, hot)]
 
     async def _apply_counted(self, action: Action, previous: TableState | None) -> bool:
         if isinstance(action, CannotSplit):
@@ -142,12 +143,10 @@ class LocalAutoadmin:
         self._kept_whole.add(key)
         metrics.record_applied(action, None)
         log.warning(
-            "table %d: partition %s is past the split size but kept whole: %s",
+            "table %d: partition %s is due a split but kept whole: %s",
             action.table_id,
             action.partition_id,
-            "every item has one partition key"
-            if action.obstacle == "single_key"
-            else "its range is one hash",
+            KEPT_WHOLE_BECAUSE[action.obstacle],
         )
 
     async def _apply(self, action: Action) -> bool:

@@ -13,8 +13,9 @@ The lifecycle:
                                              ACTIVE at the new generation once the new
                                              layout's replicas are all ready (UPDATING
                                              until then, as DynamoDB reports)
-  ACTIVE, settled, a partition too large   -> split it at its data's median key hash
-                                             (`splits.py`); the table stays ACTIVE
+  ACTIVE, settled, a partition too large   -> split it at its data's median key hash,
+  or hot for long enough                     or at its load's (`splits.py`); the table
+                                             stays ACTIVE
   spec deleting, no replica ready any more -> remove the table entirely
 """
 
@@ -26,7 +27,7 @@ from typing import Literal
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
 from partita.autoadmin.placement import initial_placement
-from partita.autoadmin.splits import Cut, Obstacle, size_cuts
+from partita.autoadmin.splits import DEFAULT_HOT_SECONDS, Blocked, Cut, Obstacle, consumption_cuts, size_cuts
 from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
 from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TablePhase, TableSpec, TableState
@@ -46,6 +47,8 @@ class Settings:
     placement: Placement = initial_placement
     # A partition whose measured items pass this many bytes is split in two.
     split_size_bytes: int = config.DEFAULT_SPLIT_SIZE_BYTES
+    # A partition hot (consuming at or near its allocation) this long is split.
+    split_hot_seconds: float = DEFAULT_HOT_SECONDS
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,9 @@ class Observed:
     stats: Mapping[str, PartitionStats] = field(default_factory=dict)  # by partition id
 
 
-# Why partitions are placed or split: a new table, more throughput asked for, or a
-# partition grown past the split size.
-ChangeReason = Literal["new_table", "throughput_raised", "size_exceeded"]
+# Why partitions are placed or split: a new table, more throughput asked for, a
+# partition grown past the split size, or one that ran hot.
+ChangeReason = Literal["new_table", "throughput_raised", "size_exceeded", "consumption_hot"]
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
     if state.observed_generation >= spec.generation:
         # Split only a layout that serves in full: a split just made is counted afresh
         # by its children's leaders before anything else is decided about it.
-        return split_for_size(spec.table_id, partitions, observed.stats, settings) if serving else []
+        return split_for_load(spec.table_id, partitions, observed.stats, settings) if serving else []
     layout = split_for_throughput(partitions, spec)
     if layout != partitions:
         new = {p.partition_id for p in layout}
@@ -146,33 +149,48 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
     return [_put(state, spec, "ACTIVE", spec.generation)] if serving else []
 
 
-def split_for_size(
+def split_for_load(
     table_id: int, partitions: Sequence[Partition], stats: Mapping[str, PartitionStats], settings: Settings
 ) -> list[Action]:
-    """Cut each partition past the split size at its data's median (see `splits`), in
-    place: the children keep the parent's replicas, which already hold their halves."""
-    cuts, blocked = size_cuts(partitions, stats, settings.split_size_bytes)
+    """Cut each partition past the split size at its data's median, and each partition
+    hot for long enough at its load's (see `splits`), in place: the children keep the
+    parent's replicas, which already hold their halves. One change per reason."""
+    by_size, blocked = size_cuts(partitions, stats, settings.split_size_bytes)
+    cut_for_size = frozenset(c.partition.partition_id for c in by_size)
+    by_load, cooling = consumption_cuts(partitions, stats, settings.split_hot_seconds, cut_for_size)
     actions: list[Action] = []
-    if cuts:
-        put: list[Partition] = []
-        estimates: list[tuple[str, PartitionStats]] = []
-        for cut in cuts:
-            children = _cut(cut)
-            put += children
-            counted = stats.get(cut.partition.partition_id)
-            if counted is not None:
-                estimates += _shares(children, counted, cut.left_share)
-        actions.append(
-            ChangePartitions(
-                table_id,
-                tuple(put),
-                tuple(c.partition.partition_id for c in cuts),
-                tuple(estimates),
-                "size_exceeded",
-            )
-        )
-    actions += [CannotSplit(table_id, b.partition_id, b.obstacle) for b in blocked]
-    return actions
+    if by_size:
+        actions.append(_change(table_id, by_size, stats, "size_exceeded"))
+    if by_load:
+        actions.append(_change(table_id, by_load, stats, "consumption_hot"))
+    return actions + [CannotSplit(table_id, b.partition_id, b.obstacle) for b in _unique(blocked + cooling)]
+
+
+def _change(
+    table_id: int, cuts: Sequence[Cut], stats: Mapping[str, PartitionStats], reason: ChangeReason
+) -> ChangePartitions:
+    put: list[Partition] = []
+    estimates: list[tuple[str, PartitionStats]] = []
+    for cut in cuts:
+        children = _cut(cut)
+        put += children
+        counted = stats.get(cut.partition.partition_id)
+        if counted is not None:
+            estimates += _shares(children, counted, cut.left_share)
+    return ChangePartitions(
+        table_id, tuple(put), tuple(c.partition.partition_id for c in cuts), tuple(estimates), reason
+    )
+
+
+def _unique(blocked: Sequence[Blocked]) -> list[Blocked]:
+    """One report per partition: its first obstacle (size before consumption)."""
+    seen: set[str] = set()
+    out = []
+    for b in blocked:
+        if b.partition_id not in seen:
+            seen.add(b.partition_id)
+            out.append(b)
+    return out
 
 
 def _put(current: TableState | None, spec: TableSpec, phase: TablePhase, generation: int) -> PutState:
@@ -284,7 +302,15 @@ def _shares(
     """The children's estimated figures: `left_share` of the parent's on the left."""
     left_items = round(counted.item_count * left_share)
     left_bytes = round(counted.size_bytes * left_share)
-    base = replace(counted, split_hash=None, single_key=False, estimated=True)
+    base = replace(
+        counted,
+        split_hash=None,
+        single_key=False,
+        estimated=True,
+        hot_seconds=0.0,
+        hot_split_hash=None,
+        hot_single_key=False,
+    )
     return [
         (children[0].partition_id, replace(base, item_count=left_items, size_bytes=left_bytes)),
         (

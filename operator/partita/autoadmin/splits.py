@@ -1,4 +1,5 @@
-"""Splits for size: which partitions of a settled table to cut in two, and where.
+"""Splits for size and for consumption: which partitions of a settled table to cut in
+two, and where.
 
 DynamoDB splits a partition that grows past 10 GB (seed 000, section 3: "splits for
 size"). A partition's leader counts its bytes now and then and reports, with them, the
@@ -13,7 +14,15 @@ collection, which DynamoDB cannot split either), or a range one hash wide. Nor o
 estimate: a split child's figures are its share of its parent's until its leader counts
 it, and cutting on a guess could cut at the wrong place or twice.
 
-Pure: the reconcile core calls `size_cuts` with what it observed.
+Split for consumption (seed 000, section 4): a partition whose consumed throughput
+has stayed at or above a share of its allocation for `hot_seconds` (its leader judges
+each window, `storage/heat.py`) is cut at its key distribution point, the median key
+hash of the consumed capacity, so each child takes about half the load. Not when one
+key carries most of that load: the hot key's child would be as hot as the parent, so
+the split would not help (DynamoDB does not split then either); and never at the
+middle of the range, which says nothing about where the load is.
+
+Pure: the reconcile core calls `size_cuts` and `consumption_cuts` with what it observed.
 """
 
 from __future__ import annotations
@@ -25,8 +34,18 @@ from typing import Literal
 from partita.common.partition_map import Partition
 from partita.control.model import PartitionStats
 
-# Why a partition over the limit is left whole.
-Obstacle = Literal["single_key", "too_narrow"]
+# Why a partition due a split is left whole: all its bytes under one key hash, a range
+# one hash wide, its hot load on one key, or no distribution point inside its range.
+Obstacle = Literal["single_key", "too_narrow", "single_hot_key", "no_hot_point"]
+# What an operator reads for each obstacle (log lines, Kubernetes events).
+KEPT_WHOLE_BECAUSE: dict[Obstacle, str] = {
+    "single_key": "every item has one partition key",
+    "too_narrow": "its range is one hash",
+    "single_hot_key": "one key carries most of its load",
+    "no_hot_point": "its load has no distribution point inside its range",
+}
+# How long a partition must have run hot before it is split for consumption.
+DEFAULT_HOT_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +97,39 @@ def cut_point(p: Partition, split_hash: int | None) -> Cut | None:
     return Cut(p, middle, (middle - p.start) / (p.end - p.start))
 
 
-def oversized(stats: Mapping[str, PartitionStats], limit: int) -> bool:
-    """Whether any measured partition passes the limit: the local driver reads a settled
-    table's partitions only then."""
-    return any(not s.estimated and s.size_bytes > limit for s in stats.values())
+def consumption_cuts(
+    partitions: Sequence[Partition],
+    stats: Mapping[str, PartitionStats],
+    hot_seconds: float,
+    skip: frozenset[str] = frozenset(),
+) -> tuple[list[Cut], list[Blocked]]:
+    """The cuts due for partitions hot for at least `hot_seconds` (but those in `skip`,
+    already cut for size), and the hot partitions no cut can help."""
+    cuts: list[Cut] = []
+    blocked: list[Blocked] = []
+    for p in partitions:
+        counted = stats.get(p.partition_id)
+        if (
+            p.partition_id in skip
+            or counted is None
+            or counted.estimated
+            or counted.hot_seconds < hot_seconds
+        ):
+            continue
+        at = counted.hot_split_hash
+        if counted.hot_single_key:
+            blocked.append(Blocked(p.partition_id, "single_hot_key"))
+        elif at is None or not p.start < at < p.end:
+            blocked.append(Blocked(p.partition_id, "no_hot_point"))
+        else:
+            # The data's share on each side is unknown: estimate it by the range's.
+            cuts.append(Cut(p, at, (at - p.start) / (p.end - p.start)))
+    return cuts, blocked
+
+
+def due(stats: Mapping[str, PartitionStats], limit: int, hot_seconds: float) -> bool:
+    """Whether any measured partition passes the size limit or has run hot long enough:
+    the local driver reads a settled table's partitions only then."""
+    return any(
+        not s.estimated and (s.size_bytes > limit or s.hot_seconds >= hot_seconds) for s in stats.values()
+    )

@@ -35,7 +35,13 @@ ACTIVE = TableState("Orders", 7, "ACTIVE", 1)
             ACTIVE,
             ("split_partitions", "size_exceeded"),
         ),
+        (
+            ChangePartitions(7, (P,), ("parent",), reason="consumption_hot"),
+            ACTIVE,
+            ("split_partitions", "consumption_hot"),
+        ),
         (CannotSplit(7, "p", "single_key"), ACTIVE, ("keep_partition_whole", "single_key")),
+        (CannotSplit(7, "p", "single_hot_key"), ACTIVE, ("keep_partition_whole", "single_hot_key")),
         (PutState(CREATING), None, ("mark_creating", "partitions_placed")),
         (PutState(ACTIVE), CREATING, ("activate_table", "replicas_ready")),
         (PutState(TableState("Orders", 7, "ACTIVE", 2)), ACTIVE, ("activate_table", "update_complete")),

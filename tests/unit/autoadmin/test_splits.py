@@ -17,7 +17,7 @@ from partita.autoadmin.reconcile import (
     Settings,
     decide,
 )
-from partita.autoadmin.splits import oversized, size_cuts
+from partita.autoadmin.splits import due, size_cuts
 from partita.common.partition_map import HASH_SPACE, Partition, PartitionMap
 from partita.control.model import PartitionStats, TableState
 from tests.unit.autoadmin.test_reconcile import NODES, spec, state
@@ -146,8 +146,74 @@ def test_repeated_splits_keep_a_complete_layout_and_unique_ids() -> None:
     assert len({p.partition_id for p in layout}) == len(layout)
 
 
-def test_the_driver_looks_closer_only_at_a_measured_partition_past_the_limit() -> None:
-    assert oversized({"a": counted(LIMIT + 1)}, LIMIT)
-    assert not oversized({"a": counted(LIMIT)}, LIMIT)
-    assert not oversized({"a": counted(LIMIT + 1, estimated=True)}, LIMIT)
-    assert not oversized({}, LIMIT)
+def test_the_driver_looks_closer_only_at_a_measured_partition_past_the_limit_or_hot_long_enough() -> None:
+    assert due({"a": counted(LIMIT + 1)}, LIMIT, HOT)
+    assert not due({"a": counted(LIMIT)}, LIMIT, HOT)
+    assert not due({"a": counted(LIMIT + 1, estimated=True)}, LIMIT, HOT)
+    assert not due({}, LIMIT, HOT)
+    assert due({"a": hot(HOT, 5)}, LIMIT, HOT)
+    assert not due({"a": hot(HOT - 1, 5)}, LIMIT, HOT)
+
+
+# --- split for consumption ---------------------------------------------------------------
+
+HOT = 300.0  # seconds a partition must run hot
+
+
+def hot(seconds: float, at: int | None, single_key: bool = False, size: int = 100) -> PartitionStats:
+    return PartitionStats(1, size, 50.0, hot_seconds=seconds, hot_split_hash=at, hot_single_key=single_key)
+
+
+@pytest.mark.parametrize(
+    ("case", "stats", "expected"),
+    [
+        ("hot long enough: cut at the load's median", {"t-0001": hot(HOT, HALF + 77)}, ("cut", HALF + 77)),
+        ("hot for longer", {"t-0001": hot(10 * HOT, HALF + 5)}, ("cut", HALF + 5)),
+        ("hot, but not for long enough", {"t-0001": hot(HOT - 10, HALF + 77)}, None),
+        ("never hot", {"t-0001": hot(0.0, None)}, None),
+        # One key carries the load: its child would be as hot as the parent.
+        ("one hot key", {"t-0001": hot(HOT, None, single_key=True)}, ("whole", "single_hot_key")),
+        # No point to cut at: never the middle, which says nothing about the load.
+        ("no distribution point", {"t-0001": hot(HOT, None)}, ("whole", "no_hot_point")),
+        ("a point outside the range", {"t-0001": hot(HOT, 12)}, ("whole", "no_hot_point")),
+    ],
+)
+def test_a_partition_hot_for_the_sustained_window_is_split_at_its_key_distribution_point(
+    case: str, stats: dict[str, PartitionStats], expected: tuple[str, object] | None
+) -> None:
+    settings = dataclasses.replace(SETTINGS, split_hot_seconds=HOT)
+    actions = decide(settled(stats), NODES, settings)
+    if expected is None:
+        assert actions == [], case
+    elif expected[0] == "whole":
+        assert actions == [CannotSplit(77, "t-0001", expected[1])], case  # type: ignore[arg-type]
+    else:
+        [action] = actions
+        assert isinstance(action, ChangePartitions) and action.reason == "consumption_hot", case
+        left, right = action.put
+        assert (left.end, right.start) == (expected[1], expected[1])
+        assert action.remove == ("t-0001",)
+        assert all(c.replicas == P1.replicas for c in action.put)
+        PartitionMap([P0, *action.put])
+
+
+def test_a_partition_both_too_large_and_hot_is_cut_once_for_size() -> None:
+    both = dataclasses.replace(counted(5 * LIMIT, HALF + 100), hot_seconds=HOT, hot_split_hash=HALF + 999)
+    settings = dataclasses.replace(SETTINGS, split_hot_seconds=HOT)
+    # t-0001 is too large and hot; t-0000 only hot: one change per reason.
+    size_cut, load_cut = decide(settled({"t-0001": both, "t-0000": hot(HOT, 1234)}), NODES, settings)
+    assert isinstance(size_cut, ChangePartitions) and isinstance(load_cut, ChangePartitions)
+    assert (size_cut.reason, load_cut.reason) == ("size_exceeded", "consumption_hot")
+    assert size_cut.remove == ("t-0001",) and size_cut.put[0].end == HALF + 100  # the data's median
+    assert load_cut.remove == ("t-0000",) and load_cut.put[0].end == 1234
+    PartitionMap([*size_cut.put, *load_cut.put])
+
+
+def test_the_children_of_a_consumption_split_start_cool_and_are_not_split_again_at_once() -> None:
+    settings = dataclasses.replace(SETTINGS, split_hot_seconds=HOT)
+    [action] = decide(settled({"t-0001": hot(HOT, HALF + HALF // 4, size=800)}), NODES, settings)
+    assert isinstance(action, ChangePartitions)
+    estimates = dict(action.stats)
+    assert all(s.estimated and s.hot_seconds == 0.0 and s.hot_split_hash is None for s in estimates.values())
+    # By the range's share: a quarter of the parent's range on the left.
+    assert [estimates[p.partition_id].size_bytes for p in action.put] == [200, 600]

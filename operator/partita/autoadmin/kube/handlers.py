@@ -25,6 +25,7 @@ from partita.autoadmin.kube import builders, decisions, naming, resources
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
+from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
 from partita.common import config as common_config
 from partita.control.model import NodeRecord, TableSpec, TableState
 from partita.control.model import table_status as table_status_of
@@ -201,14 +202,12 @@ def build_registry(
             return
         state.kept_whole.add(key)
         autoadmin_metrics.record_applied(action, None)
-        why = (
-            "every item has one partition key" if action.obstacle == "single_key" else "its range is one hash"
-        )
+        why = KEPT_WHOLE_BECAUSE[action.obstacle]
         _event(
             body,
             "Warning",
             reason="PartitionKeptWhole",
-            message=f"partition {action.partition_id} is past the split size but cannot be split: {why}",
+            message=f"partition {action.partition_id} is due a split but cannot be split: {why}",
         )
 
     async def change_partitions(
