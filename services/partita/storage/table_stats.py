@@ -50,6 +50,10 @@ class Figures(NamedTuple):
     size_bytes: int
     split_hash: int | None = None  # where halving its bytes would cut (see SplitPoint)
     single_key: bool = False  # every item has one key hash: no cut divides them
+    # Its heat as of the count (storage/heat.py): split for consumption.
+    hot_seconds: float = 0.0
+    hot_split_hash: int | None = None
+    hot_single_key: bool = False
 
 
 class SplitPoint:
@@ -120,7 +124,14 @@ class StatsPublisher:
             table_id,
             partition_id,
             PartitionStats(
-                figures.item_count, figures.size_bytes, time.time(), figures.split_hash, figures.single_key
+                figures.item_count,
+                figures.size_bytes,
+                time.time(),
+                figures.split_hash,
+                figures.single_key,
+                hot_seconds=figures.hot_seconds,
+                hot_split_hash=figures.hot_split_hash,
+                hot_single_key=figures.hot_single_key,
             ),
         )
         self.published[(table_id, partition_id)] = figures

@@ -84,3 +84,10 @@ def test_the_split_size_flag_reaches_the_autoadmin_and_refuses_nonsense(tmp_path
             autoadmin_parser().parse_args(bad)
         with pytest.raises(SystemExit):
             build_parser().parse_args(["up", *bad])
+
+
+def test_the_autoadmin_takes_the_sustained_hot_window_of_a_consumption_split() -> None:
+    assert autoadmin_parser().parse_args([]).split_hot_seconds == 300.0
+    assert autoadmin_parser().parse_args(["--split-hot-seconds", "60"]).split_hot_seconds == 60.0
+    with pytest.raises(SystemExit):
+        autoadmin_parser().parse_args(["--split-hot-seconds", "0"])

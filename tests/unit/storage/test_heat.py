@@ -5,10 +5,21 @@ it), in bounded memory."""
 from __future__ import annotations
 
 import random
+import time
+from pathlib import Path
 
 import pytest
 
-from partita.storage.heat import COOL, Heat, PartitionHeat, distribution_point
+from partita._proto import storage_pb2 as pb
+from partita.common import keys
+from partita.control.store import MemoryControlStore
+from partita.storage.data_server import DataPlane
+from partita.storage.engine import Engine
+from partita.storage.heat import COOL, DEFAULT_WINDOW_SECONDS, Heat, PartitionHeat, distribution_point
+from partita.storage.hosting import desired_hosting
+from partita.storage.node import NodeState, count_items
+from partita.storage.table_stats import StatsPublisher
+from tests.unit import records
 
 W = 10.0  # window seconds
 
@@ -99,3 +110,38 @@ def test_writes_weigh_three_read_units_in_the_distribution() -> None:
 def test_too_little_load_gives_no_point() -> None:
     assert distribution_point([]) == (None, False)
     assert distribution_point([5]) == (None, False)
+
+
+# --- the node: the data path heats partitions, the leader's count reports it --------------
+
+
+async def test_the_data_path_heats_the_partition_and_the_count_publishes_it(tmp_path: Path) -> None:
+    engine = Engine.open(tmp_path / "node", sync=False)
+    try:
+        # 10 RCU provisioned on one partition: hot at 8 RCU/s, i.e. 80 units a window.
+        record = records.table_record(
+            table_id=7, billing_mode="PROVISIONED", read_capacity=10, write_capacity=10
+        )
+        state = NodeState(node_id="a", zone="a", engine=engine, hosted=desired_hosting([record], "a"))
+        [partition] = state.hosted[7].partitions
+        # Times in the recent past, so that the count (on the real monotonic clock) sees
+        # three windows ended.
+        base = time.monotonic() - 3 * DEFAULT_WINDOW_SECONDS - 2
+        now = [base]
+        plane = DataPlane(state, clock=lambda: now[0])
+        hashes = [2**60, 2**61, 2**62, 2**63]
+        for i in range(3 * 200):  # 200 eventually consistent GETs (0.5 RCU) a window: 10 RCU/s
+            now[0] = base + i * DEFAULT_WINDOW_SECONDS / 200
+            h = hashes[i % 4]
+            request = pb.Request(
+                op=pb.GET, key=keys.item_key(7, h, b"k", None), key_hash=h, table_id=7, partition_id="p0"
+            )
+            plane.plan(request)
+        store = MemoryControlStore()
+        await count_items(state, StatsPublisher(store))
+        stats = (await store.list_partition_stats(7))[partition.partition_id]
+        assert stats.hot_seconds == 3 * DEFAULT_WINDOW_SECONDS
+        # Four keys of equal load: the cut falls between two of them, leaving load on both sides.
+        assert stats.hot_split_hash in (2**61, 2**62) and not stats.hot_single_key
+    finally:
+        await engine.close()
