@@ -1,11 +1,15 @@
-"""Split for size on a real local cluster: a table whose partition grows past the split
-size (100 KB here; DynamoDB's is 10 GB) gets more partitions from the autoadmin, cut at
-the data's median key hash, while it stays ACTIVE, writes keep succeeding and every
-item stays readable exactly once (GetItem, Query, Scan, and a Scan paging across the
-split).
+"""Splits on a real local cluster.
+
+For size: a table whose partition grows past the split size (100 KB here; DynamoDB's is
+10 GB) gets more partitions from the autoadmin, cut at the data's median key hash,
+while it stays ACTIVE, writes keep succeeding and every item stays readable exactly
+once (GetItem, Query, Scan, and a Scan paging across the split).
+
+For consumption: a partition read at more than 80% of its allocation for 20 s (here;
+300 s by default) is split at its load's median key hash; one hot key is left whole.
 
 The storage nodes recount every 0.3 s, and the autoadmin looks at settled tables' sizes
-every 10 s, so a split round takes about 10 s.
+and heat every 10 s, so a split round takes about 10 s.
 """
 
 from __future__ import annotations
@@ -26,11 +30,15 @@ import pytest
 from botocore.config import Config
 
 from partita.common import config
+from partita.common.keys import key_hash
 from tests.integration.cluster import Cluster, running, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-split-size")]
 
 SPLIT_SIZE = 100_000
+HOT_SECONDS = 20
+# The size tests' throughput: far above what they consume, so they never run hot.
+ROOMY = {"ReadCapacityUnits": 1000, "WriteCapacityUnits": 500}
 NO_RETRIES = Config(retries={"max_attempts": 1}, read_timeout=30)
 KEYS = 40  # partition keys; each holds an item collection of several sort keys
 
@@ -40,6 +48,7 @@ def split_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     with running(
         Path(tmp_path_factory.mktemp("split-cluster")),
         "--split-size-bytes", str(SPLIT_SIZE),
+        "--split-hot-seconds", str(HOT_SECONDS),
         "--stats-interval", "0.3",
     ) as c:  # fmt: skip
         yield c
@@ -47,6 +56,10 @@ def split_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
 
 def _item(i: int) -> dict[str, Any]:
     return {"pk": {"S": f"user-{i % KEYS}"}, "sk": {"N": str(i)}, "payload": {"S": f"{i:06d}" * 170}}
+
+
+def keys_hash(pk: str) -> int:
+    return key_hash("S", pk.encode())
 
 
 def _partitions(cluster: Cluster, name: str) -> list[dict[str, Any]]:
@@ -126,10 +139,10 @@ def test_a_partition_past_the_split_size_is_split_while_the_table_serves(split_c
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}],
-        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+        ProvisionedThroughput=ROOMY,
     )  # fmt: skip
     wait_active(ddb, name, timeout=30)
-    assert len(_partitions(split_cluster, name)) == 1  # 5 RCU / 5 WCU: one partition
+    assert len(_partitions(split_cluster, name)) == 1  # ceil(1000/3000 + 500/1000): one partition
     splits_before = _metric(
         split_cluster, 'partita_autoadmin_actions_total{action="split_partitions",reason="size_exceeded"}'
     )
@@ -214,7 +227,7 @@ def test_a_single_key_partition_past_the_split_size_is_kept_whole(split_cluster:
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}],
-        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+        ProvisionedThroughput=ROOMY,
     )  # fmt: skip
     wait_active(ddb, name, timeout=30)
     kept = 'partita_autoadmin_actions_total{action="keep_partition_whole",reason="single_key"}'
@@ -230,3 +243,72 @@ def test_a_single_key_partition_past_the_split_size_is_kept_whole(split_cluster:
     assert len(_partitions(split_cluster, name)) == 1
     assert ddb.describe_table(TableName=name)["Table"]["TableStatus"] == "ACTIVE"
     assert "kept whole" in (split_cluster.data_dir / "logs" / "autoadmin.log").read_text()
+
+
+def _hot_table(cluster: Cluster) -> tuple[Any, str]:
+    ddb = cluster.client()
+    name = f"hot-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+    )
+    wait_active(ddb, name, timeout=30)
+    return ddb, name
+
+
+def _read_hot(ddb: Any, name: str, keys: list[str], until: Any, timeout: float = 90.0) -> None:
+    """Strongly consistent reads (1 RCU each) as fast as one client goes, far above the
+    table's 5 RCU/s, until `until()` holds."""
+    deadline = time.monotonic() + timeout
+    i = 0
+    while not until():
+        assert time.monotonic() < deadline, "the autoadmin did not act on the hot partition"
+        for _ in range(100):
+            ddb.get_item(TableName=name, Key={"pk": {"S": keys[i % len(keys)]}}, ConsistentRead=True)
+            i += 1
+
+
+def test_a_partition_read_hot_for_the_sustained_window_is_split_at_its_load_median(
+    split_cluster: Cluster,
+) -> None:
+    ddb, name = _hot_table(split_cluster)
+    keys = [f"user-{i}" for i in range(40)]
+    for k in keys:
+        ddb.put_item(TableName=name, Item={"pk": {"S": k}, "v": {"S": "x"}})
+    split = 'partita_autoadmin_actions_total{action="split_partitions",reason="consumption_hot"}'
+    before = _metric(split_cluster, split)
+    started = time.monotonic()
+    _read_hot(ddb, name, keys, lambda: len(_partitions(split_cluster, name)) > 1)
+    assert time.monotonic() - started >= HOT_SECONDS  # sustained, not at the first hot window
+    parts = _partitions(split_cluster, name)
+    assert len(parts) == 2
+    assert _metric(split_cluster, split) == before + 1
+    # Cut at the load's median: each side holds a share of the 40 evenly read keys (the
+    # sampled median: between a quarter and three quarters of them on each side).
+    cut = max(int(p["hash_range"][0], 16) for p in parts)
+    below = sum(1 for k in keys if keys_hash(k) < cut)
+    assert 10 <= below <= 30, below
+    assert {tuple(r["node"] for r in p["replicas"]) for p in parts} == {
+        tuple(r["node"] for r in parts[0]["replicas"])
+    }
+    for k in keys:  # every item still there
+        assert ddb.get_item(TableName=name, Key={"pk": {"S": k}}, ConsistentRead=True)["Item"]["v"] == {
+            "S": "x"
+        }
+    assert ddb.describe_table(TableName=name)["Table"]["TableStatus"] == "ACTIVE"
+
+
+def test_one_hot_key_is_not_split_for(split_cluster: Cluster) -> None:
+    ddb, name = _hot_table(split_cluster)
+    ddb.put_item(TableName=name, Item={"pk": {"S": "celebrity"}, "v": {"S": "x"}})
+    ddb.put_item(TableName=name, Item={"pk": {"S": "someone"}, "v": {"S": "y"}})
+    kept = 'partita_autoadmin_actions_total{action="keep_partition_whole",reason="single_hot_key"}'
+    before = _metric(split_cluster, kept)
+    # Nine reads in ten on one key.
+    _read_hot(ddb, name, ["celebrity"] * 9 + ["someone"], lambda: _metric(split_cluster, kept) > before)
+    assert len(_partitions(split_cluster, name)) == 1
+    assert (
+        "one key carries most of its load" in (split_cluster.data_dir / "logs" / "autoadmin.log").read_text()
+    )

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from partita.common import config
 from partita.common.partition_map import Partition
 from partita.control.model import PartitionStats
 
@@ -45,7 +46,7 @@ KEPT_WHOLE_BECAUSE: dict[Obstacle, str] = {
     "no_hot_point": "its load has no distribution point inside its range",
 }
 # How long a partition must have run hot before it is split for consumption.
-DEFAULT_HOT_SECONDS = 300.0
+DEFAULT_HOT_SECONDS = config.DEFAULT_SPLIT_HOT_SECONDS
 
 
 @dataclass(frozen=True)
