@@ -22,6 +22,13 @@ key carries most of that load: the hot key's child would be as hot as the parent
 the split would not help (DynamoDB does not split then either); and never at the
 middle of the range, which says nothing about where the load is.
 
+Only single-replica partitions are split for now: a replicated partition's children
+start fresh replication groups (docs/replication.md), so a replica that had not yet
+applied the parent's last committed writes would miss them for good, and an
+acknowledged write could be lost. Such a partition is kept whole (`replicated`) until
+replication splits a group at a log index. (A split for throughput, which the user
+asks for, is not held back.)
+
 Pure: the reconcile core calls `size_cuts` and `consumption_cuts` with what it observed.
 """
 
@@ -36,14 +43,16 @@ from partita.common.partition_map import Partition
 from partita.control.model import PartitionStats
 
 # Why a partition due a split is left whole: all its bytes under one key hash, a range
-# one hash wide, its hot load on one key, or no distribution point inside its range.
-Obstacle = Literal["single_key", "too_narrow", "single_hot_key", "no_hot_point"]
+# one hash wide, its hot load on one key, no distribution point inside its range, or
+# several replicas (see above).
+Obstacle = Literal["single_key", "too_narrow", "single_hot_key", "no_hot_point", "replicated"]
 # What an operator reads for each obstacle (log lines, Kubernetes events).
 KEPT_WHOLE_BECAUSE: dict[Obstacle, str] = {
     "single_key": "every item has one partition key",
     "too_narrow": "its range is one hash",
     "single_hot_key": "one key carries most of its load",
     "no_hot_point": "its load has no distribution point inside its range",
+    "replicated": "it has several replicas, and a replication group cannot be split safely yet",
 }
 # How long a partition must have run hot before it is split for consumption.
 DEFAULT_HOT_SECONDS = config.DEFAULT_SPLIT_HOT_SECONDS
@@ -76,6 +85,9 @@ def size_cuts(
     for p in partitions:
         counted = stats.get(p.partition_id)
         if counted is None or counted.estimated or counted.size_bytes <= limit:
+            continue
+        if len(p.replicas) > 1:
+            blocked.append(Blocked(p.partition_id, "replicated"))
             continue
         if counted.single_key:
             blocked.append(Blocked(p.partition_id, "single_key"))
@@ -118,7 +130,9 @@ def consumption_cuts(
         ):
             continue
         at = counted.hot_split_hash
-        if counted.hot_single_key:
+        if len(p.replicas) > 1:
+            blocked.append(Blocked(p.partition_id, "replicated"))
+        elif counted.hot_single_key:
             blocked.append(Blocked(p.partition_id, "single_hot_key"))
         elif at is None or not p.start < at < p.end:
             blocked.append(Blocked(p.partition_id, "no_hot_point"))

@@ -217,3 +217,22 @@ def test_the_children_of_a_consumption_split_start_cool_and_are_not_split_again_
     assert all(s.estimated and s.hot_seconds == 0.0 and s.hot_split_hash is None for s in estimates.values())
     # By the range's share: a quarter of the parent's range on the left.
     assert [estimates[p.partition_id].size_bytes for p in action.put] == [200, 600]
+
+
+@pytest.mark.parametrize(
+    ("case", "stats"),
+    [
+        ("too large", {"r": counted(5 * LIMIT, HALF + 3)}),
+        ("hot", {"r": hot(HOT, HALF + 3)}),
+    ],
+)
+def test_a_replicated_partition_is_kept_whole_until_replication_can_split_a_group(
+    case: str, stats: dict[str, PartitionStats]
+) -> None:
+    # Its children would start fresh replication groups: a replica behind on the
+    # parent's committed writes would miss them for good.
+    replicated = Partition("r", HALF, HASH_SPACE, ("storage-a", "storage-b", "storage-c"), "storage-a")
+    ready = frozenset({("t-0000", "storage-a")} | {("r", n) for n in replicated.replicas})
+    observed = Observed(spec(), state("ACTIVE", 1), (P0, replicated), ready, stats)
+    settings = dataclasses.replace(SETTINGS, split_hot_seconds=HOT)
+    assert decide(observed, NODES, settings) == [CannotSplit(77, "r", "replicated")], case

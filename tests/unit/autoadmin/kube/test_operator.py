@@ -419,9 +419,17 @@ async def test_a_partition_past_the_split_size_becomes_two_partitions_cut_at_its
     config = dataclasses.replace(_config(), split_size_bytes=2000)
     async with operator(kmock, director, priority=10, config=config):
         throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 1}
+        # One replica: a replicated partition is not split for size yet (its children
+        # would start fresh replication groups); the second table shows that.
         await api.post(
             TABLES,
-            json=table_manifest("growing", billingMode="PROVISIONED", provisionedThroughput=throughput),
+            json=table_manifest(
+                "growing", billingMode="PROVISIONED", provisionedThroughput=throughput, replicationFactor=1
+            ),
+        )
+        await api.post(
+            TABLES,
+            json=table_manifest("replicated", billingMode="PROVISIONED", provisionedThroughput=throughput),
         )
 
         async def two() -> Any:
@@ -436,6 +444,7 @@ async def test_a_partition_past_the_split_size_becomes_two_partitions_cut_at_its
         await asyncio.sleep(1.5)  # several resyncs: the halves are under the limit, nothing more
         after = await partitions_of(api, "growing")
         body = await get(api, f"{TABLES}/growing")
+        replicated = await partitions_of(api, "replicated")
 
     assert len(after) == 2
     by_start = sorted(after, key=lambda p: p["spec"]["hashRange"]["start"])
@@ -458,3 +467,7 @@ async def test_a_partition_past_the_split_size_becomes_two_partitions_cut_at_its
         if key[0].plural == "events" and not o.deleted
     }
     assert ("PartitionsSplit", "1 -> 2 partitions (a partition passed the split size)") in reasons
+    assert len(replicated) == 1 and len(replicated[0]["spec"]["members"]) == 3
+    assert any(
+        reason == "PartitionKeptWhole" and "several replicas" in message for reason, message in reasons
+    )
