@@ -7,6 +7,11 @@ next pass decides again from what is stored). Passes run when the store's watch
 reports a change and at least every `RESYNC_SECONDS`, so a lost event delays a change,
 never loses it. A restarted driver picks up where any previous one stopped.
 
+Settled tables are skipped, except that every `size_check_interval` seconds their
+partition statistics are read (one range read per table; storage nodes recount at most
+once a minute by default) and a table with a partition past the split size is decided
+in full, so the core can split it.
+
 It also owns the store's housekeeping: compacting history and defragmenting etcd on a
 schedule (etcd's own auto-compaction is on as well; defragmenting is never automatic).
 """
@@ -23,6 +28,7 @@ from partita.autoadmin import metrics
 from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.reconcile import (
     Action,
+    CannotSplit,
     ChangePartitions,
     Observed,
     PutState,
@@ -30,8 +36,9 @@ from partita.autoadmin.reconcile import (
     decide,
     is_settled,
 )
+from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE, due
 from partita.common import config
-from partita.control.model import TableState
+from partita.control.model import TableSpec, TableState
 from partita.control.store import AutoadminStore
 
 log = logging.getLogger(__name__)
@@ -39,6 +46,8 @@ log = logging.getLogger(__name__)
 RESYNC_SECONDS = 1.0
 DEFAULT_DEFRAG_INTERVAL_SECONDS = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
 DEFAULT_KEEP_REVISIONS = config.DEFAULT_KEEP_REVISIONS
+# How often settled tables' sizes and heat are looked at for splits.
+DEFAULT_SIZE_CHECK_SECONDS = 10.0
 
 
 class Maintenance(Protocol):
@@ -56,6 +65,7 @@ class LocalAutoadmin:
         keep_revisions: int = DEFAULT_KEEP_REVISIONS,
         clock: Callable[[], float] = time.monotonic,
         doorman_config: DoormanConfigFile | None = None,
+        size_check_interval: float = DEFAULT_SIZE_CHECK_SECONDS,
     ) -> None:
         self.store = store
         # Where the tables' Doorman resources are published; None: nowhere.
@@ -66,6 +76,10 @@ class LocalAutoadmin:
         self.keep_revisions = keep_revisions
         self.clock = clock
         self._next_housekeeping = clock() + defrag_interval
+        self.size_check_interval = size_check_interval
+        self._next_size_check = clock()
+        # Partitions already reported as kept whole (logged and counted once each).
+        self._kept_whole: set[tuple[int, str, str]] = set()
 
     async def reconcile_once(self) -> list[Action]:
         """One pass over every table; the actions that took effect."""
@@ -81,7 +95,9 @@ class LocalAutoadmin:
         applied: list[Action] = []
         unsettled = [spec for spec in specs if not is_settled(spec, states.get(spec.name))]
         metrics.UNSETTLED.set(len(unsettled))
-        for spec in unsettled:
+        waiting = {spec.name for spec in unsettled}
+        checked = unsettled + await self._due_splits([s for s in specs if s.name not in waiting])
+        for spec in checked:
             state = states.get(spec.name)
             observed = Observed(
                 spec,
@@ -96,7 +112,19 @@ class LocalAutoadmin:
                 applied.append(action)
         return applied
 
+    async def _due_splits(self, settled: list[TableSpec]) -> list[TableSpec]:
+        """Settled tables with a partition past the split size or hot for long enough,
+        when a check is due."""
+        if not settled or self.clock() < self._next_size_check:
+            return []
+        self._next_size_check = self.clock() + self.size_check_interval
+        size, hot = self.settings.split_size_bytes, self.settings.split_hot_seconds
+        return [s for s in settled if due(await self.store.list_partition_stats(s.table_id), size, hot)]
+
     async def _apply_counted(self, action: Action, previous: TableState | None) -> bool:
+        if isinstance(action, CannotSplit):
+            self._report_kept_whole(action)
+            return True
         try:
             ok = await self._apply(action)
         except Exception:
@@ -108,13 +136,30 @@ class LocalAutoadmin:
             metrics.record_failed(action, previous, "conflict")
         return ok
 
+    def _report_kept_whole(self, action: CannotSplit) -> None:
+        key = (action.table_id, action.partition_id, action.obstacle)
+        if key in self._kept_whole:
+            return
+        self._kept_whole.add(key)
+        metrics.record_applied(action, None)
+        log.warning(
+            "table %d: partition %s is due a split but kept whole: %s",
+            action.table_id,
+            action.partition_id,
+            KEPT_WHOLE_BECAUSE[action.obstacle],
+        )
+
     async def _apply(self, action: Action) -> bool:
         if isinstance(action, ChangePartitions):
             await self.store.change_partitions(action.table_id, action.put, action.remove, action.stats)
             log.info(
-                "table %d: partitions %s placed%s",
+                "table %d: partitions %s placed (%s)%s",
                 action.table_id,
-                ", ".join(f"{p.partition_id} on {'/'.join(p.replicas)}" for p in action.put),
+                ", ".join(
+                    f"{p.partition_id} [{p.start:#x}, {p.end:#x}) on {'/'.join(p.replicas)}"
+                    for p in action.put
+                ),
+                action.reason,
                 f", {', '.join(action.remove)} replaced" if action.remove else "",
             )
             return True
@@ -124,6 +169,8 @@ class LocalAutoadmin:
                 s = action.state
                 log.info("table %s: %s at generation %d", s.name, s.phase, s.observed_generation)
             return ok
+        if isinstance(action, CannotSplit):
+            return True  # nothing to store (reported by _apply_counted)
         ok = await self.store.remove_table(action.spec)
         if ok:
             log.info("table %s: deleted", action.spec.name)

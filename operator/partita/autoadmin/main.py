@@ -20,6 +20,7 @@ from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
 from partita.autoadmin.placement import replicated_placement
 from partita.autoadmin.reconcile import Settings
+from partita.autoadmin.splits import DEFAULT_HOT_SECONDS
 from partita.common import arg_types, config, logs, metrics
 from partita.control.store import EtcdControlStore
 
@@ -116,6 +117,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="replicas of each new partition, in distinct zones where possible (%(default)s)",
     )
     parser.add_argument(
+        "--split-size-bytes",
+        type=arg_types.at_least_one,
+        default=config.DEFAULT_SPLIT_SIZE_BYTES,
+        help="split a partition whose items pass this many bytes, at its data's median key hash "
+        "(%(default)s: DynamoDB's 10 GB)",
+    )
+    parser.add_argument(
+        "--split-hot-seconds",
+        type=arg_types.positive_seconds,
+        default=DEFAULT_HOT_SECONDS,
+        help="split a partition that has consumed at least 80%% of its allocated throughput for "
+        "this long, at its load's median key hash (%(default)s)",
+    )
+    parser.add_argument(
         "--defrag-interval",
         type=arg_types.positive_seconds,
         default=DEFAULT_DEFRAG_INTERVAL_SECONDS,
@@ -147,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         settings=Settings(
             on_demand_partitions=args.on_demand_partitions,
             placement=replicated_placement(args.replication_factor),
+            split_size_bytes=args.split_size_bytes,
+            split_hot_seconds=args.split_hot_seconds,
         ),
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from partita.autoadmin.reconcile import Action, ChangePartitions, PutState
+from partita.autoadmin.reconcile import Action, CannotSplit, ChangePartitions, PutState
 from partita.common import metrics
 from partita.control.model import TableState
 
@@ -23,6 +23,7 @@ ActionName = Literal[
     "activate_table",
     "delete_table",
     "compact_store",
+    "keep_partition_whole",
 ]
 # Why a failed action did not take effect: someone else changed the record first (the
 # next pass decides again; harmless), or the store refused or could not be reached.
@@ -58,9 +59,12 @@ LEADER = metrics.gauge(
 def classify(action: Action, previous: TableState | None) -> tuple[ActionName, str]:
     """(action, reason) labels of an action decided from the table's `previous` state."""
     if isinstance(action, ChangePartitions):
-        if action.remove:
-            return "split_partitions", "throughput_raised"
-        return "place_partitions", "new_table"
+        if action.reason == "new_table":
+            return "place_partitions", "new_table"
+        return "split_partitions", action.reason
+    if isinstance(action, CannotSplit):
+        # A split was due (size_exceeded) but would not help: single_key, too_narrow.
+        return "keep_partition_whole", action.obstacle
     if isinstance(action, PutState):
         if action.state.phase == "CREATING":
             return "mark_creating", "partitions_placed"

@@ -13,16 +13,21 @@ The lifecycle:
                                              ACTIVE at the new generation once the new
                                              layout's replicas are all ready (UPDATING
                                              until then, as DynamoDB reports)
+  ACTIVE, settled, a partition too large   -> split it at its data's median key hash,
+  or hot for long enough                     or at its load's (`splits.py`); the table
+                                             stays ACTIVE
   spec deleting, no replica ready any more -> remove the table entirely
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
 from partita.autoadmin.placement import initial_placement
+from partita.autoadmin.splits import DEFAULT_HOT_SECONDS, Blocked, Cut, Obstacle, consumption_cuts, size_cuts
 from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
 from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TablePhase, TableSpec, TableState
@@ -40,6 +45,10 @@ class Settings:
     # `replicated_placement(--replication-factor)`, round-robin, distinct zones first;
     # Kubernetes: one replica per zone, replicationFactor of them).
     placement: Placement = initial_placement
+    # A partition whose measured items pass this many bytes is split in two.
+    split_size_bytes: int = config.DEFAULT_SPLIT_SIZE_BYTES
+    # A partition hot (consuming at or near its allocation) this long is split.
+    split_hot_seconds: float = DEFAULT_HOT_SECONDS
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,11 @@ class Observed:
     stats: Mapping[str, PartitionStats] = field(default_factory=dict)  # by partition id
 
 
+# Why partitions are placed or split: a new table, more throughput asked for, a
+# partition grown past the split size, or one that ran hot.
+ChangeReason = Literal["new_table", "throughput_raised", "size_exceeded", "consumption_hot"]
+
+
 @dataclass(frozen=True)
 class ChangePartitions:
     table_id: int
@@ -59,6 +73,7 @@ class ChangePartitions:
     # Estimated counts of split children until their leaders recount them, so a
     # table's ItemCount/TableSizeBytes do not drop to zero across a split.
     stats: tuple[tuple[str, PartitionStats], ...] = ()
+    reason: ChangeReason = "new_table"
 
 
 @dataclass(frozen=True)
@@ -71,7 +86,17 @@ class RemoveTable:
     spec: TableSpec
 
 
-Action = ChangePartitions | PutState | RemoveTable
+@dataclass(frozen=True)
+class CannotSplit:
+    """A partition is due a split that would not help (no store write: drivers log it
+    and count it, once per partition)."""
+
+    table_id: int
+    partition_id: str
+    obstacle: Obstacle
+
+
+Action = ChangePartitions | PutState | RemoveTable | CannotSplit
 
 
 def is_settled(spec: TableSpec, state: TableState | None) -> bool:
@@ -105,7 +130,9 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
     if state.phase == "CREATING":
         return [_put(state, spec, "ACTIVE", state.observed_generation)] if serving else []
     if state.observed_generation >= spec.generation:
-        return []
+        # Split only a layout that serves in full: a split just made is counted afresh
+        # by its children's leaders before anything else is decided about it.
+        return split_for_load(spec.table_id, partitions, observed.stats, settings) if serving else []
     layout = split_for_throughput(partitions, spec)
     if layout != partitions:
         new = {p.partition_id for p in layout}
@@ -116,9 +143,54 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
                 put,
                 tuple(p.partition_id for p in partitions if p.partition_id not in new),
                 estimated_stats(partitions, put, observed.stats),
+                "throughput_raised",
             )
         ]
     return [_put(state, spec, "ACTIVE", spec.generation)] if serving else []
+
+
+def split_for_load(
+    table_id: int, partitions: Sequence[Partition], stats: Mapping[str, PartitionStats], settings: Settings
+) -> list[Action]:
+    """Cut each partition past the split size at its data's median, and each partition
+    hot for long enough at its load's (see `splits`), in place: the children keep the
+    parent's replicas, which already hold their halves. One change per reason."""
+    by_size, blocked = size_cuts(partitions, stats, settings.split_size_bytes)
+    cut_for_size = frozenset(c.partition.partition_id for c in by_size)
+    by_load, cooling = consumption_cuts(partitions, stats, settings.split_hot_seconds, cut_for_size)
+    actions: list[Action] = []
+    if by_size:
+        actions.append(_change(table_id, by_size, stats, "size_exceeded"))
+    if by_load:
+        actions.append(_change(table_id, by_load, stats, "consumption_hot"))
+    return actions + [CannotSplit(table_id, b.partition_id, b.obstacle) for b in _unique(blocked + cooling)]
+
+
+def _change(
+    table_id: int, cuts: Sequence[Cut], stats: Mapping[str, PartitionStats], reason: ChangeReason
+) -> ChangePartitions:
+    put: list[Partition] = []
+    estimates: list[tuple[str, PartitionStats]] = []
+    for cut in cuts:
+        children = _cut(cut)
+        put += children
+        counted = stats.get(cut.partition.partition_id)
+        if counted is not None:
+            estimates += _shares(children, counted, cut.left_share)
+    return ChangePartitions(
+        table_id, tuple(put), tuple(c.partition.partition_id for c in cuts), tuple(estimates), reason
+    )
+
+
+def _unique(blocked: Sequence[Blocked]) -> list[Blocked]:
+    """One report per partition: its first obstacle (size before consumption)."""
+    seen: set[str] = set()
+    out = []
+    for b in blocked:
+        if b.partition_id not in seen:
+            seen.add(b.partition_id)
+            out.append(b)
+    return out
 
 
 def _put(current: TableState | None, spec: TableSpec, phase: TablePhase, generation: int) -> PutState:
@@ -208,10 +280,46 @@ def estimated_stats(
                     counted.item_count * share // width,
                     counted.size_bytes * share // width,
                     counted.measured_at,
+                    estimated=True,
                 ),
             )
         )
     return tuple(out)
+
+
+def _cut(cut: Cut) -> tuple[Partition, Partition]:
+    p = cut.partition
+    left_id, right_id = child_ids(p.partition_id)
+    return (
+        Partition(left_id, p.start, cut.at, p.replicas, p.leader),
+        Partition(right_id, cut.at, p.end, p.replicas, p.leader),
+    )
+
+
+def _shares(
+    children: tuple[Partition, Partition], counted: PartitionStats, left_share: float
+) -> list[tuple[str, PartitionStats]]:
+    """The children's estimated figures: `left_share` of the parent's on the left."""
+    left_items = round(counted.item_count * left_share)
+    left_bytes = round(counted.size_bytes * left_share)
+    base = replace(
+        counted,
+        split_hash=None,
+        single_key=False,
+        estimated=True,
+        hot_seconds=0.0,
+        hot_split_hash=None,
+        hot_single_key=False,
+    )
+    return [
+        (children[0].partition_id, replace(base, item_count=left_items, size_bytes=left_bytes)),
+        (
+            children[1].partition_id,
+            replace(
+                base, item_count=counted.item_count - left_items, size_bytes=counted.size_bytes - left_bytes
+            ),
+        ),
+    ]
 
 
 def _halves(p: Partition) -> tuple[Partition, Partition]:

@@ -137,6 +137,10 @@ class ClusterLayout:
     replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS
     defrag_interval: float = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
     keep_revisions: int = config.DEFAULT_KEEP_REVISIONS
+    # The autoadmin splits a partition whose items pass this many bytes.
+    split_size_bytes: int = config.DEFAULT_SPLIT_SIZE_BYTES
+    # ... and one that ran hot (at 80% of its allocation or more) this long.
+    split_hot_seconds: float = config.DEFAULT_SPLIT_HOT_SECONDS
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
     # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
     doorman_base_port: int = config.DEFAULT_DOORMAN_PORT
@@ -290,6 +294,10 @@ class ClusterLayout:
             str(self.defrag_interval),
             "--keep-revisions",
             str(self.keep_revisions),
+            "--split-size-bytes",
+            str(self.split_size_bytes),
+            "--split-hot-seconds",
+            str(self.split_hot_seconds),
             "--metrics-host", self.host,
             "--metrics-port", str(autoadmin_metrics),
             "--log-level", self.log_level,

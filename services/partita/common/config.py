@@ -35,6 +35,12 @@ DEFAULT_DEFRAG_INTERVAL_SECONDS = 600.0
 # Revisions of etcd history kept when compacting: the database holds at most about this
 # many old versions of records (a watcher lagging further behind re-reads, as on resync).
 DEFAULT_KEEP_REVISIONS = 1000
+# A partition whose items pass this many bytes is split in two by the autoadmin
+# (DynamoDB's 10 GB per partition); `--split-size-bytes` lowers it for tests and demos.
+DEFAULT_SPLIT_SIZE_BYTES = 10 * 2**30
+# A partition whose consumed throughput stayed at or above 80% of its allocation this
+# long is split at its load's median key hash (split for consumption).
+DEFAULT_SPLIT_HOT_SECONDS = 300.0
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:

@@ -281,13 +281,39 @@ class PartitionStats:
     item_count: int
     size_bytes: int  # DynamoDB item sizes (attribute names and values), summed
     measured_at: float  # seconds since the epoch
+    # Where a split for size should cut (the autoadmin's split point): the first key
+    # hash of the upper half of the partition's bytes, the size-weighted median. None
+    # when not measured, or when one key hash holds every item (`single_key`: no cut
+    # divides it).
+    split_hash: int | None = None
+    single_key: bool = False
+    # True for a split child's share of its parent's count, until its leader counts it:
+    # good enough for DescribeTable, not for deciding another split.
+    estimated: bool = False
+    # Split for consumption (storage/heat.py): how long the partition has run hot (its
+    # consumed rate at or above a share of its allocation), the median key hash of its
+    # load, and whether one key carries most of that load (no split can divide it).
+    hot_seconds: float = 0.0
+    hot_split_hash: int | None = None
+    hot_single_key: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PartitionStats:
-        return cls(int(data["item_count"]), int(data["size_bytes"]), float(data["measured_at"]))
+        split_hash, hot_split_hash = data.get("split_hash"), data.get("hot_split_hash")
+        return cls(
+            int(data["item_count"]),
+            int(data["size_bytes"]),
+            float(data["measured_at"]),
+            int(split_hash) if split_hash is not None else None,
+            bool(data.get("single_key", False)),
+            bool(data.get("estimated", False)),
+            float(data.get("hot_seconds", 0.0)),
+            int(hot_split_hash) if hot_split_hash is not None else None,
+            bool(data.get("hot_single_key", False)),
+        )
 
 
 def new_table_id() -> int:

@@ -24,8 +24,9 @@ from partita.common.framing import FrameDecoder, FrameError, encode_frame
 from partita.common.partition_map import Partition
 from partita.common.throughput import Kind
 from partita.storage import metrics
-from partita.storage.admission import StorageAdmission
+from partita.storage.admission import StorageAdmission, partition_rate
 from partita.storage.group_log import group_of
+from partita.storage.heat import PartitionHeat
 from partita.storage.operations import PLANNERS, Plan, error_response
 from partita.storage.replica_host import Superseded
 from partita.storage.replication.core import NotLeader
@@ -102,11 +103,32 @@ class DataPlane:
                 meter.write.value += units
             else:
                 meter.read.value += units
+            # A Scan's units are spread over its range, not at one key: splitting cannot
+            # relieve a scanned partition, so scans do not heat it.
+            if request.op != pb.SCAN:
+                self._heat(request, owner).record(
+                    request.key_hash,
+                    0.0 if request.op in _WRITES else units,
+                    units if request.op in _WRITES else 0.0,
+                    self.clock(),
+                )
             if self.admission is not None:
                 record = self.state.hosted[request.table_id].record
                 kind: Kind = "write" if request.op in _WRITES else "read"
                 self.admission.charge(record, request.partition_id, kind, units, self.clock())
         return plan
+
+    def _heat(self, request: pb.Request, owner: Partition) -> PartitionHeat:
+        """The partition's heat tracker (split for consumption), made on first use."""
+        key = (request.table_id, owner.partition_id)
+        heat = self.state.heat.get(key)
+        if heat is None:
+            record = self.state.hosted[request.table_id].record
+            heat = PartitionHeat(
+                self.clock(), partition_rate(record, "read"), partition_rate(record, "write")
+            )
+            self.state.heat[key] = heat
+        return heat
 
     def _plan_replicated(self, request: pb.Request, owner: Partition, group: str) -> Plan:
         """A write to a replicated partition: planned and proposed in one synchronous

@@ -11,6 +11,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -22,11 +23,12 @@ from partita.common.partition_map import Partition
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import NodeStore
 from partita.storage import metrics
-from partita.storage.admission import StorageAdmission
+from partita.storage.admission import StorageAdmission, partition_rate
 from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
+from partita.storage.heat import PartitionHeat
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.repair import RepairConfig
@@ -59,6 +61,9 @@ class NodeState:
     ids_with_data: set[int] = field(default_factory=set)
     # (item count, bytes) of the partitions this node leads, at their last count.
     partition_figures: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict)
+    # How hot each partition this node serves runs (split for consumption), by
+    # (table_id, partition_id); reported by its leader with the counts.
+    heat: dict[tuple[int, str], PartitionHeat] = field(default_factory=dict)
 
     # Drives the replication groups of the partitions placed on several nodes; the
     # partitions with one replica commit locally without it.
@@ -278,12 +283,35 @@ async def count_items(state: NodeState, publisher: StatsPublisher) -> float:
             started = time.monotonic()
             figures = await measure_partition(state.engine, table_id, partition)
             counting += time.monotonic() - started
-            if table_id in state.hosted:  # not dropped while it was being counted
-                state.partition_figures[(table_id, partition.partition_id)] = figures
+            heat = state.heat.get((table_id, partition.partition_id))
+            if heat is not None:
+                figures = figures._replace(**heat_figures(heat, hosted.record, time.monotonic()))
+            hosted_now = state.hosted.get(table_id)
+            # Not dropped or split while it was being counted: a split parent's late
+            # figures would outlive it in the store.
+            if hosted_now is not None and any(
+                p.partition_id == partition.partition_id for p in hosted_now.partitions
+            ):
+                state.partition_figures[(table_id, partition.partition_id)] = figures[:2]
                 await publisher.publish(table_id, partition.partition_id, figures)
     for table_id in {t for t, _ in publisher.published} - set(state.hosted):
         publisher.forget(table_id)
+    served = {(t, p.partition_id) for t, h in state.hosted.items() for p in h.partitions}
+    state.heat = {k: v for k, v in state.heat.items() if k in served}
     return counting
+
+
+def heat_figures(heat: PartitionHeat, record: TableRecord, now: float) -> dict[str, Any]:
+    """The heat fields of a count, against the partition's allocation as of `record`
+    (refreshed here: throughput and the partition count change it)."""
+    heat.read_allocation = partition_rate(record, "read")
+    heat.write_allocation = partition_rate(record, "write")
+    report = heat.report(now)
+    return {
+        "hot_seconds": report.hot_seconds,
+        "hot_split_hash": report.split_hash,
+        "hot_single_key": report.single_key,
+    }
 
 
 async def stats_loop(state: NodeState, store: NodeStore, interval: float) -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from partita.autoadmin.local import LocalAutoadmin
 from partita.autoadmin.reconcile import ChangePartitions, PutState, RemoveTable, Settings
-from partita.control.model import NodeRecord
+from partita.common.metrics import REGISTRY
+from partita.control.model import NodeRecord, PartitionStats
 from partita.control.store import MemoryControlStore
 from partita.router.app import DynamoApp
 from partita.router.context import RouterContext, RouterSettings
@@ -179,3 +180,75 @@ async def test_housekeeping_runs_on_its_schedule_only() -> None:
     clock.now = 121.0
     assert await autoadmin.housekeeping_if_due() is True
     assert maintenance.calls == [50, 50]
+
+
+async def test_a_settled_table_is_split_for_size_on_the_check_schedule_and_stays_active(
+    cluster: Cluster,
+) -> None:
+    clock = FakeClock()
+    autoadmin = LocalAutoadmin(
+        cluster.store,
+        Settings(on_demand_partitions=2, split_size_bytes=1000),
+        clock=clock,
+        size_check_interval=10,
+    )
+    await cluster.call("CreateTable", CREATE)
+    await autoadmin.reconcile_once()
+    await cluster.node_follows()
+    await autoadmin.reconcile_once()  # ACTIVE: settled from here on
+    assert await autoadmin.reconcile_once() == []  # a size check ran: nothing counted yet
+    table_id = (await cluster.store.list_table_specs())[0].table_id
+    [partition] = await cluster.store.list_partitions(table_id)
+    middle = partition.start + 12345
+    await cluster.store.put_partition_stats(
+        table_id, partition.partition_id, PartitionStats(20, 5000, 1.0, middle)
+    )
+    # The next check is due 10 s after the last.
+    assert await autoadmin.reconcile_once() == []
+    clock.now = 10.0
+    [split] = await autoadmin.reconcile_once()
+    assert isinstance(split, ChangePartitions) and split.reason == "size_exceeded"
+    after = await cluster.store.list_partitions(table_id)
+    assert [(p.start, p.end) for p in after] == [(partition.start, middle), (middle, partition.end)]
+    assert await cluster.status("Orders") == "ACTIVE"  # a split for size is invisible to DynamoDB's status
+    # The children's estimates are not split again; the node serves the children.
+    await cluster.node_follows()
+    clock.now = 20.0
+    assert await autoadmin.reconcile_once() == []
+    assert {(pid, "n1") for pid in (p.partition_id for p in after)} <= await cluster.store.list_ready(
+        table_id
+    )
+
+
+async def test_a_partition_that_cannot_be_split_is_reported_once(cluster: Cluster) -> None:
+    clock = FakeClock()
+    autoadmin = LocalAutoadmin(
+        cluster.store,
+        Settings(on_demand_partitions=2, split_size_bytes=1000),
+        clock=clock,
+        size_check_interval=10,
+    )
+    await cluster.call("CreateTable", CREATE)
+    await autoadmin.reconcile_once()
+    await cluster.node_follows()
+    await autoadmin.reconcile_once()
+    table_id = (await cluster.store.list_table_specs())[0].table_id
+    [partition] = await cluster.store.list_partitions(table_id)
+    one_key = PartitionStats(900, 5000, 1.0, None, single_key=True)
+    await cluster.store.put_partition_stats(table_id, partition.partition_id, one_key)
+    before = (
+        REGISTRY.get_sample_value(
+            "partita_autoadmin_actions_total", {"action": "keep_partition_whole", "reason": "single_key"}
+        )
+        or 0.0
+    )
+    writes = cluster.store.writes
+    for tick in range(1, 4):
+        clock.now = 10.0 * tick
+        await autoadmin.reconcile_once()
+    after = REGISTRY.get_sample_value(
+        "partita_autoadmin_actions_total", {"action": "keep_partition_whole", "reason": "single_key"}
+    )
+    assert after == before + 1
+    assert cluster.store.writes == writes  # nothing written for it
+    assert [p.partition_id for p in await cluster.store.list_partitions(table_id)] == [partition.partition_id]

@@ -8,7 +8,7 @@ import pytest
 
 from partita.autoadmin import metrics
 from partita.autoadmin.local import LocalAutoadmin
-from partita.autoadmin.reconcile import Action, ChangePartitions, PutState, RemoveTable, Settings
+from partita.autoadmin.reconcile import Action, CannotSplit, ChangePartitions, PutState, RemoveTable, Settings
 from partita.common.metrics import REGISTRY
 from partita.common.partition_map import HASH_SPACE, Partition
 from partita.control.model import NodeRecord, Revision, TableState
@@ -25,7 +25,23 @@ ACTIVE = TableState("Orders", 7, "ACTIVE", 1)
     ("action", "previous", "labels"),
     [
         (ChangePartitions(7, (P,)), None, ("place_partitions", "new_table")),
-        (ChangePartitions(7, (P,), ("parent",)), ACTIVE, ("split_partitions", "throughput_raised")),
+        (
+            ChangePartitions(7, (P,), ("parent",), reason="throughput_raised"),
+            ACTIVE,
+            ("split_partitions", "throughput_raised"),
+        ),
+        (
+            ChangePartitions(7, (P,), ("parent",), reason="size_exceeded"),
+            ACTIVE,
+            ("split_partitions", "size_exceeded"),
+        ),
+        (
+            ChangePartitions(7, (P,), ("parent",), reason="consumption_hot"),
+            ACTIVE,
+            ("split_partitions", "consumption_hot"),
+        ),
+        (CannotSplit(7, "p", "single_key"), ACTIVE, ("keep_partition_whole", "single_key")),
+        (CannotSplit(7, "p", "single_hot_key"), ACTIVE, ("keep_partition_whole", "single_hot_key")),
         (PutState(CREATING), None, ("mark_creating", "partitions_placed")),
         (PutState(ACTIVE), CREATING, ("activate_table", "replicas_ready")),
         (PutState(TableState("Orders", 7, "ACTIVE", 2)), ACTIVE, ("activate_table", "update_complete")),

@@ -323,3 +323,23 @@ def test_the_prometheus_rule_carries_the_alert_rules_verbatim() -> None:
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus"
     # Every alert arrives with its own {{ $labels }} templates untouched by Helm.
     assert rule["spec"]["groups"] == yaml.safe_load(rules.read_text())["groups"]
+
+
+def test_the_operator_splits_partitions_at_the_size_the_values_say() -> None:
+    from partita.autoadmin.kube.cli import config_from_args
+    from partita.cli.main import build_parser
+
+    def operator_args(values: dict[str, Any]) -> list[str]:
+        (operator,) = [
+            d
+            for d in render(values)
+            if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")
+        ]
+        args: list[str] = operator["spec"]["template"]["spec"]["containers"][0]["args"]
+        return args
+
+    # The default (10 GB) renders as an integer the operator's flag accepts, not 1.07e+10.
+    assert "--split-size-bytes=10737418240" in operator_args({})
+    assert "--split-size-bytes=65536" in operator_args({"operator": {"splitSizeBytes": 65536}})
+    parsed = build_parser().parse_args([*operator_args({}), "--namespace=n"])
+    assert config_from_args(parsed).split_size_bytes == 10 * 2**30

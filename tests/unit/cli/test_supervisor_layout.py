@@ -70,3 +70,24 @@ def test_the_autoadmin_process_takes_its_settings_and_refuses_bad_ones() -> None
             autoadmin_parser().parse_args(bad)
     with pytest.raises(SystemExit):
         autoadmin_parser().parse_args(["--on-demand-partitions", "0"])
+
+
+def test_the_split_size_flag_reaches_the_autoadmin_and_refuses_nonsense(tmp_path: Path) -> None:
+    args = build_parser().parse_args(["up", "--split-size-bytes", "65536"])
+    assert args.split_size_bytes == 65536
+    assert build_parser().parse_args(["up"]).split_size_bytes == 10 * 2**30  # DynamoDB's 10 GB
+    autoadmin = ClusterLayout(tmp_path, split_size_bytes=65536).children()[-1]
+    assert _argv_after(autoadmin.argv, "--split-size-bytes") == "65536"
+    assert autoadmin_parser().parse_args(["--split-size-bytes", "65536"]).split_size_bytes == 65536
+    for bad in (["--split-size-bytes", "0"], ["--split-size-bytes", "ten"]):
+        with pytest.raises(SystemExit):
+            autoadmin_parser().parse_args(bad)
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["up", *bad])
+
+
+def test_the_autoadmin_takes_the_sustained_hot_window_of_a_consumption_split() -> None:
+    assert autoadmin_parser().parse_args([]).split_hot_seconds == 300.0
+    assert autoadmin_parser().parse_args(["--split-hot-seconds", "60"]).split_hot_seconds == 60.0
+    with pytest.raises(SystemExit):
+        autoadmin_parser().parse_args(["--split-hot-seconds", "0"])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.handlers import OperatorConfig
+from partita.common import arg_types
 
 NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -55,6 +56,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--no-separate-hosts", action="store_true", help="allow storage pods to share a machine")
     p.add_argument("--on-demand-partitions", type=int, default=OperatorConfig.on_demand_partitions)
     p.add_argument("--resync-seconds", type=float, default=OperatorConfig.resync_seconds)
+    p.add_argument(
+        "--split-size-bytes",
+        type=arg_types.at_least_one,
+        default=OperatorConfig.split_size_bytes,
+        help="split a partition whose items pass this many bytes (%(default)s: DynamoDB's 10 GB)",
+    )
     p.add_argument("--priority", type=int, default=None, help="kopf peering priority (random if unset)")
     p.add_argument("--standalone", action="store_true", help="no peering: only for a single replica")
     p.add_argument(
@@ -90,7 +97,10 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         separate_hosts=not args.no_separate_hosts,
     )
     return OperatorConfig(
-        fleet=fleet, on_demand_partitions=args.on_demand_partitions, resync_seconds=args.resync_seconds
+        fleet=fleet,
+        on_demand_partitions=args.on_demand_partitions,
+        resync_seconds=args.resync_seconds,
+        split_size_bytes=args.split_size_bytes,
     )
 
 

@@ -25,6 +25,8 @@ from partita.autoadmin.kube import builders, decisions, naming, resources
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
+from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
+from partita.common import config as common_config
 from partita.control.model import NodeRecord, TableSpec, TableState
 from partita.control.model import table_status as table_status_of
 
@@ -37,6 +39,8 @@ class OperatorConfig:
     on_demand_partitions: int = 4  # partitions of a new PAY_PER_REQUEST table
     resync_seconds: float = 30.0  # level-based re-reconcile of every Table and Partition
     retry_seconds: float = 10.0  # while a deletion waits (protection on, replicas dropping)
+    # A partition whose items pass this many bytes is split (DynamoDB's 10 GB).
+    split_size_bytes: int = common_config.DEFAULT_SPLIT_SIZE_BYTES
 
 
 @dataclass
@@ -46,6 +50,8 @@ class _State:
     fleet_ensured: bool = False
     # kopf runs timers alongside change handlers; one reconcile per table at a time.
     table_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    # Partitions already reported as kept whole (an event and a count once each).
+    kept_whole: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 def _now() -> str:
@@ -157,11 +163,16 @@ def build_registry(
         objs = await list_partitions(namespace, name)
         state = resources.table_state(table, status)
         observed = reconcile.Observed(
-            table, state, tuple(resources.partition(o) for o in objs), resources.ready_replicas(objs)
+            table,
+            state,
+            tuple(resources.partition(o) for o in objs),
+            resources.ready_replicas(objs),
+            resources.partition_stats(objs),
         )
         settings = reconcile.Settings(
             on_demand_partitions=config.on_demand_partitions,
             placement=resources.zoned_placement(replication_factor),
+            split_size_bytes=config.split_size_bytes,
         )
         # Only the active peer runs handlers: this instance acts.
         autoadmin_metrics.LEADER.set(1)
@@ -173,6 +184,9 @@ def build_registry(
                     objs = await list_partitions(namespace, name)
                 elif isinstance(action, reconcile.PutState):
                     state = action.state  # recorded by the status patch below
+                elif isinstance(action, reconcile.CannotSplit):
+                    report_kept_whole(body, namespace, action)
+                    continue
             except Exception:
                 autoadmin_metrics.record_failed(action, observed.state, "error")
                 raise
@@ -181,6 +195,20 @@ def build_registry(
         # Only what changed: an empty patch is not sent, so a settled table's resync
         # writes nothing (and kopf does not wait out its consistency check after it).
         patch.status.update({k: v for k, v in new.items() if status.get(k) != v})
+
+    def report_kept_whole(body: kopf.Body, namespace: str, action: reconcile.CannotSplit) -> None:
+        key = (namespace, action.partition_id, action.obstacle)
+        if key in state.kept_whole:
+            return
+        state.kept_whole.add(key)
+        autoadmin_metrics.record_applied(action, None)
+        why = KEPT_WHOLE_BECAUSE[action.obstacle]
+        _event(
+            body,
+            "Warning",
+            reason="PartitionKeptWhole",
+            message=f"partition {action.partition_id} is due a split but cannot be split: {why}",
+        )
 
     async def change_partitions(
         body: kopf.Body,
@@ -205,7 +233,16 @@ def build_registry(
             + sum(naming.partition_name(name, p.start) not in existing for p in put)
         )
         verb = "PartitionsCreated" if not existing else "PartitionsSplit"
-        _event(body, "Normal", reason=verb, message=f"{len(existing)} -> {after} partitions")
+        why = {
+            "throughput_raised": " (throughput raised)",
+            "size_exceeded": " (a partition passed the split size)",
+        }
+        _event(
+            body,
+            "Normal",
+            reason=verb,
+            message=f"{len(existing)} -> {after} partitions{why.get(action.reason, '')}",
+        )
 
     def table_status(
         body: kopf.Body,
@@ -369,8 +406,7 @@ def build_registry(
                 else {"node": m.node, "state": "Requested", "lag": 0}
                 for m in members
             ],
-            "itemCount": report.item_count,
-            "sizeBytes": report.size_bytes,
+            **resources.report_status(report),
             "conditions": conditions,
         }
         if report.leader:

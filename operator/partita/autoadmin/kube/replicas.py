@@ -37,6 +37,10 @@ class PartitionReport:
     leader: str | None = None
     item_count: int = 0
     size_bytes: int = 0
+    # Where a split for size would cut (the leader's size-weighted median key hash),
+    # and whether one key hash holds every item; see storage/table_stats.py.
+    split_hash: int | None = None
+    single_key: bool = False
 
 
 class ReplicaDirector(Protocol):

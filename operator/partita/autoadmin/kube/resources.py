@@ -23,11 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from partita.autoadmin.kube import decisions, naming
+from partita.autoadmin.kube.replicas import PartitionReport
 from partita.autoadmin.reconcile import ChangePartitions, Placement
 from partita.common.partition_map import Partition
 from partita.control import kubernetes as kube_catalog
 from partita.control.model import (
     NodeRecord,
+    PartitionStats,
     TableSpec,
     TableState,
 )
@@ -73,6 +75,39 @@ def ready_replicas(objs: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, st
         else:
             out |= {(name, m["node"]) for m in status.get("members", []) if m.get("state") == "Serving"}
     return frozenset(out)
+
+
+def partition_stats(objs: Iterable[Mapping[str, Any]]) -> dict[str, PartitionStats]:
+    """Partition status figures as the core's statistics, by resource name. Figures
+    reported before the spec's last change (observedGeneration behind generation: a
+    split shortened the range) are only estimates: the core never splits on them."""
+    out = {}
+    for obj in objs:
+        status = obj.get("status") or {}
+        if "sizeBytes" not in status:
+            continue
+        split_hash = status.get("splitHash")
+        current = status.get("observedGeneration") == obj["metadata"].get("generation", 1)
+        out[obj["metadata"]["name"]] = PartitionStats(
+            int(status.get("itemCount", 0)),
+            int(status["sizeBytes"]),
+            0.0,
+            int(split_hash, 16) if split_hash else None,
+            bool(status.get("singleKey", False)),
+            estimated=not current,
+        )
+    return out
+
+
+def report_status(report: PartitionReport) -> dict[str, Any]:
+    """The figures of a replica report as Partition status fields (None deletes a field
+    in a merge patch: a split hash no longer reported is not left behind)."""
+    return {
+        "itemCount": report.item_count,
+        "sizeBytes": report.size_bytes,
+        "splitHash": f"{report.split_hash:016x}" if report.split_hash is not None else None,
+        "singleKey": report.single_key,
+    }
 
 
 def zoned_placement(replication_factor: int) -> Placement:

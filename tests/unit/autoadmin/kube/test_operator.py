@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import threading
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -387,3 +388,86 @@ async def test_without_the_admin_rpc_a_table_stays_creating_and_says_why(api: An
         assert sorted(m["zone"] for m in part["spec"]["members"]) == ["a", "b"]
         assert part["status"]["state"] == "Pending"
         assert {m["state"] for m in part["status"]["members"]} == {"Requested"}
+
+
+class SizedDirector(ServingDirector):
+    """Serving members, reporting the figures of a fixed set of 100-byte items: 39 of
+    them, all in the lowest sixth of the hash space (so the middle of the range would
+    cut nothing off), and the leader's split point (the first hash of the upper half)."""
+
+    ITEMS = [k * 2**56 for k in range(1, 40)]
+
+    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
+        self.hosted.append((partition.name, tuple(m.node for m in members)))
+        mine = [h for h in self.ITEMS if partition.start <= h <= partition.last]
+        return PartitionReport(
+            replicas={m.node: ReplicaReport("Serving") for m in members},
+            leader=members[0].node,
+            item_count=len(mine),
+            size_bytes=100 * len(mine),
+            split_hash=mine[len(mine) // 2] if len(mine) > 1 else None,
+        )
+
+
+async def test_a_partition_past_the_split_size_becomes_two_partitions_cut_at_its_median(
+    api: Any, kmock: Any
+) -> None:
+    director = SizedDirector()
+    splits = _actions("split_partitions", "size_exceeded")
+    # 3,900 bytes in one partition; the split size is 2,000: one cut at the median leaves
+    # 1,900 and 2,000 (no further split); a cut at the middle of the range would not.
+    config = dataclasses.replace(_config(), split_size_bytes=2000)
+    async with operator(kmock, director, priority=10, config=config):
+        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 1}
+        # One replica: a replicated partition is not split for size yet (its children
+        # would start fresh replication groups); the second table shows that.
+        await api.post(
+            TABLES,
+            json=table_manifest(
+                "growing", billingMode="PROVISIONED", provisionedThroughput=throughput, replicationFactor=1
+            ),
+        )
+        await api.post(
+            TABLES,
+            json=table_manifest("replicated", billingMode="PROVISIONED", provisionedThroughput=throughput),
+        )
+
+        async def two() -> Any:
+            parts = await partitions_of(api, "growing")
+            served = all(
+                (p.get("status") or {}).get("observedGeneration") == p["metadata"]["generation"]
+                for p in parts
+            )
+            return parts if len(parts) == 2 and served else None
+
+        await eventually(two, "2 partitions")
+        await asyncio.sleep(1.5)  # several resyncs: the halves are under the limit, nothing more
+        after = await partitions_of(api, "growing")
+        body = await get(api, f"{TABLES}/growing")
+        replicated = await partitions_of(api, "replicated")
+
+    assert len(after) == 2
+    by_start = sorted(after, key=lambda p: p["spec"]["hashRange"]["start"])
+    median = SizedDirector.ITEMS[19]
+    assert (by_start[0]["spec"]["hashRange"]["start"], by_start[0]["spec"]["hashRange"]["last"]) == (
+        "0" * 16,
+        f"{median - 1:016x}",
+    )
+    assert (by_start[1]["spec"]["hashRange"]["start"], by_start[1]["spec"]["hashRange"]["last"]) == (
+        f"{median:016x}",
+        "f" * 16,
+    )
+    assert by_start[0]["spec"]["members"] == by_start[1]["spec"]["members"]  # the same nodes: no item moves
+    assert [p["status"]["sizeBytes"] for p in by_start] == [1900, 2000]
+    assert body["status"]["tableStatus"] == "ACTIVE" and body["status"]["partitionCount"] == 2
+    assert _actions("split_partitions", "size_exceeded") == splits + 1
+    reasons = {
+        (o.raw.get("reason"), o.raw.get("message"))
+        for key, o in kmock.objects.items()
+        if key[0].plural == "events" and not o.deleted
+    }
+    assert ("PartitionsSplit", "1 -> 2 partitions (a partition passed the split size)") in reasons
+    assert len(replicated) == 1 and len(replicated[0]["spec"]["members"]) == 3
+    assert any(
+        reason == "PartitionKeptWhole" and "several replicas" in message for reason, message in reasons
+    )

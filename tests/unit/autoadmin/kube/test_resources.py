@@ -10,8 +10,9 @@ import pytest
 from partita.autoadmin import reconcile
 from partita.autoadmin.kube import decisions, naming, resources
 from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.replicas import PartitionReport
 from partita.common.partition_map import HASH_SPACE, Partition
-from partita.control.model import KeyElement, TableState, table_status
+from partita.control.model import KeyElement, PartitionStats, TableState, table_status
 
 FLEET = Fleet(release="r", namespace="ns", image="i", zones=("a", "b", "c"), replicas_per_zone=2)
 NODES = FLEET.nodes()
@@ -175,3 +176,34 @@ def test_a_removed_partition_no_new_one_keeps_is_deleted() -> None:
         1, (Partition("whatever", 0, HASH_SPACE, ("x",), "x"),), ("music-00000000000000ff",)
     )
     assert resources.resource_changes(change, "music")[1] == ["music-00000000000000ff"]
+
+
+def _reported(generation: int, observed: int, **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "orders-0000000000000000", "generation": generation},
+        "spec": {},
+        "status": {"observedGeneration": observed, **status},
+    }
+
+
+def test_partition_figures_become_the_cores_statistics_and_stale_ones_are_estimates() -> None:
+    current = _reported(2, 2, itemCount=5, sizeBytes=500, splitHash="00000000000000ff", singleKey=False)
+    stats = resources.partition_stats([current])
+    assert stats == {"orders-0000000000000000": PartitionStats(5, 500, 0.0, 0xFF, False, estimated=False)}
+    # Reported for the range before a split shortened it: the core must not split on it.
+    stale = _reported(3, 2, itemCount=5, sizeBytes=500, splitHash="00000000000000ff")
+    assert resources.partition_stats([stale])["orders-0000000000000000"].estimated
+    one_key = _reported(1, 1, itemCount=9, sizeBytes=900, singleKey=True)
+    assert resources.partition_stats([one_key])["orders-0000000000000000"].single_key
+    assert resources.partition_stats([_reported(1, 1)]) == {}  # never reported: no figures
+
+
+def test_a_replica_report_becomes_status_fields_that_clear_a_split_hash_no_longer_reported() -> None:
+    report = PartitionReport({}, item_count=3, size_bytes=30, split_hash=0xAB)
+    assert resources.report_status(report) == {
+        "itemCount": 3,
+        "sizeBytes": 30,
+        "splitHash": "00000000000000ab",
+        "singleKey": False,
+    }
+    assert resources.report_status(PartitionReport({}, item_count=3, size_bytes=30))["splitHash"] is None
