@@ -9,8 +9,8 @@ never loses it. A restarted driver picks up where any previous one stopped.
 
 Settled tables are skipped, except that every `size_check_interval` seconds their
 partition statistics are read (one range read per table; storage nodes recount at most
-once a minute by default) and a table with a partition past the split size is decided
-in full, so the core can split it.
+once a minute by default) and a table with a partition past the split size, or hot for
+the sustained window, is decided in full, so the core can split it.
 
 It also owns the store's housekeeping: compacting history and defragmenting etcd on a
 schedule (etcd's own auto-compaction is on as well; defragmenting is never automatic).
