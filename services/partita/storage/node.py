@@ -240,17 +240,18 @@ def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
         for p in record.partitions:
             members = (*p.replicas, *p.joining, *p.log_replicas)
             group = group_of(record.table_id, p.partition_id)
-            placed.add(group)
-            if len(members) > 1 and state.node_id in members:
-                wanted[group] = (record.table_id, p)
+            if len(members) > 1:
+                placed.add(group)
+                if state.node_id in members:
+                    wanted[group] = (record.table_id, p)
     for group in [g for g in state.replicas.multi.replicas if g not in wanted]:
         state.replicas.remove_group(group)
-        if group in placed:
-            # Removed from a group that goes on: forget this replica's position, so
-            # that if the node is ever added back it starts as a new member (a log-only
-            # member's position stands for data it never applied). A split's parent or
-            # a dropped table are not this case: their data is the children's, or goes.
-            state.engine.forget_group(group)
+    # Removed from a group that goes on (while running, or while this node was down):
+    # forget this replica's position, so that if the node is ever added back it starts
+    # as a new member (a log-only member's position stands for data it never applied).
+    # A split's parent or a dropped table are not this case: their ids leave the map.
+    for group in [g for g in state.engine.groups() if g in placed and g not in wanted]:
+        state.engine.forget_group(group)
     for group, (_, p) in wanted.items():
         newcomer = state.node_id in p.joining or state.node_id in p.log_replicas
         state.replicas.add_group(group, [*p.replicas, *p.joining], p.log_replicas, newcomer=newcomer)

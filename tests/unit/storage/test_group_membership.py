@@ -1,0 +1,73 @@
+"""Which replication groups a node hosts, and in which role, from the partition objects
+(`sync_groups`): serving, joining and log-only members; a node removed from a group that
+goes on forgets its position there; single-replica partitions are not touched."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from partita.common.partition_map import Partition
+from partita.control.model import TableRecord
+from partita.storage.engine import Engine
+from partita.storage.group_log import group_of
+from partita.storage.node import NodeState, sync_groups
+from partita.storage.replica_host import ReplicaHost
+from partita.storage.replication.types import Role
+from tests.unit import records
+
+END = 2**64
+GROUP = group_of(1, "p0")
+
+
+def table(p0: Partition) -> list[TableRecord]:
+    single = Partition("p1", END // 2, END, ("d",), "d")
+    return [records.table_record(p0, single, name="t1", table_id=1)]
+
+
+@pytest.fixture
+async def node_d(tmp_path: Path) -> AsyncIterator[NodeState]:
+    engine = Engine.open(tmp_path / "d", sync=False)
+    state = NodeState("d", "zone-d", engine)
+    state.replicas = ReplicaHost("d", engine, lambda envelopes: None)
+    yield state
+    await engine.close()
+
+
+async def test_a_node_named_log_only_member_hosts_the_group_as_a_newcomer_outside_its_membership(
+    node_d: NodeState,
+) -> None:
+    p0 = Partition("p0", 0, END // 2, ("a", "b"), "a", log_replicas=("d",))
+    sync_groups(node_d, table(p0))
+    assert node_d.replicas is not None and node_d.replicas.hosts(GROUP)
+    assert node_d.groups == {GROUP: (1, p0)}
+    assert node_d.replicas.log_member_groups == 1
+    # It learns its own membership from the leader's log: until then it cannot campaign.
+    assert node_d.replicas.members(GROUP) == {"a": Role.FULL, "b": Role.FULL}
+    assert group_of(1, "p1") not in node_d.replicas.multi.replicas  # one replica: no group
+
+
+async def test_a_joining_full_member_hosts_the_group_without_serving_the_partition(node_d: NodeState) -> None:
+    p0 = Partition("p0", 0, END // 2, ("a", "b"), "a", joining=("d",))
+    sync_groups(node_d, table(p0))
+    assert node_d.replicas is not None and node_d.replicas.hosts(GROUP)
+    assert node_d.replicas.log_member_groups == 0
+    assert node_d.hosted == {}  # routers do not read from it yet (reconcile_hosting serves `replicas`)
+
+
+async def test_a_node_removed_from_a_group_that_goes_on_stops_hosting_it_and_forgets_its_position(
+    node_d: NodeState,
+) -> None:
+    p0 = Partition("p0", 0, END // 2, ("a", "b"), "a", log_replicas=("d",))
+    sync_groups(node_d, table(p0))
+    node_d.engine.apply(GROUP, 5, [], term=2)  # a position, as a log member keeps one
+    node_d.engine.apply(group_of(1, "p1"), 3, [], term=1)  # the single-replica partition's
+    sync_groups(node_d, table(Partition("p0", 0, END // 2, ("a", "b", "c"), "a")))
+    assert node_d.replicas is not None and not node_d.replicas.hosts(GROUP)
+    assert node_d.engine.applied_index(GROUP) == 0 and GROUP not in node_d.engine.groups()
+    assert node_d.engine.applied_index(group_of(1, "p1")) == 3  # untouched
+    # Added back later, it starts as a new member again.
+    sync_groups(node_d, table(p0))
+    assert node_d.replicas.members(GROUP) == {"a": Role.FULL, "b": Role.FULL}
