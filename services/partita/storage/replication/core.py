@@ -330,7 +330,7 @@ class Replica:
             # acks of the quiescing heartbeat must not wake the leader again.
             self._wake(now)
         is_vote = m.kind in (MsgKind.PRE_VOTE, MsgKind.VOTE)
-        if is_vote and m.term > self.term and not m.force and self._hears_leader(now):
+        if is_vote and m.term > self.term and not m.force and self._hears_leader(now, m.src):
             # Gray-failure check and lease promise: the leader is still there.
             kind = MsgKind.PRE_VOTE_RESP if m.kind == MsgKind.PRE_VOTE else MsgKind.VOTE_RESP
             self._send(m.src, kind, term=self.term, reject=True, leader_alive=True)
@@ -378,13 +378,16 @@ class Replica:
 
     # ------------------------------------------------------------------ elections
 
-    def _hears_leader(self, now: float) -> bool:
+    def _hears_leader(self, now: float, candidate: NodeId) -> bool:
         if self.state == State.LEADER:
             return True
         if self.config.unsafe_ignore_lease_promise:
             return self.quiesced and self.leader_node_alive
         if self.quiesced:
-            return self.leader_node_alive
+            # Node liveness vouches for the leader's node, not for its leadership: a
+            # leader that asks for votes itself has lost it (it restarted faster than
+            # its registration expired, or stepped down), so its group must elect.
+            return self.leader_node_alive and candidate != self.leader
         return now < self.promise_until
 
     def _reset_election_timer(self, now: float) -> None:

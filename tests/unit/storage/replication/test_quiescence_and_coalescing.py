@@ -76,6 +76,22 @@ def test_node_liveness_wakes_quiesced_followers_when_the_leaders_node_dies() -> 
     assert len(c.leaders()) == 1
 
 
+def test_a_quiesced_group_whose_leader_restarted_before_liveness_noticed_elects_again() -> None:
+    """A SIGKILLed node restarted within its registration's TTL: node liveness never
+    said it died, so its followers still hear "the leader is alive" for their quiesced
+    group. The restarted replica leads nothing and asks for votes itself; its followers
+    must not refuse it on liveness, or the group stays leaderless for ever."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.advance(CONFIG.quiesce_after + 0.5)
+    assert c["b"].quiesced and c["c"].quiesced
+    c.crash("a")
+    c.advance(0.5)
+    c.restart("a")
+    c.advance(10.0)
+    assert len(c.leaders()) == 1
+
+
 def test_a_quiesced_follower_answers_a_pre_vote_from_node_liveness() -> None:
     c = Cluster(THREE)
     c.elect("a")
