@@ -69,7 +69,9 @@ def _client(peer: Peer) -> Any:
         region_name=peer.region,
         aws_access_key_id=peer.access_key,
         aws_secret_access_key=peer.secret_key,
-        config=Config(retries={"max_attempts": 1}, read_timeout=30, connect_timeout=5, max_pool_connections=32),
+        config=Config(
+            retries={"max_attempts": 1}, read_timeout=30, connect_timeout=5, max_pool_connections=32
+        ),
     )
 
 
@@ -142,7 +144,10 @@ def create_tables(peer: Peer, tables: int, partitions: int) -> dict[str, float]:
                     TableName=_table_name(i),
                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                    ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1000 * partitions - 1},
+                    ProvisionedThroughput={
+                        "ReadCapacityUnits": 1,
+                        "WriteCapacityUnits": 1000 * partitions - 1,
+                    },
                 )
                 return
             except ddb.exceptions.ResourceInUseException:
@@ -167,7 +172,7 @@ def create_tables(peer: Peer, tables: int, partitions: int) -> dict[str, float]:
 
     def all_active() -> bool:
         with ThreadPoolExecutor(PROBE_WORKERS) as pool:
-            done = {name for name, ok in zip(sorted(pending), pool.map(active, sorted(pending))) if ok}
+            done = {name for name, ok in zip(sorted(pending), pool.map(active, sorted(pending)), strict=True) if ok}
         pending.difference_update(done)
         return not pending
 
@@ -226,7 +231,7 @@ def serve_all(peer: Peer, names: Iterable[str], timeout: float) -> float:
 
     with ThreadPoolExecutor(PROBE_WORKERS) as pool:
         while pending and time.monotonic() - started < timeout:
-            pending = [name for name, ok in zip(pending, pool.map(probe, pending)) if not ok]
+            pending = [name for name, ok in zip(pending, pool.map(probe, pending), strict=True) if not ok]
             if pending:
                 time.sleep(0.05)
     if pending:
@@ -244,7 +249,11 @@ def restart_everything(peer: Peer, workdir: Path, table_names: list[str]) -> tup
     served = serve_all(restarted, table_names, RECOVER_TIMEOUT)
     total = time.monotonic() - started
     print(f"restart: router up after {up:.1f} s; every table served a consistent read after {total:.1f} s")
-    return restarted, {"router_up_seconds": up, "all_served_seconds": total, "after_router_up_seconds": served}
+    return restarted, {
+        "router_up_seconds": up,
+        "all_served_seconds": total,
+        "after_router_up_seconds": served,
+    }
 
 
 def failover(peer: Peer, data_dir: Path, names_by_id: dict[int, str]) -> dict[str, float]:
@@ -278,7 +287,11 @@ def failover(peer: Peer, data_dir: Path, names_by_id: dict[int, str]) -> dict[st
         lambda: int(_storage_processes(data_dir)[victim]["pid"]) != pid,
         FAILOVER_TIMEOUT,
     )
-    return {"groups": float(len(victims_groups)), "all_led_seconds": all_led, "all_served_seconds": all_served}
+    return {
+        "groups": float(len(victims_groups)),
+        "all_led_seconds": all_led,
+        "all_served_seconds": all_served,
+    }
 
 
 def _table_ids(data_dir: Path, names: set[str]) -> dict[int, str]:
