@@ -172,7 +172,11 @@ def create_tables(peer: Peer, tables: int, partitions: int) -> dict[str, float]:
 
     def all_active() -> bool:
         with ThreadPoolExecutor(PROBE_WORKERS) as pool:
-            done = {name for name, ok in zip(sorted(pending), pool.map(active, sorted(pending)), strict=True) if ok}
+            done = {
+                name
+                for name, ok in zip(sorted(pending), pool.map(active, sorted(pending)), strict=True)
+                if ok
+            }
         pending.difference_update(done)
         return not pending
 
