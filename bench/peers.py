@@ -284,6 +284,9 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_
     port = free_port()
     etcd_port = _free_port_block((0, 1))  # client, peer
     storage_base = _free_port_block((0, 1, 2, 100, 101, 102))  # admin gRPC and data, 3 zones
+    # Doorman's default ports may be held by another local cluster: two servers, each
+    # with a metrics port 100 above.
+    doorman_base = _free_port_block((0, 1, 100, 101))
     data_dir = workdir / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / "partita.log"
@@ -298,6 +301,8 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_
         str(etcd_port),
         "--storage-base-port",
         str(storage_base),
+        "--doorman-base-port",
+        str(doorman_base),
     ]
     if not fsync:
         cmd.append("--unsafe-no-fsync")

@@ -25,6 +25,9 @@ from tests.integration.cluster import Cluster, running, wait_active
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-replication")]
 
 NODES = ("storage-a", "storage-b", "storage-c")
+# SIGKILLs of the node leading the most partitions in the kill test, one after another
+# with a restart between (issue 11's "20 times in a row"); each round takes about 3 s.
+KILLS = 20
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +103,9 @@ def _status(cluster: Cluster) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-m", "partita.cli.main", "status", "--data-dir", str(cluster.data_dir)],
         capture_output=True,
-        timeout=30,
+        # The kill test asks 20 times; on a machine shared by many suites (load average
+        # 20) a fresh interpreter's start alone took seconds and one call passed 30 s.
+        timeout=90,
         check=True,
     )
     data: dict[str, Any] = json.loads(out.stdout)
@@ -138,7 +143,10 @@ def test_status_shows_members_roles_leader_term_commit_and_lag(rf3: Cluster) -> 
 
 def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(rf3: Cluster) -> None:
     """Conditional increments from four clients while the node leading the most
-    partitions is SIGKILLed five times (the supervisor restarts it each time)."""
+    partitions is SIGKILLed KILLS (20) times in a row (the supervisor restarts it each
+    time): every acknowledged increment is there exactly once (a lost one would leave
+    the counter below the client's acknowledged value, a doubled one above it plus the
+    unknown outcomes) and no strongly consistent read ever went backwards."""
     ddb = rf3.client()
     name = f"rf3k-{uuid.uuid4().hex[:8]}"
     _create(ddb, name)
@@ -155,7 +163,7 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
         client = rf3.client()
         key = {"pk": {"S": f"c{w}"}}
         seen = 0
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 60 + 30 * KILLS
         while not stop.is_set() and time.monotonic() < deadline:
             try:
                 n = int(client.get_item(TableName=name, Key=key, ConsistentRead=True)["Item"]["n"]["N"])
@@ -186,7 +194,7 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
     for t in threads:
         t.start()
     try:
-        for _ in range(5):
+        for _ in range(KILLS):
             progress.clear()
             assert progress.wait(60), "no increment was acknowledged for 60 s"
             leaders = Counter(p["leader"] for p in _partitions(rf3, name))
@@ -207,7 +215,9 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
             ddb.get_item(TableName=name, Key={"pk": {"S": f"c{w}"}}, ConsistentRead=True)["Item"]["n"]["N"]
         )
         assert acked[w] <= final <= acked[w] + unknown[w], (w, acked[w], final, unknown[w])
-    assert sum(acked) >= 5 * workers
+    # Every round waited for an acknowledged increment before its kill, and once more
+    # after the last one.
+    assert sum(acked) >= KILLS + 1
 
 
 def test_sigterm_hands_leadership_off_before_the_node_exits_and_no_write_fails(rf3: Cluster) -> None:

@@ -42,10 +42,16 @@ from partita.storage.ttl_sweeper import TtlSweeper
 log = logging.getLogger(__name__)
 
 # The node re-reads the control store when a watch says it changed, and at least this
-# often regardless (constant work: a lost watch event delays a change, never loses it).
-CONTROL_RESYNC_SECONDS = 1.0
+# often regardless (a lost watch event delays a change, never loses it). Not every
+# second: with 1,000 tables (4,000 partitions and their ready markers) a full read and
+# reconcile costs a node about 0.25 CPU-s (py-spy, docs/benchmarks.md "P3: 1,000
+# tables"), a quarter of a core spent re-reading nothing new at idle; the watch is
+# re-established (and reported as a change) whenever it breaks.
+CONTROL_RESYNC_SECONDS = 15.0
 # TTL of the node's registration lease in the control store.
 NODE_TTL_SECONDS = 10
+# Ready markers written at once (a restarted node writes one per hosted replica).
+READY_MARK_CONCURRENCY = 64
 # How often the node re-reads the other nodes' registrations (replication addresses,
 # liveness).
 PEER_REFRESH_SECONDS = 1.0
@@ -156,12 +162,31 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
         log.info("dropped table %d", table_id)
     state.hosted = desired_hosting(tables, state.node_id)
     sync_groups(state, tables)
+    unmarked: list[tuple[int, str]] = []
     for table_id, hosted in state.hosted.items():
         state.ids_with_data.add(table_id)
-        for p in hosted.partitions:
-            if (table_id, p.partition_id) not in state.ready:
-                await store.mark_ready(table_id, p.partition_id, state.node_id)
-                state.ready.add((table_id, p.partition_id))
+        unmarked.extend((table_id, p.partition_id) for p in hosted.partitions)
+    await mark_ready(state, store, [r for r in unmarked if r not in state.ready])
+
+
+async def mark_ready(state: NodeState, store: NodeStore, partitions: list[tuple[int, str]]) -> None:
+    """Mark `partitions` ready, READY_MARK_CONCURRENCY at a time: a restarted node
+    hosting 4,000 replicas marks them all, and one put after another took minutes on a
+    loaded machine (until one timed out and took the node down). A mark that fails is
+    retried by the next pass (it stays out of `state.ready`)."""
+
+    async def mark(table_id: int, partition_id: str) -> None:
+        try:
+            await store.mark_ready(table_id, partition_id, state.node_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("could not mark %d/%s ready: %s", table_id, partition_id, exc)
+            return
+        state.ready.add((table_id, partition_id))
+
+    for i in range(0, len(partitions), READY_MARK_CONCURRENCY):
+        await asyncio.gather(*(mark(t, p) for t, p in partitions[i : i + READY_MARK_CONCURRENCY]))
 
 
 class PeerDirectory:

@@ -3,6 +3,8 @@ node-pair coalescer that turns many groups' messages into one envelope per peer.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from partita.storage.replication import (
     Message,
     MsgKind,
@@ -73,6 +75,22 @@ def test_node_liveness_wakes_quiesced_followers_when_the_leaders_node_dies() -> 
     for n in ("b", "c"):
         c[n].set_leader_node_alive(False, c.now)
     c.advance(5.0)
+    assert len(c.leaders()) == 1
+
+
+def test_a_quiesced_group_whose_leader_restarted_before_liveness_noticed_elects_again() -> None:
+    """A SIGKILLed node restarted within its registration's TTL: node liveness never
+    said it died, so its followers still hear "the leader is alive" for their quiesced
+    group. The restarted replica leads nothing and asks for votes itself; its followers
+    must not refuse it on liveness, or the group stays leaderless for ever."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.advance(CONFIG.quiesce_after + 0.5)
+    assert c["b"].quiesced and c["c"].quiesced
+    c.crash("a")
+    c.advance(0.5)
+    c.restart("a")
+    c.advance(10.0)
     assert len(c.leaders()) == 1
 
 
@@ -210,3 +228,31 @@ def test_busy_groups_of_a_dead_node_fail_over_once_the_promises_run_out() -> Non
     assert led <= new_leaders
     after = sum(r.counters.elections_started for h in survivors.values() for r in h.replicas.values())
     assert after - before == len(led)  # one election per group: no split votes
+
+
+def test_many_fresh_groups_each_elect_their_first_leader_in_one_term_in_a_stable_order() -> None:
+    """A node's thousands of groups start (or restart) at once: each group's members
+    campaign in a stable per-group order, not on racing random timers, so every group
+    elects in its first term and leadership spreads over the members."""
+    config = ReplicationConfig(election_timeout=1.0, lease_duration=0.8, heartbeat_interval=0.2)
+    members = {n: Role.FULL for n in THREE}
+    nodes = {n: MultiReplica(n, config) for n in THREE}
+    for g in range(120):
+        for i, n in enumerate(THREE):
+            nodes[n].add_group(f"t/{g}", bootstrap_state(members), now=0.0, seed=g * 3 + i)
+    now = 0.0
+    for _ in range(60):  # 1.2 s: the first-ranked member's turn, before the second's
+        now += 0.02
+        pending = []
+        for multi in nodes.values():
+            multi.tick(now)
+            pending.extend(m for rd in multi.ready() for m in rd.messages)
+        for _ in range(10):
+            for m in pending:
+                nodes[m.dst].step(m, now)
+            pending = [m for multi in nodes.values() for rd in multi.ready() for m in rd.messages]
+    leaders = {g: [n for n in THREE if nodes[n].replicas[f"t/{g}"].is_leader] for g in range(120)}
+    assert all(len(ls) == 1 for ls in leaders.values())
+    assert all(nodes[ls[0]].replicas[f"t/{g}"].term == 1 for g, ls in leaders.items())
+    spread = Counter(ls[0] for ls in leaders.values())
+    assert min(spread.values()) > 20, spread  # about a third each (40)

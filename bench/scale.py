@@ -1,0 +1,362 @@
+"""Many replication groups on a local cluster: creation, idle CPU, restart, failover.
+
+`python -m bench.scale [--tables 1000] [--partitions 4] [--idle-seconds 30] [--kills 3]`
+starts `partita up --replication-factor 3` (three storage nodes, zones a/b/c), creates
+`--tables` provisioned tables of `--partitions` partitions each (1 RCU and
+1000 * partitions - 1 WCU: DynamoDB's rule gives exactly that many), so every node holds a replica of
+every group, and then measures, in order:
+
+1. creation: the time to create every table through the API (CreateTable from a few
+   client threads) and until every table is ACTIVE and every group has a leader;
+2. idle: each storage process's CPU (utime+stime from /proc) over `--idle-seconds`
+   once the groups had time to quiesce, as a share of one core;
+3. restart of every process: `partita up` stopped (SIGINT) and started again on the same
+   data; the time from the start until every table answered a strongly consistent Scan
+   (which reads every partition from its leader);
+4. failover: `--kills` rounds of SIGKILL of the node leading the most groups; the time
+   from the kill until every group it led has a leader again (each
+   node's Status RPC, polled; the killed node answers once restarted), then until every such table answered a strongly
+   consistent Scan. The supervisor restarts the node between rounds.
+
+Everything on 127.0.0.1; every wait is bounded. Prints each figure as it comes and a
+JSON summary at the end (`--out` writes it to a file too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import boto3
+import grpc
+from botocore.config import Config
+
+from bench.failover import _status
+from bench.peers import Peer, start_partita, stop_process_group
+from bench.proc_cpu import CLOCK_TICKS, read_stat
+from partita._proto import storage_pb2, storage_pb2_grpc
+
+STORAGE = ("storage-a", "storage-b", "storage-c")
+CREATE_WORKERS = 8
+PROBE_WORKERS = 8
+# Bounds on each phase's waits (seconds).
+CREATE_TIMEOUT = 3600.0
+SETTLE_TIMEOUT = 600.0
+RECOVER_TIMEOUT = 600.0
+FAILOVER_TIMEOUT = 120.0
+# After a phase, let the groups go quiet before the next (quiesce_after is 2 s).
+QUIET_SECONDS = 5.0
+
+Group = tuple[int, str]  # (table id, partition id)
+
+
+def _client(peer: Peer) -> Any:
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=peer.endpoint,
+        region_name=peer.region,
+        aws_access_key_id=peer.access_key,
+        aws_secret_access_key=peer.secret_key,
+        config=Config(
+            retries={"max_attempts": 1}, read_timeout=30, connect_timeout=5, max_pool_connections=32
+        ),
+    )
+
+
+def _cluster(data_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((data_dir / "cluster.json").read_text())
+    return data
+
+
+def _storage_processes(data_dir: Path) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in _cluster(data_dir)["processes"] if p["name"] in STORAGE}
+
+
+def _node_status(address: str) -> storage_pb2.StatusResponse | None:
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stub = storage_pb2_grpc.StorageStub(channel)  # type: ignore[no-untyped-call]
+            status: storage_pb2.StatusResponse = stub.Status(storage_pb2.StatusRequest(), timeout=10)
+            return status
+    except grpc.RpcError:
+        return None
+
+
+def _leaders(data_dir: Path, nodes: Iterable[str] = STORAGE) -> dict[Group, str]:
+    """Group -> the node that leads it, from each node's own report."""
+    out: dict[Group, str] = {}
+    processes = _storage_processes(data_dir)
+    for name in nodes:
+        status = _node_status(f"127.0.0.1:{processes[name]['ports']['grpc']}")
+        if status is None:
+            continue
+        for p in status.partitions:
+            # A quiesced group's leader holds no lease (leases need heartbeats): the
+            # node's own claim is what counts; the consistent Scans prove it serves.
+            if p.leader == name:
+                out[(p.table_id, p.partition_id)] = name
+    return out
+
+
+def _groups(data_dir: Path) -> set[Group]:
+    """Every group some node hosts."""
+    processes = _storage_processes(data_dir)
+    out: set[Group] = set()
+    for name in STORAGE:
+        status = _node_status(f"127.0.0.1:{processes[name]['ports']['grpc']}")
+        if status is not None:
+            out.update((p.table_id, p.partition_id) for p in status.partitions)
+    return out
+
+
+def _until(what: str, predicate: Callable[[], bool], timeout: float, pause: float = 0.2) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if predicate():
+            return time.monotonic() - started
+        time.sleep(pause)
+    raise TimeoutError(f"{what}: not done after {timeout:.0f} s")
+
+
+def _table_name(i: int) -> str:
+    return f"scale-{i:05d}"
+
+
+def create_tables(peer: Peer, tables: int, partitions: int) -> dict[str, float]:
+    ddb = _client(peer)
+
+    def create(i: int) -> None:
+        for attempt in range(20):
+            try:
+                ddb.create_table(
+                    TableName=_table_name(i),
+                    KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                    AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                    ProvisionedThroughput={
+                        "ReadCapacityUnits": 1,
+                        "WriteCapacityUnits": 1000 * partitions - 1,
+                    },
+                )
+                return
+            except ddb.exceptions.ResourceInUseException:
+                return  # an earlier attempt's answer was lost: it exists
+            except Exception:
+                time.sleep(0.2 * (attempt + 1))
+        raise RuntimeError(f"could not create {_table_name(i)}")
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(CREATE_WORKERS) as pool:
+        list(pool.map(create, range(tables)))
+    created = time.monotonic() - started
+    print(f"create: {tables} CreateTable calls answered in {created:.1f} s", flush=True)
+
+    pending = {_table_name(i) for i in range(tables)}
+
+    def active(name: str) -> bool:
+        try:
+            return str(ddb.describe_table(TableName=name)["Table"]["TableStatus"]) == "ACTIVE"
+        except Exception:
+            return False
+
+    def all_active() -> bool:
+        with ThreadPoolExecutor(PROBE_WORKERS) as pool:
+            done = {
+                name
+                for name, ok in zip(sorted(pending), pool.map(active, sorted(pending)), strict=True)
+                if ok
+            }
+        pending.difference_update(done)
+        return not pending
+
+    _until("tables ACTIVE", all_active, CREATE_TIMEOUT, pause=1.0)
+    activated = time.monotonic() - started
+    print(f"create: every table ACTIVE {activated:.1f} s after the first call", flush=True)
+    return {"create_calls_seconds": created, "all_active_seconds": activated}
+
+
+def wait_for_leaders(data_dir: Path, expected: int) -> float:
+    def led() -> bool:
+        n = len(_leaders(data_dir))
+        print(f"  groups led with a lease: {n}/{expected}", flush=True)
+        return n >= expected
+
+    return _until("every group led", led, SETTLE_TIMEOUT, pause=2.0)
+
+
+def idle_cpu(data_dir: Path, seconds: float) -> dict[str, float]:
+    """Each storage process's CPU share of one core over `seconds` of idleness."""
+    pids = {name: int(p["pid"]) for name, p in _storage_processes(data_dir).items()}
+    before = {name: read_stat(pid) for name, pid in pids.items()}
+    time.sleep(seconds)
+    after = {name: read_stat(pid) for name, pid in pids.items()}
+    out: dict[str, float] = {}
+    for name in pids:
+        b, a = before[name], after[name]
+        if a is None or b is None or a.pid != b.pid:
+            raise RuntimeError(f"{name} restarted during the idle measurement")
+        out[name] = (a.own_ticks - b.own_ticks) / CLOCK_TICKS / seconds
+    return out
+
+
+_last_errors: dict[str, str] = {}
+
+
+def _scan_ok(ddb: Any, name: str) -> bool:
+    try:
+        ddb.scan(TableName=name, ConsistentRead=True, Limit=1)
+        return True
+    except Exception as exc:
+        _last_errors[name] = repr(exc)
+        return False
+
+
+def serve_all(peer: Peer, names: Iterable[str], timeout: float) -> float:
+    """Seconds until every table in `names` answered a strongly consistent Scan."""
+    started = time.monotonic()
+    pending = list(names)
+    local = threading.local()
+
+    def probe(name: str) -> bool:
+        if not hasattr(local, "ddb"):
+            local.ddb = _client(peer)
+        return _scan_ok(local.ddb, name)
+
+    with ThreadPoolExecutor(PROBE_WORKERS) as pool:
+        while pending and time.monotonic() - started < timeout:
+            pending = [name for name, ok in zip(pending, pool.map(probe, pending), strict=True) if not ok]
+            if pending:
+                time.sleep(0.05)
+    if pending:
+        raise TimeoutError(
+            f"{len(pending)} tables never served a consistent read; e.g. {_last_errors.get(pending[0])}"
+        )
+    return time.monotonic() - started
+
+
+def restart_everything(peer: Peer, workdir: Path, table_names: list[str]) -> tuple[Peer, dict[str, float]]:
+    stop_process_group(peer.proc)
+    started = time.monotonic()
+    restarted = start_partita(workdir=workdir, table=table_names[0], replication_factor=3)
+    up = time.monotonic() - started
+    served = serve_all(restarted, table_names, RECOVER_TIMEOUT)
+    total = time.monotonic() - started
+    print(f"restart: router up after {up:.1f} s; every table served a consistent read after {total:.1f} s")
+    return restarted, {
+        "router_up_seconds": up,
+        "all_served_seconds": total,
+        "after_router_up_seconds": served,
+    }
+
+
+def failover(peer: Peer, data_dir: Path, names_by_id: dict[int, str]) -> dict[str, float]:
+    led = _leaders(data_dir)
+    victim = Counter(led.values()).most_common(1)[0][0]
+    victims_groups = {g for g, n in led.items() if n == victim}
+    pid = int(_storage_processes(data_dir)[victim]["pid"])
+    killed = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    remaining = set(victims_groups)
+
+    def moved() -> bool:
+        # The killed node answers nothing until it is restarted, and then speaks for a
+        # new incarnation: a group it leads again has failed over too.
+        now = _leaders(data_dir)
+        remaining.difference_update(g for g in list(remaining) if g in now)
+        return not remaining
+
+    _until(f"groups of {victim} led elsewhere", moved, FAILOVER_TIMEOUT, pause=0.05)
+    all_led = time.monotonic() - killed
+    tables = sorted({names_by_id[t] for t, _ in victims_groups})
+    serve_all(peer, tables, FAILOVER_TIMEOUT)
+    all_served = time.monotonic() - killed
+    print(
+        f"failover: {victim} killed leading {len(victims_groups)} groups; all led again after "
+        f"{all_led:.2f} s; their {len(tables)} tables served consistent reads after {all_served:.2f} s",
+        flush=True,
+    )
+    _until(
+        f"{victim} restarted",
+        lambda: int(_storage_processes(data_dir)[victim]["pid"]) != pid,
+        FAILOVER_TIMEOUT,
+    )
+    return {
+        "groups": float(len(victims_groups)),
+        "all_led_seconds": all_led,
+        "all_served_seconds": all_served,
+    }
+
+
+def _table_ids(data_dir: Path, names: set[str]) -> dict[int, str]:
+    status = _status(data_dir)
+    return {t["table_id"]: t["name"] for t in status["tables"] if t["name"] in names}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=1000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--kills", type=int, default=3)
+    parser.add_argument("--skip-restart", action="store_true")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    # A SIGTERM (timeout(1), a CI limit) still stops the cluster in `finally`.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    data_dir = workdir / "data"
+    names = [_table_name(i) for i in range(args.tables)]
+    result: dict[str, Any] = {"tables": args.tables, "partitions": args.partitions, "groups": 0}
+    print(f"bench.scale: {args.tables} tables x {args.partitions} partitions, RF=3, in {workdir}", flush=True)
+    peer = start_partita(workdir=workdir, table=names[0], replication_factor=3)
+    try:
+        result["create"] = create_tables(peer, args.tables, args.partitions)
+        result["groups"] = len(_groups(data_dir))
+        print(f"groups hosted: {result['groups']}", flush=True)
+        result["create"]["all_led_seconds"] = wait_for_leaders(data_dir, result["groups"])
+        time.sleep(QUIET_SECONDS)
+        result["idle_cpu_share"] = idle_cpu(data_dir, args.idle_seconds)
+        print(f"idle: CPU share of one core per storage node {result['idle_cpu_share']}", flush=True)
+        if not args.skip_restart:
+            peer, result["restart"] = restart_everything(peer, workdir, names)
+            wait_for_leaders(data_dir, result["groups"])
+            time.sleep(QUIET_SECONDS)
+        names_by_id = _table_ids(data_dir, set(names))
+        rounds = []
+        for _ in range(args.kills):
+            rounds.append(failover(peer, data_dir, names_by_id))
+            wait_for_leaders(data_dir, result["groups"])
+            time.sleep(QUIET_SECONDS)
+        if rounds:
+            result["failover"] = {
+                "rounds": rounds,
+                "median_all_led_seconds": statistics.median(r["all_led_seconds"] for r in rounds),
+                "median_all_served_seconds": statistics.median(r["all_served_seconds"] for r in rounds),
+            }
+            print(
+                f"failover: median over {len(rounds)} kills: all led after "
+                f"{result['failover']['median_all_led_seconds']:.2f} s, all served after "
+                f"{result['failover']['median_all_served_seconds']:.2f} s",
+                flush=True,
+            )
+    finally:
+        stop_process_group(peer.proc)
+    print(json.dumps(result, indent=2), flush=True)
+    if args.out is not None:
+        args.out.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
