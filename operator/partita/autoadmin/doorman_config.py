@@ -5,9 +5,9 @@ splits their capacity among the routers that serve the table, each wanting what 
 measures it needs (partita.doorman.wants). A PROVISIONED table's capacity is its
 provisioned throughput. An on-demand (PAY_PER_REQUEST) table's is its allowance
 across the cluster (seed 000 section 4.5): the template holds DynamoDB's initial
-allowance, and Doorman raises it to twice the table's previous peak, the highest sum
-of the routers' wants over the last 30 minutes (the `peak_memory_seconds` parameter;
-the multiplier is 2 over the routers' 25% headroom, so twice the peak demand).
+allowance, and Doorman raises it to the highest sum of the routers' wants over the
+last 30 minutes (the `peak_memory_seconds` parameter); each router wants twice its
+measured demand (`throughput.ON_DEMAND_HEADROOM`), so that is twice the previous peak.
 
 The text is rebuilt from the specs on every reconcile pass and written only when it
 changed; the Doorman servers reload it within seconds (keeping the peaks they saw),
@@ -25,7 +25,6 @@ from typing import Any
 
 from partita.common import throughput
 from partita.control.model import TableSpec
-from partita.doorman import wants
 
 # Seconds between a router's lease refreshes on a table resource: how fast an
 # UpdateTable or a router joining or leaving moves the shares.
@@ -36,9 +35,9 @@ TABLE_LEASE_SECONDS = 30
 # its entry is written): the same refresh, so a router's first answer for a new table
 # does not leave it waiting a longer interval for the table's own entry.
 CATCH_ALL_CAPACITY = 1000.0
-# An on-demand table's allowance: twice the peak of what its routers want, which is
-# their demand times the estimator's headroom.
-ON_DEMAND_PEAK_MULTIPLIER = 2.0 / wants.HEADROOM
+# An on-demand table's allowance: the peak of what its routers want (their wants
+# already carry the factor 2 of "twice the previous peak").
+ON_DEMAND_PEAK_MULTIPLIER = 1.0
 
 
 def _template(glob: str, capacity: float, refresh: int, lease: int) -> dict[str, Any]:

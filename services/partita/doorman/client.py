@@ -34,6 +34,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from partita._proto import doorman_pb2 as pb
+from partita.doorman import wants as wants_estimate
 from partita.doorman.connection import Backoff, Connection, Unavailable
 from partita.doorman.wants import DemandEstimator
 
@@ -163,14 +164,23 @@ class Client:
         initial_wants: float = INITIAL_RATE_WANTS,
         min_wants: float = 0.0,
         max_wants: float = math.inf,
+        headroom: float = wants_estimate.HEADROOM,
+        half_life: float = wants_estimate.HALF_LIFE_SECONDS,
     ) -> RateResource:
         """A rate; with no `wants`, wants are estimated from use (`RateResource.wait`,
-        or `record` for callers that pace themselves), starting at `initial_wants`,
-        kept within [`min_wants`, `max_wants`]."""
+        or `record` for callers that pace themselves; partita.doorman.wants), starting
+        at `initial_wants`, kept within [`min_wants`, `max_wants`]."""
         demand = (
             None
             if wants is not None
-            else DemandEstimator(self.clock(), initial_wants, floor=min_wants, ceiling=max_wants)
+            else DemandEstimator(
+                self.clock(),
+                initial_wants,
+                floor=min_wants,
+                ceiling=max_wants,
+                headroom=headroom,
+                half_life=half_life,
+            )
         )
         return RateResource(self, self._state(resource_id, priority, wants, demand))
 

@@ -24,7 +24,7 @@ import math
 
 HEADROOM = 1.25
 PROBE_FACTOR = 2.0
-HALF_LIFE_SECONDS = 30.0
+HALF_LIFE_SECONDS = 60.0
 # Windows shorter than this are not closed: a burst of refreshes (a new resource asked
 # for at once) would otherwise turn one request into a huge rate.
 MIN_WINDOW_SECONDS = 0.5

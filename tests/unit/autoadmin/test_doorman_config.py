@@ -36,8 +36,8 @@ def test_an_on_demand_table_starts_at_the_initial_allowance_and_follows_its_peak
     assert (rcu.capacity, wcu.capacity) == (12000, 4000)  # twice DynamoDB's initial peak
     assert wcu.algorithm.kind == wcu.algorithm.FAIR_SHARE
     params = {p.name: p.value for p in wcu.algorithm.parameters}
-    # Twice the peak demand: the routers' wants carry 25% headroom.
-    assert params == {"peak_memory_seconds": "1800", "peak_multiplier": "1.6"}
+    # The peak of the routers' wants, which are twice their demand.
+    assert params == {"peak_memory_seconds": "1800", "peak_multiplier": "1"}
 
 
 def test_the_file_is_written_only_when_it_changed(tmp_path: Path) -> None:

@@ -79,7 +79,8 @@ def test_a_busy_client_takes_an_idle_ones_share_under_fair_share() -> None:
     busy one wants (and FAIR_SHARE grants it) nearly everything."""
     from partita.doorman.algorithms import water_level
 
-    busy, idle = DemandEstimator(0.0, 100.0, floor=5.0), DemandEstimator(0.0, 100.0, floor=5.0)
+    busy = DemandEstimator(0.0, 100.0, floor=5.0, half_life=30.0)
+    idle = DemandEstimator(0.0, 100.0, floor=5.0, half_life=30.0)
     grants = [50.0, 50.0]
     now = 0.0
     for _ in range(40):  # 40 refreshes of 5 s
