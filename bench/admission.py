@@ -29,7 +29,7 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.integration.cluster import Cluster, running, wait_active
+from tests.integration.cluster import Cluster, free_port_layout, wait_active
 from tests.integration.test_admission import create, wait_for_leases
 from tests.unit.control.conftest import free_port
 
@@ -106,28 +106,36 @@ def main() -> None:
         "--idle", type=float, default=0.0, help="seconds the table idles first (burst savings)"
     )
     parser.add_argument("--mode", choices=("local", "doorman"), default="doorman")
+    parser.add_argument(
+        "--start-timeout", type=float, default=300.0, help="seconds `partita up` may take (a shared machine)"
+    )
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="partita-admission-"))
     # No fsync: the bench measures admission, not the disk (offered load must exceed the rate).
-    with running(directory, "--admission", args.mode, "--unsafe-no-fsync") as cluster:
-        extra = [start_router(cluster, args.mode) for _ in range(args.routers - 1)]
-        try:
-            if args.mode == "doorman":
-                wait_for_leases(cluster)
-            ddb = cluster.client()
-            table = create(
-                ddb,
-                BillingMode="PROVISIONED",
-                ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": args.wcu},
-            )
-            wait_active(ddb, table)
-            time.sleep(args.idle)
-            endpoints = [cluster.endpoint, *(endpoint for _, endpoint in extra)]
-            per_second, errors, per_router = drive(cluster, endpoints, table, args.seconds, args.threads)
-        finally:
-            for process, _ in extra:
-                process.terminate()
-                process.wait(30)
+    cluster = Cluster(
+        directory, free_port_layout(), extra_args=("--admission", args.mode, "--unsafe-no-fsync")
+    )
+    cluster.start(timeout=args.start_timeout)
+    extra: list[tuple[subprocess.Popen[bytes], str]] = []
+    try:
+        extra += [start_router(cluster, args.mode) for _ in range(args.routers - 1)]
+        if args.mode == "doorman":
+            wait_for_leases(cluster)
+        ddb = cluster.client()
+        table = create(
+            ddb,
+            BillingMode="PROVISIONED",
+            ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": args.wcu},
+        )
+        wait_active(ddb, table)
+        time.sleep(args.idle)
+        endpoints = [cluster.endpoint, *(endpoint for _, endpoint in extra)]
+        per_second, errors, per_router = drive(cluster, endpoints, table, args.seconds, args.threads)
+    finally:
+        for process, _ in extra:
+            process.terminate()
+            process.wait(30)
+        cluster.stop()
     total = sum(per_second)
     offered = total + sum(errors.values())
     expected = args.wcu * args.seconds + args.wcu * max(1.0, min(args.idle, 300.0))
