@@ -81,13 +81,13 @@ class Cluster(RawHttp):
             *self.extra_args,
         ]  # fmt: skip
 
-    def start(self) -> None:
+    def start(self, timeout: float = START_TIMEOUT) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         offset = len(self.read_log())
         log = open(self.data_dir / "up.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"partita up exited: {self.read_log()}")

@@ -1,12 +1,18 @@
 """The Doorman resources of the tables' throughput: what the routers lease.
 
-Each PROVISIONED table has two resources, `table/<name>/rcu` and `table/<name>/wcu`,
-whose capacity is its provisioned throughput; FAIR_SHARE splits it among the routers
-that serve the table. On-demand tables need no entry: each router admits their
-allowance (twice the previous peak) itself. The text is rebuilt from the specs on
-every reconcile pass and written only when it changed; the Doorman servers reload it
-within seconds, and a client sees a changed capacity at its next refresh, so an
-UpdateTable takes effect within `TABLE_REFRESH_SECONDS` (plus the reload).
+Each table has two resources, `table/<name>/rcu` and `table/<name>/wcu`; FAIR_SHARE
+splits their capacity among the routers that serve the table, each wanting what it
+measures it needs (partita.doorman.wants). A PROVISIONED table's capacity is its
+provisioned throughput. An on-demand (PAY_PER_REQUEST) table's is its allowance
+across the cluster (seed 000 section 4.5): the template holds DynamoDB's initial
+allowance, and Doorman raises it to the highest sum of the routers' wants over the
+last 30 minutes (the `peak_memory_seconds` parameter); each router wants twice its
+measured demand (`throughput.ON_DEMAND_HEADROOM`), so that is twice the previous peak.
+
+The text is rebuilt from the specs on every reconcile pass and written only when it
+changed; the Doorman servers reload it within seconds (keeping the peaks they saw),
+and a client sees a changed capacity at its next refresh, so an UpdateTable takes
+effect within `TABLE_REFRESH_SECONDS` (plus the reload).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from partita.common import throughput
 from partita.control.model import TableSpec
 
 # Seconds between a router's lease refreshes on a table resource: how fast an
@@ -28,6 +35,9 @@ TABLE_LEASE_SECONDS = 30
 # its entry is written): the same refresh, so a router's first answer for a new table
 # does not leave it waiting a longer interval for the table's own entry.
 CATCH_ALL_CAPACITY = 1000.0
+# An on-demand table's allowance: the peak of what its routers want (their wants
+# already carry the factor 2 of "twice the previous peak").
+ON_DEMAND_PEAK_MULTIPLIER = 1.0
 
 
 def _template(glob: str, capacity: float, refresh: int, lease: int) -> dict[str, Any]:
@@ -44,18 +54,31 @@ def _template(glob: str, capacity: float, refresh: int, lease: int) -> dict[str,
     }
 
 
+def _on_demand(template: dict[str, Any]) -> dict[str, Any]:
+    template["algorithm"]["parameters"] = [
+        {"name": "peak_memory_seconds", "value": f"{throughput.PEAK_MEMORY_SECONDS:g}"},
+        {"name": "peak_multiplier", "value": f"{ON_DEMAND_PEAK_MULTIPLIER:g}"},
+    ]
+    return template
+
+
 def doorman_config(specs: Iterable[TableSpec]) -> str:
     """The resource repository (JSON, Doorman's schema) for these tables."""
     resources = []
     for spec in sorted(specs, key=lambda s: s.name):
-        if spec.deleting or spec.billing_mode != "PROVISIONED":
+        if spec.deleting:
             continue
-        for suffix, capacity in (("rcu", spec.read_capacity), ("wcu", spec.write_capacity)):
-            resources.append(
-                _template(
-                    f"table/{spec.name}/{suffix}", float(capacity), TABLE_REFRESH_SECONDS, TABLE_LEASE_SECONDS
-                )
+        on_demand = spec.billing_mode == "PAY_PER_REQUEST"
+        rates: tuple[tuple[str, throughput.Kind, int], ...] = (
+            ("rcu", "read", spec.read_capacity),
+            ("wcu", "write", spec.write_capacity),
+        )
+        for suffix, kind, provisioned in rates:
+            capacity = throughput.on_demand_allowance(0.0, kind) if on_demand else float(provisioned)
+            template = _template(
+                f"table/{spec.name}/{suffix}", capacity, TABLE_REFRESH_SECONDS, TABLE_LEASE_SECONDS
             )
+            resources.append(_on_demand(template) if on_demand else template)
     resources.append(_template("*", CATCH_ALL_CAPACITY, TABLE_REFRESH_SECONDS, 60))
     return json.dumps({"resources": resources}, indent=1) + "\n"
 

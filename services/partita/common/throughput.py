@@ -18,6 +18,15 @@ Kind = Literal["read", "write"]
 ON_DEMAND_INITIAL_PEAK: dict[Kind, float] = {"read": 6000.0, "write": 2000.0}
 # How long a peak is remembered: DynamoDB speaks of the previous peak "within 30 minutes".
 PEAK_MEMORY_SECONDS = 1800.0
+# Across routers (admission through Doorman): each router asks for this multiple of its
+# measured demand, and the table's Doorman capacity is the peak of what they ask (over
+# PEAK_MEMORY_SECONDS), so a router's lease absorbs a jump to twice its demand at once
+# and the cluster admits twice its previous peak, not each router twice its own.
+ON_DEMAND_HEADROOM = 2.0
+# What an idle router still asks for: a share of the initial allowance, so a normal load
+# on a fresh table is admitted at once and up to four idle routers' floors do not raise
+# the table's allowance above the initial one.
+ON_DEMAND_FLOOR_SHARE = 0.25
 
 
 def on_demand_allowance(previous_peak: float, kind: Kind) -> float:

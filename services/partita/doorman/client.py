@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import math
 import os
 import socket
 import threading
@@ -33,15 +34,20 @@ from concurrent.futures import Future
 from typing import Any
 
 from partita._proto import doorman_pb2 as pb
+from partita.doorman import wants as wants_estimate
 from partita.doorman.connection import Backoff, Connection, Unavailable
+from partita.doorman.wants import DemandEstimator
 
 log = logging.getLogger("partita.doorman.client")
 
 DEFAULT_REFRESH_SECONDS = 1.0  # until a server says otherwise
-# Estimated wants: the observed rate with this much headroom; when the caller was
-# held back, ask for this much more than the grant, so a growing demand is seen.
+# Estimated gauge wants: the peak of holders and waiters with this much headroom; when
+# the caller was held back, ask for this much more than the grant, so a growing demand
+# is seen. (Rates: partita.doorman.wants.)
 HEADROOM = 1.25
 PROBE_FACTOR = 2.0
+# A rate resource with estimated wants asks for this much before it has been used.
+INITIAL_RATE_WANTS = 1.0
 
 
 class Mode(enum.Enum):
@@ -55,29 +61,36 @@ def default_client_id() -> str:
 
 
 class _Usage:
-    """What the caller did since the last refresh, to estimate its wants."""
+    """What a gauge's caller did since the last refresh, to estimate its wants."""
 
-    def __init__(self, now: float) -> None:
-        self.since = now
-        self.arrivals = 0
+    def __init__(self) -> None:
         self.blocked = False
-        self.peak = 0  # gauges: most held or waiting at once
+        self.peak = 0  # most held or waiting at once
 
-    def reset(self, now: float) -> None:
-        self.since, self.arrivals, self.blocked, self.peak = now, 0, False, 0
+    def reset(self) -> None:
+        self.blocked, self.peak = False, 0
 
 
 class ResourceState:
-    def __init__(self, resource_id: str, priority: int, wants: float | None, now: float) -> None:
+    def __init__(
+        self,
+        resource_id: str,
+        priority: int,
+        wants: float | None,
+        now: float,
+        demand: DemandEstimator | None = None,
+    ) -> None:
         self.resource_id = resource_id
         self.priority = priority
         self.wants = wants  # None: estimate from use
+        # Rates with estimated wants: the caller's demand, recorded as it comes.
+        self.demand = demand
         self.capacity = 0.0
         self.expiry = 0.0  # wall clock; 0: no lease
         self.refresh_interval = DEFAULT_REFRESH_SECONDS
         self.safe_capacity: float | None = None
         self.users = 0
-        self.usage = _Usage(now)
+        self.usage = _Usage()
         self.last_wants = 0.0
         self.changed = asyncio.Event()
 
@@ -85,12 +98,12 @@ class ResourceState:
         self.changed.set()
         self.changed = asyncio.Event()
 
-    def estimated_wants(self, now: float, kind_rate: bool) -> float:
+    def estimated_wants(self, now: float) -> float:
         if self.wants is not None:
             return self.wants
-        elapsed = max(1e-3, now - self.usage.since)
-        observed = self.usage.arrivals / elapsed if kind_rate else float(self.usage.peak)
-        wants = observed * HEADROOM
+        if self.demand is not None:
+            return self.demand.wants(now, self.capacity)
+        wants = self.usage.peak * HEADROOM
         if self.usage.blocked:
             wants = max(wants, self.capacity * PROBE_FACTOR, 1.0)
         return wants
@@ -112,7 +125,6 @@ class Client:
         self.clock = clock
         self.backoff = backoff or Backoff()
         self.resources: dict[str, ResourceState] = {}
-        self._kinds: dict[str, bool] = {}  # resource -> is a rate (else a gauge)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.reachable = True
@@ -130,23 +142,50 @@ class Client:
 
     # --- resources ---------------------------------------------------------------------
 
-    def _state(self, resource_id: str, priority: int, wants: float | None, rate: bool) -> ResourceState:
+    def _state(
+        self, resource_id: str, priority: int, wants: float | None, demand: DemandEstimator | None
+    ) -> ResourceState:
         state = self.resources.get(resource_id)
         if state is None:
-            state = ResourceState(resource_id, priority, wants, self.clock())
+            state = ResourceState(resource_id, priority, wants, self.clock(), demand)
             self.resources[resource_id] = state
-            self._kinds[resource_id] = rate
             self._wake.set()  # a new resource is asked for at once
         elif wants is not None:
             state.wants = wants
         state.users += 1
         return state
 
-    def rate(self, resource_id: str, *, wants: float | None = None, priority: int = 1) -> RateResource:
-        return RateResource(self, self._state(resource_id, priority, wants, True))
+    def rate(
+        self,
+        resource_id: str,
+        *,
+        wants: float | None = None,
+        priority: int = 1,
+        initial_wants: float = INITIAL_RATE_WANTS,
+        min_wants: float = 0.0,
+        max_wants: float = math.inf,
+        headroom: float = wants_estimate.HEADROOM,
+        half_life: float = wants_estimate.HALF_LIFE_SECONDS,
+    ) -> RateResource:
+        """A rate; with no `wants`, wants are estimated from use (`RateResource.wait`,
+        or `record` for callers that pace themselves; partita.doorman.wants), starting
+        at `initial_wants`, kept within [`min_wants`, `max_wants`]."""
+        demand = (
+            None
+            if wants is not None
+            else DemandEstimator(
+                self.clock(),
+                initial_wants,
+                floor=min_wants,
+                ceiling=max_wants,
+                headroom=headroom,
+                half_life=half_life,
+            )
+        )
+        return RateResource(self, self._state(resource_id, priority, wants, demand))
 
     def gauge(self, resource_id: str, *, wants: float | None = None, priority: int = 1) -> GaugeResource:
-        return GaugeResource(self, self._state(resource_id, priority, wants, False))
+        return GaugeResource(self, self._state(resource_id, priority, wants, None))
 
     def capacity(self, state: ResourceState) -> float:
         """What the caller may use now: the lease while it lasts, else the mode's."""
@@ -169,7 +208,7 @@ class Client:
     def _request(self, now: float) -> pb.GetCapacityRequest:
         request = pb.GetCapacityRequest(client_id=self.client_id)
         for rid, state in sorted(self.resources.items()):
-            state.last_wants = state.estimated_wants(now, self._kinds[rid])
+            state.last_wants = state.estimated_wants(now)
             r = request.resource.add(resource_id=rid, priority=state.priority, wants=state.last_wants)
             if state.expiry > now:
                 r.has.CopyFrom(
@@ -196,7 +235,7 @@ class Client:
             state.refresh_interval = max(1.0, float(r.gets.refresh_interval))
             if r.HasField("safe_capacity"):
                 state.safe_capacity = r.safe_capacity
-            state.usage.reset(self.clock())
+            state.usage.reset()
             state.notify()
         return (
             min(s.refresh_interval for s in self.resources.values())
@@ -265,15 +304,25 @@ class RateResource:
         self._next = max(self._next, now) + 1.0 / rate
         return True
 
+    def record(self, units: float, refused: bool = False) -> None:
+        """For callers that pace themselves: units asked for (refused or not), from
+        which the wants are estimated."""
+        if self.state.demand is not None:
+            self.state.demand.record(units, refused)
+
     async def wait(self) -> None:
-        self.state.usage.arrivals += 1
+        first = True
         while not self.try_acquire():
-            self.state.usage.blocked = True
+            if first:
+                self.record(1.0, refused=True)
+                first = False
             rate = self.capacity
             delay = self._next - time.monotonic() if rate > 0 else DEFAULT_REFRESH_SECONDS
             changed = self.state.changed
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), max(0.0, min(delay, DEFAULT_REFRESH_SECONDS)))
+        if first:
+            self.record(1.0)
 
     async def close(self) -> None:
         await self.client._forget(self.state)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,10 @@ def validate(repo: pb.ResourceRepository) -> None:
         raise ConfigError('the resource repository must contain at least an entry for "*"')
 
 
+# Parameters of a capacity that follows demand (partita.doorman.resource), and their least values.
+_AT_LEAST = {"peak_memory_seconds": 1.0, "peak_multiplier": 1.0}
+
+
 def _validate_algorithm(glob: str, algo: pb.Algorithm) -> None:
     if algo.kind not in pb.Algorithm.Kind.values():
         raise ConfigError(f"template {glob!r}: unknown algorithm kind {algo.kind}")
@@ -76,6 +81,15 @@ def _validate_algorithm(glob: str, algo: pb.Algorithm) -> None:
                 factor = -1.0
             if not 0 < factor <= 1:
                 raise ConfigError(f"template {glob!r}: decay_factor must be in (0, 1]")
+        elif param.name in _AT_LEAST:
+            try:
+                value = float(param.value)
+            except ValueError:
+                value = math.nan
+            if not (math.isfinite(value) and value >= _AT_LEAST[param.name]):
+                raise ConfigError(
+                    f"template {glob!r}: {param.name} must be a number of at least {_AT_LEAST[param.name]:g}"
+                )
 
 
 class ResourceRepository:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from dataclasses import dataclass
 
 from partita._proto import doorman_pb2 as pb
@@ -22,6 +23,46 @@ REPEAT_REQUEST_WINDOW_SECONDS = 5.0
 Band = tuple[int, int, float]  # (priority, num_clients, wants)
 
 CLEAN_INTERVAL_SECONDS = 1.0
+
+# Algorithm parameters of a capacity that follows demand (Partita's, not the seed's):
+# the resource's capacity is at least `peak_multiplier` (default 2) times the highest
+# sum of wants over the last `peak_memory_seconds`. DynamoDB's on-demand tables admit
+# twice their previous peak (seed 000, section 4.5); the template's capacity is the
+# allowance of a table that has no peak yet.
+PEAK_MEMORY_PARAMETER = "peak_memory_seconds"
+PEAK_MULTIPLIER_PARAMETER = "peak_multiplier"
+DEFAULT_PEAK_MULTIPLIER = 2.0
+
+
+def parameter(algorithm: pb.Algorithm, name: str) -> str | None:
+    for p in algorithm.parameters:
+        if p.name == name:
+            return str(p.value)
+    return None
+
+
+class SlidingPeak:
+    """The highest value observed over the last `memory` seconds (a step function
+    sampled when it changes; a monotonic queue keeps the maximum cheap)."""
+
+    __slots__ = ("_values", "memory")
+
+    def __init__(self, memory: float) -> None:
+        self.memory = memory
+        self._values: deque[tuple[float, float]] = deque()  # (time, value), values decreasing
+
+    def observe(self, now: float, value: float) -> None:
+        while self._values and self._values[-1][1] <= value:
+            self._values.pop()
+        self._values.append((now, value))
+
+    def peak(self, now: float) -> float:
+        # A value counts for `memory` after it was observed (the sum of wants is
+        # observed at every request, so a lasting demand is seen again and again); the
+        # newest value is never dropped: it is the current one.
+        while len(self._values) > 1 and self._values[0][0] < now - self.memory:
+            self._values.popleft()
+        return self._values[0][1] if self._values else 0.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +93,9 @@ class Resource:
         self._cleaned_at = -math.inf
         self._algorithm: Algorithm = algorithm_for(template.algorithm)
         self._learner: Algorithm = learn(template.algorithm)
+        self._peak: SlidingPeak | None = None
+        self._peak_multiplier = DEFAULT_PEAK_MULTIPLIER
+        self._load_peak(template.algorithm)
         algo = template.algorithm
         duration = (
             algo.learning_mode_duration if algo.HasField("learning_mode_duration") else algo.lease_length
@@ -65,11 +109,30 @@ class Resource:
         self.capacity_expiry = capacity_expiry
         self._algorithm = algorithm_for(template.algorithm)
         self._learner = learn(template.algorithm)
+        self._load_peak(template.algorithm)
+
+    def _load_peak(self, algorithm: pb.Algorithm) -> None:
+        """Keeps the peak seen so far across reloads (an on-demand table's template
+        is rewritten whenever any table changes)."""
+        memory = parameter(algorithm, PEAK_MEMORY_PARAMETER)
+        if memory is None:
+            self._peak = None
+            return
+        if self._peak is None:
+            self._peak = SlidingPeak(float(memory))
+        self._peak.memory = float(memory)
+        multiplier = parameter(algorithm, PEAK_MULTIPLIER_PARAMETER)
+        self._peak_multiplier = float(multiplier) if multiplier is not None else DEFAULT_PEAK_MULTIPLIER
 
     def capacity(self, now: float) -> float:
-        """The template's capacity, or 0 once the lease this server holds on it lapsed."""
-        if self.capacity_expiry is not None and self.capacity_expiry <= now:
-            return 0.0
+        """The template's capacity, or 0 once the lease this server holds on it lapsed.
+        A capacity that follows demand grows to its multiplier times the peak of the
+        summed wants; only where it is configured (the root): a server below it gets
+        its capacity from its parent's lease."""
+        if self.capacity_expiry is not None:
+            return 0.0 if self.capacity_expiry <= now else self.template.capacity
+        if self._peak is not None:
+            return max(self.template.capacity, self._peak_multiplier * self._peak.peak(now))
         return self.template.capacity
 
     def learning(self, now: float) -> bool:
@@ -91,6 +154,10 @@ class Resource:
             log.debug(
                 "%s: client %s claims %s it was never granted here", self.id, request.client, request.has
             )
+        if self._peak is not None:
+            # The demand as it will be with this request's wants in place of its old ones.
+            old = self.store.get(request.client).wants if self.store.has_client(request.client) else 0.0
+            self._peak.observe(now, self.store.sum_wants() - old + request.wants)
         decide = self._learner if self.learning(now) else self._algorithm
         lease = decide(self.store, self.capacity(now), request, now)
         if self.capacity_expiry is not None and lease.expiry > self.capacity_expiry:

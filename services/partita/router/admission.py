@@ -2,9 +2,10 @@
 
 One token bucket per (table, read|write), refilled at the rate this router may use:
 its Doorman lease on `table/<name>/rcu` or `table/<name>/wcu` (the autoadmin sets those
-resources' capacity to the provisioned throughput, and Doorman shares it among the
-routers), or, with no Doorman, the table's whole provisioned rate (one router). An
-on-demand table's rate is its allowance, twice the previous peak.
+resources' capacity to the provisioned throughput, or an on-demand table's allowance
+across the cluster, and Doorman shares it among the routers), or, with no Doorman,
+the table's whole provisioned rate or on-demand allowance (twice the previous peak
+this router saw; one router).
 
 A request is admitted while the bucket is not empty and charged afterwards what the
 storage nodes metered for it: the charge is read from the metering counters
@@ -69,9 +70,15 @@ def resource_id(table: str, kind: Kind) -> str:
 
 
 class RateSource(Protocol):
-    """The rate (units per second) this router may admit for a provisioned table."""
+    """The rate (units per second) this router may admit for a table."""
 
-    def rate(self, record: TableRecord, kind: Kind) -> float: ...
+    def rate(self, record: TableRecord, kind: Kind) -> float:
+        """A provisioned table's."""
+        ...
+
+    def on_demand_rate(self, record: TableRecord, kind: Kind, allowance: float) -> float:
+        """An on-demand table's, given the allowance of the traffic this router saw."""
+        ...
 
     def used(self, record: TableRecord, kind: Kind, units: float, throttled: bool) -> None:
         """What the table consumed since the last call, so the source can ask for it."""
@@ -83,6 +90,9 @@ class ProvisionedRate:
 
     def rate(self, record: TableRecord, kind: Kind) -> float:
         return float(record.read_capacity if kind == "read" else record.write_capacity)
+
+    def on_demand_rate(self, record: TableRecord, kind: Kind, allowance: float) -> float:
+        return allowance
 
     def used(self, record: TableRecord, kind: Kind, units: float, throttled: bool) -> None:
         return None
@@ -168,9 +178,8 @@ class Admission:
 
     def _rate(self, record: TableRecord, kind: Kind, state: TableBucket | None) -> float:
         if record.billing_mode == "PAY_PER_REQUEST":
-            if state is None:
-                return throughput.on_demand_allowance(0.0, kind)
-            return throughput.on_demand_allowance(state.peak.peak(self.clock(), state.consumed.value), kind)
+            peak = 0.0 if state is None else state.peak.peak(self.clock(), state.consumed.value)
+            return self.source.on_demand_rate(record, kind, throughput.on_demand_allowance(peak, kind))
         return self.source.rate(record, kind)
 
     def exceeded(self, record: TableRecord, kind: Kind) -> DynamoError:

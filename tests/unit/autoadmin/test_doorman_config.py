@@ -25,15 +25,19 @@ def test_a_provisioned_table_has_its_rates_as_resources() -> None:
     assert repo.find("something/else").identifier_glob == "*"
 
 
-def test_on_demand_and_deleted_tables_have_no_resources() -> None:
-    text = doorman_config(
-        [
-            spec(name="Lazy", billing_mode="PAY_PER_REQUEST"),
-            spec(name="Gone", deleting=True),
-        ]
-    )
-    repo = ResourceRepository.from_text(text)
+def test_deleted_tables_have_no_resources() -> None:
+    repo = ResourceRepository.from_text(doorman_config([spec(name="Gone", deleting=True)]))
     assert [t.identifier_glob for t in repo.message.resources] == ["*"]
+
+
+def test_an_on_demand_table_starts_at_the_initial_allowance_and_follows_its_peak() -> None:
+    repo = ResourceRepository.from_text(doorman_config([spec(name="Lazy", billing_mode="PAY_PER_REQUEST")]))
+    rcu, wcu = repo.find("table/Lazy/rcu"), repo.find("table/Lazy/wcu")
+    assert (rcu.capacity, wcu.capacity) == (12000, 4000)  # twice DynamoDB's initial peak
+    assert wcu.algorithm.kind == wcu.algorithm.FAIR_SHARE
+    params = {p.name: p.value for p in wcu.algorithm.parameters}
+    # The peak of the routers' wants, which are twice their demand.
+    assert params == {"peak_memory_seconds": "1800", "peak_multiplier": "1"}
 
 
 def test_the_file_is_written_only_when_it_changed(tmp_path: Path) -> None:

@@ -274,3 +274,61 @@ def test_upstream_failures_back_off_exponentially_up_to_a_minute() -> None:
     leaf = ServerCore("leaf")
     waits = [leaf.upstream_failed() for _ in range(9)]
     assert waits[:4] == [1, 2, 4, 8] and waits[-1] == 60
+
+
+# --- a capacity that follows demand (on-demand tables) --------------------------------
+
+
+def following(capacity: float, memory: float = 1800, multiplier: float = 2.0) -> pb.ResourceTemplate:
+    out = template("*", capacity, lease_length=30, refresh_interval=5, learning_mode_duration=0)
+    out.algorithm.parameters.add(name="peak_memory_seconds", value=f"{memory:g}")
+    out.algorithm.parameters.add(name="peak_multiplier", value=f"{multiplier:g}")
+    return out
+
+
+def test_a_following_capacity_is_the_template_until_twice_the_peak_of_wants_exceeds_it() -> None:
+    core = master(repo(following(100)))
+    assert ask(core, "a", "r", 30, 1.0).gets.capacity == 30
+    assert core.resources["r"].capacity(1.0) == 100  # peak 30: 2 x 30 < 100
+    ask(core, "b", "r", 50, 2.0)
+    assert core.resources["r"].capacity(2.0) == 160  # summed wants 80, twice that
+    # Wants above the capacity: the capacity grows with them, one request behind.
+    assert ask(core, "a", "r", 300, 7.0).gets.capacity == pytest.approx(300)
+    assert core.resources["r"].capacity(7.0) == 700  # 2 x (300 + 50)
+    assert sum(lease.has for _, lease in core.resources["r"].store.items()) <= 700
+
+
+def test_a_following_capacity_remembers_its_peak_for_the_configured_time_then_falls_back() -> None:
+    core = master(repo(following(100, memory=60)))
+    ask(core, "a", "r", 400, 1.0)
+    ask(core, "a", "r", 10, 7.0)  # demand dropped
+    assert core.resources["r"].capacity(30.0) == 800  # the previous peak still counts
+    assert core.resources["r"].capacity(62.0) == 100  # forgotten after 60 s: 2 x 10 < 100
+    ask(core, "a", "r", 10, 70.0)
+    assert core.resources["r"].capacity(70.0) == 100
+
+
+def test_the_peak_survives_a_reload_and_a_following_parameter_is_validated() -> None:
+    core = master(repo(following(100)))
+    ask(core, "a", "r", 400, 1.0)
+    core.load_repository(repo(following(120)))
+    assert core.resources["r"].capacity(2.0) == 800
+    core.load_repository(repo(template("*", 120, learning_mode_duration=0)))  # no longer following
+    assert core.resources["r"].capacity(3.0) == 120
+    bad = following(100)
+    bad.algorithm.parameters[0].value = "soon"
+    with pytest.raises(ConfigError, match="peak_memory_seconds"):
+        repo(bad)
+
+
+def test_a_leaf_below_a_following_root_uses_its_parents_lease_not_its_own_peak() -> None:
+    root = master(repo(following(100)))
+    leaf = ServerCore("leaf")
+    leaf.on_election(True, "leaf:1", -100.0)
+    ask(leaf, "a", "r", 150, 1.0)
+    up = leaf.upstream_request(1.0)
+    assert up is not None
+    down = root.get_server_capacity(up, 1.0)
+    assert down.response[0].gets.capacity == 150  # the root grew to 300 for it
+    leaf.apply_upstream(down, 1.0)
+    assert leaf.resources["r"].capacity(2.0) == 150  # the pushed parameters do not apply here
