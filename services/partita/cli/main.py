@@ -200,6 +200,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             metrics_port=args.metrics_port,
             replication=args.replication,
             admission=args.admission,
+            hosting=args.hosting,
         )
     )
     return 0
@@ -504,6 +505,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="hold each hosted partition to its share of the table's throughput and the node to "
         "its capacity (TableRead/WriteKeyRangeThroughputExceeded); default: not enforced",
+    )
+    storage.add_argument(
+        "--hosting",
+        choices=("control", "admin"),
+        default="control",
+        help="what to host: what the control store places here (control), or exactly what the "
+        "operator assigned through the admin RPC, kept across restarts (admin; Kubernetes) (%(default)s)",
     )
     logs.add_flags(storage)
     storage.set_defaults(func=cmd_storage)

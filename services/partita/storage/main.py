@@ -24,6 +24,7 @@ async def serve(
     metrics_port: int | None = None,
     replication: bool = False,
     admission: bool = False,
+    hosting: str = "control",
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -40,4 +41,5 @@ async def serve(
         metrics_port=metrics_port,
         replication=replication,
         admission=admission,
+        hosting=hosting,
     )

@@ -22,7 +22,9 @@ from partita.common.partition_map import Partition
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import NodeStore
 from partita.storage import metrics
+from partita.storage import admin_server
 from partita.storage.admission import StorageAdmission
+from partita.storage.assignments import AssignmentBook
 from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
@@ -287,7 +289,10 @@ async def serve(
     metrics_port: int | None = None,
     replication: bool = False,
     admission: bool = False,
+    hosting: str = "control",
 ) -> None:
+    """`hosting`: "control" follows the control store's placement (the local cluster);
+    "admin" hosts exactly what the admin RPC assigned (Kubernetes: the operator)."""
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
@@ -301,6 +306,8 @@ async def serve(
     exporter = await serve_metrics(host, metrics_port) if metrics_port is not None else None
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_StorageServicer_to_server(StorageService(state), server)  # type: ignore[no-untyped-call]
+    by_assignment = admin_server.AdminHosting(state, AssignmentBook.open(data_dir)) if hosting == "admin" else None
+    checker = admin_server.add_to_server(server, by_assignment)
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     now = time.monotonic()
@@ -322,8 +329,13 @@ async def serve(
     replicas.start()
     # Serve only once the hosting reflects the store, so no request is refused as
     # WRONG_PARTITION merely because the node has just started.
-    await reconcile_hosting(state, store, await store.list_tables())
-    poller = asyncio.create_task(control_loop(state, store))
+    poller: asyncio.Task[None] | None = None  # the operator drives hosting by assignment
+    if by_assignment is not None:
+        await by_assignment.start()
+    else:
+        await reconcile_hosting(state, store, await store.list_tables())
+        poller = asyncio.create_task(control_loop(state, store))
+    await admin_server.set_serving(checker, True)
     watching_peers = asyncio.create_task(peers.follow(store, replicas))
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
     # The sweeper plans its deletes through a plane of its own without buckets: DynamoDB
@@ -345,9 +357,11 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     started = time.monotonic()
+    await admin_server.set_serving(checker, False)
     await hand_off_leadership(replicas)
     watching_peers.cancel()
-    poller.cancel()
+    if poller is not None:
+        poller.cancel()
     counter.cancel()
     sweeping.cancel()
     data_server.close()
