@@ -105,9 +105,7 @@ class AdminHosting:
         table_id = assignment.table.table_id
         # Stop serving first, delete the data, then forget the assignment: a crash in
         # between re-hosts an emptied replica, and the operator's retry drops it again.
-        self.book.assignments.pop(partition)
-        self._rehost()
-        self.book.assignments[partition] = assignment
+        self._rehost(without=partition)
         end = min(assignment.end, HASH_SPACE)
         lo, hi = keys.hash_range_bounds(table_id, assignment.start, end)
         await self.state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
@@ -142,8 +140,10 @@ class AdminHosting:
         out.lag = max(0, leadership.commit - leadership.applied)
         return out
 
-    def _rehost(self) -> None:
-        self.state.hosted = hosted_tables(self.book.assignments.values(), self.state.node_id)
+    def _rehost(self, without: str | None = None) -> None:
+        """Serve the book's assignments (but `without`, one being dropped)."""
+        given = [a for name, a in self.book.assignments.items() if name != without]
+        self.state.hosted = hosted_tables(given, self.state.node_id)
         self.state.ids_with_data |= set(self.state.hosted)
         replicas = self.state.replicas
         if replicas is None:

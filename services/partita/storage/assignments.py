@@ -67,9 +67,7 @@ def hosted_tables(assignments: Iterable[Assignment], node_id: str) -> dict[int, 
 
 
 def _record(table: TableInfo, partitions: list[Partition]) -> TableRecord:
-    ttl = (
-        TimeToLive("ENABLED", table.ttl_attribute) if table.ttl_attribute else TimeToLive()
-    )
+    ttl = TimeToLive("ENABLED", table.ttl_attribute) if table.ttl_attribute else TimeToLive()
     return TableRecord(
         name=table.name,
         table_id=table.table_id,
@@ -107,20 +105,20 @@ class AssignmentBook:
         """Record the assignment; False (and no write) when it is already the one held."""
         if self.assignments.get(assignment.partition) == assignment:
             return False
-        self.assignments[assignment.partition] = assignment
-        self._save()
+        self._save({**self.assignments, assignment.partition: assignment})
         return True
 
     def remove(self, partition: str) -> Assignment | None:
-        gone = self.assignments.pop(partition, None)
+        gone = self.assignments.get(partition)
         if gone is not None:
-            self._save()
+            self._save({k: v for k, v in self.assignments.items() if k != partition})
         return gone
 
-    def _save(self) -> None:
+    def _save(self, assignments: dict[str, Assignment]) -> None:
+        """On disk first, then in memory: a failed write changes neither."""
         # Write a sibling, fsync it, rename over: a crash leaves the old or the new file.
         tmp = self.path.with_suffix(".tmp")
-        data = orjson.dumps([_to_json(a) for a in self.assignments.values()])
+        data = orjson.dumps([_to_json(a) for a in assignments.values()])
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -131,6 +129,7 @@ class AssignmentBook:
             os.fsync(directory)
         finally:
             os.close(directory)
+        self.assignments = assignments
 
 
 def _key_json(key: KeyElement | None) -> list[str] | None:
@@ -142,7 +141,7 @@ def _to_json(a: Assignment) -> dict[str, Any]:
     return {
         "partition": a.partition,
         "start": a.start,
-        "end": a.end,
+        "last": a.end - 1,  # inclusive: the last partition's end (2**64) is past JSON's ints
         "members": list(a.members),
         "table": {
             "table_id": t.table_id,
@@ -172,7 +171,4 @@ def _from_json(e: Mapping[str, Any]) -> Assignment:
         created_at=float(t["created_at"]),
         ttl_attribute=t["ttl_attribute"],
     )
-    return Assignment(str(e["partition"]), table, int(e["start"]), int(e["end"]), tuple(e["members"]))
-
-
-
+    return Assignment(str(e["partition"]), table, int(e["start"]), int(e["last"]) + 1, tuple(e["members"]))

@@ -306,7 +306,9 @@ async def serve(
     exporter = await serve_metrics(host, metrics_port) if metrics_port is not None else None
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_StorageServicer_to_server(StorageService(state), server)  # type: ignore[no-untyped-call]
-    by_assignment = admin_server.AdminHosting(state, AssignmentBook.open(data_dir)) if hosting == "admin" else None
+    by_assignment = (
+        admin_server.AdminHosting(state, AssignmentBook.open(data_dir)) if hosting == "admin" else None
+    )
     checker = admin_server.add_to_server(server, by_assignment)
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
