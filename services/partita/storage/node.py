@@ -21,8 +21,7 @@ from partita.common.metrics import serve_metrics
 from partita.common.partition_map import Partition
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import NodeStore
-from partita.storage import metrics
-from partita.storage import admin_server
+from partita.storage import admin_server, metrics
 from partita.storage.admission import StorageAdmission
 from partita.storage.assignments import AssignmentBook
 from partita.storage.data_server import DataPlane, start_data_server

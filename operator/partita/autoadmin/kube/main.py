@@ -16,8 +16,8 @@ import kopf
 
 from partita.autoadmin.kube import naming
 from partita.autoadmin.kube.api import KubeApi
-from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
 from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector, fleet_resolver
+from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
 from partita.autoadmin.kube.replicas import ReplicaDirector
 from partita.common import metrics
 
