@@ -109,9 +109,9 @@ class AdminHosting:
         end = min(assignment.end, HASH_SPACE)
         lo, hi = keys.hash_range_bounds(table_id, assignment.start, end)
         await self.state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
-        group = group_of(table_id, partition)
-        if group in self.state.engine.groups():
-            self.state.engine.forget_group(group)
+        # The partition's group keeps its applied index (no engine.forget_group): the
+        # WAL may still hold the group's entries, and a forgotten applied index would
+        # have a restart replay them over the deleted range.
         self.state.partition_figures.pop((table_id, partition), None)
         self.book.remove(partition)
         if table_id not in self.state.hosted:
