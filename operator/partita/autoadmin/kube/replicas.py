@@ -53,14 +53,3 @@ class ReplicaDirector(Protocol):
         """Ask each member to drop its replica and data; True once all have."""
         ...
 
-
-class UnconnectedDirector:
-    """For tests of the handlers alone: records the desired members and reports each as
-    Requested, so Partition status shows the decision and Tables stay CREATING rather
-    than claiming replicas that nobody confirmed."""
-
-    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
-        return PartitionReport(replicas={m.node: ReplicaReport("Requested") for m in members})
-
-    async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
-        return True
