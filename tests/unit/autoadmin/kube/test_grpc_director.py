@@ -14,7 +14,7 @@ import pytest
 from partita._proto import admin_pb2 as pb
 from partita._proto import admin_pb2_grpc as pb_grpc
 from partita.autoadmin.kube.decisions import Member
-from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector
+from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector, summarize
 from partita.autoadmin.kube.replicas import PartitionRef
 from tests.unit.autoadmin.kube.storage_nodes import StorageNode, storage_nodes
 from tests.unit.control.conftest import Etcd, etcd, table  # noqa: F401 (the etcd fixture)
@@ -110,3 +110,30 @@ async def test_a_drop_is_done_only_once_every_member_dropped(
     assert await director.drop(ref(), members(fleet))  # idempotent
     for n in fleet:
         assert await reported(n, ref().name) == "Unknown"
+
+
+def _report(leader: str = "", lag: int = 0, state: str = "Hosted", items: int = 0) -> pb.ReplicaReport:
+    return pb.ReplicaReport(partition="p", state=state, leader=leader, lag=lag, item_count=items)
+
+
+@pytest.mark.parametrize(
+    ("reports", "failed", "states", "leader", "items"),
+    [
+        # every member names the same leader; figures are the leader's own count
+        ({"a": _report("a", items=7), "b": _report("a"), "c": _report("a")}, set(), "SSS", "a", 7),
+        # the member that claims leadership wins over what stale followers name
+        ({"a": _report("b"), "b": _report("b", items=3), "c": _report("a")}, set(), "SSS", "b", 3),
+        # electing (no leader known) or behind: catching up; no answer: requested
+        ({"a": _report(""), "b": _report("b", lag=4), "c": None}, set(), "CCR", "b", 0),
+        # not a pod of the fleet or refused: failed; nobody hosts: no leader
+        ({"a": None, "b": _report(state="Unknown")}, {"a"}, "FR", None, 0),
+    ],
+    ids=["agreed", "self-claimed", "catching-up", "failed"],
+)
+def test_member_answers_are_summarized_into_partition_status(
+    reports: dict[str, pb.ReplicaReport | None], failed: set[str], states: str, leader: str | None, items: int
+) -> None:
+    names = {"S": "Serving", "C": "CatchingUp", "R": "Requested", "F": "Failed"}
+    summary = summarize(reports, failed)
+    assert [summary.replicas[n].state for n in reports] == [names[c] for c in states]
+    assert (summary.leader, summary.item_count) == (leader, items)
