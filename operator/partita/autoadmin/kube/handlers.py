@@ -355,8 +355,6 @@ def build_registry(
             return
         members = _plan_of(body).members
         table = await api.get(naming.API_VERSION, naming.TABLES, namespace, spec["table"])
-        if table is not None and table["metadata"].get("deletionTimestamp"):
-            return  # its replicas are being dropped: hosting them again would race the drop
         ref = _ref_of(namespace, name, spec)
         if table is not None:
             ref = dataclasses.replace(
