@@ -52,4 +52,3 @@ class ReplicaDirector(Protocol):
     async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
         """Ask each member to drop its replica and data; True once all have."""
         ...
-
