@@ -204,6 +204,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             replication=args.replication,
             admission=args.admission,
             replica_down_after=args.replica_down_after,
+            hosting=args.hosting,
         )
     )
     return 0
@@ -539,6 +540,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
         help="seconds a member of a group this node leads may go unheard before it is repaired "
         "around (%(default)s)",
+    )
+    storage.add_argument(
+        "--hosting",
+        choices=("control", "admin"),
+        default="control",
+        help="what to host: what the control store places here (control), or exactly what the "
+        "operator assigned through the admin RPC, kept across restarts (admin; Kubernetes) (%(default)s)",
     )
     logs.add_flags(storage)
     storage.set_defaults(func=cmd_storage)

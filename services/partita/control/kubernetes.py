@@ -57,6 +57,7 @@ CREATED_AT_ANNOTATION = f"{GROUP}/created-at"
 TIME_TO_LIVE_ANNOTATION = f"{GROUP}/time-to-live"
 # The label every Partition resource carries: the name of its Table resource.
 TABLE_LABEL = f"{GROUP}/table"
+KUBE_API_ENV = "PARTITA_KUBE_API"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
 
@@ -152,12 +153,15 @@ def state_from_resource(spec: TableSpec, obj: Mapping[str, Any]) -> TableState |
 
 def partition_from_resource(obj: Mapping[str, Any]) -> Partition:
     """A Partition resource as a partition object: its inclusive [start, last] becomes
-    the half-open [start, last + 1); the leader is the reported one, else the first
-    member."""
+    the half-open [start, last + 1); the leader is the one the members reported (the
+    operator's replica director writes it into status), else the first member (the
+    placement's choice, which a node leads while no group elects one). A reported leader
+    that is no longer a member (the members just changed) is not routed to."""
     spec = obj["spec"]
     start, last = int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16)
     replicas = tuple(m["node"] for m in spec["members"])
-    leader = (obj.get("status") or {}).get("leader") or (replicas[0] if replicas else "")
+    reported = (obj.get("status") or {}).get("leader")
+    leader = reported if reported in replicas else (replicas[0] if replicas else None)
     return Partition(obj["metadata"]["name"], start, last + 1, replicas, leader)
 
 
@@ -210,9 +214,13 @@ class KubernetesTableCatalog:
 
     @classmethod
     def in_cluster(cls, namespace: str | None = None) -> KubernetesTableCatalog:
-        """With the pod's service account (the chart's router Role)."""
+        """With the pod's service account (the chart's router Role); outside a pod
+        (development, the end-to-end test), the API server named by $PARTITA_KUBE_API
+        (plain HTTP, no credentials, e.g. a local emulator) and `namespace`."""
         import os
 
+        if os.environ.get(KUBE_API_ENV):
+            return cls(os.environ[KUBE_API_ENV], namespace or "default")
         host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
         context = ssl.create_default_context(cafile=str(SERVICE_ACCOUNT / "ca.crt"))
         ns = namespace or (SERVICE_ACCOUNT / "namespace").read_text().strip()

@@ -26,6 +26,7 @@ async def serve(
     replication: bool = False,
     admission: bool = False,
     replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
+    hosting: str = "control",
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -43,4 +44,5 @@ async def serve(
         replication=replication,
         admission=admission,
         replica_down_after=replica_down_after,
+        hosting=hosting,
     )

@@ -22,8 +22,9 @@ from partita.common.metrics import serve_metrics
 from partita.common.partition_map import Partition
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import NodeStore
-from partita.storage import metrics
+from partita.storage import admin_server, metrics
 from partita.storage.admission import StorageAdmission, partition_rate
+from partita.storage.assignments import AssignmentBook
 from partita.storage.data_server import DataPlane, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
@@ -369,7 +370,10 @@ async def serve(
     replication: bool = False,
     admission: bool = False,
     replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
+    hosting: str = "control",
 ) -> None:
+    """`hosting`: "control" follows the control store's placement (the local cluster);
+    "admin" hosts exactly what the admin RPC assigned (Kubernetes: the operator)."""
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
@@ -390,6 +394,10 @@ async def serve(
     exporter = await serve_metrics(host, metrics_port) if metrics_port is not None else None
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_StorageServicer_to_server(StorageService(state), server)  # type: ignore[no-untyped-call]
+    by_assignment = (
+        admin_server.AdminHosting(state, AssignmentBook.open(data_dir)) if hosting == "admin" else None
+    )
+    checker = admin_server.add_to_server(server, by_assignment)
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     now = time.monotonic()
@@ -413,8 +421,13 @@ async def serve(
     state.repair = repair
     # Serve only once the hosting reflects the store, so no request is refused as
     # WRONG_PARTITION merely because the node has just started.
-    await reconcile_hosting(state, store, await store.list_tables())
-    poller = asyncio.create_task(control_loop(state, store))
+    poller: asyncio.Task[None] | None = None  # the operator drives hosting by assignment
+    if by_assignment is not None:
+        await by_assignment.start()
+    else:
+        await reconcile_hosting(state, store, await store.list_tables())
+        poller = asyncio.create_task(control_loop(state, store))
+    await admin_server.set_serving(checker, True)
     watching_peers = asyncio.create_task(peers.follow(store, replicas))
     repairing = asyncio.create_task(
         repair.run(lambda: state.groups, lambda: peers.zones, lambda: frozenset(peers.addresses))
@@ -439,10 +452,12 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     started = time.monotonic()
+    await admin_server.set_serving(checker, False)
     await hand_off_leadership(replicas)
     repairing.cancel()
     watching_peers.cancel()
-    poller.cancel()
+    if poller is not None:
+        poller.cancel()
     counter.cancel()
     sweeping.cancel()
     data_server.close()

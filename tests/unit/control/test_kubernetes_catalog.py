@@ -119,3 +119,31 @@ async def test_the_autoadmins_state_is_read_from_the_status(
             phase,
             1,
         )
+
+
+def _partition_resource(status: dict[str, object]) -> dict[str, object]:
+    return {
+        "metadata": {"name": "orders-0000000000000000"},
+        "spec": {
+            "table": "orders",
+            "hashRange": {"start": "0000000000000000", "last": "ffffffffffffffff"},
+            "members": [{"node": n, "zone": z} for n, z in (("s-a-0", "a"), ("s-b-0", "b"), ("s-c-0", "c"))],
+        },
+        "status": status,
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "leader"),
+    [
+        ({"leader": "s-b-0"}, "s-b-0"),  # what the members reported
+        ({}, "s-a-0"),  # nothing reported yet: the placement's first member
+        ({"leader": "s-x-9"}, "s-a-0"),  # a stale report of a node that left
+    ],
+    ids=["reported", "unreported", "stale"],
+)
+def test_routes_lead_to_the_reported_leader_only_while_it_is_a_member(
+    status: dict[str, object], leader: str
+) -> None:
+    p = kubernetes.partition_from_resource(_partition_resource(status))
+    assert (p.leader, p.replicas, p.start, p.end) == (leader, ("s-a-0", "s-b-0", "s-c-0"), 0, 1 << 64)

@@ -105,6 +105,15 @@ class KubeApi:
         await self._call("PATCH", f"{collection}/{name}", obj, "application/merge-patch+json")
         return False
 
+    async def get(self, api_version: str, plural: str, namespace: str, name: str) -> Any:
+        """The object, or None if there is none."""
+        try:
+            return await self._call("GET", f"{collection_path(api_version, plural, namespace)}/{name}")
+        except KubeApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
     async def list(
         self, api_version: str, plural: str, namespace: str, labels: Mapping[str, str]
     ) -> list[Any]:

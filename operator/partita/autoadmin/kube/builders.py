@@ -114,6 +114,8 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
             f"--metrics-port={fleet.metrics_port}",
             f"--data-dir={DATA_DIR}",
             f"--etcd={fleet.etcd}",
+            # Host exactly the replicas the operator assigns through the admin RPC.
+            "--hosting=admin",
         ],
         "env": [
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -124,9 +126,9 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
             {"name": naming.DATA_PORT_NAME, "containerPort": fleet.data_port, "protocol": "TCP"},
             {"name": naming.METRICS_PORT_NAME, "containerPort": fleet.metrics_port, "protocol": "TCP"},
         ],
-        # Ready once the data path accepts connections (the node opens it after
-        # replaying its log); alive while the admin server answers.
-        "readinessProbe": {"tcpSocket": {"port": naming.DATA_PORT_NAME}, "periodSeconds": 5},
+        # Ready once the node's grpc.health.v1 service says SERVING (after it replayed
+        # its log and serves its assignments); alive while the admin server answers.
+        "readinessProbe": {"grpc": {"port": fleet.admin_port}, "periodSeconds": 5},
         "livenessProbe": {
             "tcpSocket": {"port": naming.ADMIN_PORT_NAME},
             "initialDelaySeconds": 30,

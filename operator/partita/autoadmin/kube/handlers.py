@@ -11,6 +11,7 @@ re-derives the same desired state and changes nothing when it is already there.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,7 @@ from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
 from partita.common import config as common_config
+from partita.control import kubernetes
 from partita.control.model import NodeRecord, TableSpec, TableState
 from partita.control.model import table_status as table_status_of
 
@@ -389,7 +391,15 @@ def build_registry(
         if meta.get("deletionTimestamp"):
             return
         members = _plan_of(body).members
-        report = await director.host(_ref_of(namespace, name, spec), members)
+        table = await api.get(naming.API_VERSION, naming.TABLES, namespace, spec["table"])
+        ref = _ref_of(namespace, name, spec)
+        if table is not None:
+            ref = dataclasses.replace(
+                ref,
+                table_spec=kubernetes.spec_from_resource(table),
+                replication_factor=int(table["spec"].get("replicationFactor", 3)),
+            )
+        report = await director.host(ref, members)
         states = {node: r.state for node, r in report.replicas.items()}
         state = decisions.partition_state(members, states, deleting=False)
         generation = int(meta.get("generation", 1))

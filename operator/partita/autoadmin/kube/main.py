@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
 from partita.autoadmin.kube import naming
 from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector, fleet_resolver
 from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
-from partita.autoadmin.kube.replicas import ReplicaDirector, UnconnectedDirector
+from partita.autoadmin.kube.replicas import ReplicaDirector
 from partita.common import metrics
 
 
@@ -49,7 +50,10 @@ async def run_operator(
     settings = operator_settings(chosen, standalone)
     info = login or discover_credentials(settings)
     api = KubeApi(info)
-    registry = build_registry(config, api, director or UnconnectedDirector(), info)
+    # By default the storage pods' admin gRPC, found by their DNS names in the fleet.
+    own_director = GrpcReplicaDirector(fleet_resolver(config.fleet)) if director is None else None
+    in_use: ReplicaDirector = own_director if own_director is not None else cast(ReplicaDirector, director)
+    registry = build_registry(config, api, in_use, info)
     kwargs: dict[str, Any] = {"peering_name": naming.PEERING_NAME, "priority": chosen}
     if identity is not None:
         # kopf derives one from host and pid; two operators in one process need their own.
@@ -68,6 +72,8 @@ async def run_operator(
         )
     finally:
         await api.close()
+        if own_director is not None:
+            await own_director.close()
         if exporter is not None:
             exporter.close()
             await exporter.wait_closed()

@@ -1,8 +1,8 @@
 """How the operator tells storage nodes which replicas to host, and hears back.
 
-The call itself (the storage nodes' admin gRPC, which also carries replica reports)
-belongs to the control-plane seam; the Partition handler depends only on this
-interface, so that implementation slots in without touching the handlers.
+The Partition handler depends only on the `ReplicaDirector` interface; the operator
+runs `GrpcReplicaDirector` (grpc_director.py), which calls the storage nodes' admin
+gRPC (HostReplica, DropReplica, Report).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from partita.autoadmin.kube.decisions import Member, MemberState
+from partita.control.model import TableSpec
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,10 @@ class PartitionRef:
     table: str  # the Table resource
     start: int
     last: int
+    # The Table's spec (ids, keys, throughput) the storage nodes need; None when the
+    # Table resource is not found (a node cannot host a replica without it).
+    table_spec: TableSpec | None = None
+    replication_factor: int = 3
 
 
 @dataclass(frozen=True)
@@ -51,15 +56,3 @@ class ReplicaDirector(Protocol):
     async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
         """Ask each member to drop its replica and data; True once all have."""
         ...
-
-
-class UnconnectedDirector:
-    """Used until the admin RPC lands: records the desired members and reports each as
-    Requested, so Partition status shows the decision and Tables stay CREATING rather
-    than claiming replicas that nobody confirmed."""
-
-    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
-        return PartitionReport(replicas={m.node: ReplicaReport("Requested") for m in members})
-
-    async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
-        return True

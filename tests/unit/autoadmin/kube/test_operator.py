@@ -45,8 +45,9 @@ STOP_TIMEOUT = 10.0
 
 
 class ServingDirector:
-    """Stands in for the storage nodes' admin RPC (not built yet): every asked member
-    serves at once, and every drop succeeds. Records what it was asked."""
+    """Stands in for the storage nodes' admin RPC (tested against real nodes in
+    test_grpc_director.py and the end-to-end test): every asked member serves at once,
+    and every drop succeeds. Records what it was asked."""
 
     def __init__(self) -> None:
         self.hosted: list[tuple[str, tuple[str, ...]]] = []
@@ -360,9 +361,12 @@ async def test_a_second_operator_stays_passive_until_the_active_one_leaves(api: 
         await eventually(took_over, "the passive operator to take over")
 
 
-async def test_without_the_admin_rpc_a_table_stays_creating_and_says_why(api: Any, kmock: Any) -> None:
-    """The production default until the seam lands: members are recorded as Requested,
-    nothing claims they serve; two zones for replicationFactor 3 is reported as Degraded."""
+async def test_with_no_storage_node_reachable_a_table_stays_creating_and_says_why(
+    api: Any, kmock: Any
+) -> None:
+    """The production director (gRPC to the pods' DNS names, which resolve nowhere here):
+    members are recorded as Requested, nothing claims they serve; two zones for
+    replicationFactor 3 is reported as Degraded."""
     async with operator(kmock, None, priority=10, config=_config(zones=("a", "b"))):
         await api.post(TABLES, json=table_manifest("waiting"))
 

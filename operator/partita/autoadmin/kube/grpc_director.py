@@ -1,0 +1,153 @@
+"""`ReplicaDirector` over the storage nodes' admin gRPC (proto/partita/admin.proto).
+
+A node name (the StatefulSet pod's name) becomes an address through `resolve`: in a
+cluster, the pod's DNS name in its zone's headless Service (`Fleet.nodes()`); tests
+inject 127.0.0.1 ports. One channel per address, kept. Every call has a deadline; a
+node that cannot be reached is reported Requested (asked, not confirmed), never a
+handler that hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import grpc
+
+from partita._proto import admin_pb2 as pb
+from partita._proto import admin_pb2_grpc as pb_grpc
+from partita.autoadmin.kube.decisions import Member, MemberState
+from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.replicas import PartitionRef, PartitionReport, ReplicaReport
+from partita.control.model import TableSpec
+
+log = logging.getLogger(__name__)
+
+CALL_TIMEOUT_SECONDS = 5.0
+# A replica this many entries behind its commit index is still catching up.
+SERVING_LAG = 0
+
+
+def fleet_resolver(fleet: Fleet) -> Callable[[str], str | None]:
+    """Node name -> admin address of the fleet's pods (None: not a node of the fleet)."""
+    addresses = {n.node_id: n.address for n in fleet.nodes()}
+    return addresses.get
+
+
+def host_request(
+    partition: PartitionRef, spec: TableSpec, members: Sequence[Member]
+) -> pb.HostReplicaRequest:
+    table = pb.TableInfo(
+        table_id=spec.table_id,
+        table_name=spec.name,
+        partition_key=pb.KeyAttribute(name=spec.partition_key.name, type=spec.partition_key.type),
+        billing_mode=spec.billing_mode,
+        read_capacity=spec.read_capacity,
+        write_capacity=spec.write_capacity,
+        created_at=spec.created_at,
+        ttl_attribute=(spec.time_to_live.attribute_name or "") if spec.time_to_live.active else "",
+    )
+    if spec.sort_key is not None:
+        table.sort_key.CopyFrom(pb.KeyAttribute(name=spec.sort_key.name, type=spec.sort_key.type))
+    return pb.HostReplicaRequest(
+        partition=partition.name,
+        table=table,
+        start=partition.start,
+        last=partition.last,
+        members=[pb.Member(node=m.node, zone=m.zone, role=m.role) for m in members],
+        replication_factor=partition.replication_factor,
+    )
+
+
+def member_state(report: pb.ReplicaReport) -> MemberState:
+    if report.state != "Hosted":
+        return "Requested"
+    if not report.leader or report.lag > SERVING_LAG:
+        return "CatchingUp"  # electing, or applying what it knows committed
+    return "Serving"
+
+
+def summarize(reports: dict[str, pb.ReplicaReport | None], failed: set[str]) -> PartitionReport:
+    """The members' answers as one report: the leader is the one a member claims for
+    itself, else the one most members name; figures are the leader's (leaders count)."""
+    replicas: dict[str, ReplicaReport] = {}
+    for node, report in reports.items():
+        if node in failed:
+            replicas[node] = ReplicaReport("Failed")
+        elif report is None:
+            replicas[node] = ReplicaReport("Requested")
+        else:
+            replicas[node] = ReplicaReport(member_state(report), int(report.lag))
+    answered = {n: r for n, r in reports.items() if r is not None and r.state == "Hosted"}
+    self_claimed = [n for n, r in answered.items() if r.leader == n]
+    named = Counter(r.leader for r in answered.values() if r.leader)
+    leader = self_claimed[0] if self_claimed else (named.most_common(1)[0][0] if named else None)
+    figures = answered.get(leader) if leader is not None else None
+    return PartitionReport(
+        replicas=replicas,
+        leader=leader,
+        item_count=int(figures.item_count) if figures is not None else 0,
+        size_bytes=int(figures.size_bytes) if figures is not None else 0,
+    )
+
+
+class GrpcReplicaDirector:
+    def __init__(self, resolve: Callable[[str], str | None], timeout: float = CALL_TIMEOUT_SECONDS) -> None:
+        self.resolve = resolve
+        self.timeout = timeout
+        self._stubs: dict[str, tuple[grpc.aio.Channel, pb_grpc.StorageAdminStub]] = {}
+
+    def _stub(self, node: str) -> pb_grpc.StorageAdminStub | None:
+        address = self.resolve(node)
+        if address is None:
+            return None
+        if address not in self._stubs:
+            channel = grpc.aio.insecure_channel(address)
+            self._stubs[address] = (channel, pb_grpc.StorageAdminStub(channel))  # type: ignore[no-untyped-call]
+        return self._stubs[address][1]
+
+    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
+        if partition.table_spec is None:
+            return PartitionReport(replicas={m.node: ReplicaReport("Requested") for m in members})
+        request = host_request(partition, partition.table_spec, members)
+        failed: set[str] = set()
+
+        async def ask(node: str) -> pb.ReplicaReport | None:
+            stub = self._stub(node)
+            if stub is None:
+                failed.add(node)  # no such pod in the fleet
+                return None
+            try:
+                answer: pb.ReplicaReport = await stub.HostReplica(request, timeout=self.timeout)
+                return answer
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    failed.add(node)
+                log.info("%s: HostReplica %s: %s", node, partition.name, exc.code().name)
+                return None
+
+        answers = await asyncio.gather(*(ask(m.node) for m in members))
+        return summarize(dict(zip((m.node for m in members), answers, strict=True)), failed)
+
+    async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
+        request = pb.DropReplicaRequest(partition=partition.name)
+
+        async def drop_one(node: str) -> bool:
+            stub = self._stub(node)
+            if stub is None:
+                return True  # not a node of the fleet (it shrank): its volume went with it
+            try:
+                answer: pb.DropReplicaResponse = await stub.DropReplica(request, timeout=self.timeout)
+                return bool(answer.dropped)
+            except grpc.aio.AioRpcError as exc:
+                log.info("%s: DropReplica %s: %s", node, partition.name, exc.code().name)
+                return False
+
+        return all(await asyncio.gather(*(drop_one(m.node) for m in members)))
+
+    async def close(self) -> None:
+        for channel, _ in self._stubs.values():
+            await channel.close()
+        self._stubs.clear()

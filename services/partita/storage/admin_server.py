@@ -1,0 +1,202 @@
+"""The storage admin gRPC service (`partita storage --hosting admin`): the Kubernetes
+operator tells the node which replicas to host (HostReplica), to drop them with their
+data (DropReplica), and reads their state back (Report). The standard grpc.health.v1
+service on the same port answers the StatefulSet's readiness probe.
+
+Every call is idempotent: hosting what is hosted, or dropping what is gone, changes
+nothing and answers the same.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Literal, cast
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from partita._proto import admin_pb2 as pb
+from partita._proto import admin_pb2_grpc as pb_grpc
+from partita.common import keys
+from partita.common.partition_map import HASH_SPACE
+from partita.control.model import BillingMode, KeyElement
+from partita.storage import metrics
+from partita.storage.assignments import Assignment, AssignmentBook, TableInfo, hosted_tables
+from partita.storage.effects import Effect, Kind
+from partita.storage.group_log import group_of
+
+if TYPE_CHECKING:
+    from partita.storage.node import NodeState
+
+log = logging.getLogger(__name__)
+
+HOSTED = "Hosted"
+UNKNOWN = "Unknown"
+KEY_TYPES = ("S", "N", "B")
+BILLING_MODES = ("PAY_PER_REQUEST", "PROVISIONED")
+
+
+class InvalidAssignment(ValueError):
+    """A HostReplica request that cannot describe a replica (INVALID_ARGUMENT)."""
+
+
+def assignment_of(request: pb.HostReplicaRequest) -> Assignment:
+    """Check and convert a HostReplica request (the operator is trusted, but a bad
+    request must be refused whole, never half-applied)."""
+    t = request.table
+    if not request.partition or not t.table_name:
+        raise InvalidAssignment("partition and table name are required")
+    if not request.members:
+        raise InvalidAssignment("a replica needs at least one member")
+    if request.start > request.last:
+        raise InvalidAssignment(f"bad hash range [{request.start:#x}, {request.last:#x}]")
+    if t.billing_mode not in BILLING_MODES:
+        raise InvalidAssignment(f"unknown billing mode {t.billing_mode!r}")
+    table = TableInfo(
+        table_id=t.table_id,
+        name=t.table_name,
+        partition_key=_key(t.partition_key),
+        sort_key=_key(t.sort_key) if t.HasField("sort_key") else None,
+        billing_mode=cast(BillingMode, t.billing_mode),
+        read_capacity=t.read_capacity,
+        write_capacity=t.write_capacity,
+        created_at=t.created_at,
+        ttl_attribute=t.ttl_attribute or None,
+    )
+    members = tuple(m.node for m in request.members)
+    return Assignment(request.partition, table, request.start, request.last + 1, members)
+
+
+def _key(key: pb.KeyAttribute) -> KeyElement:
+    if not key.name or key.type not in KEY_TYPES:
+        raise InvalidAssignment(f"bad key attribute {key.name!r} of type {key.type!r}")
+    return KeyElement(key.name, cast(Literal["S", "N", "B"], key.type))
+
+
+class AdminHosting:
+    """Applies assignments to the node's serving state and its assignment book."""
+
+    def __init__(self, state: NodeState, book: AssignmentBook) -> None:
+        self.state = state
+        self.book = book
+
+    async def start(self) -> None:
+        """Serve what the book holds, and delete the data of tables the node was told
+        to drop (or never given) before a crash let it finish."""
+        self._rehost()
+        assigned = {a.table.table_id for a in self.book.assignments.values()}
+        for table_id in sorted(self.state.ids_with_data - assigned):
+            lo, hi = keys.table_bounds(table_id)
+            await self.state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
+            self.state.ids_with_data.discard(table_id)
+            log.info("deleted the data of table %d, which no assignment names", table_id)
+
+    def host(self, assignment: Assignment) -> None:
+        if self.state.node_id not in assignment.members:
+            raise InvalidAssignment(f"{self.state.node_id} is not a member of {assignment.partition}")
+        if self.book.put(assignment):
+            self._rehost()
+            log.info("hosting %s of table %d", assignment.partition, assignment.table.table_id)
+
+    async def drop(self, partition: str) -> None:
+        assignment = self.book.assignments.get(partition)
+        if assignment is None:
+            return
+        table_id = assignment.table.table_id
+        # Stop serving first, delete the data, then forget the assignment: a crash in
+        # between re-hosts an emptied replica, and the operator's retry drops it again.
+        self._rehost(without=partition)
+        end = min(assignment.end, HASH_SPACE)
+        lo, hi = keys.hash_range_bounds(table_id, assignment.start, end)
+        await self.state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
+        # The partition's group keeps its applied index (no engine.forget_group): the
+        # WAL may still hold the group's entries, and a forgotten applied index would
+        # have a restart replay them over the deleted range.
+        self.state.partition_figures.pop((table_id, partition), None)
+        self.book.remove(partition)
+        if table_id not in self.state.hosted:
+            self.state.ids_with_data.discard(table_id)
+            metrics.forget_table(table_id, assignment.table.name)
+        log.info("dropped %s of table %d and its data", partition, table_id)
+
+    def report(self, partition: str) -> pb.ReplicaReport:
+        assignment = self.book.assignments.get(partition)
+        if assignment is None:
+            return pb.ReplicaReport(partition=partition, state=UNKNOWN)
+        table_id = assignment.table.table_id
+        out = pb.ReplicaReport(partition=partition, table_id=table_id, state=HOSTED)
+        items, size = self.state.partition_figures.get((table_id, partition), (0, 0))
+        out.item_count, out.size_bytes = items, size
+        p = assignment.as_partition()
+        group = self.state.replicated_group(table_id, p)
+        leadership = self.state.replicas.leadership(group) if group and self.state.replicas else None
+        if leadership is None:
+            out.leader = p.leader or ""  # one replica, or groups not running: placement's
+            return out
+        out.leader = leadership.leader or ""
+        out.term = leadership.term
+        out.commit_index = leadership.commit
+        out.applied_index = leadership.applied
+        out.lag = max(0, leadership.commit - leadership.applied)
+        return out
+
+    def _rehost(self, without: str | None = None) -> None:
+        """Serve the book's assignments (but `without`, one being dropped)."""
+        given = [a for name, a in self.book.assignments.items() if name != without]
+        self.state.hosted = hosted_tables(given, self.state.node_id)
+        self.state.ids_with_data |= set(self.state.hosted)
+        replicas = self.state.replicas
+        if replicas is None:
+            return
+        wanted = {
+            group_of(table_id, p.partition_id): list(p.replicas)
+            for table_id, hosted in self.state.hosted.items()
+            for p in hosted.partitions
+            if len(p.replicas) > 1
+        }
+        for group in [g for g in replicas.multi.replicas if g not in wanted]:
+            replicas.remove_group(group)
+        for group, members in wanted.items():
+            replicas.add_group(group, members)
+
+
+class StorageAdminService(pb_grpc.StorageAdminServicer):
+    def __init__(self, hosting: AdminHosting) -> None:
+        self.hosting = hosting
+
+    async def HostReplica(
+        self, request: pb.HostReplicaRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReplicaReport:
+        try:
+            assignment = assignment_of(request)
+            self.hosting.host(assignment)
+        except InvalidAssignment as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return self.hosting.report(request.partition)
+
+    async def DropReplica(
+        self, request: pb.DropReplicaRequest, context: grpc.aio.ServicerContext
+    ) -> pb.DropReplicaResponse:
+        await self.hosting.drop(request.partition)
+        return pb.DropReplicaResponse(dropped=request.partition not in self.hosting.book.assignments)
+
+    async def Report(self, request: pb.ReportRequest, context: grpc.aio.ServicerContext) -> pb.ReportResponse:
+        names = list(request.partitions) or sorted(self.hosting.book.assignments)
+        return pb.ReportResponse(
+            node_id=self.hosting.state.node_id, replicas=[self.hosting.report(n) for n in names]
+        )
+
+
+def add_to_server(server: grpc.aio.Server, hosting: AdminHosting | None) -> health.aio.HealthServicer:
+    """Register the admin service (when hosting by assignment) and the health service;
+    the caller marks health SERVING once the node serves."""
+    if hosting is not None:
+        pb_grpc.add_StorageAdminServicer_to_server(StorageAdminService(hosting), server)  # type: ignore[no-untyped-call]
+    checker = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(checker, server)
+    return checker
+
+
+async def set_serving(checker: health.aio.HealthServicer, serving: bool) -> None:
+    status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+    await checker.set("", status)

@@ -1,0 +1,174 @@
+"""What a storage node in admin hosting mode was told to host, kept on its disk.
+
+In Kubernetes the operator, not the control store, says which replicas a node hosts
+(the storage admin RPC). The node keeps those assignments in a small JSON file next to
+its data, written atomically, so a restarted pod keeps serving what it was given before
+the operator speaks to it again. `hosted_tables` turns them into the same
+`HostedTable` view the data plane uses in the etcd-driven mode.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+
+from partita.common.partition_map import Partition
+from partita.control.model import BillingMode, KeyElement, TableRecord, TimeToLive
+from partita.storage.hosting import HostedTable
+
+FILE_NAME = "assignments.json"
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """What the node needs of its table: names and keys, throughput, Time to Live."""
+
+    table_id: int
+    name: str
+    partition_key: KeyElement
+    sort_key: KeyElement | None
+    billing_mode: BillingMode
+    read_capacity: int
+    write_capacity: int
+    created_at: float
+    ttl_attribute: str | None  # while Time to Live is on
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One replica this node hosts: a partition (by its resource name) of a table."""
+
+    partition: str
+    table: TableInfo
+    start: int
+    end: int  # exclusive (the Partition resource's inclusive last + 1)
+    members: tuple[str, ...]
+
+    def as_partition(self) -> Partition:
+        # The placement's first member leads while replication does not elect one.
+        return Partition(self.partition, self.start, self.end, self.members, self.members[0])
+
+
+def hosted_tables(assignments: Iterable[Assignment], node_id: str) -> dict[int, HostedTable]:
+    """The tables (by id) this node serves, each with the partitions it was given."""
+    by_table: dict[int, list[Assignment]] = {}
+    for a in assignments:
+        if node_id in a.members:
+            by_table.setdefault(a.table.table_id, []).append(a)
+    out = {}
+    for table_id, given in by_table.items():
+        out[table_id] = HostedTable.of(_record(given[-1].table, [a.as_partition() for a in given]), node_id)
+    return out
+
+
+def _record(table: TableInfo, partitions: list[Partition]) -> TableRecord:
+    ttl = TimeToLive("ENABLED", table.ttl_attribute) if table.ttl_attribute else TimeToLive()
+    return TableRecord(
+        name=table.name,
+        table_id=table.table_id,
+        status="ACTIVE",
+        partition_key=table.partition_key,
+        sort_key=table.sort_key,
+        attribute_definitions=tuple(
+            (k.name, k.type) for k in (table.partition_key, table.sort_key) if k is not None
+        ),
+        billing_mode=table.billing_mode,
+        read_capacity=table.read_capacity,
+        write_capacity=table.write_capacity,
+        created_at=table.created_at,
+        partitions=tuple(sorted(partitions, key=lambda p: p.start)),
+        time_to_live=ttl,
+    )
+
+
+class AssignmentBook:
+    """The node's assignments, by partition name, mirrored to `path` on every change."""
+
+    def __init__(self, path: Path, assignments: Mapping[str, Assignment]) -> None:
+        self.path = path
+        self.assignments = dict(assignments)
+
+    @classmethod
+    def open(cls, data_dir: Path) -> AssignmentBook:
+        path = data_dir / FILE_NAME
+        if not path.exists():
+            return cls(path, {})
+        entries = orjson.loads(path.read_bytes())
+        return cls(path, {e["partition"]: _from_json(e) for e in entries})
+
+    def put(self, assignment: Assignment) -> bool:
+        """Record the assignment; False (and no write) when it is already the one held."""
+        if self.assignments.get(assignment.partition) == assignment:
+            return False
+        self._save({**self.assignments, assignment.partition: assignment})
+        return True
+
+    def remove(self, partition: str) -> Assignment | None:
+        gone = self.assignments.get(partition)
+        if gone is not None:
+            self._save({k: v for k, v in self.assignments.items() if k != partition})
+        return gone
+
+    def _save(self, assignments: dict[str, Assignment]) -> None:
+        """On disk first, then in memory: a failed write changes neither."""
+        # Write a sibling, fsync it, rename over: a crash leaves the old or the new file.
+        tmp = self.path.with_suffix(".tmp")
+        data = orjson.dumps([_to_json(a) for a in assignments.values()])
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        directory = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        self.assignments = assignments
+
+
+def _key_json(key: KeyElement | None) -> list[str] | None:
+    return [key.name, key.type] if key is not None else None
+
+
+def _to_json(a: Assignment) -> dict[str, Any]:
+    t = a.table
+    return {
+        "partition": a.partition,
+        "start": a.start,
+        "last": a.end - 1,  # inclusive: the last partition's end (2**64) is past JSON's ints
+        "members": list(a.members),
+        "table": {
+            "table_id": t.table_id,
+            "name": t.name,
+            "partition_key": _key_json(t.partition_key),
+            "sort_key": _key_json(t.sort_key),
+            "billing_mode": t.billing_mode,
+            "read_capacity": t.read_capacity,
+            "write_capacity": t.write_capacity,
+            "created_at": t.created_at,
+            "ttl_attribute": t.ttl_attribute,
+        },
+    }
+
+
+def _from_json(e: Mapping[str, Any]) -> Assignment:
+    t = e["table"]
+    sort_key = t["sort_key"]
+    table = TableInfo(
+        table_id=int(t["table_id"]),
+        name=str(t["name"]),
+        partition_key=KeyElement(*t["partition_key"]),
+        sort_key=KeyElement(*sort_key) if sort_key else None,
+        billing_mode=cast(BillingMode, t["billing_mode"]),
+        read_capacity=int(t["read_capacity"]),
+        write_capacity=int(t["write_capacity"]),
+        created_at=float(t["created_at"]),
+        ttl_attribute=t["ttl_attribute"],
+    )
+    return Assignment(str(e["partition"]), table, int(e["start"]), int(e["last"]) + 1, tuple(e["members"]))

@@ -1,0 +1,187 @@
+"""The storage admin gRPC service over real gRPC on 127.0.0.1 and a real RocksDB engine:
+what HostReplica assigns is served and survives a restart, DropReplica deletes exactly
+the replica's data, every call is idempotent, a bad request changes nothing, and the
+health service answers the readiness probe."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from partita._proto import admin_pb2 as pb
+from partita._proto import admin_pb2_grpc as pb_grpc
+from partita.common import keys
+from partita.storage import admin_server
+from partita.storage.admin_server import AdminHosting
+from partita.storage.assignments import AssignmentBook
+from partita.storage.effects import Effect, Kind
+from partita.storage.engine import Engine
+from partita.storage.node import NodeState
+
+pytestmark = pytest.mark.timeout(60)
+
+HALF = 1 << 63
+TABLE_ID = 42
+
+
+def host_request(
+    partition: str = "orders-0", start: int = 0, last: int = HALF - 1, **table: object
+) -> pb.HostReplicaRequest:
+    fields: dict[str, object] = {
+        "table_id": TABLE_ID,
+        "table_name": "Orders",
+        "partition_key": pb.KeyAttribute(name="pk", type="S"),
+        "billing_mode": "PAY_PER_REQUEST",
+        "created_at": 1.5,
+        **table,
+    }
+    info = pb.TableInfo(**fields)  # type: ignore[arg-type]
+    members = [pb.Member(node=n, zone=z, role="full") for n, z in (("n1", "a"), ("n2", "b"), ("n3", "c"))]
+    return pb.HostReplicaRequest(
+        partition=partition, table=info, start=start, last=last, members=members, replication_factor=3
+    )
+
+
+@dataclass
+class Node:
+    state: NodeState
+    hosting: AdminHosting
+    stub: pb_grpc.StorageAdminStub
+    health: health_pb2_grpc.HealthStub
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[Node]:
+    async with running_node(tmp_path) as n:
+        yield n
+
+
+class running_node:
+    """A node (engine, admin hosting, gRPC server) on `data_dir`, as the process runs it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+
+    async def __aenter__(self) -> Node:
+        engine = Engine.open(self.data_dir, sync=False)
+        self.engine = engine
+        state = NodeState(node_id="n1", zone="a", engine=engine, ids_with_data=engine.table_ids())
+        hosting = AdminHosting(state, AssignmentBook.open(self.data_dir))
+        self.server = grpc.aio.server()
+        checker = admin_server.add_to_server(self.server, hosting)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        await self.server.start()
+        await hosting.start()
+        await admin_server.set_serving(checker, True)
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        return Node(
+            state,
+            hosting,
+            pb_grpc.StorageAdminStub(self.channel),  # type: ignore[no-untyped-call]
+            health_pb2_grpc.HealthStub(self.channel),  # type: ignore[no-untyped-call]
+        )
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.channel.close()
+        await self.server.stop(grace=None)
+        await self.engine.close()
+
+
+async def put(engine: Engine, h: int, value: bytes = b"v") -> bytes:
+    lo, _ = keys.hash_range_bounds(TABLE_ID, h, h + 1)
+    key = lo + b"item"
+    await engine.commit([Effect(Kind.PUT, key, value)])
+    return key
+
+
+async def test_a_hosted_replica_is_served_reported_and_hosting_it_again_changes_nothing(node: Node) -> None:
+    first = await node.stub.HostReplica(host_request(), timeout=5)
+    again = await node.stub.HostReplica(host_request(), timeout=5)
+
+    assert first == again
+    assert (first.state, first.leader, first.table_id) == ("Hosted", "n1", TABLE_ID)
+    hosted = node.state.hosted[TABLE_ID]
+    assert [(p.partition_id, p.start, p.end, p.replicas) for p in hosted.partitions] == [
+        ("orders-0", 0, HALF, ("n1", "n2", "n3"))
+    ]
+    assert hosted.record.name == "Orders" and hosted.record.partition_key.name == "pk"
+    assert hosted.owner_of(HALF - 1) is not None and hosted.owner_of(HALF) is None
+    report = await node.stub.Report(pb.ReportRequest(), timeout=5)
+    assert report.node_id == "n1" and [r.partition for r in report.replicas] == ["orders-0"]
+
+
+async def test_assignments_survive_a_restart(tmp_path: Path) -> None:
+    async with running_node(tmp_path) as n:
+        await n.stub.HostReplica(host_request("orders-0"), timeout=5)
+        await n.stub.HostReplica(host_request("orders-1", start=HALF, last=(1 << 64) - 1), timeout=5)
+    async with running_node(tmp_path) as restarted:
+        assert sorted(p.partition_id for p in restarted.state.hosted[TABLE_ID].partitions) == [
+            "orders-0",
+            "orders-1",
+        ]
+        report = await restarted.stub.Report(pb.ReportRequest(partitions=["orders-1"]), timeout=5)
+        assert [(r.partition, r.state) for r in report.replicas] == [("orders-1", "Hosted")]
+
+
+async def test_dropping_a_replica_deletes_its_data_and_only_its_data(node: Node) -> None:
+    await node.stub.HostReplica(host_request("orders-0"), timeout=5)
+    await node.stub.HostReplica(host_request("orders-1", start=HALF, last=(1 << 64) - 1), timeout=5)
+    dropped_key = await put(node.state.engine, 5)
+    kept_key = await put(node.state.engine, HALF + 5)
+
+    answer = await node.stub.DropReplica(pb.DropReplicaRequest(partition="orders-0"), timeout=5)
+    again = await node.stub.DropReplica(pb.DropReplicaRequest(partition="orders-0"), timeout=5)
+
+    assert answer.dropped and again.dropped
+    assert node.state.engine.get(dropped_key) is None
+    assert node.state.engine.get(kept_key) == b"v"
+    assert [p.partition_id for p in node.state.hosted[TABLE_ID].partitions] == ["orders-1"]
+    report = await node.stub.Report(pb.ReportRequest(partitions=["orders-0"]), timeout=5)
+    assert report.replicas[0].state == "Unknown"
+    assert "orders-0" not in AssignmentBook.open(node.hosting.book.path.parent).assignments
+
+
+async def test_data_of_a_table_no_assignment_names_is_deleted_at_start(tmp_path: Path) -> None:
+    async with running_node(tmp_path) as n:
+        key = await put(n.state.engine, 7)  # a table whose drop a crash cut short
+    async with running_node(tmp_path) as restarted:
+        assert restarted.state.engine.get(key) is None
+        assert TABLE_ID not in restarted.state.ids_with_data
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        host_request(partition=""),
+        host_request(start=10, last=5),
+        host_request(billing_mode="FREE"),
+        pb.HostReplicaRequest(partition="p", table=host_request().table, start=0, last=1),  # no members
+    ],
+    ids=["no-partition-name", "inverted-range", "unknown-billing-mode", "no-members"],
+)
+async def test_a_bad_request_is_invalid_argument_and_changes_nothing(
+    node: Node, request_: pb.HostReplicaRequest
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await node.stub.HostReplica(request_, timeout=5)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert node.state.hosted == {} and node.hosting.book.assignments == {}
+
+
+async def test_a_node_refuses_a_replica_it_is_not_a_member_of(node: Node) -> None:
+    request = host_request()
+    del request.members[0]  # n1 is not among them
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await node.stub.HostReplica(request, timeout=5)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert node.state.hosted == {}
+
+
+async def test_the_health_service_answers_serving_for_the_readiness_probe(node: Node) -> None:
+    answer = await node.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+    assert answer.status == health_pb2.HealthCheckResponse.SERVING
