@@ -114,6 +114,7 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
             f"--metrics-port={fleet.metrics_port}",
             f"--data-dir={DATA_DIR}",
             f"--etcd={fleet.etcd}",
+            *(["--admission"] if fleet.admission else []),
         ],
         "env": [
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
