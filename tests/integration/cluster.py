@@ -21,7 +21,7 @@ from botocore.config import Config
 
 from tests.integration.raw_http import RawHttp
 
-START_TIMEOUT = 60.0
+START_TIMEOUT = 180.0  # a shared 2-core machine starts ten processes slowly
 STOP_TIMEOUT = 30.0
 
 

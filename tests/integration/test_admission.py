@@ -56,17 +56,27 @@ def wait_for_leases(cluster: Cluster) -> None:
     raise TimeoutError("no Doorman lease within the learning mode")
 
 
-# ~380 KB: one PutItem of it costs 380 WCU, so a few drain a table's burst savings.
-BIG = "x" * 380_000
+def sized(key: str, wcu: int) -> dict[str, Any]:
+    """An item whose PutItem costs `wcu` WCU (1 KB each, the key and names included)."""
+    return {"pk": {"S": key}, "v": {"S": "x" * (wcu * 1024 - 100)}}
 
 
 def drain_writes(ddb: Any, table: str, wcu: int) -> None:
     """Spends the burst savings a new table starts with (300 s x its rate, at the
-    router and at its partitions) with a few large writes, so what follows meets the
-    rate itself: a test of throttling must first drain the burst DynamoDB grants."""
-    for i in range(wcu * 300 // 380 + 3):
+    router and at its partition) so what follows meets the rate itself: a test of
+    throttling must first drain the burst DynamoDB grants. Large writes take the bulk
+    (380 WCU each); then writes of one second's worth until the first throttle, so the
+    debt left behind is at most a second of the rate (a request is charged after it ran)."""
+    left = wcu * 300
+    for i in range(left // 380 + 2):
+        if left <= wcu:
+            break
+        cost = min(380, left - wcu)
+        ddb.put_item(TableName=table, Item=sized(f"drain-{i}", cost))
+        left -= cost
+    for i in range(200):
         try:
-            ddb.put_item(TableName=table, Item={"pk": {"S": f"drain-{i}"}, "v": {"S": BIG}})
+            ddb.put_item(TableName=table, Item=sized(f"tail-{i}", wcu))
         except ClientError as exc:
             assert exc.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
             return
@@ -271,8 +281,11 @@ def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster
     for w in workers:
         w.join(seconds + 60)
     throttled = [(t, o) for t, o in outcomes if o != "ok"]
-    assert throttled, "the hot partition was never throttled: its savings were not drained"
-    assert {o for _, o in throttled} == {"TableWriteKeyRangeThroughputExceeded"}, throttled[:5]
+    reasons = {o for _, o in throttled}
+    assert "TableWriteKeyRangeThroughputExceeded" in reasons, throttled[:5]  # the partition, first
+    # The router may refuse too at first, while its lease climbs back from the clipping's
+    # 1 WCU (a refresh interval): the table, never anything else.
+    assert reasons <= {"TableWriteKeyRangeThroughputExceeded", "TableWriteProvisionedThroughputExceeded"}
     assert storage_boosts(cluster, table) > boosts_before
     late = [o for t, o in outcomes if t >= seconds - 5.0]
     assert len(late) >= 5 * per_second * 0.5, len(late)  # the pace held: the demand was there
