@@ -61,6 +61,15 @@ def table_rate(record: TableRecord, kind: Kind) -> float:
     return float(record.read_capacity if kind == "read" else record.write_capacity)
 
 
+def _rates_differ(old: TableRecord, new: TableRecord) -> bool:
+    return (
+        old.read_capacity != new.read_capacity
+        or old.write_capacity != new.write_capacity
+        or old.billing_mode != new.billing_mode
+        or len(old.partitions) != len(new.partitions)
+    )
+
+
 class PartitionBuckets:
     __slots__ = ("allocated", "record", "saved", "share", "throttled", "used")
 
@@ -112,10 +121,12 @@ class StorageAdmission:
             rate = partition_rate(record, kind)
             savings = full_savings(rate, self.burst_seconds) if self.start_full else rate
             buckets = self.partitions[key] = PartitionBuckets(record, rate, now, self.burst_seconds, savings)
-        elif buckets.record is not record:  # a new version: UpdateTable, or a split
+        elif buckets.record is not record:  # another copy, or a new version of the table
+            if _rates_differ(buckets.record, record):  # UpdateTable, or a split
+                buckets.share = partition_rate(record, kind)
+                buckets.allocate(buckets.share, now)
+            # (Else the node re-read the same table: an adaptive boost stays.)
             buckets.record = record
-            buckets.share = partition_rate(record, kind)
-            buckets.allocate(buckets.share, now)
         return buckets
 
     def check(self, record: TableRecord, partition_id: str, kind: Kind, now: float) -> Refusal | None:

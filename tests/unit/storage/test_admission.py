@@ -189,6 +189,17 @@ def test_a_hot_partition_under_its_tables_rate_is_boosted_until_it_is_not_thrott
     assert admission.boosts[("hot", "write")] >= 1
 
 
+def test_a_boost_survives_the_node_rereading_the_same_table() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+    offer(admission, provisioned(wcu=40), "p0", seconds=5, per_second=30, start=0.0)
+    boosted = admission.partitions[(9, "p0", "write")].allocated.rate
+    assert boosted > 20.0
+    admission.check(provisioned(wcu=40), "p0", "write", 5.1)  # an equal copy (the control loop's re-read)
+    assert admission.partitions[(9, "p0", "write")].allocated.rate == boosted
+    admission.check(provisioned(wcu=80), "p0", "write", 5.2)  # UpdateTable: back to the new share
+    assert admission.partitions[(9, "p0", "write")].allocated.rate == 40.0
+
+
 def test_a_table_over_its_rate_is_still_throttled_and_loses_its_boost() -> None:
     admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
     record = provisioned(wcu=40)  # 20 WCU per partition
