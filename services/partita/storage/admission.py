@@ -153,7 +153,9 @@ class StorageAdmission:
         for (table_id, partition_id, kind), buckets in self.partitions.items():
             tables.setdefault((table_id, kind), {})[partition_id] = buckets
         for (_, kind), partitions in tables.items():
-            record = next(iter(partitions.values())).record
+            # The partitions' records may be of different versions (each is brought up
+            # to date at its own next request): the latest-used one is the newest.
+            record = max(partitions.values(), key=lambda b: b.allocated.stamp).record
             rate = table_rate(record, kind)
             ceiling = min(rate, PARTITION_MAX_UNITS[kind], self.node[kind].rate)
             loads = {

@@ -200,6 +200,13 @@ def test_a_boost_survives_the_node_rereading_the_same_table() -> None:
     assert admission.partitions[(9, "p0", "write")].allocated.rate == 40.0
 
 
+def test_a_partition_idle_since_an_update_table_does_not_hold_the_table_to_its_old_rate() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+    admission.check(provisioned(wcu=2), "p1", "write", 0.0)  # p1 last saw the table at 2 WCU
+    offer(admission, provisioned(wcu=40), "p0", seconds=5, per_second=30, start=0.0)
+    assert admission.partitions[(9, "p0", "write")].allocated.rate > 20.0  # boosted against 40, not 2
+
+
 def test_a_table_over_its_rate_is_still_throttled_and_loses_its_boost() -> None:
     admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
     record = provisioned(wcu=40)  # 20 WCU per partition
