@@ -320,3 +320,31 @@ def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster
     late = [o for t, o in outcomes if t >= seconds - 6.0]
     assert len(late) >= 6 * per_second * 0.5, len(late)  # the pace held: the demand was there
     assert all(o == "ok" for o in late), [o for o in late if o != "ok"][:5]
+
+
+def test_a_new_tables_short_load_is_admitted_at_once_without_retries(cluster: Cluster) -> None:
+    # What DynamoDB test suites do right after CreateTable: their tables have 1-10
+    # RCU/WCU and take tens to hundreds of requests at once. The savings start full
+    # (300 s of the rate), so none of it is throttled (the client retries nothing).
+    ddb = cluster.client(config=NO_RETRIES)
+    small = create(
+        ddb,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 1, "WriteCapacityUnits": 1},
+    )
+    ddb.batch_write_item(
+        RequestItems={small: [{"PutRequest": {"Item": {"pk": {"S": f"k{i}"}}}} for i in range(25)]}
+    )
+    scanned = ddb.scan(TableName=small, ConsistentRead=True)["Items"]
+    assert len(scanned) == 25
+    for i in range(25):
+        key = {":k": {"S": f"k{i}"}}
+        ddb.query(TableName=small, KeyConditionExpression="pk = :k", ExpressionAttributeValues=key)
+    five = create(
+        ddb,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+    )
+    for i in range(200):
+        ddb.put_item(TableName=five, Item={"pk": {"S": f"k{i}"}})
+    assert ddb.scan(TableName=five, Select="COUNT")["Count"] == 200
