@@ -180,7 +180,7 @@ def test_a_hot_partition_under_its_tables_rate_is_boosted_until_it_is_not_thrott
     admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
     record = provisioned(wcu=40)  # 20 WCU per partition; p1 stays idle
     # 30 WCU/s on p0 alone: over its share, under the table's 40.
-    first, refused_first = offer(admission, record, "p0", seconds=5, per_second=30, start=0.0)
+    _, refused_first = offer(admission, record, "p0", seconds=5, per_second=30, start=0.0)
     assert refused_first[Refusal.PARTITION] > 0  # throttled before the boost
     later, refused_later = offer(admission, record, "p0", seconds=20, per_second=30, start=5.0)
     assert refused_later[Refusal.PARTITION] == 0 and later == 600
