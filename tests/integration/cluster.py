@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,7 @@ from botocore.config import Config
 
 from tests.integration.raw_http import RawHttp
 
-START_TIMEOUT = 60.0
+START_TIMEOUT = 180.0  # a shared 2-core machine starts ten processes slowly
 STOP_TIMEOUT = 30.0
 
 
@@ -211,3 +211,25 @@ def wait_gone(client: Any, name: str, timeout: float = 10.0) -> None:
             return
         time.sleep(0.05)
     raise TimeoutError(f"table {name} still exists")
+
+
+def clip_burst_savings(
+    client: Any, name: str, key: Callable[[int], dict[str, Any]], rcu: int, wcu: int, touches: int = 40
+) -> None:
+    """Empties most of a provisioned table's burst savings, which start full (300 s x its
+    rate, so a new table admits a short load at once, as DynamoDB does): a test of
+    throttling lowers the write rate to 1 WCU, which clips the router's and every
+    partition's savings to 300 s of it, writes `touches` small items (`key(i)` gives
+    their keys) so every partition's node applies the lower rate, then restores the
+    rates. Savings left: at most 300 WCU per bucket."""
+    client.update_table(
+        TableName=name, ProvisionedThroughput={"ReadCapacityUnits": rcu, "WriteCapacityUnits": 1}
+    )
+    wait_active(client, name, timeout=30)
+    time.sleep(1.0)  # every storage node sees the new rate
+    for i in range(touches):
+        client.put_item(TableName=name, Item=key(i))
+    client.update_table(
+        TableName=name, ProvisionedThroughput={"ReadCapacityUnits": rcu, "WriteCapacityUnits": wcu}
+    )
+    wait_active(client, name, timeout=30)

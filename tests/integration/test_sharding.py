@@ -38,7 +38,7 @@ from partita.client.sharding import (
     sharded_key,
 )
 from partita.client.sharding.metadata import from_item
-from tests.integration.cluster import Cluster, running, wait_active
+from tests.integration.cluster import Cluster, clip_burst_savings, running, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-sharding")]
 
@@ -658,6 +658,10 @@ def test_a_hot_key_over_its_partitions_capacity_is_absorbed_by_adding_shards(
         ProvisionedThroughput={"ReadCapacityUnits": 100, "WriteCapacityUnits": HOT_WCU},
     )
     meta_table = _create(ddb, [("file_path", "S")])
+    # The partitions' burst savings start full (300 s x 1,000 WCU each, as DynamoDB's):
+    # clipped first, or the hot key would burst through the whole run.
+    clip_burst_savings(ddb, table, lambda i: _entry(f"touch-{i}", 0), 100, HOT_WCU)
+    created = time.monotonic()  # the rate counts from the clipping on
     path = _path()
     payload = "x" * (HOT_ITEM_WCU * 1024 - 200)
     policy = GrowthPolicy(cooldown=2.0, backoff_min=0.0, backoff_max=0.5, max_shards=16)

@@ -51,3 +51,15 @@ readOnlyRootFilesystem: true
 capabilities:
   drop: [ALL]
 {{- end -}}
+
+{{/*
+Throughput enforcement at the routers: off, local or doorman ("auto": doorman when the
+chart deploys Doorman, else local).
+*/}}
+{{- define "partita.admission" -}}
+{{- if eq .Values.admission "auto" -}}
+{{- ternary "doorman" "local" .Values.doorman.enabled -}}
+{{- else -}}
+{{- .Values.admission -}}
+{{- end -}}
+{{- end }}

@@ -472,9 +472,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--admission",
         choices=("off", "local", "doorman"),
-        default="off",
-        help="enforce tables' throughput at the router: off; local (one router admits each "
-        "table's whole rate); doorman (routers lease shares; the autoadmin writes doorman.yaml) (%(default)s)",
+        default="doorman",
+        help="enforce tables' throughput as DynamoDB does: doorman (routers lease their shares "
+        "from the cluster's Doorman servers; the autoadmin writes doorman.yaml), with partition "
+        "and node buckets at the storage nodes; local (one router admits each table's whole "
+        "rate); off (nothing throttled) (%(default)s)",
     )
     up.set_defaults(func=cmd_up)
 

@@ -145,9 +145,11 @@ class ClusterLayout:
     # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
     doorman_base_port: int = config.DEFAULT_DOORMAN_PORT
     doorman_servers: int = 2
-    # Table throughput enforcement at the router: off, local, or doorman (the autoadmin
-    # then writes the tables' resources into doorman.yaml).
-    admission: str = "off"
+    # Throughput enforcement: doorman (the default, as DynamoDB: routers lease tables'
+    # rates from the Doorman servers above, whose resources the autoadmin writes into
+    # doorman.yaml; storage nodes hold partitions and themselves to theirs), local (one
+    # router admits each table's whole rate), or off.
+    admission: str = "doorman"
 
     def doorman_children(self, py: list[str]) -> list[Child]:
         out = []

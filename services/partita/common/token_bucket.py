@@ -8,7 +8,10 @@ burst_seconds` (DynamoDB keeps up to 300 s of unused throughput for bursts).
 
 A rate change (a new Doorman lease, an UpdateTable) keeps the tokens already earned
 but clips them to the new ceiling, so lowering the rate cannot leave a burst larger
-than the new one allows.
+than the new one allows. The ceiling follows the rate unless the owner fixes it
+(`cap`): a router refilled at its Doorman share keeps savings up to the table's whole
+burst, and a lease of zero (a new Doorman master's learning mode) stops the refill
+without wiping what the table saved.
 """
 
 from __future__ import annotations
@@ -18,22 +21,32 @@ DEFAULT_BURST_SECONDS = 300.0
 
 
 class TokenBucket:
-    __slots__ = ("burst_seconds", "rate", "stamp", "tokens")
+    __slots__ = ("burst_seconds", "cap", "rate", "stamp", "tokens")
 
     def __init__(
-        self, rate: float, now: float, *, burst_seconds: float = DEFAULT_BURST_SECONDS, tokens: float = 0.0
+        self,
+        rate: float,
+        now: float,
+        *,
+        burst_seconds: float = DEFAULT_BURST_SECONDS,
+        tokens: float = 0.0,
+        cap: float | None = None,
     ) -> None:
         if rate < 0 or burst_seconds < 0:
             raise ValueError("rate and burst_seconds must be >= 0")
         self.rate = rate
         self.burst_seconds = burst_seconds
+        self.cap = cap
         self.tokens = min(tokens, self.ceiling)
         self.stamp = now
 
     @property
     def ceiling(self) -> float:
-        """The most tokens the bucket keeps: the burst allowance, and at least one
-        second's worth so a rate is usable even with no burst."""
+        """The most tokens the bucket keeps: `cap` when fixed, else the burst allowance
+        at the current rate, and at least one second's worth so a rate is usable even
+        with no burst."""
+        if self.cap is not None:
+            return self.cap
         return self.rate * max(self.burst_seconds, 1.0)
 
     def refill(self, now: float) -> None:
@@ -61,17 +74,20 @@ class TokenBucket:
             return True
         return False
 
-    def set_rate(self, rate: float, now: float) -> None:
+    def set_rate(self, rate: float, now: float, cap: float | None = None) -> None:
         self.refill(now)
         self.rate = max(0.0, rate)
+        self.cap = cap
         self.tokens = min(self.tokens, self.ceiling)
 
 
-def saved_since_creation(
-    rate: float, created_at: float, wall_now: float, burst_seconds: float = DEFAULT_BURST_SECONDS
-) -> float:
-    """The tokens a table's first bucket starts with: what the table could have saved
-    since its creation (wall-clock seconds; DynamoDB accrues unused capacity from the
-    start), at least one second's worth, at most the burst allowance."""
-    age = min(max(wall_now - created_at, 1.0), max(burst_seconds, 1.0))
-    return rate * age
+def full_savings(rate: float, burst_seconds: float = DEFAULT_BURST_SECONDS) -> float:
+    """The tokens a table's first bucket starts with: its whole burst allowance.
+
+    DynamoDB admits a short load on a table created a moment ago (the test suites that
+    create a 1 WCU table and write 25 items at once rely on it), so a table's savings
+    start full at its creation; and since they accrue while it is idle, a table seen
+    for the first time by a restarted or new router or storage node has, as of its age,
+    savings that are full as well. At least one second's worth.
+    """
+    return rate * max(burst_seconds, 1.0)

@@ -25,7 +25,7 @@ from partita.common import errors, throughput
 from partita.common.errors import DynamoError
 from partita.common.metrics import CounterCell
 from partita.common.throughput import Kind, PeakTracker
-from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket, saved_since_creation
+from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket, full_savings
 from partita.control.model import TableRecord
 from partita.router import metrics
 
@@ -85,11 +85,15 @@ class RateSource(Protocol):
         ...
 
 
+def provisioned_rate(record: TableRecord, kind: Kind) -> float:
+    return float(record.read_capacity if kind == "read" else record.write_capacity)
+
+
 class ProvisionedRate:
     """No Doorman: this router alone admits the table's provisioned throughput."""
 
     def rate(self, record: TableRecord, kind: Kind) -> float:
-        return float(record.read_capacity if kind == "read" else record.write_capacity)
+        return provisioned_rate(record, kind)
 
     def on_demand_rate(self, record: TableRecord, kind: Kind, allowance: float) -> float:
         return allowance
@@ -109,7 +113,7 @@ class TableBucket:
         self.consumed = consumed
         self.seen = consumed.value
         # A fresh table (or a router just started) can serve at once: the bucket starts
-        # with what the table saved since its creation, or one second's worth.
+        # with the table's savings (full; see full_savings), or one second's worth.
         self.bucket = TokenBucket(rate, now, tokens=tokens)
         self.peak = PeakTracker(now, consumed.value)
 
@@ -122,13 +126,14 @@ class Admission:
         clock: Callable[[], float] = time.monotonic,
         table_arn: Callable[[str], str] = lambda name: name,
         control_plane_rate: float = CONTROL_PLANE_RATE,
-        wall_clock: Callable[[], float] | None = None,
+        start_full: bool = False,
     ) -> None:
         self.source = source
         self.clock = clock
-        # Reads the time tables' creation stamps are in; None: buckets start with one
-        # second's worth instead of the savings since creation.
-        self.wall_clock = wall_clock
+        # True (the routers): a table's first bucket holds its whole burst, as DynamoDB
+        # admits a short load on a new or idle table at once; False: one second's worth
+        # (tests that count the rate alone).
+        self.start_full = start_full
         now = clock()
         self._control = TokenBucket(control_plane_rate, now, burst_seconds=1.0, tokens=control_plane_rate)
         self.table_arn = table_arn
@@ -144,7 +149,7 @@ class Admission:
             consumed = metrics.consumed_cells(record.name)[0 if kind == "read" else 1]
             first = self._rate(record, kind, None)
             state = self._buckets[key] = TableBucket(
-                record, kind, consumed, first, now, self._savings(record, first)
+                record, kind, consumed, first, now, self._savings(record, kind, first)
             )
         used = state.consumed.value - state.seen
         state.seen = state.consumed.value
@@ -154,9 +159,7 @@ class Admission:
             ON_DEMAND_BURST_SECONDS if record.billing_mode == "PAY_PER_REQUEST" else BURST_SECONDS
         )
         rate = self._rate(record, kind, state)
-        if bucket.rate == 0.0 and rate > 0.0 and bucket.tokens <= 0.0 and not used:
-            bucket.tokens = self._savings(record, rate)  # the first lease after none, as at the start
-        bucket.set_rate(rate, now)
+        bucket.set_rate(rate, now, self._cap(record, kind))
         if used:
             bucket.charge(used, now)
         admitted = bucket.tokens > 0
@@ -165,10 +168,21 @@ class Admission:
             self._count_throttle(record.name, kind)
             raise self.exceeded(record, kind)
 
-    def _savings(self, record: TableRecord, rate: float) -> float:
-        if self.wall_clock is None:
+    def _cap(self, record: TableRecord, kind: Kind) -> float | None:
+        """A provisioned table's savings are capped at its whole rate's burst, whatever
+        this router's share: a Doorman lease of zero (learning mode after a master
+        change, or the other routers hold the rate) stops the refill but keeps what
+        was saved. On-demand: the allowance is the burst, it follows the rate."""
+        if record.billing_mode == "PAY_PER_REQUEST":
+            return None
+        return provisioned_rate(record, kind) * BURST_SECONDS
+
+    def _savings(self, record: TableRecord, kind: Kind, rate: float) -> float:
+        if not self.start_full:
             return rate
-        return saved_since_creation(rate, record.created_at, self.wall_clock(), BURST_SECONDS)
+        if record.billing_mode == "PAY_PER_REQUEST":
+            return full_savings(rate, ON_DEMAND_BURST_SECONDS)
+        return full_savings(provisioned_rate(record, kind), BURST_SECONDS)
 
     def admit_control(self) -> None:
         """Raises ThrottlingException when control-plane calls come faster than the rate."""

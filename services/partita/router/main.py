@@ -6,7 +6,6 @@ import asyncio
 import logging
 import signal
 import socket
-import time
 from pathlib import Path
 
 from partita.control.kubernetes import KubernetesRouteSource, KubernetesTableCatalog
@@ -87,9 +86,7 @@ async def serve(
         doorman_client = Client(doorman, f"router-{socket.gethostname()}:{port}")
         doorman_client.start()
         source = DoormanRate(doorman_client)
-    admitter = (
-        Admission(source, table_arn=ctx.table_arn, wall_clock=time.time) if admission != "off" else None
-    )
+    admitter = Admission(source, table_arn=ctx.table_arn, start_full=True) if admission != "off" else None
     app = DynamoApp(ctx, CredentialStore.from_data_dir(data_dir), admitter)
     server = await start_http_server(app, host, port)
     log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)

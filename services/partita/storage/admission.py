@@ -10,7 +10,13 @@ last line of defence.
 A request is admitted when the node is not in debt, the partition has saved tokens,
 and either it is within its rate (allocated tokens) or the node has spare tokens: a
 partition bursts only while the node can afford it, and only as long as its savings
-last. What the request consumed is charged afterwards to all three.
+last. What the request consumed is charged afterwards to all three. A partition's
+savings start full (see token_bucket.full_savings): a new table admits a short load.
+
+Adaptive capacity (storage/adaptive.py) runs once a period from `check`: a partition
+refused while its table is under its rate gets its buckets' rate raised above its
+share, up to the table's rate and the node's capacity; the boosts are cut back when
+the table consumes its whole rate.
 
 Sans-I/O: the caller passes the time; `StorageAdmission` keeps the buckets and says
 which layer refused, nothing else.
@@ -21,8 +27,9 @@ from __future__ import annotations
 import enum
 
 from partita.common.throughput import Kind
-from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket, saved_since_creation
+from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket, full_savings
 from partita.control.model import TableRecord
+from partita.storage import adaptive
 
 # DynamoDB's per-partition ceiling, also an on-demand partition's allocation.
 PARTITION_MAX_UNITS: dict[Kind, float] = {"read": 3000.0, "write": 1000.0}
@@ -46,15 +53,40 @@ def partition_rate(record: TableRecord, kind: Kind) -> float:
     return min(share, PARTITION_MAX_UNITS[kind])
 
 
+def table_rate(record: TableRecord, kind: Kind) -> float:
+    """The most one table may use through one node: its provisioned rate, or on demand
+    the per-partition ceiling times its partitions."""
+    if record.billing_mode == "PAY_PER_REQUEST":
+        return PARTITION_MAX_UNITS[kind] * max(1, len(record.partitions))
+    return float(record.read_capacity if kind == "read" else record.write_capacity)
+
+
+def _rates_differ(old: TableRecord, new: TableRecord) -> bool:
+    return (
+        old.read_capacity != new.read_capacity
+        or old.write_capacity != new.write_capacity
+        or old.billing_mode != new.billing_mode
+        or len(old.partitions) != len(new.partitions)
+    )
+
+
 class PartitionBuckets:
-    __slots__ = ("allocated", "record", "saved")
+    __slots__ = ("allocated", "record", "saved", "share", "throttled", "used")
 
     def __init__(
         self, record: TableRecord, rate: float, now: float, burst_seconds: float, savings: float
     ) -> None:
         self.record = record  # the version of the table the rate was computed from
+        self.share = rate  # the partition's rate without adaptive capacity's boost
         self.allocated = TokenBucket(rate, now, burst_seconds=1.0, tokens=rate)
         self.saved = TokenBucket(rate, now, burst_seconds=burst_seconds, tokens=savings)
+        # Over the current adaptive-capacity period: units charged, and whether refused.
+        self.used = 0.0
+        self.throttled = False
+
+    def allocate(self, rate: float, now: float) -> None:
+        self.allocated.set_rate(rate, now)
+        self.saved.set_rate(rate, now)
 
 
 class StorageAdmission:
@@ -64,7 +96,8 @@ class StorageAdmission:
         *,
         node_units: dict[Kind, float] | None = None,
         burst_seconds: float = DEFAULT_BURST_SECONDS,
-        wall_offset: float | None = None,
+        start_full: bool = False,
+        adaptive_capacity: bool = True,
     ) -> None:
         units = node_units or DEFAULT_NODE_UNITS
         # The node holds one second of its capacity: it is a ceiling on work, not a saver.
@@ -72,40 +105,76 @@ class StorageAdmission:
             kind: TokenBucket(rate, now, burst_seconds=1.0, tokens=rate) for kind, rate in units.items()
         }
         self.burst_seconds = burst_seconds
-        # Wall-clock time minus `now`'s clock: a partition's savings start from its
-        # table's creation (a wall-clock stamp). None: they start at one second's worth.
-        self.wall_offset = wall_offset
+        # True (the nodes): a partition's savings start full; False: one second's worth
+        # (tests that count the rate alone).
+        self.start_full = start_full
+        self.adaptive_capacity = adaptive_capacity
         self.partitions: dict[tuple[int, str, Kind], PartitionBuckets] = {}
+        self._period_start = now
+        # Boosts granted, by (table name, kind): read by /metrics.
+        self.boosts: dict[tuple[str, Kind], int] = {}
 
     def _buckets(self, record: TableRecord, partition_id: str, kind: Kind, now: float) -> PartitionBuckets:
         key = (record.table_id, partition_id, kind)
         buckets = self.partitions.get(key)
         if buckets is None:
             rate = partition_rate(record, kind)
-            savings = rate
-            if self.wall_offset is not None:
-                savings = saved_since_creation(
-                    rate, record.created_at, now + self.wall_offset, self.burst_seconds
-                )
+            savings = full_savings(rate, self.burst_seconds) if self.start_full else rate
             buckets = self.partitions[key] = PartitionBuckets(record, rate, now, self.burst_seconds, savings)
-        elif buckets.record is not record:  # a new version: UpdateTable, or a split
+        elif buckets.record is not record:  # another copy, or a new version of the table
+            if _rates_differ(buckets.record, record):  # UpdateTable, or a split
+                buckets.share = partition_rate(record, kind)
+                buckets.allocate(buckets.share, now)
+            # (Else the node re-read the same table: an adaptive boost stays.)
             buckets.record = record
-            rate = partition_rate(record, kind)
-            buckets.allocated.set_rate(rate, now)
-            buckets.saved.set_rate(rate, now)
         return buckets
 
     def check(self, record: TableRecord, partition_id: str, kind: Kind, now: float) -> Refusal | None:
         """None to admit; else which layer refuses."""
+        if self.adaptive_capacity and now - self._period_start >= adaptive.PERIOD_SECONDS:
+            self.adapt(now)
         node = self.node[kind]
         if not node.admits(now):
             return Refusal.NODE
         buckets = self._buckets(record, partition_id, kind, now)
-        if not buckets.saved.admits(now):
-            return Refusal.PARTITION
-        if buckets.allocated.admits(now) or node.tokens >= node.rate * NODE_SPARE_FRACTION:
+        if buckets.saved.admits(now) and (
+            buckets.allocated.admits(now) or node.tokens >= node.rate * NODE_SPARE_FRACTION
+        ):
             return None
+        buckets.throttled = True
         return Refusal.PARTITION
+
+    def adapt(self, now: float) -> None:
+        """Ends an adaptive-capacity period: every table's partitions on this node get
+        their next allocation from what they used and whether they were refused."""
+        elapsed = max(now - self._period_start, 1e-9)
+        self._period_start = now
+        tables: dict[tuple[int, Kind], dict[str, PartitionBuckets]] = {}
+        for (table_id, partition_id, kind), buckets in self.partitions.items():
+            tables.setdefault((table_id, kind), {})[partition_id] = buckets
+        for (_, kind), partitions in tables.items():
+            # The partitions' records may be of different versions (each is brought up
+            # to date at its own next request): the latest-used one is the newest.
+            record = max(partitions.values(), key=lambda b: b.allocated.stamp).record
+            rate = table_rate(record, kind)
+            ceiling = min(rate, PARTITION_MAX_UNITS[kind], self.node[kind].rate)
+            loads = {
+                pid: adaptive.PartitionLoad(b.share, b.allocated.rate, b.used / elapsed, b.throttled)
+                for pid, b in partitions.items()
+            }
+            for pid, allocation in adaptive.allocations(rate, ceiling, loads).items():
+                buckets = partitions[pid]
+                if allocation > buckets.allocated.rate:
+                    key = (record.name, kind)
+                    self.boosts[key] = self.boosts.get(key, 0) + 1
+                if allocation != buckets.allocated.rate:
+                    buckets.allocate(allocation, now)
+                buckets.used, buckets.throttled = 0.0, False
+
+    def allocations(self) -> list[tuple[str, str, Kind, float]]:
+        """(table, partition, kind, allocated units per second) of every partition
+        with buckets: what /metrics shows of adaptive capacity."""
+        return [(b.record.name, pid, kind, b.allocated.rate) for (_, pid, kind), b in self.partitions.items()]
 
     def charge(self, record: TableRecord, partition_id: str, kind: Kind, units: float, now: float) -> None:
         # check() refilled every bucket at this request's arrival; charging needs no refill.
@@ -116,6 +185,7 @@ class StorageAdmission:
         # rate afterwards (the savings it spent are the burst's price).
         allocated.tokens = max(allocated.tokens - units, -allocated.rate)
         buckets.saved.tokens -= units
+        buckets.used += units
 
     def forget(self, live_tables: set[int]) -> None:
         for key in [k for k in self.partitions if k[0] not in live_tables]:

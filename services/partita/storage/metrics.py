@@ -20,6 +20,7 @@ from partita.common import metrics
 from partita.common.metrics import CounterCell
 
 if TYPE_CHECKING:
+    from partita.storage.admission import StorageAdmission
     from partita.storage.node import NodeState
     from partita.storage.ttl_sweeper import TtlSweeper
 
@@ -39,6 +40,19 @@ THROTTLED = metrics.CounterCells(
     "over its rate with no burst left or no spare node capacity; node: the node's own "
     "capacity), table and kind (read, write)",
     ("layer", "table", "kind"),
+)
+ADAPTIVE_BOOSTS = metrics.Snapshot(
+    "partita_storage_adaptive_boosts_total",
+    "Times adaptive capacity raised a partition's allocation on this node (a partition "
+    "throttled while its table was under its rate), by table and kind",
+    ("table", "kind"),
+    "counter",
+)
+PARTITION_ALLOCATION = metrics.Snapshot(
+    "partita_storage_partition_allocated_units",
+    "Units per second a partition may use on this node: its share of the table's rate, "
+    "plus adaptive capacity's boost",
+    ("table", "partition", "kind"),
 )
 HOSTED = metrics.Snapshot(
     "partita_storage_hosted_partitions", "Partition replicas this node hosts, by role", ("node", "role")
@@ -309,6 +323,12 @@ def watch_replication(state: NodeState) -> None:
         ((node, kind, role), float(n))
         for (kind, role), n in (state.repair.changes if state.repair else {}).items()
     ]
+
+
+def watch_admission(admission: StorageAdmission) -> None:
+    """Read adaptive capacity's families from this node's buckets when scraped."""
+    ADAPTIVE_BOOSTS.read = lambda: [((t, k), float(n)) for (t, k), n in admission.boosts.items()]
+    PARTITION_ALLOCATION.read = lambda: [((t, p, k), rate) for t, p, k, rate in admission.allocations()]
 
 
 def watch_node(state: NodeState) -> None:

@@ -401,7 +401,9 @@ async def serve(
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     now = time.monotonic()
-    buckets = StorageAdmission(now, wall_offset=time.time() - now) if admission else None
+    buckets = StorageAdmission(now, start_full=True) if admission else None
+    if buckets is not None:
+        metrics.watch_admission(buckets)
     plane = DataPlane(state, buckets)
     data_server = await start_data_server(plane, host, data_port)
     data_bound = data_server.sockets[0].getsockname()[1]

@@ -225,6 +225,48 @@ def test_doorman_runs_a_master_and_a_standby_elected_through_the_charts_etcd() -
     assert not [d for d in render({}) if "doorman" in d["metadata"]["name"]]  # off by default
 
 
+def test_routers_and_storage_pods_enforce_throughput_by_default_through_doorman_when_deployed() -> None:
+    from partita.autoadmin.kube import builders
+    from partita.autoadmin.kube.cli import config_from_args, register
+    from partita.cli.main import build_parser
+
+    def args_of(values: dict[str, Any], name: str) -> list[str]:
+        docs = render(values)
+        (deployment,) = [
+            d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith(f"-{name}")
+        ]
+        out: list[str] = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        return out
+
+    def storage_args(operator_args: list[str]) -> list[str]:
+        import argparse
+
+        parser = argparse.ArgumentParser()
+        register(parser.add_subparsers())
+        config = config_from_args(parser.parse_args([*operator_args, "--namespace=db"]))
+        sts = builders.storage_statefulset(config.fleet, config.fleet.zones[0])
+        out: list[str] = sts["spec"]["template"]["spec"]["containers"][0]["args"]
+        return out
+
+    def router_flags(args: list[str]) -> Any:
+        # Only the admission flags matter here (parse_known_args: other lanes own the rest).
+        return build_parser().parse_known_args(args)[0]
+
+    # Defaults (no Doorman): each router admits a table's whole rate; storage enforces.
+    router = router_flags(args_of({}, "router"))
+    assert router.admission == "local" and router.doorman == ""
+    assert "--admission" in storage_args(args_of({}, "operator"))
+    # Doorman deployed: the routers lease from its Service.
+    on = {"doorman": {"enabled": True}}
+    router = router_flags(args_of(on, "router"))
+    assert router.admission == "doorman" and router.doorman == "demo-partita-doorman:5101"
+    assert "--admission" in storage_args(args_of(on, "operator"))
+    # Off: neither enforces.
+    off = {"admission": "off", "doorman": {"enabled": True}}
+    assert router_flags(args_of(off, "router")).admission == "off"
+    assert "--admission" not in storage_args(args_of(off, "operator"))
+
+
 def test_etcd_is_three_members_that_know_each_other_and_compact() -> None:
     (etcd,) = [d for d in render({}) if d["kind"] == "StatefulSet"]
     assert etcd["spec"]["replicas"] == 3
@@ -292,6 +334,7 @@ def test_lint_strict_is_clean(values: dict[str, Any]) -> None:
         {"operator": {"replicas": 0}},
         {"unknownTopLevel": True},
         {"networkPolicy": {"enabled": "yes"}},
+        {"admission": "global"},
     ],
 )
 def test_values_schema_rejects_bad_values(bad: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
-"""`partita up --admission`: off by default (no flag reaches any process); `doorman`
-points the router at both Doorman servers and has the autoadmin write doorman.yaml,
+"""`partita up --admission`: doorman by default (throughput enforced as DynamoDB does);
+`off` passes no flag to any process; `doorman` points the router at both Doorman servers and has the autoadmin write doorman.yaml,
 the file the Doorman servers read; the router's own sub-command takes the same flags."""
 
 from __future__ import annotations
@@ -14,9 +14,19 @@ def argv_of(layout: ClusterLayout, name: str) -> list[str]:
     return next(c.argv for c in layout.children() if c.name == name)
 
 
-def test_admission_is_off_by_default(tmp_path: Path) -> None:
+def test_admission_is_doorman_by_default_at_every_layer(tmp_path: Path) -> None:
     layout = ClusterLayout(tmp_path)
+    router = argv_of(layout, "router")
+    assert router[router.index("--admission") + 1] == "doorman"
+    assert "--doorman-config" in argv_of(layout, "autoadmin")
+    assert "--admission" in argv_of(layout, "storage-a")
+    assert build_parser().parse_args(["up"]).admission == "doorman"
+
+
+def test_admission_off_reaches_no_process(tmp_path: Path) -> None:
+    layout = ClusterLayout(tmp_path, admission="off")
     assert "--admission" not in argv_of(layout, "router")
+    assert "--admission" not in argv_of(layout, "storage-a")
     assert "--doorman-config" not in argv_of(layout, "autoadmin")
 
 

@@ -76,7 +76,9 @@ def offer(
 
 
 def test_a_hot_partition_is_held_to_its_share_without_savings() -> None:
-    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 20.0})
+    # Bursting alone: adaptive capacity (which would boost this partition, its table
+    # being under its rate) is off here and tested below.
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 20.0}, adaptive_capacity=False)
     record = provisioned(wcu=20)  # 10 WCU per partition
     # The node's spare capacity is used up by the partition itself once it runs hot:
     admitted, refused = offer(admission, record, "p0", seconds=30, per_second=100, start=0.0)
@@ -85,7 +87,8 @@ def test_a_hot_partition_is_held_to_its_share_without_savings() -> None:
 
 
 def test_a_hot_partition_bursts_while_its_node_has_spare_capacity() -> None:
-    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+    # Bursting alone (adaptive capacity off: it is tested below).
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0}, adaptive_capacity=False)
     record = provisioned(wcu=20)  # 10 WCU per partition
     admission.check(record, "p0", "write", 0.0)
     # Idle for 100 s: 1,000 units saved. Then 50/s for 30 s: 1,500 offered, 300 within
@@ -160,17 +163,62 @@ async def test_the_data_plane_refuses_a_partition_over_its_rate(engine: Engine) 
     assert engine.get(keys.item_key(record.table_id, 5, b"k4", None)) is None  # nothing written
 
 
-def test_a_partitions_savings_start_from_its_tables_creation_capped_at_300_seconds() -> None:
-    record = provisioned(wcu=20)  # 10 WCU per partition; created at wall-clock 0
-    # Monotonic 0 is wall-clock 60: the table is a minute old at the first request.
-    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0}, wall_offset=60.0)
-    admitted, _ = offer(admission, record, "p0", seconds=1, per_second=1000, start=0.0)
-    assert 600 <= admitted <= 600 + 10 + 2  # 60 s saved (plus the second's refill)
-    # Ten minutes old: only 300 s of savings.
-    old = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 10000.0}, wall_offset=600.0)
-    admitted, _ = offer(old, record, "p1", seconds=1, per_second=5000, start=0.0)
-    assert 3000 <= admitted <= 3000 + 10 + 2
-    # Without a wall clock: one second's worth, as before.
-    fresh = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+def test_a_partitions_savings_start_full_so_a_new_table_takes_a_short_load() -> None:
+    record = provisioned(wcu=20)  # 10 WCU per partition, created a moment ago
+    admission = StorageAdmission(
+        0.0, node_units={"read": 1000.0, "write": 10000.0}, start_full=True, adaptive_capacity=False
+    )
+    admitted, _ = offer(admission, record, "p0", seconds=1, per_second=5000, start=0.0)
+    assert 3000 <= admitted <= 3000 + 10 + 2  # 300 s x 10 WCU, plus the second's refill
+    # Without start_full: one second's worth.
+    fresh = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0}, adaptive_capacity=False)
     admitted, _ = offer(fresh, record, "p0", seconds=1, per_second=1000, start=0.0)
     assert admitted <= 10 + 10 + 2
+
+
+def test_a_hot_partition_under_its_tables_rate_is_boosted_until_it_is_not_throttled() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+    record = provisioned(wcu=40)  # 20 WCU per partition; p1 stays idle
+    # 30 WCU/s on p0 alone: over its share, under the table's 40.
+    _, refused_first = offer(admission, record, "p0", seconds=5, per_second=30, start=0.0)
+    assert refused_first[Refusal.PARTITION] > 0  # throttled before the boost
+    later, refused_later = offer(admission, record, "p0", seconds=20, per_second=30, start=5.0)
+    assert refused_later[Refusal.PARTITION] == 0 and later == 600
+    assert admission.partitions[(9, "p0", "write")].allocated.rate >= 30.0
+    assert admission.partitions[(9, "p0", "write")].allocated.rate <= 40.0  # never above the table
+    assert admission.boosts[("hot", "write")] >= 1
+
+
+def test_a_boost_survives_the_node_rereading_the_same_table() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+    offer(admission, provisioned(wcu=40), "p0", seconds=5, per_second=30, start=0.0)
+    boosted = admission.partitions[(9, "p0", "write")].allocated.rate
+    assert boosted > 20.0
+    admission.check(provisioned(wcu=40), "p0", "write", 5.1)  # an equal copy (the control loop's re-read)
+    assert admission.partitions[(9, "p0", "write")].allocated.rate == boosted
+    admission.check(provisioned(wcu=80), "p0", "write", 5.2)  # UpdateTable: back to the new share
+    assert admission.partitions[(9, "p0", "write")].allocated.rate == 40.0
+
+
+def test_a_partition_idle_since_an_update_table_does_not_hold_the_table_to_its_old_rate() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+    admission.check(provisioned(wcu=2), "p1", "write", 0.0)  # p1 last saw the table at 2 WCU
+    offer(admission, provisioned(wcu=40), "p0", seconds=5, per_second=30, start=0.0)
+    assert admission.partitions[(9, "p0", "write")].allocated.rate > 20.0  # boosted against 40, not 2
+
+
+def test_a_table_over_its_rate_is_still_throttled_and_loses_its_boost() -> None:
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 1000.0})
+    record = provisioned(wcu=40)  # 20 WCU per partition
+    offer(admission, record, "p0", seconds=5, per_second=30, start=0.0)  # p0 boosted
+    assert admission.partitions[(9, "p0", "write")].allocated.rate > 20.0
+    # Both partitions at 40/s: the table is offered twice its rate.
+    now, admitted = 5.0, 0
+    for _ in range(20 * 40):
+        now += 1 / 40
+        for pid in ("p0", "p1"):
+            if admission.check(record, pid, "write", now) is None:
+                admission.charge(record, pid, "write", 1.0, now)
+                admitted += 1
+    assert admitted <= 40 * 20 * 1.2  # about the table's rate, not the 1,600 offered
+    assert admission.partitions[(9, "p0", "write")].allocated.rate <= 40.0

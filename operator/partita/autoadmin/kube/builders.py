@@ -116,6 +116,7 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
             f"--etcd={fleet.etcd}",
             # Host exactly the replicas the operator assigns through the admin RPC.
             "--hosting=admin",
+            *(["--admission"] if fleet.admission else []),
         ],
         "env": [
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},

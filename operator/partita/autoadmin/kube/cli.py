@@ -54,6 +54,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--no-pin-zones", action="store_true", help="for clusters without zone labels (kind)")
     p.add_argument("--no-separate-hosts", action="store_true", help="allow storage pods to share a machine")
+    p.add_argument(
+        "--storage-admission",
+        action="store_true",
+        help="storage pods enforce partition and node throughput (partita storage --admission)",
+    )
     p.add_argument("--on-demand-partitions", type=int, default=OperatorConfig.on_demand_partitions)
     p.add_argument("--resync-seconds", type=float, default=OperatorConfig.resync_seconds)
     p.add_argument(
@@ -95,6 +100,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         metrics_port=args.storage_metrics_port,
         pin_zones=not args.no_pin_zones,
         separate_hosts=not args.no_separate_hosts,
+        admission=args.storage_admission,
     )
     return OperatorConfig(
         fleet=fleet,

@@ -39,6 +39,10 @@ class Fleet:
     pin_zones: bool = True
     # Never two storage pods on one machine. Off for single-machine clusters.
     separate_hosts: bool = True
+    # Storage pods hold partitions to their share of the table's rate and themselves to
+    # their capacity (`partita storage --admission`); the chart turns it on with its
+    # `admission` value. Off: nothing throttled at the storage layer.
+    admission: bool = False
 
     def __post_init__(self) -> None:
         if not self.zones:
