@@ -431,7 +431,8 @@ class EtcdControlStore:
         if self._watcher is None or self._watcher.done():
             self._watcher = asyncio.create_task(self._watch())
         try:
-            await asyncio.wait_for(self._changed.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._changed.wait()
         except TimeoutError:
             return False
         self._changed.clear()

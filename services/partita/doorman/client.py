@@ -259,7 +259,8 @@ class Client:
                     state.notify()  # a lapsed lease now falls back to the mode
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
 
     async def _release(self, resource_ids: list[str]) -> None:
         if not resource_ids:
@@ -320,7 +321,8 @@ class RateResource:
             delay = self._next - time.monotonic() if rate > 0 else DEFAULT_REFRESH_SECONDS
             changed = self.state.changed
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), max(0.0, min(delay, DEFAULT_REFRESH_SECONDS)))
+                async with asyncio.timeout(max(0.0, min(delay, DEFAULT_REFRESH_SECONDS))):
+                    await changed.wait()
         if first:
             self.record(1.0)
 
@@ -349,7 +351,8 @@ class GaugeResource:
                 self.state.usage.peak = max(self.state.usage.peak, self.in_use + self._waiting)
                 changed = self.state.changed
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), DEFAULT_REFRESH_SECONDS)
+                    async with asyncio.timeout(DEFAULT_REFRESH_SECONDS):
+                        await changed.wait()
         finally:
             self._waiting -= 1
         self.in_use += 1

@@ -409,9 +409,12 @@ class ReplicaHost:
 
     async def _run(self) -> None:
         interval = self.config.heartbeat_interval * TICK_FRACTION
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancellation that
+        # arrives as the event is set, and this loop then ran on and stop() waited forever.
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await self._wake.wait()
             self._wake.clear()
             self.multi.tick(self._clock())
             try:
