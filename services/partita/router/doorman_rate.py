@@ -87,7 +87,10 @@ class DoormanRate:
     def on_demand_rate(self, record: TableRecord, kind: Kind, allowance: float) -> float:
         floor = throughput.ON_DEMAND_FLOOR_SHARE * throughput.on_demand_allowance(0.0, kind)
         resource = self._resource(record, kind, floor, floor, math.inf, throughput.ON_DEMAND_HEADROOM)
-        return self._rate(resource, allowance)
+        # Never below the floor it asks for: a lease of zero (the table's resource not yet
+        # loaded by Doorman, or a new master's learning mode) must not throttle a normal
+        # load on an on-demand table, which has no provisioned savings to draw on.
+        return max(self._rate(resource, allowance), floor)
 
     def used(self, record: TableRecord, kind: Kind, units: float, throttled: bool) -> None:
         resource = self._resources.get((record.name, kind))
