@@ -134,6 +134,9 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
         # by its children's leaders before anything else is decided about it.
         return split_for_load(spec.table_id, partitions, observed.stats, settings) if serving else []
     layout = split_for_throughput(partitions, spec)
+    kept: list[Action] = [
+        CannotSplit(spec.table_id, p.partition_id, "replicated") for p in held_whole(partitions, spec)
+    ]
     if layout != partitions:
         new = {p.partition_id for p in layout}
         put = tuple(p for p in layout if p not in partitions)
@@ -146,7 +149,7 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
                 "throughput_raised",
             )
         ]
-    return [_put(state, spec, "ACTIVE", spec.generation)] if serving else []
+    return [_put(state, spec, "ACTIVE", spec.generation), *kept] if serving else kept
 
 
 def split_for_load(
@@ -239,26 +242,46 @@ def split_for_throughput(partitions: tuple[Partition, ...], spec: TableSpec) -> 
     8 at 6000 WCU), and a round that a restarted driver left half done is finished the
     same way. The children keep the parent's replicas, so each already holds its half
     of the data and no item moves; a decrease never merges.
+
+    A replicated partition is kept whole (see `splits`: its children would start fresh
+    replication groups from whatever each replica had applied), so the table reaches
+    its new throughput with fewer partitions than DynamoDB would have.
     """
-    if spec.billing_mode != "PROVISIONED":
+    limit = _throughput_width(partitions, spec)
+    if limit is None:
         return partitions
-    widest = max(p.end - p.start for p in partitions)
-    # Nearest, not floor: an even layout's widest range is a unit above HASH_SPACE/n.
-    level = max(1, (HASH_SPACE + widest // 2) // widest)
-    target = partition_count_after_update(level, spec.read_capacity, spec.write_capacity)
-    if target == level:
-        return partitions
-    limit = -(-HASH_SPACE // target)  # the widest partition of an even layout of `target`
     layout: list[Partition] = []
     pending = sorted(partitions, key=lambda p: p.start, reverse=True)
     while pending:
         p = pending.pop()
-        if p.end - p.start > limit:
+        if p.end - p.start > limit and len(p.replicas) <= 1:
             left, right = _halves(p)
             pending += [right, left]
         else:
             layout.append(p)
     return tuple(layout)
+
+
+def held_whole(partitions: Sequence[Partition], spec: TableSpec) -> list[Partition]:
+    """The replicated partitions a throughput split keeps whole though they are wider
+    than its target (reported as `replicated`)."""
+    limit = _throughput_width(partitions, spec)
+    if limit is None:
+        return []
+    return [p for p in partitions if len(p.replicas) > 1 and p.end - p.start > limit]
+
+
+def _throughput_width(partitions: Sequence[Partition], spec: TableSpec) -> int | None:
+    """The widest partition the spec's throughput allows, None if the layout is enough."""
+    if spec.billing_mode != "PROVISIONED":
+        return None
+    widest = max(p.end - p.start for p in partitions)
+    # Nearest, not floor: an even layout's widest range is a unit above HASH_SPACE/n.
+    level = max(1, (HASH_SPACE + widest // 2) // widest)
+    target = partition_count_after_update(level, spec.read_capacity, spec.write_capacity)
+    if target == level:
+        return None
+    return -(-HASH_SPACE // target)  # the widest partition of an even layout of `target`
 
 
 def estimated_stats(

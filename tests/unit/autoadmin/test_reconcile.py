@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from partita.autoadmin.partition_count import partition_count_after_update
 from partita.autoadmin.reconcile import (
     Action,
+    CannotSplit,
     ChangePartitions,
     Observed,
     PutState,
@@ -212,3 +213,40 @@ def test_split_children_start_with_their_share_of_the_parents_last_count() -> No
         assert sum(h.size_bytes for h in halves) in (100_000, 100_001)
         assert all(h.measured_at == 5.0 for h in halves)
     assert not any(pid.startswith(parts[3].partition_id) for pid in estimates)
+
+
+def replicated(s: TableSpec) -> tuple[Partition, ...]:
+    """`s`'s placement with three replicas per partition (RF=3, the local default)."""
+    members = tuple(n.node_id for n in NODES)
+    return tuple(dataclasses.replace(p, replicas=members, leader=members[0]) for p in placed(s).put)
+
+
+def test_a_throughput_raise_keeps_replicated_partitions_whole_and_completes_the_update() -> None:
+    # Splitting a replicated partition in place would start its children's groups from
+    # whatever each replica had applied: a lagging one could lose acknowledged writes.
+    parts = replicated(spec())
+    raised = spec(write_capacity=6000, generation=2)
+    ready = frozenset((p.partition_id, n) for p in parts for n in p.replicas)
+    actions = decide(Observed(raised, state("ACTIVE", 1), parts, ready), NODES, SETTINGS)
+    assert actions[0] == PutState(TableState("Orders", 77, "ACTIVE", 2, Revision("9")))
+    assert actions[1:] == [CannotSplit(77, p.partition_id, "replicated") for p in parts]
+    assert split_for_throughput(parts, raised) == parts
+
+
+def test_a_throughput_raise_splits_single_replica_partitions_beside_replicated_ones() -> None:
+    parts = placed(spec()).put
+    mixed = (replicated(spec())[0], *parts[1:])
+    raised = spec(write_capacity=6000, generation=2)
+    [action] = decide(Observed(raised, state("ACTIVE", 1), mixed, frozenset()), NODES, SETTINGS)
+    assert isinstance(action, ChangePartitions)
+    assert mixed[0].partition_id not in action.remove and len(action.remove) == 3
+    layout = split_for_throughput(mixed, raised)
+    PartitionMap(layout)
+    assert mixed[0] in layout and len(layout) == 7
+    # The next pass finds nothing more to split: the update completes once served.
+    served = frozenset((p.partition_id, n) for p in layout for n in p.replicas)
+    actions = decide(Observed(raised, state("ACTIVE", 1), layout, served), NODES, SETTINGS)
+    assert actions == [
+        PutState(TableState("Orders", 77, "ACTIVE", 2, Revision("9"))),
+        CannotSplit(77, mixed[0].partition_id, "replicated"),
+    ]

@@ -226,9 +226,11 @@ async def test_more_throughput_splits_every_partition_and_keeps_their_nodes(api:
     splits = _actions("split_partitions", "throughput_raised")
     async with operator(kmock, director, priority=10):
         throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 3200}
-        await api.post(
-            TABLES, json=table_manifest("orders", billingMode="PROVISIONED", provisionedThroughput=throughput)
+        # One replica: a replicated partition is kept whole (see the reconcile tests).
+        manifest = table_manifest(
+            "orders", billingMode="PROVISIONED", provisionedThroughput=throughput, replicationFactor=1
         )
+        await api.post(TABLES, json=manifest)
         await _table_status(api, "orders", "ACTIVE")
         before = {
             p["spec"]["hashRange"]["start"]: p["spec"]["members"] for p in await partitions_of(api, "orders")
