@@ -50,6 +50,9 @@ def split_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
         "--split-size-bytes", str(SPLIT_SIZE),
         "--split-hot-seconds", str(HOT_SECONDS),
         "--stats-interval", "0.3",
+        # Replicated partitions (the default) are kept whole until the split at a log
+        # index lands (docs/replication.md); these tests are about single-replica splits.
+        "--replication-factor", "1",
     ) as c:  # fmt: skip
         yield c
 
