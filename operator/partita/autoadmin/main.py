@@ -20,7 +20,6 @@ from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
 from partita.autoadmin.placement import replicated_placement
 from partita.autoadmin.reconcile import Settings
-from partita.autoadmin.splits import DEFAULT_HOT_SECONDS
 from partita.common import arg_types, config, logs, metrics
 from partita.control.store import EtcdControlStore
 
@@ -116,20 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=config.DEFAULT_REPLICATION_FACTOR,
         help="replicas of each new partition, in distinct zones where possible (%(default)s)",
     )
-    parser.add_argument(
-        "--split-size-bytes",
-        type=arg_types.at_least_one,
-        default=config.DEFAULT_SPLIT_SIZE_BYTES,
-        help="split a partition whose items pass this many bytes, at its data's median key hash "
-        "(%(default)s: DynamoDB's 10 GB)",
-    )
-    parser.add_argument(
-        "--split-hot-seconds",
-        type=arg_types.positive_seconds,
-        default=DEFAULT_HOT_SECONDS,
-        help="split a partition that has consumed at least 80%% of its allocated throughput for "
-        "this long, at its load's median key hash (%(default)s)",
-    )
+    arg_types.add_split_flags(parser)
     parser.add_argument(
         "--defrag-interval",
         type=arg_types.positive_seconds,

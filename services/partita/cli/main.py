@@ -456,19 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=config.DEFAULT_KEEP_REVISIONS,
         help="revisions of etcd history kept when compacting (%(default)s)",
     )
-    up.add_argument(
-        "--split-size-bytes",
-        type=arg_types.at_least_one,
-        default=config.DEFAULT_SPLIT_SIZE_BYTES,
-        help="the autoadmin splits a partition whose items pass this many bytes (%(default)s: 10 GB)",
-    )
-    up.add_argument(
-        "--split-hot-seconds",
-        type=arg_types.positive_seconds,
-        default=config.DEFAULT_SPLIT_HOT_SECONDS,
-        help="the autoadmin splits a partition that consumed at least 80%% of its allocated "
-        "throughput for this long (%(default)s)",
-    )
+    arg_types.add_split_flags(up)
     up.add_argument(
         "--admission",
         choices=("off", "local", "doorman"),

@@ -26,3 +26,24 @@ def port(text: str) -> int:
     if not 0 < value < 65536:
         raise argparse.ArgumentTypeError(f"not a TCP port: {text}")
     return value
+
+
+def add_split_flags(parser: argparse.ArgumentParser) -> None:
+    """The autoadmin's split thresholds, declared once for `partita up` (which passes them
+    on) and `partita autoadmin` (which uses them)."""
+    from partita.common import config
+
+    parser.add_argument(
+        "--split-size-bytes",
+        type=at_least_one,
+        default=config.DEFAULT_SPLIT_SIZE_BYTES,
+        help="split a partition whose items pass this many bytes, at its data's median key hash "
+        "(%(default)s: DynamoDB's 10 GB)",
+    )
+    parser.add_argument(
+        "--split-hot-seconds",
+        type=positive_seconds,
+        default=config.DEFAULT_SPLIT_HOT_SECONDS,
+        help="split a partition that has consumed at least 80%% of its allocated throughput for "
+        "this long, at its load's median key hash (%(default)s)",
+    )
