@@ -205,6 +205,10 @@ def cmd_storage(args: argparse.Namespace) -> int:
             admission=args.admission,
             replica_down_after=args.replica_down_after,
             hosting=args.hosting,
+            replication_listen=(
+                config.parse_endpoint(args.replication_listen) if args.replication_listen else None
+            ),
+            replication_advertise=args.replication_advertise,
         )
     )
     return 0
@@ -537,6 +541,18 @@ def build_parser() -> argparse.ArgumentParser:
         default="control",
         help="what to host: what the control store places here (control), or exactly what the "
         "operator assigned through the admin RPC, kept across restarts (admin; Kubernetes) (%(default)s)",
+    )
+    storage.add_argument(
+        "--replication-listen",
+        type=arg_types.host_port,
+        help="accept peers' replication streams on this HOST:PORT (default: --host and a free "
+        "port, registered in the control store)",
+    )
+    storage.add_argument(
+        "--replication-advertise",
+        type=arg_types.host_port,
+        help="the HOST:PORT peers dial for this node's replication streams, registered in the "
+        "control store (default: the listener's; Kubernetes: the pod's DNS name)",
     )
     logs.add_flags(storage)
     storage.set_defaults(func=cmd_storage)

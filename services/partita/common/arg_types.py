@@ -28,6 +28,14 @@ def port(text: str) -> int:
     return value
 
 
+def host_port(text: str) -> str:
+    """host:port, both parts given (an address a peer dials, or a listener's)."""
+    host, sep, number = text.rpartition(":")
+    if not sep or not host or not number.isdigit() or not 0 < int(number) < 65536:
+        raise argparse.ArgumentTypeError(f"want host:port: {text}")
+    return text
+
+
 def add_split_flags(parser: argparse.ArgumentParser) -> None:
     """The autoadmin's split thresholds, declared once for `partita up` (which passes them
     on) and `partita autoadmin` (which uses them)."""

@@ -10,6 +10,7 @@ nothing and answers the same.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal, cast
 
 import grpc
@@ -21,7 +22,13 @@ from partita.common import keys
 from partita.common.partition_map import HASH_SPACE
 from partita.control.model import BillingMode, KeyElement
 from partita.storage import metrics
-from partita.storage.assignments import Assignment, AssignmentBook, TableInfo, hosted_tables
+from partita.storage.assignments import (
+    Assignment,
+    AssignmentBook,
+    TableInfo,
+    hosted_tables,
+    peer_addresses,
+)
 from partita.storage.effects import Effect, Kind
 from partita.storage.group_log import group_of
 
@@ -64,7 +71,20 @@ def assignment_of(request: pb.HostReplicaRequest) -> Assignment:
         ttl_attribute=t.ttl_attribute or None,
     )
     members = tuple(m.node for m in request.members)
-    return Assignment(request.partition, table, request.start, request.last + 1, members)
+    if len(set(members)) != len(members):
+        raise InvalidAssignment(f"members repeat: {list(members)}")
+    addresses = tuple(
+        (m.node, _address(m.replication_address)) for m in request.members if m.replication_address
+    )
+    return Assignment(request.partition, table, request.start, request.last + 1, members, addresses)
+
+
+def _address(address: str) -> str:
+    """A member's replication address must be host:port (the replica host dials it)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InvalidAssignment(f"bad replication address {address!r}: want host:port")
+    return address
 
 
 def _key(key: pb.KeyAttribute) -> KeyElement:
@@ -74,11 +94,20 @@ def _key(key: pb.KeyAttribute) -> KeyElement:
 
 
 class AdminHosting:
-    """Applies assignments to the node's serving state and its assignment book."""
+    """Applies assignments to the node's serving state and its assignment book.
 
-    def __init__(self, state: NodeState, book: AssignmentBook) -> None:
+    `on_peers` receives the members' replication addresses the assignments carry
+    whenever they change hands (the node's peer directory dials them)."""
+
+    def __init__(
+        self,
+        state: NodeState,
+        book: AssignmentBook,
+        on_peers: Callable[[Mapping[str, str]], None] = lambda addresses: None,
+    ) -> None:
         self.state = state
         self.book = book
+        self.on_peers = on_peers
 
     async def start(self) -> None:
         """Serve what the book holds, and delete the data of tables the node was told
@@ -145,19 +174,23 @@ class AdminHosting:
         given = [a for name, a in self.book.assignments.items() if name != without]
         self.state.hosted = hosted_tables(given, self.state.node_id)
         self.state.ids_with_data |= set(self.state.hosted)
+        # Addresses first: a group added below sends its first votes at once.
+        self.on_peers(peer_addresses(given))
         replicas = self.state.replicas
         if replicas is None:
             return
         wanted = {
-            group_of(table_id, p.partition_id): list(p.replicas)
+            group_of(table_id, p.partition_id): (table_id, p)
             for table_id, hosted in self.state.hosted.items()
             for p in hosted.partitions
             if len(p.replicas) > 1
         }
         for group in [g for g in replicas.multi.replicas if g not in wanted]:
             replicas.remove_group(group)
-        for group, members in wanted.items():
-            replicas.add_group(group, members)
+        # The groups' key ranges (snapshots are read and installed by them).
+        self.state.groups = wanted
+        for group, (_, p) in wanted.items():
+            replicas.add_group(group, list(p.replicas))
 
 
 class StorageAdminService(pb_grpc.StorageAdminServicer):

@@ -48,10 +48,19 @@ class Assignment:
     start: int
     end: int  # exclusive (the Partition resource's inclusive last + 1)
     members: tuple[str, ...]
+    # (member, host:port of its replication listener) for the members the operator gave
+    # an address: in Kubernetes the group's peers are found there, not in the registry.
+    addresses: tuple[tuple[str, str], ...] = ()
 
     def as_partition(self) -> Partition:
         # The placement's first member leads while replication does not elect one.
         return Partition(self.partition, self.start, self.end, self.members, self.members[0])
+
+
+def peer_addresses(assignments: Iterable[Assignment]) -> dict[str, str]:
+    """Every member's replication address the assignments carry (the newest wins: the
+    operator sends the same fleet-wide address for a node in every assignment)."""
+    return {node: address for a in assignments for node, address in a.addresses}
 
 
 def hosted_tables(assignments: Iterable[Assignment], node_id: str) -> dict[int, HostedTable]:
@@ -143,6 +152,7 @@ def _to_json(a: Assignment) -> dict[str, Any]:
         "start": a.start,
         "last": a.end - 1,  # inclusive: the last partition's end (2**64) is past JSON's ints
         "members": list(a.members),
+        "addresses": dict(a.addresses),
         "table": {
             "table_id": t.table_id,
             "name": t.name,
@@ -171,4 +181,8 @@ def _from_json(e: Mapping[str, Any]) -> Assignment:
         created_at=float(t["created_at"]),
         ttl_attribute=t["ttl_attribute"],
     )
-    return Assignment(str(e["partition"]), table, int(e["start"]), int(e["last"]) + 1, tuple(e["members"]))
+    # Files written before members carried addresses have none.
+    addresses = tuple((str(n), str(a)) for n, a in e.get("addresses", {}).items())
+    return Assignment(
+        str(e["partition"]), table, int(e["start"]), int(e["last"]) + 1, tuple(e["members"]), addresses
+    )

@@ -27,6 +27,8 @@ async def serve(
     admission: bool = False,
     replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
     hosting: str = "control",
+    replication_listen: tuple[str, int] | None = None,
+    replication_advertise: str | None = None,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -45,4 +47,6 @@ async def serve(
         admission=admission,
         replica_down_after=replica_down_after,
         hosting=hosting,
+        replication_listen=replication_listen,
+        replication_advertise=replication_advertise,
     )

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,9 +200,15 @@ class PeerDirectory:
     def __init__(self) -> None:
         self.addresses: dict[str, str] = {}
         self.zones: dict[str, str] = {}  # every registered node's zone (repair places by zone)
+        # Addresses the operator gave with the assignments (admin hosting: each member's
+        # pod DNS name); they take precedence over the registrations.
+        self.assigned: dict[str, str] = {}
 
     def replication_address(self, node_id: str) -> str | None:
-        return self.addresses.get(node_id)
+        return self.assigned.get(node_id) or self.addresses.get(node_id)
+
+    def assign(self, addresses: Mapping[str, str]) -> None:
+        self.assigned = dict(addresses)
 
     async def refresh(self, store: NodeStore, replicas: ReplicaHost) -> None:
         records = await store.list_nodes()
@@ -371,9 +378,14 @@ async def serve(
     admission: bool = False,
     replica_down_after: float = config.DEFAULT_REPLICA_DOWN_AFTER_SECONDS,
     hosting: str = "control",
+    replication_listen: tuple[str, int] | None = None,
+    replication_advertise: str | None = None,
 ) -> None:
     """`hosting`: "control" follows the control store's placement (the local cluster);
-    "admin" hosts exactly what the admin RPC assigned (Kubernetes: the operator)."""
+    "admin" hosts exactly what the admin RPC assigned (Kubernetes: the operator).
+    `replication_listen`: where peers' replication streams are accepted (default: `host`
+    and a free port); `replication_advertise`: the host:port registered for them
+    (default: the listener's; Kubernetes: the pod's DNS name and the fixed port)."""
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
@@ -386,16 +398,21 @@ async def serve(
     replicas = ReplicaHost(
         node_id, engine, transport.send, ranges=group_range, snapshot_dir=data_dir / "snapshots"
     )
-    # Off: every hosted replica commits alone (Kubernetes places three replicas per
-    # partition but does not run the groups yet).
+    # Off: every hosted replica commits alone.
     state.replicas = replicas if replication else None
-    replication_port = await transport.listen(host, 0)
+    listen_host, listen_port = replication_listen or (host, 0)
+    replication_port = await transport.listen(listen_host, listen_port)
+    # A wildcard listener is reached at the node's own host.
+    reachable = host if listen_host in ("", "0.0.0.0", "::") else listen_host
+    replication_address = replication_advertise or f"{reachable}:{replication_port}"
     metrics.watch_node(state)
     exporter = await serve_metrics(host, metrics_port) if metrics_port is not None else None
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_StorageServicer_to_server(StorageService(state), server)  # type: ignore[no-untyped-call]
     by_assignment = (
-        admin_server.AdminHosting(state, AssignmentBook.open(data_dir)) if hosting == "admin" else None
+        admin_server.AdminHosting(state, AssignmentBook.open(data_dir), peers.assign)
+        if hosting == "admin"
+        else None
     )
     checker = admin_server.add_to_server(server, by_assignment)
     bound = server.add_insecure_port(f"{host}:{port}")
@@ -414,7 +431,7 @@ async def serve(
         address,
         f"{host}:{data_bound}",
         os.getpid(),
-        replication_address=f"{host}:{replication_port}",
+        replication_address=replication_address,
     )
     await store.register_node(record, NODE_TTL_SECONDS)
     await peers.refresh(store, replicas)
@@ -431,8 +448,14 @@ async def serve(
         poller = asyncio.create_task(control_loop(state, store))
     await admin_server.set_serving(checker, True)
     watching_peers = asyncio.create_task(peers.follow(store, replicas))
-    repairing = asyncio.create_task(
-        repair.run(lambda: state.groups, lambda: peers.zones, lambda: frozenset(peers.addresses))
+    # Repair rewrites partition objects in the control store; in admin hosting the
+    # operator owns membership (Partition resources), and does not repair yet.
+    repairing = (
+        asyncio.create_task(
+            repair.run(lambda: state.groups, lambda: peers.zones, lambda: frozenset(peers.addresses))
+        )
+        if by_assignment is None
+        else None
     )
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
     # The sweeper plans its deletes through a plane of its own without buckets: DynamoDB
@@ -456,7 +479,8 @@ async def serve(
     started = time.monotonic()
     await admin_server.set_serving(checker, False)
     await hand_off_leadership(replicas)
-    repairing.cancel()
+    if repairing is not None:
+        repairing.cancel()
     watching_peers.cancel()
     if poller is not None:
         poller.cancel()

@@ -60,6 +60,11 @@ def _ports(fleet: Fleet) -> list[dict[str, Any]]:
             "port": fleet.metrics_port,
             "targetPort": naming.METRICS_PORT_NAME,
         },
+        {
+            "name": naming.REPLICATION_PORT_NAME,
+            "port": fleet.replication_port,
+            "targetPort": naming.REPLICATION_PORT_NAME,
+        },
     ]
 
 
@@ -98,6 +103,19 @@ def storage_pdb(fleet: Fleet, zone: str) -> dict[str, Any]:
     }
 
 
+def _replication_args(fleet: Fleet, zone: str) -> list[str]:
+    if not fleet.replication:
+        return []
+    service = naming.storage_service(fleet.release, zone)
+    return [
+        "--replication",
+        f"--replication-listen=$(POD_IP):{fleet.replication_port}",
+        # Peers dial the pod's stable DNS name (the operator gives every member the same
+        # name in HostReplica); a rescheduled pod keeps it under a new IP.
+        f"--replication-advertise=$(POD_NAME).{service}.{fleet.namespace}.svc:{fleet.replication_port}",
+    ]
+
+
 def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
     return {
         "name": naming.STORAGE,
@@ -117,6 +135,7 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
             # Host exactly the replicas the operator assigns through the admin RPC.
             "--hosting=admin",
             *(["--admission"] if fleet.admission else []),
+            *_replication_args(fleet, zone),
         ],
         "env": [
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -126,6 +145,11 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
             {"name": naming.ADMIN_PORT_NAME, "containerPort": fleet.admin_port, "protocol": "TCP"},
             {"name": naming.DATA_PORT_NAME, "containerPort": fleet.data_port, "protocol": "TCP"},
             {"name": naming.METRICS_PORT_NAME, "containerPort": fleet.metrics_port, "protocol": "TCP"},
+            {
+                "name": naming.REPLICATION_PORT_NAME,
+                "containerPort": fleet.replication_port,
+                "protocol": "TCP",
+            },
         ],
         # Ready once the node's grpc.health.v1 service says SERVING (after it replayed
         # its log and serves its assignments); alive while the admin server answers.

@@ -52,6 +52,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--storage-metrics-port", type=int, default=Fleet.metrics_port, help="storage pods' /metrics port"
     )
+    p.add_argument(
+        "--replication-port",
+        type=arg_types.port,
+        default=Fleet.replication_port,
+        help="storage pods' replication port (%(default)s)",
+    )
+    p.add_argument(
+        "--no-storage-replication",
+        action="store_true",
+        help="storage pods commit each replica alone, with no replication group (no failover)",
+    )
     p.add_argument("--no-pin-zones", action="store_true", help="for clusters without zone labels (kind)")
     p.add_argument("--no-separate-hosts", action="store_true", help="allow storage pods to share a machine")
     p.add_argument(
@@ -98,6 +109,8 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         admin_port=args.admin_port,
         data_port=args.data_port,
         metrics_port=args.storage_metrics_port,
+        replication_port=args.replication_port,
+        replication=not args.no_storage_replication,
         pin_zones=not args.no_pin_zones,
         separate_hosts=not args.no_separate_hosts,
         admission=args.storage_admission,

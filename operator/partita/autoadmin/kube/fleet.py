@@ -28,6 +28,13 @@ class Fleet:
     admin_port: int = 7100  # gRPC administration (the operator and routers call it)
     data_port: int = 7200  # framed data path (routers call it)
     metrics_port: int = 7300  # /metrics (Prometheus scrapes it through the chart's PodMonitor)
+    # Replication streams between storage pods (each dials its groups' peers here, at
+    # their pod DNS names); the NetworkPolicy opens it to storage pods only.
+    replication_port: int = 7400
+    # Run a replication group for each partition's members (`partita storage
+    # --replication`): writes commit on a majority, a leader is elected, and a killed
+    # leader's partitions fail over. Off: each replica commits alone (no redundancy).
+    replication: bool = True
     cpu_request: str = "250m"
     memory_request: str = "512Mi"
     memory_limit: str = "2Gi"
@@ -53,14 +60,19 @@ class Fleet:
             raise ValueError("replicas_per_zone must be at least 1")
 
     def nodes(self) -> list[NodeRecord]:
-        """The storage nodes the StatefulSets run, named as their pods are."""
-        return [
-            NodeRecord(
-                node_id=naming.storage_pod(self.release, zone, ordinal),
-                zone=zone,
-                address=f"{naming.storage_pod_dns(self.release, zone, ordinal, self.namespace)}:{self.admin_port}",
-                data_address=f"{naming.storage_pod_dns(self.release, zone, ordinal, self.namespace)}:{self.data_port}",
-            )
-            for zone in self.zones
-            for ordinal in range(self.replicas_per_zone)
-        ]
+        """The storage nodes the StatefulSets run, named as their pods are, at their pod
+        DNS names in their zone's headless Service."""
+        out = []
+        for zone in self.zones:
+            for ordinal in range(self.replicas_per_zone):
+                dns = naming.storage_pod_dns(self.release, zone, ordinal, self.namespace)
+                out.append(
+                    NodeRecord(
+                        node_id=naming.storage_pod(self.release, zone, ordinal),
+                        zone=zone,
+                        address=f"{dns}:{self.admin_port}",
+                        data_address=f"{dns}:{self.data_port}",
+                        replication_address=f"{dns}:{self.replication_port}",
+                    )
+                )
+        return out

@@ -36,9 +36,20 @@ def fleet_resolver(fleet: Fleet) -> Callable[[str], str | None]:
     return addresses.get
 
 
+def fleet_replication_resolver(fleet: Fleet) -> Callable[[str], str | None]:
+    """Node name -> replication address of the fleet's pods (their pod DNS names)."""
+    addresses = {n.node_id: n.replication_address for n in fleet.nodes() if n.replication_address}
+    return addresses.get
+
+
 def host_request(
-    partition: PartitionRef, spec: TableSpec, members: Sequence[Member]
+    partition: PartitionRef,
+    spec: TableSpec,
+    members: Sequence[Member],
+    replication_address: Callable[[str], str | None] = lambda node: None,
 ) -> pb.HostReplicaRequest:
+    """Every member gets the same request: the same members, each with the address its
+    peers dial for replication (empty when unknown: the node's registration says)."""
     table = pb.TableInfo(
         table_id=spec.table_id,
         table_name=spec.name,
@@ -56,7 +67,12 @@ def host_request(
         table=table,
         start=partition.start,
         last=partition.last,
-        members=[pb.Member(node=m.node, zone=m.zone, role=m.role) for m in members],
+        members=[
+            pb.Member(
+                node=m.node, zone=m.zone, role=m.role, replication_address=replication_address(m.node) or ""
+            )
+            for m in members
+        ],
         replication_factor=partition.replication_factor,
     )
 
@@ -94,8 +110,14 @@ def summarize(reports: dict[str, pb.ReplicaReport | None], failed: set[str]) -> 
 
 
 class GrpcReplicaDirector:
-    def __init__(self, resolve: Callable[[str], str | None], timeout: float = CALL_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        resolve: Callable[[str], str | None],
+        timeout: float = CALL_TIMEOUT_SECONDS,
+        replication_address: Callable[[str], str | None] = lambda node: None,
+    ) -> None:
         self.resolve = resolve
+        self.replication_address = replication_address
         self.timeout = timeout
         self._stubs: dict[str, tuple[grpc.aio.Channel, pb_grpc.StorageAdminStub]] = {}
 
@@ -111,7 +133,7 @@ class GrpcReplicaDirector:
     async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
         if partition.table_spec is None:
             return PartitionReport(replicas={m.node: ReplicaReport("Requested") for m in members})
-        request = host_request(partition, partition.table_spec, members)
+        request = host_request(partition, partition.table_spec, members, self.replication_address)
         failed: set[str] = set()
 
         async def ask(node: str) -> pb.ReplicaReport | None:

@@ -16,7 +16,11 @@ import kopf
 
 from partita.autoadmin.kube import naming
 from partita.autoadmin.kube.api import KubeApi
-from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector, fleet_resolver
+from partita.autoadmin.kube.grpc_director import (
+    GrpcReplicaDirector,
+    fleet_replication_resolver,
+    fleet_resolver,
+)
 from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
 from partita.autoadmin.kube.replicas import ReplicaDirector
 from partita.common import metrics
@@ -51,7 +55,13 @@ async def run_operator(
     info = login or discover_credentials(settings)
     api = KubeApi(info)
     # By default the storage pods' admin gRPC, found by their DNS names in the fleet.
-    own_director = GrpcReplicaDirector(fleet_resolver(config.fleet)) if director is None else None
+    own_director = (
+        GrpcReplicaDirector(
+            fleet_resolver(config.fleet), replication_address=fleet_replication_resolver(config.fleet)
+        )
+        if director is None
+        else None
+    )
     in_use: ReplicaDirector = own_director if own_director is not None else cast(ReplicaDirector, director)
     registry = build_registry(config, api, in_use, info)
     kwargs: dict[str, Any] = {"peering_name": naming.PEERING_NAME, "priority": chosen}

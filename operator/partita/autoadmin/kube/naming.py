@@ -39,6 +39,7 @@ DATA_VOLUME = "data"
 ADMIN_PORT_NAME = "admin"
 DATA_PORT_NAME = "data"
 METRICS_PORT_NAME = "metrics"
+REPLICATION_PORT_NAME = "replication"
 
 
 def partition_name(table: str, start: int) -> str:
