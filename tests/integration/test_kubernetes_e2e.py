@@ -45,7 +45,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.
 ROUTER_TIMEOUT = 60.0
 
 
-def start_router(data_dir: Path, etcd_port: int, api_url: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_router(
+    data_dir: Path, etcd_port: int, api_url: str, *extra: str
+) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, KUBE_API_ENV: api_url}
@@ -54,7 +56,7 @@ def start_router(data_dir: Path, etcd_port: int, api_url: str) -> tuple[subproce
         [
             sys.executable, "-m", "partita.cli.main", "router", "--host=127.0.0.1", f"--port={port}",
             f"--etcd=127.0.0.1:{etcd_port}", f"--data-dir={data_dir}", "--control-store=kubernetes",
-            f"--namespace={NS}",
+            f"--namespace={NS}", *extra,
         ],
         env=env, stdout=log, stderr=log,
     )  # fmt: skip

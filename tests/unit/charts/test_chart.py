@@ -412,3 +412,48 @@ def test_the_operator_splits_partitions_at_the_size_the_values_say() -> None:
     assert "--split-size-bytes=65536" in operator_args({"operator": {"splitSizeBytes": 65536}})
     parsed = build_parser().parse_args([*operator_args({}), "--namespace=n"])
     assert config_from_args(parsed).split_size_bytes == 10 * 2**30
+
+
+def test_partitions_are_replication_groups_by_default_on_a_port_only_storage_pods_reach() -> None:
+    """storage.replication (on): the operator runs storage pods with replication groups
+    on storage.replicationPort and routers send writes to leaders and spread eventual
+    reads; the NetworkPolicy opens that port to storage pods and nobody else. Off: the
+    operator is told so and routers do not spread reads over unreplicated copies."""
+    from partita.autoadmin.kube import builders
+    from partita.autoadmin.kube.cli import config_from_args
+    from partita.cli.main import build_parser
+
+    def container_args(docs: list[dict[str, Any]], suffix: str) -> list[str]:
+        (deployment,) = [
+            d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith(suffix)
+        ]
+        args: list[str] = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        return args
+
+    docs = render({**ALL_ON, "storage": {"replicationPort": 7999}})
+    assert "--replication" in container_args(docs, "-router")
+    operator_args = container_args(docs, "-operator")
+    assert "--no-storage-replication" not in operator_args
+    fleet = config_from_args(build_parser().parse_args([*operator_args, "--namespace=db"])).fleet
+    assert fleet.replication and fleet.replication_port == 7999
+    storage = builders.storage_statefulset(fleet, fleet.zones[0])["spec"]["template"]["spec"]["containers"][0]
+    assert "--replication-listen=$(POD_IP):7999" in storage["args"]
+    (policy,) = [
+        d for d in docs if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "demo-partita-storage"
+    ]
+    by_port = {
+        port["port"]: {
+            peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for peer in rule["from"]
+        }
+        for rule in policy["spec"]["ingress"]
+        for port in rule["ports"]
+    }
+    assert by_port[7999] == {"storage"}
+    assert by_port[7100] == by_port[7200] == {"router", "operator", "storage"}
+
+    off = render({"storage": {"replication": False}})
+    assert "--replication" not in container_args(off, "-router")
+    operator_args = container_args(off, "-operator")
+    assert not config_from_args(
+        build_parser().parse_args([*operator_args, "--namespace=db"])
+    ).fleet.replication

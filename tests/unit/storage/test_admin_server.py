@@ -21,7 +21,10 @@ from partita.storage.admin_server import AdminHosting
 from partita.storage.assignments import AssignmentBook
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
-from partita.storage.node import NodeState
+from partita.storage.group_log import group_of
+from partita.storage.node import NodeState, PeerDirectory
+from partita.storage.replica_host import ReplicaHost
+from partita.storage.replication.types import Role
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,6 +50,14 @@ def host_request(
     )
 
 
+def with_addresses(*addresses: str) -> pb.HostReplicaRequest:
+    """The standard request with each member's replication address (n1, n2, n3)."""
+    request = host_request()
+    for member, address in zip(request.members, addresses, strict=True):
+        member.replication_address = address
+    return request
+
+
 @dataclass
 class Node:
     state: NodeState
@@ -62,16 +73,22 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
 
 
 class running_node:
-    """A node (engine, admin hosting, gRPC server) on `data_dir`, as the process runs it."""
+    """A node (engine, admin hosting, gRPC server) on `data_dir`, as the process runs it;
+    with `replication`, a replica host (not pumping: nothing to send to) and the node's
+    peer directory, as `partita storage --replication` wires them."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, replication: bool = False) -> None:
         self.data_dir = data_dir
+        self.replication = replication
+        self.peers = PeerDirectory()
 
     async def __aenter__(self) -> Node:
         engine = Engine.open(self.data_dir, sync=False)
         self.engine = engine
         state = NodeState(node_id="n1", zone="a", engine=engine, ids_with_data=engine.table_ids())
-        hosting = AdminHosting(state, AssignmentBook.open(self.data_dir))
+        if self.replication:
+            state.replicas = ReplicaHost("n1", engine, lambda envelopes: None)
+        hosting = AdminHosting(state, AssignmentBook.open(self.data_dir), self.peers.assign)
         self.server = grpc.aio.server()
         checker = admin_server.add_to_server(self.server, hosting)
         port = self.server.add_insecure_port("127.0.0.1:0")
@@ -161,8 +178,29 @@ async def test_data_of_a_table_no_assignment_names_is_deleted_at_start(tmp_path:
         host_request(start=10, last=5),
         host_request(billing_mode="FREE"),
         pb.HostReplicaRequest(partition="p", table=host_request().table, start=0, last=1),  # no members
+        with_addresses("n1:7400", "no-port", "n3:7400"),
+        with_addresses("n1:7400", "n2:0", "n3:7400"),
+        with_addresses("n1:7400", ":7400", "n3:7400"),
+        with_addresses("n1:7400", "n2:http", "n3:7400"),
+        pb.HostReplicaRequest(
+            partition="p",
+            table=host_request().table,
+            start=0,
+            last=1,
+            members=[pb.Member(node="n1"), pb.Member(node="n1")],
+        ),
     ],
-    ids=["no-partition-name", "inverted-range", "unknown-billing-mode", "no-members"],
+    ids=[
+        "no-partition-name",
+        "inverted-range",
+        "unknown-billing-mode",
+        "no-members",
+        "address-without-port",
+        "address-port-zero",
+        "address-without-host",
+        "address-port-not-a-number",
+        "members-repeat",
+    ],
 )
 async def test_a_bad_request_is_invalid_argument_and_changes_nothing(
     node: Node, request_: pb.HostReplicaRequest
@@ -185,3 +223,36 @@ async def test_a_node_refuses_a_replica_it_is_not_a_member_of(node: Node) -> Non
 async def test_the_health_service_answers_serving_for_the_readiness_probe(node: Node) -> None:
     answer = await node.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
     assert answer.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_members_replication_addresses_reach_the_peer_directory_and_the_group_and_survive_a_restart(
+    tmp_path: Path,
+) -> None:
+    """The operator gives every member the others' replication addresses (pod DNS names);
+    the node's replica host dials them (they take precedence over registrations), runs
+    the group with the three members, and knows its key range for snapshots. A restarted
+    node has them from its assignments before the operator speaks again."""
+    request = with_addresses("n1.s.ns.svc:7400", "n2.s.ns.svc:7400", "n3.s.ns.svc:7400")
+    group = group_of(TABLE_ID, "orders-0")
+    runner = running_node(tmp_path, replication=True)
+    async with runner as n:
+        runner.peers.addresses = {"n2": "10.0.0.2:39999"}  # a registration says otherwise
+        await n.stub.HostReplica(request, timeout=5)
+        assert runner.peers.replication_address("n2") == "n2.s.ns.svc:7400"
+        assert runner.peers.replication_address("n3") == "n3.s.ns.svc:7400"
+        assert n.state.replicas is not None
+        assert n.state.replicas.members(group) == {"n1": Role.FULL, "n2": Role.FULL, "n3": Role.FULL}
+        assert group in n.state.groups and n.state.groups[group][1].end == HALF
+
+        moved = with_addresses("n1.s.ns.svc:7400", "n2.s.ns.svc:7401", "n3.s.ns.svc:7400")
+        await n.stub.HostReplica(moved, timeout=5)  # a changed address replaces the assignment
+        assert runner.peers.replication_address("n2") == "n2.s.ns.svc:7401"
+
+        await n.stub.DropReplica(pb.DropReplicaRequest(partition="orders-0"), timeout=5)
+        assert runner.peers.replication_address("n2") == "10.0.0.2:39999"  # back to the registry
+        assert not n.state.replicas.hosts(group)
+        await n.stub.HostReplica(moved, timeout=5)
+    restarted = running_node(tmp_path, replication=True)
+    async with restarted as n:
+        assert restarted.peers.replication_address("n2") == "n2.s.ns.svc:7401"
+        assert n.state.replicas is not None and n.state.replicas.hosts(group)

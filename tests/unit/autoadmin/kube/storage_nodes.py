@@ -36,11 +36,18 @@ class StorageNode:
     etcd_port: int
     port: int = field(default_factory=free_port)
     data_port: int = field(default_factory=free_port)
+    # Run replication groups on a fixed replication port (as the chart's pods do).
+    replication: bool = False
+    replication_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def replication_address(self) -> str:
+        return f"127.0.0.1:{self.replication_port}"
 
     def argv(self) -> list[str]:
         return [
@@ -49,6 +56,10 @@ class StorageNode:
             f"--port={self.port}", f"--data-port={self.data_port}", f"--data-dir={self.data_dir}",
             f"--etcd=127.0.0.1:{self.etcd_port}", "--hosting=admin", "--unsafe-no-fsync",
             "--stats-interval=0.2",
+            *([
+                "--replication", f"--replication-listen=127.0.0.1:{self.replication_port}",
+                f"--replication-advertise={self.replication_address}",
+            ] if self.replication else []),
         ]  # fmt: skip
 
     def start(self) -> None:
@@ -91,9 +102,12 @@ class StorageNode:
 
 @contextlib.contextmanager
 def storage_nodes(
-    root: Path, etcd_port: int, zones: tuple[str, ...] = ("a", "b", "c")
+    root: Path, etcd_port: int, zones: tuple[str, ...] = ("a", "b", "c"), replication: bool = False
 ) -> Iterator[list[StorageNode]]:
-    nodes = [StorageNode(f"pt-storage-{z}-0", z, root / f"node-{z}", etcd_port) for z in zones]
+    nodes = [
+        StorageNode(f"pt-storage-{z}-0", z, root / f"node-{z}", etcd_port, replication=replication)
+        for z in zones
+    ]
     try:
         for n in nodes:
             n.start()

@@ -132,3 +132,49 @@ def test_partition_object_names_ranges_and_owner(start: int, last: int, name: st
     assert obj["spec"]["hashRange"] == {"start": f"{start:016x}", "last": f"{last:016x}"}
     assert obj["spec"]["members"][1] == {"node": "pt-storage-b-1", "zone": "b", "role": "log"}
     assert obj["metadata"]["labels"][naming.TABLE_LABEL] == "music"
+
+
+def test_storage_pods_run_replication_groups_on_a_fixed_port_at_their_pod_dns_names() -> None:
+    """Peers dial `<pod>.<headless service>.<namespace>.svc:<replicationPort>`: the pod
+    listens on its own IP and that port, advertises its DNS name, and the port is a
+    named containerPort and a port of the zone's headless Service."""
+    fleet = dataclasses.replace(DEFAULT, replication_port=9400)
+    container = builders.storage_statefulset(fleet, "b")["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    assert "--replication" in args
+    assert "--replication-listen=$(POD_IP):9400" in args
+    assert "--replication-advertise=$(POD_NAME).pt-storage-b.db.svc:9400" in args
+    expected_port = {"name": naming.REPLICATION_PORT_NAME, "containerPort": 9400, "protocol": "TCP"}
+    assert expected_port in container["ports"]
+    service_ports = builders.storage_service(fleet, "b")["spec"]["ports"]
+    assert {
+        "name": "replication",
+        "port": 9400,
+        "targetPort": "replication",
+        "protocol": "TCP",
+    } in service_ports
+    # The advertised name is the one the operator gives the other members.
+    node = next(n for n in fleet.nodes() if n.node_id == "pt-storage-b-0")
+    assert node.replication_address == "pt-storage-b-0.pt-storage-b.db.svc:9400"
+
+
+def test_without_replication_storage_pods_commit_each_replica_alone() -> None:
+    fleet = dataclasses.replace(DEFAULT, replication=False)
+    args = builders.storage_statefulset(fleet, "a")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not [a for a in args if a.startswith("--replication")]
+
+
+@pytest.mark.parametrize(
+    "fleet", [DEFAULT, dataclasses.replace(CUSTOM, admission=True)], ids=["default", "custom"]
+)
+def test_storage_pods_arguments_are_accepted_by_the_storage_command(fleet: Fleet) -> None:
+    """The args the operator gives storage pods parse with the real `partita storage`
+    parser (an unknown or malformed flag would make every storage pod exit at start)."""
+    from partita.cli.main import build_parser
+
+    container = builders.storage_statefulset(fleet, fleet.zones[0])["spec"]["template"]["spec"]["containers"][
+        0
+    ]
+    parsed = build_parser().parse_args(container["args"])
+    assert parsed.hosting == "admin" and parsed.replication is True
+    assert parsed.replication_listen == f"$(POD_IP):{fleet.replication_port}"

@@ -14,7 +14,13 @@ import pytest
 from partita._proto import admin_pb2 as pb
 from partita._proto import admin_pb2_grpc as pb_grpc
 from partita.autoadmin.kube.decisions import Member
-from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector, summarize
+from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.grpc_director import (
+    GrpcReplicaDirector,
+    fleet_replication_resolver,
+    host_request,
+    summarize,
+)
 from partita.autoadmin.kube.replicas import PartitionRef
 from tests.unit.autoadmin.kube.storage_nodes import StorageNode, storage_nodes
 from tests.unit.control.conftest import Etcd, etcd, table  # noqa: F401 (the etcd fixture)
@@ -137,3 +143,17 @@ def test_member_answers_are_summarized_into_partition_status(
     summary = summarize(reports, failed)
     assert [summary.replicas[n].state for n in reports] == [names[c] for c in states]
     assert (summary.leader, summary.item_count) == (leader, items)
+
+
+def test_every_member_is_sent_the_same_membership_with_each_members_replication_address() -> None:
+    """The operator fills each member's replication address from its pod DNS name; a
+    node outside the fleet gets none (its registration, if any, says)."""
+    fleet = Fleet(release="pt", namespace="db", image="partita:1", zones=("a", "b", "c"))
+    spec = table("Orders", 7)
+    members = [Member("pt-storage-a-0", "a"), Member("pt-storage-b-0", "b"), Member("stranger", "c")]
+    request = host_request(ref(), spec, members, fleet_replication_resolver(fleet))
+    assert [(m.node, m.replication_address) for m in request.members] == [
+        ("pt-storage-a-0", "pt-storage-a-0.pt-storage-a.db.svc:7400"),
+        ("pt-storage-b-0", "pt-storage-b-0.pt-storage-b.db.svc:7400"),
+        ("stranger", ""),
+    ]
