@@ -10,7 +10,8 @@ writes and strong reads go through the router. SIGKILL of the storage process le
 the most partitions: writes succeed again through the router within seconds (the
 survivors elect a new leader, reported into Partition status; the router follows it or
 the NOT_LEADER hints), and every acknowledged write, before and after the kill, is read
-back strongly and, through the same router, eventually."""
+back strongly and, through the same router, eventually. The killed pod, restarted,
+rejoins from its own disk and catches up; deleting the Table then drops every replica."""
 
 from __future__ import annotations
 
@@ -202,6 +203,36 @@ async def test_a_replicated_table_elects_leaders_and_fails_over_after_sigkill_wi
                     assert len(acked) == 20 + WRITES_AFTER_KILL
                     described = await asyncio.to_thread(dynamo.describe_table, TableName="Music")
                     assert described["Table"]["TableStatus"] == "ACTIVE"
+
+                    # The killed pod comes back (its assignments are on its disk): it
+                    # rejoins as a follower and catches up to the leaders' commit.
+                    victim.start()
+                    await victim.wait_serving()
+
+                    async def caught_up() -> bool:
+                        parts = await partitions_of(api, "music")
+                        mine = await reports(victim)
+                        for part in parts:
+                            name = part["metadata"]["name"]
+                            status = part.get("status") or {}
+                            if {m["state"] for m in status.get("members", [])} != {"Serving"}:
+                                return False
+                            r = mine[name]
+                            if r.leader != status.get("leader") or r.applied_index < r.commit_index:
+                                return False
+                        return True
+
+                    await eventually(caught_up, "the restarted member to catch up and serve")
+
+                    async with api.delete(f"{TABLES}/music") as resp:
+                        assert resp.status < 300
+
+                    async def released() -> bool:
+                        return await get(api, f"{TABLES}/music") is None
+
+                    await eventually(released, "the Table's finalizer to be released")
+                    for n in nodes:
+                        assert await reports(n) == {}, f"{n.node_id} still hosts a replica"
         finally:
             router.terminate()
             router.wait(timeout=15)
