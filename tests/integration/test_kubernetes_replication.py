@@ -73,7 +73,8 @@ async def one_elected_leader(parts: list[dict[str, Any]], nodes: list[StorageNod
         if len(said) != 1:
             return None
         ((leader, term),) = said
-        if not leader or term == 0 or (part.get("status") or {}).get("leader") != leader:
+        status = part.get("status") or {}
+        if not leader or term == 0 or status.get("leader") != leader or status.get("term") != term:
             return None
         leaders[name] = leader
     return leaders

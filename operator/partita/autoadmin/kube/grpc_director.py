@@ -106,6 +106,8 @@ def summarize(reports: dict[str, pb.ReplicaReport | None], failed: set[str]) -> 
         leader=leader,
         item_count=int(figures.item_count) if figures is not None else 0,
         size_bytes=int(figures.size_bytes) if figures is not None else 0,
+        term=int(figures.term) if figures is not None else 0,
+        commit_index=int(figures.commit_index) if figures is not None else 0,
     )
 
 

@@ -46,6 +46,9 @@ class PartitionReport:
     # and whether one key hash holds every item; see storage/table_stats.py.
     split_hash: int | None = None
     single_key: bool = False
+    # The leader's term and commit index (0 while no group runs or none is elected).
+    term: int = 0
+    commit_index: int = 0
 
 
 class ReplicaDirector(Protocol):

@@ -107,6 +107,9 @@ def report_status(report: PartitionReport) -> dict[str, Any]:
         "sizeBytes": report.size_bytes,
         "splitHash": f"{report.split_hash:016x}" if report.split_hash is not None else None,
         "singleKey": report.single_key,
+        # The replication group's, as its leader reports them (None: no group runs).
+        "term": report.term or None,
+        "commitIndex": report.commit_index or None,
     }
 
 

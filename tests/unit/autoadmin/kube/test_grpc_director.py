@@ -145,6 +145,13 @@ def test_member_answers_are_summarized_into_partition_status(
     assert (summary.leader, summary.item_count) == (leader, items)
 
 
+def test_the_leaders_term_and_commit_index_are_the_partitions() -> None:
+    follower = pb.ReplicaReport(state="Hosted", leader="b", term=3, commit_index=90, lag=2)
+    leader = pb.ReplicaReport(state="Hosted", leader="b", term=3, commit_index=95)
+    summary = summarize({"a": follower, "b": leader}, set())
+    assert (summary.leader, summary.term, summary.commit_index) == ("b", 3, 95)
+
+
 def test_every_member_is_sent_the_same_membership_with_each_members_replication_address() -> None:
     """The operator fills each member's replication address from its pod DNS name; a
     node outside the fleet gets none (its registration, if any, says)."""

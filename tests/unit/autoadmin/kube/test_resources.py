@@ -205,5 +205,9 @@ def test_a_replica_report_becomes_status_fields_that_clear_a_split_hash_no_longe
         "sizeBytes": 30,
         "splitHash": "00000000000000ab",
         "singleKey": False,
+        "term": None,
+        "commitIndex": None,
     }
     assert resources.report_status(PartitionReport({}, item_count=3, size_bytes=30))["splitHash"] is None
+    grouped = resources.report_status(PartitionReport({}, term=4, commit_index=120))
+    assert (grouped["term"], grouped["commitIndex"]) == (4, 120)
