@@ -2,7 +2,9 @@
 real kopf operator in-process with the gRPC replica director (which gives every member
 the others' replication addresses, as it gives pod DNS names in a cluster), three real
 storage processes in admin hosting mode running replication groups on fixed replication
-ports, a real etcd where they register, and a router process in Kubernetes mode.
+ports, a real etcd where they register (with a replication address nothing listens on,
+so the groups form only through the operator's addresses), and a router process in
+Kubernetes mode.
 
 A Table with replicationFactor 3 becomes ACTIVE with one three-member group per
 partition that elects a leader (every member reports the same leader and term); boto3
@@ -51,6 +53,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.
 # registration lease that also marks the node dead is 10 s).
 FAILOVER_DEADLINE = 20.0
 WRITES_AFTER_KILL = 30
+UNREACHABLE = "127.0.0.1:9"  # the discard port: nothing listens there
 
 
 async def reports(node: StorageNode) -> dict[str, admin_pb2.ReplicaReport]:
@@ -91,7 +94,10 @@ async def test_a_replicated_table_elects_leaders_and_fails_over_after_sigkill_wi
     router_dir = tmp_path / "router"
     router_dir.mkdir()
     create_credential(credentials_path(router_dir), name="default", description="e2e")
-    with storage_nodes(tmp_path / "storage", etcd.port, replication=True) as nodes:
+    # The nodes register an address nothing listens on: the groups can form only through
+    # the addresses the operator gives with HostReplica (and, after a restart, the ones
+    # the node kept with its assignments).
+    with storage_nodes(tmp_path / "storage", etcd.port, replication=True, advertise=UNREACHABLE) as nodes:
         for n in nodes:
             await n.wait_serving()
         by_id = {n.node_id: n for n in nodes}

@@ -39,6 +39,8 @@ class StorageNode:
     # Run replication groups on a fixed replication port (as the chart's pods do).
     replication: bool = False
     replication_port: int = field(default_factory=free_port)
+    # What the node registers in etcd as its replication address (default: its own).
+    advertise: str | None = None
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -58,7 +60,7 @@ class StorageNode:
             "--stats-interval=0.2",
             *([
                 "--replication", f"--replication-listen=127.0.0.1:{self.replication_port}",
-                f"--replication-advertise={self.replication_address}",
+                f"--replication-advertise={self.advertise or self.replication_address}",
             ] if self.replication else []),
         ]  # fmt: skip
 
@@ -102,10 +104,21 @@ class StorageNode:
 
 @contextlib.contextmanager
 def storage_nodes(
-    root: Path, etcd_port: int, zones: tuple[str, ...] = ("a", "b", "c"), replication: bool = False
+    root: Path,
+    etcd_port: int,
+    zones: tuple[str, ...] = ("a", "b", "c"),
+    replication: bool = False,
+    advertise: str | None = None,
 ) -> Iterator[list[StorageNode]]:
     nodes = [
-        StorageNode(f"pt-storage-{z}-0", z, root / f"node-{z}", etcd_port, replication=replication)
+        StorageNode(
+            f"pt-storage-{z}-0",
+            z,
+            root / f"node-{z}",
+            etcd_port,
+            replication=replication,
+            advertise=advertise,
+        )
         for z in zones
     ]
     try:
