@@ -128,11 +128,17 @@ async def test_a_replicated_table_elects_leaders_and_fails_over_after_sigkill_wi
                         parts = await partitions_of(api, "music")
                         if len(parts) != 2 or any(len(p["spec"]["members"]) != 3 for p in parts):
                             return None
+                        for part in parts:
+                            status = part.get("status") or {}
+                            if {m["state"] for m in status.get("members", [])} != {"Serving"}:
+                                return None
+                            if status.get("state") != "Serving":
+                                return None
                         return await one_elected_leader(parts, nodes)
 
-                    leaders = await eventually(elected, "every group to elect one leader, reported in status")
-                    for part in await partitions_of(api, "music"):
-                        assert {m["state"] for m in part["status"]["members"]} == {"Serving"}
+                    leaders = await eventually(
+                        elected, "every group to elect one leader, every member serving, in status"
+                    )
 
                     dynamo = client(router_dir, router_port)
                     acked: dict[str, str] = {}
@@ -197,6 +203,11 @@ async def test_a_replicated_table_elects_leaders_and_fails_over_after_sigkill_wi
                         return True
 
                     await eventually(new_leaders, "a surviving leader for every partition, in status")
+                    # The victim's partitions serve on a majority: Degraded, not Pending.
+                    for part in await partitions_of(api, "music"):
+                        members = {m["node"]: m["state"] for m in part["status"]["members"]}
+                        assert members[victim_id] == "Requested"
+                        assert part["status"]["state"] == "Degraded"
 
                     for pk, n in acked.items():
                         strong = await asyncio.to_thread(

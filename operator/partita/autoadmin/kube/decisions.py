@@ -119,9 +119,12 @@ def partition_state(
     if deleting:
         return "Deleting"
     states = [reports.get(m.node, "Requested") for m in members]
-    if all(s == "Serving" for s in states):
+    serving = sum(1 for s in states if s == "Serving")
+    if serving == len(states):
         return "Serving"
-    if any(s == "Failed" for s in states):
+    # A majority serving is a replication group that commits and elects: available with
+    # less redundancy than asked (a killed pod's partitions keep serving).
+    if any(s == "Failed" for s in states) or (len(states) > 2 and serving > len(states) // 2):
         return "Degraded"
     return "Pending"
 

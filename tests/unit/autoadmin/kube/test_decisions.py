@@ -43,6 +43,10 @@ def test_placement_rotates_the_first_zone_with_the_table_seed() -> None:
         (("x", "y"), {"x": "Serving"}, False, "Pending"),
         (("x", "y"), {"x": "Serving", "y": "CatchingUp"}, False, "Pending"),
         (("x", "y"), {"x": "Serving", "y": "Failed"}, False, "Degraded"),
+        # three members: a majority serving is a group that commits, with less redundancy
+        (("x", "y", "z"), {"x": "Serving", "y": "Serving"}, False, "Degraded"),
+        (("x", "y", "z"), {"x": "Serving", "y": "Serving", "z": "CatchingUp"}, False, "Degraded"),
+        (("x", "y", "z"), {"x": "Serving", "y": "CatchingUp"}, False, "Pending"),
         (("x",), {"x": "Serving"}, True, "Deleting"),
     ],
 )

@@ -129,12 +129,14 @@ def _report(leader: str = "", lag: int = 0, state: str = "Hosted", items: int = 
         ({"a": _report("a", items=7), "b": _report("a"), "c": _report("a")}, set(), "SSS", "a", 7),
         # the member that claims leadership wins over what stale followers name
         ({"a": _report("b"), "b": _report("b", items=3), "c": _report("a")}, set(), "SSS", "b", 3),
-        # electing (no leader known) or behind: catching up; no answer: requested
-        ({"a": _report(""), "b": _report("b", lag=4), "c": None}, set(), "CCR", "b", 0),
+        # electing (no leader known) or far behind: catching up; no answer: requested
+        ({"a": _report(""), "b": _report("b", lag=500), "c": None}, set(), "CCR", "b", 0),
+        # a few entries behind (applying a round under writes): serving
+        ({"a": _report("a"), "b": _report("a", lag=4)}, set(), "SS", "a", 0),
         # not a pod of the fleet or refused: failed; nobody hosts: no leader
         ({"a": None, "b": _report(state="Unknown")}, {"a"}, "FR", None, 0),
     ],
-    ids=["agreed", "self-claimed", "catching-up", "failed"],
+    ids=["agreed", "self-claimed", "catching-up", "applying", "failed"],
 )
 def test_member_answers_are_summarized_into_partition_status(
     reports: dict[str, pb.ReplicaReport | None], failed: set[str], states: str, leader: str | None, items: int
