@@ -32,6 +32,7 @@ from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.common.keys import key_hash
+from partita.control.store import EtcdControlStore
 from partita.router.credentials import create_credential, credentials_path
 from tests.integration.test_kubernetes_e2e import client, start_router, until
 from tests.unit.autoadmin.kube.emulator import (
@@ -101,6 +102,12 @@ async def test_a_replicated_table_elects_leaders_and_fails_over_after_sigkill_wi
         for n in nodes:
             await n.wait_serving()
         by_id = {n.node_id: n for n in nodes}
+        registry = EtcdControlStore("127.0.0.1", etcd.port)
+        try:
+            registered = {r.node_id: r.replication_address for r in await registry.list_nodes()}
+        finally:
+            await registry.close()
+        assert registered == {n.node_id: UNREACHABLE for n in nodes}  # --replication-advertise
         director = GrpcReplicaDirector(
             {n.node_id: n.address for n in nodes}.get,
             timeout=2.0,
