@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from partita.common import config
+
 
 def positive_seconds(text: str) -> float:
     value = float(text)
@@ -30,8 +32,7 @@ def port(text: str) -> int:
 
 def host_port(text: str) -> str:
     """host:port, both parts given (an address a peer dials, or a listener's)."""
-    host, sep, number = text.rpartition(":")
-    if not sep or not host or not number.isdigit() or not 0 < int(number) < 65536:
+    if not config.is_host_port(text):
         raise argparse.ArgumentTypeError(f"want host:port: {text}")
     return text
 

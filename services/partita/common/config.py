@@ -43,6 +43,12 @@ DEFAULT_SPLIT_SIZE_BYTES = 10 * 2**30
 DEFAULT_SPLIT_HOT_SECONDS = 300.0
 
 
+def is_host_port(text: str) -> bool:
+    """Whether `text` is host:port with both parts given (an address a peer can dial)."""
+    host, sep, port = text.rpartition(":")
+    return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
+
+
 def parse_endpoint(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     return host or DEFAULT_HOST, int(port)

@@ -18,7 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from partita._proto import admin_pb2 as pb
 from partita._proto import admin_pb2_grpc as pb_grpc
-from partita.common import keys
+from partita.common import config, keys
 from partita.common.partition_map import HASH_SPACE
 from partita.control.model import BillingMode, KeyElement
 from partita.storage import metrics
@@ -81,8 +81,7 @@ def assignment_of(request: pb.HostReplicaRequest) -> Assignment:
 
 def _address(address: str) -> str:
     """A member's replication address must be host:port (the replica host dials it)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not config.is_host_port(address):
         raise InvalidAssignment(f"bad replication address {address!r}: want host:port")
     return address
 
