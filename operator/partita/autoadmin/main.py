@@ -129,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="revisions of etcd history kept when compacting (%(default)s)",
     )
     parser.add_argument(
+        "--split-replicated-groups",
+        action="store_true",
+        help="split replicated partitions at a log index (the storage nodes must run replication); "
+        "default: such partitions are kept whole",
+    )
+    parser.add_argument(
         "--doorman-config",
         type=Path,
         default=None,
@@ -150,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             placement=replicated_placement(args.replication_factor),
             split_size_bytes=args.split_size_bytes,
             split_hot_seconds=args.split_hot_seconds,
+            # Off by default until a real-process test covers it (docs/replication.md).
+            split_replicated=args.split_replicated_groups,
         ),
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,

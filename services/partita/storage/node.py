@@ -77,6 +77,9 @@ class NodeState:
     replicas: ReplicaHost | None = None
     # The replicated groups this node is a member of: group -> (table id, partition).
     groups: dict[GroupId, tuple[int, Partition]] = field(default_factory=dict)
+    # Split parents gone from the control store that run on here only until this
+    # replica has applied their SPLIT entry: neither repaired nor split again.
+    retiring: set[GroupId] = field(default_factory=set)
     repair: RepairDriver | None = None
 
     def owner(self, request: pb.Request) -> Partition | None:
@@ -91,6 +94,11 @@ class NodeState:
             return None
         group = group_of(table_id, partition.partition_id)
         return group if self.replicas.hosts(group) else None
+
+    def awaits_group(self, partition: Partition) -> bool:
+        """A replicated partition whose group this node does not run (yet): a split
+        child waiting for its parent's SPLIT entry to be applied here."""
+        return self.replicas is not None and len(partition.replicas) > 1
 
     def leads(self, table_id: int, partition: Partition) -> bool:
         """Whether this node does the partition's leader-only work (TTL, counting): the
@@ -166,7 +174,10 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
     unmarked: list[tuple[int, str]] = []
     for table_id, hosted in state.hosted.items():
         state.ids_with_data.add(table_id)
-        unmarked.extend((table_id, p.partition_id) for p in hosted.partitions)
+        for p in hosted.partitions:
+            if state.replicated_group(table_id, p) is None and state.awaits_group(p):
+                continue  # a split child not started yet here: not ready to serve
+            unmarked.append((table_id, p.partition_id))
     await mark_ready(state, store, [r for r in unmarked if r not in state.ready])
 
 
@@ -270,6 +281,11 @@ def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
                 placed.add(group)
                 if state.node_id in members:
                     wanted[group] = (record.table_id, p)
+    waiting = _children_waiting(state, wanted)
+    for group, parent in waiting.items():
+        del wanted[group]
+        if parent is not None:
+            wanted[parent] = state.groups[parent]  # kept running until it reaches the split
     for group in [g for g in state.replicas.multi.replicas if g not in wanted]:
         state.replicas.remove_group(group)
     # Removed from a group that goes on (while running, or while this node was down):
@@ -278,10 +294,59 @@ def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
     # A split's parent or a dropped table are not this case: their ids leave the map.
     for group in [g for g in state.engine.groups() if g in placed and g not in wanted]:
         state.engine.forget_group(group)
-    for group, (_, p) in wanted.items():
-        newcomer = state.node_id in p.joining or state.node_id in p.log_replicas
-        state.replicas.add_group(group, [*p.replicas, *p.joining], p.log_replicas, newcomer=newcomer)
+    for group, (table_id, p) in wanted.items():
+        newcomer = (
+            state.node_id in p.joining or state.node_id in p.log_replicas or missed_split(state, table_id, p)
+        )
+        state.replicas.add_group(
+            group,
+            [*p.replicas, *p.joining],
+            p.log_replicas,
+            newcomer=newcomer,
+            inherited=bool(p.parent_index),
+        )
     state.groups = wanted
+    state.retiring = {parent for parent in waiting.values() if parent is not None}
+
+
+def led_groups(state: NodeState) -> dict[GroupId, tuple[int, Partition]]:
+    """The groups the repair loop looks after: all but retiring split parents."""
+    return {g: placed for g, placed in state.groups.items() if g not in state.retiring}
+
+
+def _parent_group(table_id: int, child: Partition) -> GroupId:
+    return group_of(table_id, child.parent)
+
+
+def missed_split(state: NodeState, table_id: int, child: Partition) -> bool:
+    """A split child this node never reached the parent's SPLIT entry for (it was down
+    through the split, and the parent's group is gone): its data for the range may be
+    stale, so it joins the child's group as a newcomer and is sent a snapshot."""
+    if not child.parent_index or state.replicas is None:
+        return False
+    group = group_of(table_id, child.partition_id)
+    if state.replicas.hosts(group) or state.engine.hard_state(group) is not None:
+        return False
+    return state.engine.applied_index(_parent_group(table_id, child)) < child.parent_index
+
+
+def _children_waiting(
+    state: NodeState, wanted: dict[GroupId, tuple[int, Partition]]
+) -> dict[GroupId, GroupId | None]:
+    """Split children not to start yet, each with its parent's group when this node
+    still runs it: the parent goes on until it has applied its SPLIT entry here, so a
+    lagging replica catches up from the parent's leader and starts the child with the
+    same data as every other member."""
+    assert state.replicas is not None
+    out: dict[GroupId, GroupId | None] = {}
+    for group, (table_id, p) in wanted.items():
+        if not p.parent_index or state.replicas.hosts(group):
+            continue
+        parent = _parent_group(table_id, p)
+        behind = state.engine.applied_index(parent) < p.parent_index
+        if behind and state.replicas.hosts(parent) and parent in state.groups:
+            out[group] = parent
+    return out
 
 
 async def control_loop(state: NodeState, store: NodeStore) -> None:
@@ -432,7 +497,7 @@ async def serve(
     await admin_server.set_serving(checker, True)
     watching_peers = asyncio.create_task(peers.follow(store, replicas))
     repairing = asyncio.create_task(
-        repair.run(lambda: state.groups, lambda: peers.zones, lambda: frozenset(peers.addresses))
+        repair.run(lambda: led_groups(state), lambda: peers.zones, lambda: frozenset(peers.addresses))
     )
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
     # The sweeper plans its deletes through a plane of its own without buckets: DynamoDB
