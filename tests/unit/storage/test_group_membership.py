@@ -71,3 +71,42 @@ async def test_a_node_removed_from_a_group_that_goes_on_stops_hosting_it_and_for
     # Added back later, it starts as a new member again.
     sync_groups(node_d, table(p0))
     assert node_d.replicas.members(GROUP) == {"a": Role.FULL, "b": Role.FULL}
+
+
+PARENT = Partition("p0", 0, END // 2, ("a", "b", "d"), "a")
+CHILD_GROUP = group_of(1, "p0-0")
+
+
+def children(index: int) -> list[TableRecord]:
+    left = Partition("p0-0", 0, END // 4, ("a", "b", "d"), "a", parent="p0", parent_index=index)
+    right = Partition("p0-1", END // 4, END // 2, ("a", "b", "d"), "a", parent="p0", parent_index=index)
+    single = Partition("p1", END // 2, END, ("d",), "d")
+    return [records.table_record(left, right, single, name="t1", table_id=1)]
+
+
+async def test_a_split_child_starts_only_once_this_replica_applied_the_parent_up_to_the_split(
+    node_d: NodeState,
+) -> None:
+    sync_groups(node_d, table(PARENT))
+    assert node_d.replicas is not None and node_d.replicas.hosts(GROUP)
+    node_d.engine.apply(GROUP, 3, [], term=1)  # behind the SPLIT entry at 5
+    sync_groups(node_d, children(5))
+    assert node_d.replicas.hosts(GROUP) and not node_d.replicas.hosts(CHILD_GROUP)
+    assert node_d.retiring == {GROUP}  # kept running to catch up, neither repaired nor split
+    assert node_d.awaits_group(children(5)[0].partitions[0])
+    node_d.engine.apply(GROUP, 5, [], term=1)
+    sync_groups(node_d, children(5))
+    assert node_d.replicas.hosts(CHILD_GROUP) and not node_d.replicas.hosts(GROUP)
+    assert node_d.retiring == set()
+    # The child's log starts after index 1, which stands for the inherited data.
+    assert node_d.engine.applied_position(CHILD_GROUP) == (1, 1)
+    assert node_d.replicas.members(CHILD_GROUP) == {n: Role.FULL for n in ("a", "b", "d")}
+
+
+async def test_a_replica_that_missed_the_split_joins_the_child_as_a_newcomer(node_d: NodeState) -> None:
+    # Down through the split: the parent's group is gone and was never applied that far.
+    sync_groups(node_d, children(5))
+    assert node_d.replicas is not None and node_d.replicas.hosts(CHILD_GROUP)
+    # Outside its own membership and with a log at 0: the leader sends it a snapshot.
+    assert node_d.replicas.members(CHILD_GROUP) == {"a": Role.FULL, "b": Role.FULL}
+    assert node_d.engine.applied_index(CHILD_GROUP) == 0
