@@ -129,12 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="revisions of etcd history kept when compacting (%(default)s)",
     )
     parser.add_argument(
-        "--split-replicated-groups",
-        action="store_true",
-        help="split replicated partitions at a log index (the storage nodes must run replication); "
-        "default: such partitions are kept whole",
-    )
-    parser.add_argument(
         "--doorman-config",
         type=Path,
         default=None,

@@ -49,6 +49,14 @@ log = logging.getLogger(__name__)
 # tables"), a quarter of a core spent re-reading nothing new at idle; the watch is
 # re-established (and reported as a change) whenever it breaks.
 CONTROL_RESYNC_SECONDS = 15.0
+# While a split parent retires here (this replica has not applied its SPLIT entry), the
+# hosting is re-read this often, so the children start as soon as it has.
+RETIRING_RESYNC_SECONDS = 0.5
+# How long a retiring parent may try to catch up. Its other members drop the parent's
+# group once they start the children, so a replica that was stopped through the split
+# may find no leader left to catch up from: it then drops the parent and joins each child
+# as a newcomer, which its leader sends a snapshot (`missed_split`).
+RETIRING_PATIENCE_SECONDS = 5.0
 # TTL of the node's registration lease in the control store.
 NODE_TTL_SECONDS = 10
 # Ready markers written at once (a restarted node writes one per hosted replica).
@@ -80,6 +88,8 @@ class NodeState:
     # Split parents gone from the control store that run on here only until this
     # replica has applied their SPLIT entry: neither repaired nor split again.
     retiring: set[GroupId] = field(default_factory=set)
+    # When each retiring parent started waiting (time.monotonic()).
+    retiring_since: dict[GroupId, float] = field(default_factory=dict)
     repair: RepairDriver | None = None
 
     def owner(self, request: pb.Request) -> Partition | None:
@@ -263,7 +273,7 @@ async def hand_off_leadership(replicas: ReplicaHost) -> None:
         )
 
 
-def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
+def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None = None) -> None:
     """Host a replica of every partition placed on several nodes that has this node
     among its members (serving, being built, or log-only); stop hosting the groups of
     partitions that left (a split's parent, a dropped table, a member removed)."""
@@ -281,7 +291,7 @@ def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
                 placed.add(group)
                 if state.node_id in members:
                     wanted[group] = (record.table_id, p)
-    waiting = _children_waiting(state, wanted)
+    waiting = _children_waiting(state, wanted, time.monotonic() if now is None else now)
     for group, parent in waiting.items():
         del wanted[group]
         if parent is not None:
@@ -307,6 +317,7 @@ def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
         )
     state.groups = wanted
     state.retiring = {parent for parent in waiting.values() if parent is not None}
+    state.retiring_since = {g: t for g, t in state.retiring_since.items() if g in state.retiring}
 
 
 def led_groups(state: NodeState) -> dict[GroupId, tuple[int, Partition]]:
@@ -331,12 +342,13 @@ def missed_split(state: NodeState, table_id: int, child: Partition) -> bool:
 
 
 def _children_waiting(
-    state: NodeState, wanted: dict[GroupId, tuple[int, Partition]]
+    state: NodeState, wanted: dict[GroupId, tuple[int, Partition]], now: float
 ) -> dict[GroupId, GroupId | None]:
     """Split children not to start yet, each with its parent's group when this node
     still runs it: the parent goes on until it has applied its SPLIT entry here, so a
     lagging replica catches up from the parent's leader and starts the child with the
-    same data as every other member."""
+    same data as every other member. After RETIRING_PATIENCE_SECONDS it gives up (the
+    parent's leader may be gone) and the child starts as a newcomer."""
     assert state.replicas is not None
     out: dict[GroupId, GroupId | None] = {}
     for group, (table_id, p) in wanted.items():
@@ -345,7 +357,9 @@ def _children_waiting(
         parent = _parent_group(table_id, p)
         behind = state.engine.applied_index(parent) < p.parent_index
         if behind and state.replicas.hosts(parent) and parent in state.groups:
-            out[group] = parent
+            since = state.retiring_since.setdefault(parent, now)
+            if now - since <= RETIRING_PATIENCE_SECONDS:
+                out[group] = parent
     return out
 
 
@@ -359,7 +373,7 @@ async def control_loop(state: NodeState, store: NodeStore) -> None:
         except Exception as exc:  # the store is down: keep serving what we host
             log.warning("control store unavailable: %s", exc)
             await asyncio.sleep(1)
-        await store.wait_for_change(CONTROL_RESYNC_SECONDS)
+        await store.wait_for_change(RETIRING_RESYNC_SECONDS if state.retiring else CONTROL_RESYNC_SECONDS)
 
 
 async def count_items(state: NodeState, publisher: StatsPublisher) -> float:
