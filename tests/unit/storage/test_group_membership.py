@@ -13,7 +13,7 @@ from partita.common.partition_map import Partition
 from partita.control.model import TableRecord
 from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
-from partita.storage.node import NodeState, sync_groups
+from partita.storage.node import RETIRING_PATIENCE_SECONDS, NodeState, sync_groups
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.types import Role
 from tests.unit import records
@@ -108,5 +108,26 @@ async def test_a_replica_that_missed_the_split_joins_the_child_as_a_newcomer(nod
     sync_groups(node_d, children(5))
     assert node_d.replicas is not None and node_d.replicas.hosts(CHILD_GROUP)
     # Outside its own membership and with a log at 0: the leader sends it a snapshot.
+    assert node_d.replicas.members(CHILD_GROUP) == {"a": Role.FULL, "b": Role.FULL}
+    assert node_d.engine.applied_index(CHILD_GROUP) == 0
+
+
+async def test_a_retiring_parent_with_no_one_left_to_catch_up_from_gives_way_to_newcomer_children(
+    node_d: NodeState,
+) -> None:
+    # Stopped through the split: the other members started the children and dropped the
+    # parent's group, so this replica's parent can never reach its SPLIT entry.
+    sync_groups(node_d, table(PARENT), now=100.0)
+    assert node_d.replicas is not None
+    node_d.engine.apply(GROUP, 3, [], term=1)  # behind the SPLIT entry at 5
+    sync_groups(node_d, children(5), now=101.0)
+    assert node_d.retiring == {GROUP}
+    sync_groups(node_d, children(5), now=101.0 + RETIRING_PATIENCE_SECONDS)
+    assert node_d.retiring == {GROUP}  # still within its patience
+    sync_groups(node_d, children(5), now=101.5 + RETIRING_PATIENCE_SECONDS)
+    assert node_d.retiring == set() and node_d.retiring_since == {}
+    assert not node_d.replicas.hosts(GROUP) and node_d.replicas.hosts(CHILD_GROUP)
+    # Joined as a newcomer (outside its own membership, log at 0): sent a snapshot of
+    # the child's range, which replaces its stale copy of the parent's data.
     assert node_d.replicas.members(CHILD_GROUP) == {"a": Role.FULL, "b": Role.FULL}
     assert node_d.engine.applied_index(CHILD_GROUP) == 0
