@@ -54,8 +54,7 @@ PUTTERS, INCREMENTERS = 3, 2
 def rf3_split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with running(
         Path(tmp_path_factory.mktemp("split-replicated")),
-        "--replication-factor", "3",
-        "--split-replicated-groups",
+        "--replication-factor", "3",  # splits replicated groups (on by default)
         "--split-size-bytes", str(SPLIT_SIZE),
         "--stats-interval", "0.3",
     ) as c:  # fmt: skip

@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             placement=replicated_placement(args.replication_factor),
             split_size_bytes=args.split_size_bytes,
             split_hot_seconds=args.split_hot_seconds,
-            # Off by default until a real-process test covers it (docs/replication.md).
+            # The local cluster's storage nodes run the groups (docs/replication.md).
             split_replicated=args.split_replicated_groups,
         ),
         defrag_interval=args.defrag_interval,

@@ -142,7 +142,7 @@ class ClusterLayout:
     # ... and one that ran hot (at 80% of its allocation or more) this long.
     split_hot_seconds: float = config.DEFAULT_SPLIT_HOT_SECONDS
     # Replicated partitions are split at a log index (else kept whole).
-    split_replicated_groups: bool = False
+    split_replicated_groups: bool = True
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
     # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
     doorman_base_port: int = config.DEFAULT_DOORMAN_PORT

@@ -50,7 +50,7 @@ def add_split_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--split-replicated-groups",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=True,
         help="split replicated partitions at a log index (a SPLIT entry in the parent's log; "
         "the storage nodes must run replication); with --no-split-replicated-groups they are "
         "kept whole (%(default)s)",

@@ -38,7 +38,6 @@ from pathlib import Path
 import rocksdict
 
 from partita.storage.effects import Effect, Kind, decode_effects, encode_effects
-from partita.storage.group_split import decode_split
 from partita.storage.group_log import (
     LOCAL_GROUP,
     EntryRecord,
@@ -48,6 +47,7 @@ from partita.storage.group_log import (
     encode_hard_state,
     is_group_record,
 )
+from partita.storage.group_split import decode_split
 from partita.storage.replication.types import Entry, EntryKind, GroupId, HardState, make_entry
 from partita.storage.wal import WalMetrics, WriteAheadLog
 

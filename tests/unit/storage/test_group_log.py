@@ -13,7 +13,6 @@ import pytest
 from partita.storage import engine as engine_module
 from partita.storage.effects import Effect, Kind, encode_effects
 from partita.storage.engine import Engine
-from partita.storage.group_split import encode_split
 from partita.storage.group_log import (
     LOCAL_GROUP,
     EntryRecord,
@@ -25,6 +24,7 @@ from partita.storage.group_log import (
     encode_hard_state,
     group_of,
 )
+from partita.storage.group_split import encode_split
 from partita.storage.replication.types import ChecksumMismatch, Entry, EntryKind, HardState, make_entry
 from partita.storage.wal import WriteAheadLog
 
