@@ -50,8 +50,8 @@ def split_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
         "--split-size-bytes", str(SPLIT_SIZE),
         "--split-hot-seconds", str(HOT_SECONDS),
         "--stats-interval", "0.3",
-        # Replicated partitions (the default) are kept whole until the split at a log
-        # index lands (docs/replication.md); these tests are about single-replica splits.
+        # These tests are about single-replica splits (in place); replicated ones (the
+        # default) split at a log index, in test_split_replicated.py.
         "--replication-factor", "1",
         # The hot tests read a 5 RCU table far above its rate on purpose, to make it hot;
         # admission (on by default) would refuse those reads before they are measured.

@@ -74,6 +74,10 @@ class DataPlane:
             # A split child whose parent this replica has not applied up to the split:
             # the router tries another replica.
             return Plan(not_leader(request.id, None))
+        if group is not None and owner.parent_index and self.state.engine.applied_index(group) == 0:
+            # A newcomer to a split child (it missed the split): its copy of the range is
+            # the parent's, stale, until the leader's snapshot is installed.
+            return Plan(not_leader(request.id, None))
         if group is not None and request.op in _WRITES:
             return self._plan_replicated(request, owner, group)
         return self._plan_local(request, owner, group)

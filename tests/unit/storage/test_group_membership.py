@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from partita._proto import storage_pb2 as pb
 from partita.common.partition_map import Partition
 from partita.control.model import TableRecord
+from partita.storage.data_server import DataPlane
 from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
+from partita.storage.hosting import desired_hosting
 from partita.storage.node import RETIRING_PATIENCE_SECONDS, NodeState, sync_groups
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.types import Role
@@ -131,3 +134,16 @@ async def test_a_retiring_parent_with_no_one_left_to_catch_up_from_gives_way_to_
     # the child's range, which replaces its stale copy of the parent's data.
     assert node_d.replicas.members(CHILD_GROUP) == {"a": Role.FULL, "b": Role.FULL}
     assert node_d.engine.applied_index(CHILD_GROUP) == 0
+
+
+async def test_a_newcomer_to_a_split_child_serves_no_read_before_its_snapshot(node_d: NodeState) -> None:
+    # It missed the split: what it holds of the child's range is the parent's, stale.
+    tables = children(5)
+    sync_groups(node_d, tables)
+    node_d.hosted = desired_hosting(tables, "d")
+    plane = DataPlane(node_d)
+    read = pb.Request(id=9, op=pb.GET, table_id=1, partition_id="p0-0", key_hash=1, key=b"k")
+    assert plane.plan(read).response.status == pb.NOT_LEADER
+    # Once the snapshot is in (its log past 0), it serves like any other member.
+    node_d.engine.apply(CHILD_GROUP, 1, [], term=1)
+    assert plane.plan(read).response.status == pb.NOT_FOUND  # served: no item "k"
