@@ -107,10 +107,13 @@ def test_update_table_passes_through_updating_and_splits_partitions(cluster: Clu
     assert answer["ProvisionedThroughput"]["WriteCapacityUnits"] == 6000
     table = wait_active(ddb, name, timeout=SETTLE_SECONDS)
     assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 6000
-    # The local cluster's partitions have three replicas: each is kept whole (a split
-    # would start its children's groups from whatever each replica had applied).
-    assert len(_partitions(cluster, name)) == 4
-    assert table["ItemCount"] == 40
+    # Each replicated partition split in two at a log index (750 WCU each).
+    assert len(_partitions(cluster, name)) == 8
+    # Until the children are counted they carry their share of their parent's count
+    # (at most one item per child lost to rounding), never zero.
+    assert 40 - 8 <= table["ItemCount"] <= 40
+    _eventually(lambda: _item_count(ddb, name) == 40, "the children's leaders never recounted")
+    # Children keep their parent's replicas, so every item is still where it is looked for.
     for k in keys:
         assert ddb.get_item(TableName=name, Key={"pk": {"S": k}})["Item"] == {"pk": {"S": k}}
 
@@ -150,11 +153,11 @@ def test_killing_the_autoadmin_at_any_moment_leaves_no_table_stuck(cluster: Clus
     )
     for name in names:
         wait_active(ddb, name, timeout=SETTLE_SECONDS)
-        # Applied, not stuck: the new rate is the table's (its replicated partitions are
-        # kept whole, not split, until the split at a log index lands).
+        # Applied, not stuck: the new rate is the table's, its replicated partition
+        # split at a log index one level per round (1, 2, then 4 for 2,500 WCU).
         described = ddb.describe_table(TableName=name)["Table"]
         assert described["ProvisionedThroughput"]["WriteCapacityUnits"] == 2500
-        assert len(_partitions(cluster, name)) >= 1
+        assert len(_partitions(cluster, name)) == 4
     around_a_kill(lambda name: ddb.delete_table(TableName=name))
     for name in names:
         wait_gone(ddb, name, timeout=SETTLE_SECONDS)

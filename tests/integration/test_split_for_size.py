@@ -8,6 +8,9 @@ once (GetItem, Query, Scan, and a Scan paging across the split).
 For consumption: a partition read at more than 80% of its allocation for 20 s (here;
 300 s by default) is split at its load's median key hash; one hot key is left whole.
 
+Each test runs on a cluster of single-replica partitions (cut in place) and on one of
+three-replica groups (the default: split at a log index, docs/replication.md).
+
 The storage nodes recount every 0.3 s, and the autoadmin looks at settled tables' sizes
 and heat every 10 s, so a split round takes about 10 s.
 """
@@ -43,16 +46,18 @@ NO_RETRIES = Config(retries={"max_attempts": 1}, read_timeout=30)
 KEYS = 40  # partition keys; each holds an item collection of several sort keys
 
 
-@pytest.fixture(scope="module")
-def split_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+@pytest.fixture(scope="module", params=["1", "3"], ids=["rf1", "rf3"])
+def split_cluster(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Cluster]:
     with running(
         Path(tmp_path_factory.mktemp("split-cluster")),
         "--split-size-bytes", str(SPLIT_SIZE),
         "--split-hot-seconds", str(HOT_SECONDS),
         "--stats-interval", "0.3",
-        # Replicated partitions (the default) are kept whole until the split at a log
-        # index lands (docs/replication.md); these tests are about single-replica splits.
-        "--replication-factor", "1",
+        # Single-replica partitions split in place; replicated ones (RF=3, the default)
+        # at a log index (test_split_replicated.py has the fault cases).
+        "--replication-factor", request.param,
         # The hot tests read a 5 RCU table far above its rate on purpose, to make it hot;
         # admission (on by default) would refuse those reads before they are measured.
         "--admission", "off",
@@ -86,6 +91,14 @@ def _metric(cluster: Cluster, line_start: str) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
+
+
+def _splits(cluster: Cluster, reason: str) -> float:
+    """Splits made for `reason`: in place (one replica) or asked of a replication group."""
+    return sum(
+        _metric(cluster, f'partita_autoadmin_actions_total{{action="{action}",reason="{reason}"}}')
+        for action in ("split_partitions", "request_split")
+    )
 
 
 def _scan_all(
@@ -149,9 +162,7 @@ def test_a_partition_past_the_split_size_is_split_while_the_table_serves(split_c
     )  # fmt: skip
     wait_active(ddb, name, timeout=30)
     assert len(_partitions(split_cluster, name)) == 1  # ceil(1000/3000 + 500/1000): one partition
-    splits_before = _metric(
-        split_cluster, 'partita_autoadmin_actions_total{action="split_partitions",reason="size_exceeded"}'
-    )
+    splits_before = _splits(split_cluster, "size_exceeded")
 
     # A Scan that pages across the split: its first page while the table is below the
     # split size (about 80 KB), the rest after it split.
@@ -217,9 +228,7 @@ def test_a_partition_past_the_split_size_is_split_while_the_table_serves(split_c
         time.sleep(0.2)
     assert table["TableStatus"] == "ACTIVE"
     # The autoadmin counted each split by its reason.
-    after = _metric(
-        split_cluster, 'partita_autoadmin_actions_total{action="split_partitions",reason="size_exceeded"}'
-    )
+    after = _splits(split_cluster, "size_exceeded")
     assert after >= splits_before + 2  # the first cut, then at least one of its halves
 
 
@@ -283,14 +292,13 @@ def test_a_partition_read_hot_for_the_sustained_window_is_split_at_its_load_medi
     keys = [f"user-{i}" for i in range(40)]
     for k in keys:
         ddb.put_item(TableName=name, Item={"pk": {"S": k}, "v": {"S": "x"}})
-    split = 'partita_autoadmin_actions_total{action="split_partitions",reason="consumption_hot"}'
-    before = _metric(split_cluster, split)
+    before = _splits(split_cluster, "consumption_hot")
     started = time.monotonic()
     _read_hot(ddb, name, keys, lambda: len(_partitions(split_cluster, name)) > 1)
     assert time.monotonic() - started >= HOT_SECONDS  # sustained, not at the first hot window
     parts = _partitions(split_cluster, name)
     assert len(parts) == 2
-    assert _metric(split_cluster, split) == before + 1
+    assert _splits(split_cluster, "consumption_hot") == before + 1
     # Cut at the load's median: each side holds a share of the 40 evenly read keys (the
     # sampled median: between a quarter and three quarters of them on each side).
     cut = max(int(p["hash_range"][0], 16) for p in parts)

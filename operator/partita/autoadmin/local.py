@@ -30,6 +30,7 @@ from partita.autoadmin.reconcile import (
     Action,
     CannotSplit,
     ChangePartitions,
+    MarkSplit,
     Observed,
     PutState,
     Settings,
@@ -80,6 +81,11 @@ class LocalAutoadmin:
         self._next_size_check = clock()
         # Partitions already reported as kept whole (logged and counted once each).
         self._kept_whole: set[tuple[int, str, str]] = set()
+        # Tables with a replicated partition marked for a split: decided every pass
+        # until the children replace it (settled or not), and on a restarted driver's
+        # first pass every table, as it cannot know which.
+        self._splitting: set[int] = set()
+        self._looked_for_splits = False
 
     async def reconcile_once(self) -> list[Action]:
         """One pass over every table; the actions that took effect."""
@@ -96,7 +102,10 @@ class LocalAutoadmin:
         unsettled = [spec for spec in specs if not is_settled(spec, states.get(spec.name))]
         metrics.UNSETTLED.set(len(unsettled))
         waiting = {spec.name for spec in unsettled}
-        checked = unsettled + await self._due_splits([s for s in specs if s.name not in waiting])
+        settled = [s for s in specs if s.name not in waiting]
+        splitting = [s for s in settled if s.table_id in self._splitting or not self._looked_for_splits]
+        self._looked_for_splits = True
+        checked = unsettled + splitting + await self._due_splits([s for s in settled if s not in splitting])
         for spec in checked:
             state = states.get(spec.name)
             observed = Observed(
@@ -106,6 +115,10 @@ class LocalAutoadmin:
                 frozenset(await self.store.list_ready(spec.table_id)),
                 await self.store.list_partition_stats(spec.table_id),
             )
+            if any(p.split_at for p in observed.partitions):
+                self._splitting.add(spec.table_id)
+            else:
+                self._splitting.discard(spec.table_id)
             for action in decide(observed, nodes, self.settings):
                 if not await self._apply_counted(action, state):
                     break
@@ -171,6 +184,16 @@ class LocalAutoadmin:
             return ok
         if isinstance(action, CannotSplit):
             return True  # nothing to store (reported by _apply_counted)
+        if isinstance(action, MarkSplit):
+            await self.store.change_partitions(action.table_id, action.partitions, [])
+            self._splitting.add(action.table_id)
+            log.info(
+                "table %d: split asked of replicated partitions %s (%s)",
+                action.table_id,
+                ", ".join(f"{p.partition_id} at {p.split_at:#x}" for p in action.partitions),
+                action.reason,
+            )
+            return True
         ok = await self.store.remove_table(action.spec)
         if ok:
             log.info("table %s: deleted", action.spec.name)

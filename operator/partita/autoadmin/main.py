@@ -150,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             placement=replicated_placement(args.replication_factor),
             split_size_bytes=args.split_size_bytes,
             split_hot_seconds=args.split_hot_seconds,
+            # The local cluster's storage nodes run the groups (docs/replication.md).
+            split_replicated=args.split_replicated_groups,
         ),
         defrag_interval=args.defrag_interval,
         keep_revisions=args.keep_revisions,

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from partita.autoadmin.reconcile import Action, CannotSplit, ChangePartitions, PutState
+from partita.autoadmin.reconcile import Action, CannotSplit, ChangePartitions, MarkSplit, PutState
 from partita.common import metrics
 from partita.control.model import TableState
 
 ActionName = Literal[
     "place_partitions",
     "split_partitions",
+    "request_split",
     "mark_creating",
     "activate_table",
     "delete_table",
@@ -62,6 +63,8 @@ def classify(action: Action, previous: TableState | None) -> tuple[ActionName, s
         if action.reason == "new_table":
             return "place_partitions", "new_table"
         return "split_partitions", action.reason
+    if isinstance(action, MarkSplit):
+        return "request_split", action.reason
     if isinstance(action, CannotSplit):
         # A split was due (size_exceeded) but would not help: single_key, too_narrow.
         return "keep_partition_whole", action.obstacle

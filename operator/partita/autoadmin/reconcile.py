@@ -49,6 +49,11 @@ class Settings:
     split_size_bytes: int = config.DEFAULT_SPLIT_SIZE_BYTES
     # A partition hot (consuming at or near its allocation) this long is split.
     split_hot_seconds: float = DEFAULT_HOT_SECONDS
+    # Whether the storage nodes run replication groups, which split a replicated
+    # partition at a log index (`MarkSplit`; the local cluster with several replicas).
+    # Off (Kubernetes, where nothing runs the groups yet): a replicated partition is
+    # kept whole, since its children would start from whatever each replica applied.
+    split_replicated: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,9 @@ class Observed:
 
 # Why partitions are placed or split: a new table, more throughput asked for, a
 # partition grown past the split size, or one that ran hot.
-ChangeReason = Literal["new_table", "throughput_raised", "size_exceeded", "consumption_hot"]
+ChangeReason = Literal[
+    "new_table", "throughput_raised", "size_exceeded", "consumption_hot", "split_committed"
+]
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,17 @@ class RemoveTable:
 
 
 @dataclass(frozen=True)
+class MarkSplit:
+    """Ask the groups of replicated partitions to split: each of `partitions` is its
+    stored object with `split_at` set. Its leader commits a SPLIT entry and records its
+    index; the children replace it on a later pass (`finish_splits`)."""
+
+    table_id: int
+    partitions: tuple[Partition, ...]
+    reason: ChangeReason
+
+
+@dataclass(frozen=True)
 class CannotSplit:
     """A partition is due a split that would not help (no store write: drivers log it
     and count it, once per partition)."""
@@ -96,7 +114,7 @@ class CannotSplit:
     obstacle: Obstacle
 
 
-Action = ChangePartitions | PutState | RemoveTable | CannotSplit
+Action = ChangePartitions | PutState | RemoveTable | CannotSplit | MarkSplit
 
 
 def is_settled(spec: TableSpec, state: TableState | None) -> bool:
@@ -129,14 +147,21 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
     serving = all_ready(partitions, observed.ready)
     if state.phase == "CREATING":
         return [_put(state, spec, "ACTIVE", state.observed_generation)] if serving else []
+    splitting = finish_splits(spec.table_id, partitions, observed.stats)
+    if splitting is not None:
+        return splitting  # a group split in flight goes before anything else
     if state.observed_generation >= spec.generation:
         # Split only a layout that serves in full: a split just made is counted afresh
         # by its children's leaders before anything else is decided about it.
         return split_for_load(spec.table_id, partitions, observed.stats, settings) if serving else []
-    layout = split_for_throughput(partitions, spec)
-    kept: list[Action] = [
-        CannotSplit(spec.table_id, p.partition_id, "replicated") for p in held_whole(partitions, spec)
-    ]
+    layout, marks = throughput_plan(partitions, spec, settings.split_replicated)
+    if marks:
+        return [MarkSplit(spec.table_id, marks, "throughput_raised")]
+    kept: list[Action] = (
+        []
+        if settings.split_replicated
+        else [CannotSplit(spec.table_id, p.partition_id, "replicated") for p in held_whole(partitions, spec)]
+    )
     if layout != partitions:
         new = {p.partition_id for p in layout}
         put = tuple(p for p in layout if p not in partitions)
@@ -158,14 +183,24 @@ def split_for_load(
     """Cut each partition past the split size at its data's median, and each partition
     hot for long enough at its load's (see `splits`), in place: the children keep the
     parent's replicas, which already hold their halves. One change per reason."""
-    by_size, blocked = size_cuts(partitions, stats, settings.split_size_bytes)
+    replicated_ok = settings.split_replicated
+    by_size, blocked = size_cuts(partitions, stats, settings.split_size_bytes, replicated_ok)
     cut_for_size = frozenset(c.partition.partition_id for c in by_size)
-    by_load, cooling = consumption_cuts(partitions, stats, settings.split_hot_seconds, cut_for_size)
+    by_load, cooling = consumption_cuts(
+        partitions, stats, settings.split_hot_seconds, cut_for_size, replicated_ok
+    )
     actions: list[Action] = []
-    if by_size:
-        actions.append(_change(table_id, by_size, stats, "size_exceeded"))
-    if by_load:
-        actions.append(_change(table_id, by_load, stats, "consumption_hot"))
+    reasons: tuple[tuple[list[Cut], ChangeReason], ...] = (
+        (by_size, "size_exceeded"),
+        (by_load, "consumption_hot"),
+    )
+    for cuts, reason in reasons:
+        alone = [c for c in cuts if len(c.partition.replicas) <= 1]
+        grouped = tuple(replace(c.partition, split_at=c.at) for c in cuts if len(c.partition.replicas) > 1)
+        if alone:
+            actions.append(_change(table_id, alone, stats, reason))
+        if grouped:
+            actions.append(MarkSplit(table_id, grouped, reason))
     return actions + [CannotSplit(table_id, b.partition_id, b.obstacle) for b in _unique(blocked + cooling)]
 
 
@@ -231,6 +266,62 @@ def place_new_table(
         Partition(initial_id(spec.table_id, i), start, end, replicas, replicas[0])
         for i, ((start, end), replicas) in enumerate(zip(split_evenly(count), placement, strict=True))
     )
+
+
+def finish_splits(
+    table_id: int, partitions: Sequence[Partition], stats: Mapping[str, PartitionStats]
+) -> list[Action] | None:
+    """None if no replicated partition is marked for a split. Otherwise: nothing until
+    a marked partition's leader has recorded its SPLIT entry's index, then the children
+    of every such partition in its place, naming it and that index (a member starts a
+    child's group only once it has applied the parent that far)."""
+    marked = [p for p in partitions if p.split_at]
+    if not marked:
+        return None
+    done = [p for p in marked if p.split_index]
+    if not done:
+        return []
+    put: list[Partition] = []
+    estimates: list[tuple[str, PartitionStats]] = []
+    for p in done:
+        children = group_children(p)
+        put += children
+        counted = stats.get(p.partition_id)
+        if counted is not None:
+            estimates += _shares(children, counted, (p.split_at - p.start) / (p.end - p.start))
+    return [
+        ChangePartitions(
+            table_id, tuple(put), tuple(p.partition_id for p in done), tuple(estimates), "split_committed"
+        )
+    ]
+
+
+def group_children(p: Partition) -> tuple[Partition, Partition]:
+    """The children of a replicated partition split at its SPLIT entry's index: the
+    parent's serving members, each starting from the parent's data at that index."""
+    left_id, right_id = child_ids(p.partition_id)
+    parent, index = p.partition_id, p.split_index
+    return (
+        Partition(left_id, p.start, p.split_at, p.replicas, p.leader, parent=parent, parent_index=index),
+        Partition(right_id, p.split_at, p.end, p.replicas, p.leader, parent=parent, parent_index=index),
+    )
+
+
+def throughput_plan(
+    partitions: tuple[Partition, ...], spec: TableSpec, split_replicated: bool
+) -> tuple[tuple[Partition, ...], tuple[Partition, ...]]:
+    """The layout after this round's split for throughput (single-replica partitions
+    cut at once, as often as needed), and the replicated partitions to mark for a cut
+    at their middle (one level per round: their children are cut again, if need be,
+    once they replace them)."""
+    layout = split_for_throughput(partitions, spec)
+    if not split_replicated:
+        return layout, ()
+    return layout, tuple(replace(p, split_at=_middle(p)) for p in held_whole(partitions, spec))
+
+
+def _middle(p: Partition) -> int:
+    return p.start + (p.end - p.start) // 2
 
 
 def split_for_throughput(partitions: tuple[Partition, ...], spec: TableSpec) -> tuple[Partition, ...]:

@@ -22,12 +22,12 @@ key carries most of that load: the hot key's child would be as hot as the parent
 the split would not help (DynamoDB does not split then either); and never at the
 middle of the range, which says nothing about where the load is.
 
-Only single-replica partitions are split for now: a replicated partition's children
-start fresh replication groups (docs/replication.md), so a replica that had not yet
-applied the parent's last committed writes would miss them for good, and an
-acknowledged write could be lost. Such a partition is kept whole (`replicated`) until
-replication splits a group at a log index. (A split for throughput, which the user
-asks for, is not held back.)
+A replicated partition is cut only where the storage nodes split its group at a log
+index (`replicated_ok`: the local cluster with replication; `reconcile.MarkSplit`,
+`storage/group_split.py`): cut in place, its children would start fresh groups from
+whatever each replica had applied, and a lagging replica would miss acknowledged writes
+for good. Elsewhere (Kubernetes, which does not run the groups yet) it is kept whole
+(`replicated`), for throughput as well.
 
 Pure: the reconcile core calls `size_cuts` and `consumption_cuts` with what it observed.
 """
@@ -52,7 +52,7 @@ KEPT_WHOLE_BECAUSE: dict[Obstacle, str] = {
     "too_narrow": "its range is one hash",
     "single_hot_key": "one key carries most of its load",
     "no_hot_point": "its load has no distribution point inside its range",
-    "replicated": "it has several replicas, and a replication group cannot be split safely yet",
+    "replicated": "it has several replicas, and these storage nodes do not split replication groups",
 }
 # How long a partition must have run hot before it is split for consumption.
 DEFAULT_HOT_SECONDS = config.DEFAULT_SPLIT_HOT_SECONDS
@@ -76,17 +76,21 @@ class Blocked:
 
 
 def size_cuts(
-    partitions: Sequence[Partition], stats: Mapping[str, PartitionStats], limit: int
+    partitions: Sequence[Partition],
+    stats: Mapping[str, PartitionStats],
+    limit: int,
+    replicated_ok: bool = False,
 ) -> tuple[list[Cut], list[Blocked]]:
     """The cuts due for partitions whose measured size passes `limit` bytes, and the
-    partitions over it that no cut can help."""
+    partitions over it that no cut can help (`replicated_ok`: the nodes split groups at
+    a log index, so a replicated partition may be cut)."""
     cuts: list[Cut] = []
     blocked: list[Blocked] = []
     for p in partitions:
         counted = stats.get(p.partition_id)
         if counted is None or counted.estimated or counted.size_bytes <= limit:
             continue
-        if len(p.replicas) > 1:
+        if len(p.replicas) > 1 and not replicated_ok:
             blocked.append(Blocked(p.partition_id, "replicated"))
             continue
         if counted.single_key:
@@ -115,6 +119,7 @@ def consumption_cuts(
     stats: Mapping[str, PartitionStats],
     hot_seconds: float,
     skip: frozenset[str] = frozenset(),
+    replicated_ok: bool = False,
 ) -> tuple[list[Cut], list[Blocked]]:
     """The cuts due for partitions hot for at least `hot_seconds` (but those in `skip`,
     already cut for size), and the hot partitions no cut can help."""
@@ -130,7 +135,7 @@ def consumption_cuts(
         ):
             continue
         at = counted.hot_split_hash
-        if len(p.replicas) > 1:
+        if len(p.replicas) > 1 and not replicated_ok:
             blocked.append(Blocked(p.partition_id, "replicated"))
         elif counted.hot_single_key:
             blocked.append(Blocked(p.partition_id, "single_hot_key"))

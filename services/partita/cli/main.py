@@ -119,6 +119,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         admission=args.admission,
         split_size_bytes=args.split_size_bytes,
         split_hot_seconds=args.split_hot_seconds,
+        split_replicated_groups=args.split_replicated_groups,
     )
 
     async def main() -> int:

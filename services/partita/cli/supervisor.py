@@ -141,6 +141,8 @@ class ClusterLayout:
     split_size_bytes: int = config.DEFAULT_SPLIT_SIZE_BYTES
     # ... and one that ran hot (at 80% of its allocation or more) this long.
     split_hot_seconds: float = config.DEFAULT_SPLIT_HOT_SECONDS
+    # Replicated partitions are split at a log index (else kept whole).
+    split_replicated_groups: bool = True
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
     # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
     doorman_base_port: int = config.DEFAULT_DOORMAN_PORT
@@ -300,6 +302,7 @@ class ClusterLayout:
             str(self.split_size_bytes),
             "--split-hot-seconds",
             str(self.split_hot_seconds),
+            "--split-replicated-groups" if self.split_replicated_groups else "--no-split-replicated-groups",
             "--metrics-host", self.host,
             "--metrics-port", str(autoadmin_metrics),
             "--log-level", self.log_level,

@@ -56,3 +56,11 @@ def add_split_flags(parser: argparse.ArgumentParser) -> None:
         help="split a partition that has consumed at least 80%% of its allocated throughput for "
         "this long, at its load's median key hash (%(default)s)",
     )
+    parser.add_argument(
+        "--split-replicated-groups",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="split replicated partitions at a log index (a SPLIT entry in the parent's log; "
+        "the storage nodes must run replication); with --no-split-replicated-groups they are "
+        "kept whole (%(default)s)",
+    )

@@ -33,6 +33,15 @@ class Partition:
     # catch-up). `replicas` are the full members that serve.
     log_replicas: tuple[str, ...] = ()
     joining: tuple[str, ...] = ()
+    # A replicated partition's split at a log index (docs/replication.md): the autoadmin
+    # asks for a cut at `split_at` (0: none asked); the group's leader then stops taking
+    # writes, commits a SPLIT entry and records its index here (`split_index`, 0 until
+    # then). The children name their parent and that index, so a member creates a
+    # child's group only once it has applied the parent up to there.
+    split_at: int = 0
+    split_index: int = 0
+    parent: str = ""
+    parent_index: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.start < self.end <= HASH_SPACE:

@@ -190,6 +190,9 @@ def partition_to_json(p: Partition) -> dict[str, Any]:
         "leader": p.leader,
         **({"log_replicas": list(p.log_replicas)} if p.log_replicas else {}),
         **({"joining": list(p.joining)} if p.joining else {}),
+        **({"split_at": f"{p.split_at:x}"} if p.split_at else {}),
+        **({"split_index": p.split_index} if p.split_index else {}),
+        **({"parent": p.parent, "parent_index": p.parent_index} if p.parent else {}),
     }
 
 
@@ -202,6 +205,10 @@ def partition_from_json(data: dict[str, Any]) -> Partition:
         leader=data.get("leader"),
         log_replicas=tuple(data.get("log_replicas", ())),
         joining=tuple(data.get("joining", ())),
+        split_at=int(data.get("split_at", "0"), 16),
+        split_index=int(data.get("split_index", 0)),
+        parent=str(data.get("parent", "")),
+        parent_index=int(data.get("parent_index", 0)),
     )
 
 

@@ -70,6 +70,14 @@ class DataPlane:
             if refused is not None:
                 return Plan(refused)
         group = self.state.replicated_group(request.table_id, owner)
+        if group is None and self.state.awaits_group(owner):
+            # A split child whose parent this replica has not applied up to the split:
+            # the router tries another replica.
+            return Plan(not_leader(request.id, None))
+        if group is not None and owner.parent_index and self.state.engine.applied_index(group) == 0:
+            # A newcomer to a split child (it missed the split): its copy of the range is
+            # the parent's, stale, until the leader's snapshot is installed.
+            return Plan(not_leader(request.id, None))
         if group is not None and request.op in _WRITES:
             return self._plan_replicated(request, owner, group)
         return self._plan_local(request, owner, group)
@@ -139,6 +147,9 @@ class DataPlane:
             return Plan(not_leader(request.id, replicas.leader_of(group)))
         if not replicas.ready_to_plan(group):  # just elected: one round trip, then retried
             return Plan(pb.Response(id=request.id, status=pb.UNAVAILABLE))
+        if owner.split_at or replicas.is_sealed(group):
+            # Splitting at a log index: the router retries once the children serve.
+            return Plan(pb.Response(id=request.id, status=pb.UNAVAILABLE))
         plan = self._plan_local(request, owner, group)
         if plan.effects:
             try:
@@ -163,6 +174,8 @@ class DataPlane:
             return None
         group = self.state.replicated_group(request.table_id, owner)
         replicas = self.state.replicas
+        if group is None and self.state.awaits_group(owner):
+            return not_leader(request.id, None)
         if group is None or replicas is None:
             return None
         if not request.consistent and self.state.engine.applied_index(group) >= request.read_floor:

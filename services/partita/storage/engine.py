@@ -47,6 +47,7 @@ from partita.storage.group_log import (
     encode_hard_state,
     is_group_record,
 )
+from partita.storage.group_split import decode_split
 from partita.storage.replication.types import Entry, EntryKind, GroupId, HardState, make_entry
 from partita.storage.wal import WalMetrics, WriteAheadLog
 
@@ -564,5 +565,8 @@ def _progress(state: HardState) -> tuple[int, bool, int]:
 
 
 def _effects_of(entry: Entry) -> list[Effect]:
-    """NOOP and MEMBERSHIP entries carry no effects but still advance the applied index."""
-    return decode_effects(entry.data) if entry.kind is EntryKind.NORMAL else []
+    """NOOP and MEMBERSHIP entries carry no effects but still advance the applied index;
+    so does a SPLIT entry (a NORMAL one no write produces, `group_split.py`)."""
+    if entry.kind is not EntryKind.NORMAL or decode_split(entry.data) is not None:
+        return []
+    return decode_effects(entry.data)

@@ -50,6 +50,14 @@ log = logging.getLogger(__name__)
 # tables"), a quarter of a core spent re-reading nothing new at idle; the watch is
 # re-established (and reported as a change) whenever it breaks.
 CONTROL_RESYNC_SECONDS = 15.0
+# While a split parent retires here (this replica has not applied its SPLIT entry), the
+# hosting is re-read this often, so the children start as soon as it has.
+RETIRING_RESYNC_SECONDS = 0.5
+# How long a retiring parent may try to catch up. Its other members drop the parent's
+# group once they start the children, so a replica that was stopped through the split
+# may find no leader left to catch up from: it then drops the parent and joins each child
+# as a newcomer, which its leader sends a snapshot (`missed_split`).
+RETIRING_PATIENCE_SECONDS = 5.0
 # TTL of the node's registration lease in the control store.
 NODE_TTL_SECONDS = 10
 # Ready markers written at once (a restarted node writes one per hosted replica).
@@ -78,6 +86,11 @@ class NodeState:
     replicas: ReplicaHost | None = None
     # The replicated groups this node is a member of: group -> (table id, partition).
     groups: dict[GroupId, tuple[int, Partition]] = field(default_factory=dict)
+    # Split parents gone from the control store that run on here only until this
+    # replica has applied their SPLIT entry: neither repaired nor split again.
+    retiring: set[GroupId] = field(default_factory=set)
+    # When each retiring parent started waiting (time.monotonic()).
+    retiring_since: dict[GroupId, float] = field(default_factory=dict)
     repair: RepairDriver | None = None
 
     def owner(self, request: pb.Request) -> Partition | None:
@@ -92,6 +105,11 @@ class NodeState:
             return None
         group = group_of(table_id, partition.partition_id)
         return group if self.replicas.hosts(group) else None
+
+    def awaits_group(self, partition: Partition) -> bool:
+        """A replicated partition whose group this node does not run (yet): a split
+        child waiting for its parent's SPLIT entry to be applied here."""
+        return self.replicas is not None and len(partition.replicas) > 1
 
     def leads(self, table_id: int, partition: Partition) -> bool:
         """Whether this node does the partition's leader-only work (TTL, counting): the
@@ -167,7 +185,10 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
     unmarked: list[tuple[int, str]] = []
     for table_id, hosted in state.hosted.items():
         state.ids_with_data.add(table_id)
-        unmarked.extend((table_id, p.partition_id) for p in hosted.partitions)
+        for p in hosted.partitions:
+            if state.replicated_group(table_id, p) is None and state.awaits_group(p):
+                continue  # a split child not started yet here: not ready to serve
+            unmarked.append((table_id, p.partition_id))
     await mark_ready(state, store, [r for r in unmarked if r not in state.ready])
 
 
@@ -259,7 +280,7 @@ async def hand_off_leadership(replicas: ReplicaHost) -> None:
         )
 
 
-def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
+def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None = None) -> None:
     """Host a replica of every partition placed on several nodes that has this node
     among its members (serving, being built, or log-only); stop hosting the groups of
     partitions that left (a split's parent, a dropped table, a member removed)."""
@@ -277,6 +298,11 @@ def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
                 placed.add(group)
                 if state.node_id in members:
                     wanted[group] = (record.table_id, p)
+    waiting = _children_waiting(state, wanted, time.monotonic() if now is None else now)
+    for group, parent in waiting.items():
+        del wanted[group]
+        if parent is not None:
+            wanted[parent] = state.groups[parent]  # kept running until it reaches the split
     for group in [g for g in state.replicas.multi.replicas if g not in wanted]:
         state.replicas.remove_group(group)
     # Removed from a group that goes on (while running, or while this node was down):
@@ -285,10 +311,63 @@ def sync_groups(state: NodeState, tables: list[TableRecord]) -> None:
     # A split's parent or a dropped table are not this case: their ids leave the map.
     for group in [g for g in state.engine.groups() if g in placed and g not in wanted]:
         state.engine.forget_group(group)
-    for group, (_, p) in wanted.items():
-        newcomer = state.node_id in p.joining or state.node_id in p.log_replicas
-        state.replicas.add_group(group, [*p.replicas, *p.joining], p.log_replicas, newcomer=newcomer)
+    for group, (table_id, p) in wanted.items():
+        newcomer = (
+            state.node_id in p.joining or state.node_id in p.log_replicas or missed_split(state, table_id, p)
+        )
+        state.replicas.add_group(
+            group,
+            [*p.replicas, *p.joining],
+            p.log_replicas,
+            newcomer=newcomer,
+            inherited=bool(p.parent_index),
+        )
     state.groups = wanted
+    state.retiring = {parent for parent in waiting.values() if parent is not None}
+    state.retiring_since = {g: t for g, t in state.retiring_since.items() if g in state.retiring}
+
+
+def led_groups(state: NodeState) -> dict[GroupId, tuple[int, Partition]]:
+    """The groups the repair loop looks after: all but retiring split parents."""
+    return {g: placed for g, placed in state.groups.items() if g not in state.retiring}
+
+
+def _parent_group(table_id: int, child: Partition) -> GroupId:
+    return group_of(table_id, child.parent)
+
+
+def missed_split(state: NodeState, table_id: int, child: Partition) -> bool:
+    """A split child this node never reached the parent's SPLIT entry for (it was down
+    through the split, and the parent's group is gone): its data for the range may be
+    stale, so it joins the child's group as a newcomer and is sent a snapshot."""
+    if not child.parent_index or state.replicas is None:
+        return False
+    group = group_of(table_id, child.partition_id)
+    if state.replicas.hosts(group) or state.engine.hard_state(group) is not None:
+        return False
+    return state.engine.applied_index(_parent_group(table_id, child)) < child.parent_index
+
+
+def _children_waiting(
+    state: NodeState, wanted: dict[GroupId, tuple[int, Partition]], now: float
+) -> dict[GroupId, GroupId | None]:
+    """Split children not to start yet, each with its parent's group when this node
+    still runs it: the parent goes on until it has applied its SPLIT entry here, so a
+    lagging replica catches up from the parent's leader and starts the child with the
+    same data as every other member. After RETIRING_PATIENCE_SECONDS it gives up (the
+    parent's leader may be gone) and the child starts as a newcomer."""
+    assert state.replicas is not None
+    out: dict[GroupId, GroupId | None] = {}
+    for group, (table_id, p) in wanted.items():
+        if not p.parent_index or state.replicas.hosts(group):
+            continue
+        parent = _parent_group(table_id, p)
+        behind = state.engine.applied_index(parent) < p.parent_index
+        if behind and state.replicas.hosts(parent) and parent in state.groups:
+            since = state.retiring_since.setdefault(parent, now)
+            if now - since <= RETIRING_PATIENCE_SECONDS:
+                out[group] = parent
+    return out
 
 
 async def control_loop(state: NodeState, store: NodeStore) -> None:
@@ -301,7 +380,7 @@ async def control_loop(state: NodeState, store: NodeStore) -> None:
         except Exception as exc:  # the store is down: keep serving what we host
             log.warning("control store unavailable: %s", exc)
             await asyncio.sleep(1)
-        await store.wait_for_change(CONTROL_RESYNC_SECONDS)
+        await store.wait_for_change(RETIRING_RESYNC_SECONDS if state.retiring else CONTROL_RESYNC_SECONDS)
 
 
 async def count_items(state: NodeState, publisher: StatsPublisher) -> float:
@@ -452,7 +531,7 @@ async def serve(
     # operator owns membership (Partition resources), and does not repair yet.
     repairing = (
         asyncio.create_task(
-            repair.run(lambda: state.groups, lambda: peers.zones, lambda: frozenset(peers.addresses))
+            repair.run(lambda: led_groups(state), lambda: peers.zones, lambda: frozenset(peers.addresses))
         )
         if by_assignment is None
         else None

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from partita.common.partition_map import Partition
 from partita.control.model import PartitionStats
+from partita.storage.group_split import SplitDriver
 from partita.storage.repair import (
     ChangeKind,
     GroupView,
@@ -67,6 +68,9 @@ class RepairDriver:
         self._written: dict[GroupId, Partition] = {}
         # Membership changes proposed, by (kind, role): the metrics read them.
         self.changes: dict[tuple[str, str], int] = {}
+        # A partition marked for a split is split, not repaired: its leader proposes the
+        # SPLIT entry and publishes its index; nothing else writes its object.
+        self.splits = SplitDriver(replicas, store)
 
     async def run(
         self,
@@ -90,7 +94,11 @@ class RepairDriver:
         registered: frozenset[NodeId],
     ) -> None:
         for group, (table_id, partition) in list(groups.items()):
-            if self.replicas.is_leader(group):
+            if not self.replicas.is_leader(group):
+                continue
+            if partition.split_at or self.replicas.is_sealed(group):
+                await self.splits.drive(group, table_id, partition)
+            else:
                 await self._repair(group, table_id, partition, zones, registered)
 
     def view(self, group: GroupId, zones: Mapping[NodeId, str], registered: frozenset[NodeId]) -> GroupView:

@@ -35,6 +35,7 @@ from typing import Any
 from partita.common.metrics import LATENCY_BUCKETS, HistogramCell
 from partita.storage.effects import Effect, decode_effects, encode_effects
 from partita.storage.engine import Engine
+from partita.storage.group_split import decode_split, encode_split
 from partita.storage.replication.coalesce import Envelope, coalesce, expand
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.core import NotLeader
@@ -50,6 +51,7 @@ from partita.storage.replication.types import (
     Ready,
     Role,
     bootstrap_state,
+    inherited_state,
     snapshot_meta,
 )
 from partita.storage.snapshot import SnapshotError, Staging, chunks, encode_chunk
@@ -129,6 +131,11 @@ class ReplicaHost:
         # no effects (a newcomer may see committed entries before the entry that makes
         # it a log member).
         self._log_only: set[GroupId] = set()
+        # Splits at a log index (`group_split.py`): groups whose SPLIT entry this node
+        # proposed, and (cut, index) of the SPLIT entry each group applied here. Either
+        # seals the group: no write is planned for it any more.
+        self._sealing: set[GroupId] = set()
+        self._split_entries: dict[GroupId, tuple[int, int]] = {}
 
     # --- groups ---------------------------------------------------------------------
 
@@ -138,19 +145,29 @@ class ReplicaHost:
         members: list[NodeId],
         log_members: Sequence[NodeId] = (),
         newcomer: bool = False,
+        inherited: bool = False,
     ) -> None:
         """Host this node's replica of `group` (idempotent). `members` are the full
         members, `log_members` the log-only ones. A `newcomer` (added to a running
         group) starts empty and outside its own membership, so it never campaigns on an
-        empty log: it learns the group, itself included, from the leader's log."""
+        empty log: it learns the group, itself included, from the leader's log.
+
+        `inherited`: a split child's group, whose members start from the data they hold
+        (the parent's, applied up to its SPLIT entry): its log starts after index 1,
+        which stands for that data, so a member that did not inherit it (a `newcomer`,
+        whose log starts at 0) is sent a snapshot, never only the child's entries."""
         if self.node_id in log_members:
             self._log_only.add(group)
         if group in self.multi.replicas:
             return
         roles: Members = {node: Role.FULL for node in members}
         roles.update({node: Role.LOG for node in log_members})
+        fresh = self.engine.hard_state(group) is None and self.engine.applied_index(group) == 0
         if newcomer and self.engine.hard_state(group) is None:
             roles.pop(self.node_id, None)
+        elif inherited and fresh:
+            index, term = inherited_state(roles).snapshot.index, inherited_state(roles).snapshot.term
+            self.engine.apply(group, index, [], term=term)
         self.multi.add_group(group, self._persisted(group, roles), self._clock(), random.getrandbits(64))
         self._wake.set()
 
@@ -179,6 +196,8 @@ class ReplicaHost:
     def remove_group(self, group: GroupId) -> None:
         self.multi.remove_group(group)
         self._log_only.discard(group)
+        self._sealing.discard(group)
+        self._split_entries.pop(group, None)
         for held in (self._staging, self._staged):
             staging = held.pop(group, None)
             if staging is not None:
@@ -191,7 +210,8 @@ class ReplicaHost:
     def _persisted(self, group: GroupId, members: Members) -> PersistedState:
         hard_state = self.engine.hard_state(group)
         if hard_state is None:
-            return bootstrap_state(members)
+            index, term = self.engine.applied_position(group)
+            return inherited_state(members) if (index, term) == (1, 1) else bootstrap_state(members)
         index, term = self.engine.applied_position(group)
         entries = self.engine.read_entries(group, index + 1, self.engine.last_index(group))
         return PersistedState(hard_state, snapshot_meta(index, term, members), entries)
@@ -258,6 +278,26 @@ class ReplicaHost:
 
     async def propose(self, group: GroupId, effects: list[Effect]) -> None:
         await self.submit(group, effects)[1]
+
+    async def propose_split(self, group: GroupId, at: int) -> None:
+        """Seal `group` and propose its SPLIT entry (cut at key hash `at`); completes
+        once the entry is committed and applied here (then `split_entry` names its
+        index). Raises NotLeader at once on a follower."""
+        self._sealing.add(group)
+        term, index = self.multi.propose(group, encode_split(at), self._clock())
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._proposals[(group, index)] = (term, future, time.perf_counter())
+        self._wake.set()
+        await future
+
+    def split_entry(self, group: GroupId) -> tuple[int, int] | None:
+        """(cut, log index) of the group's SPLIT entry if this replica applied one."""
+        return self._split_entries.get(group)
+
+    def is_sealed(self, group: GroupId) -> bool:
+        """Whether the group takes no more writes: its SPLIT entry was proposed here or
+        applied here."""
+        return group in self._sealing or group in self._split_entries
 
     def read_gate(self, group: GroupId) -> asyncio.Future[None]:
         """Completes once a strongly consistent read of `group` may be served here: this
@@ -493,7 +533,7 @@ class ReplicaHost:
             self._advance_log_member(rd.group)
             return
         for entry in rd.committed:
-            effects = decode_effects(entry.data) if entry.kind == EntryKind.NORMAL else []
+            effects = self._effects_of(rd.group, entry.index, entry.kind, entry.data)
             self.engine.apply(rd.group, entry.index, effects, term=entry.term)
             held = self._proposals.pop((rd.group, entry.index), None)
             if held is not None and not held[1].done():
@@ -502,6 +542,16 @@ class ReplicaHost:
                     held[1].set_result(None)
                 else:
                     held[1].set_exception(Superseded(f"entry {entry.index} of {rd.group} was replaced"))
+
+    def _effects_of(self, group: GroupId, index: int, kind: EntryKind, data: bytes) -> list[Effect]:
+        """A committed entry's effects; a SPLIT entry has none and seals the group."""
+        if kind != EntryKind.NORMAL:
+            return []
+        at = decode_split(data)
+        if at is None:
+            return decode_effects(data)
+        self._split_entries.setdefault(group, (at, index))
+        return []
 
     def _advance_log_member(self, group: GroupId) -> None:
         """A log-only member applies nothing, but records how far its log is committed,

@@ -14,6 +14,7 @@ from partita.autoadmin.reconcile import (
     Action,
     CannotSplit,
     ChangePartitions,
+    MarkSplit,
     Observed,
     PutState,
     RemoveTable,
@@ -250,3 +251,62 @@ def test_a_throughput_raise_splits_single_replica_partitions_beside_replicated_o
         PutState(TableState("Orders", 77, "ACTIVE", 2, Revision("9"))),
         CannotSplit(77, mixed[0].partition_id, "replicated"),
     ]
+
+
+GROUPS = dataclasses.replace(SETTINGS, split_replicated=True)
+
+
+def test_with_group_splits_a_throughput_raise_marks_replicated_partitions_at_their_middle() -> None:
+    parts = replicated(spec())
+    raised = spec(write_capacity=6000, generation=2)
+    [action] = decide(Observed(raised, state("ACTIVE", 1), parts, frozenset()), NODES, GROUPS)
+    assert isinstance(action, MarkSplit) and action.reason == "throughput_raised"
+    assert [p.partition_id for p in action.partitions] == [p.partition_id for p in parts]
+    assert all(
+        p.split_at == p.start + (p.end - p.start) // 2 and p.split_index == 0 for p in action.partitions
+    )
+
+
+def test_a_marked_split_waits_for_its_leader_then_children_name_the_parent_and_index() -> None:
+    parts = list(replicated(spec()))
+    raised = spec(write_capacity=6000, generation=2)
+    marked = dataclasses.replace(parts[0], split_at=parts[0].start + 10)
+    waiting = Observed(raised, state("ACTIVE", 1), (marked, *parts[1:]), frozenset())
+    assert decide(waiting, NODES, GROUPS) == []  # the SPLIT entry is not committed yet
+    committed = dataclasses.replace(marked, split_index=42)
+    [action] = decide(
+        Observed(raised, state("ACTIVE", 1), (committed, *parts[1:]), frozenset()), NODES, GROUPS
+    )
+    assert isinstance(action, ChangePartitions) and action.reason == "split_committed"
+    assert action.remove == (marked.partition_id,)
+    left, right = action.put
+    assert (left.start, left.end, right.start, right.end) == (
+        marked.start,
+        marked.start + 10,
+        marked.start + 10,
+        marked.end,
+    )
+    assert {(c.parent, c.parent_index, c.replicas) for c in action.put} == {
+        (marked.partition_id, 42, marked.replicas)
+    }
+    PartitionMap([*action.put, *parts[1:]])
+
+
+def test_with_group_splits_a_too_large_replicated_partition_is_marked_at_its_median() -> None:
+    parts = replicated(spec())
+    counted = {parts[0].partition_id: PartitionStats(10, 2000, 1.0, split_hash=parts[0].start + 99)}
+    ready = frozenset((p.partition_id, n) for p in parts for n in p.replicas)
+    settings = dataclasses.replace(GROUPS, split_size_bytes=1000)
+    actions = decide(Observed(spec(), state("ACTIVE", 1), parts, ready, counted), NODES, settings)
+    assert actions == [
+        MarkSplit(77, (dataclasses.replace(parts[0], split_at=parts[0].start + 99),), "size_exceeded")
+    ]
+
+
+def test_split_fields_survive_the_control_store_encoding() -> None:
+    from partita.control.model import partition_from_json, partition_to_json
+
+    child = Partition(
+        "c", 5, 2**64, ("a", "b"), "a", split_at=2**63 + 1, split_index=7, parent="p", parent_index=9
+    )
+    assert partition_from_json(partition_to_json(child)) == child

@@ -91,3 +91,14 @@ def test_the_autoadmin_takes_the_sustained_hot_window_of_a_consumption_split() -
     assert autoadmin_parser().parse_args(["--split-hot-seconds", "60"]).split_hot_seconds == 60.0
     with pytest.raises(SystemExit):
         autoadmin_parser().parse_args(["--split-hot-seconds", "0"])
+
+
+def test_replicated_groups_split_at_a_log_index_by_default_and_the_flag_turns_it_off(tmp_path: Path) -> None:
+    assert build_parser().parse_args(["up"]).split_replicated_groups is True
+    off = build_parser().parse_args(["up", "--no-split-replicated-groups"])
+    assert off.split_replicated_groups is False
+    assert "--split-replicated-groups" in ClusterLayout(tmp_path).children()[-1].argv
+    kept = ClusterLayout(tmp_path, split_replicated_groups=False).children()[-1].argv
+    assert "--no-split-replicated-groups" in kept and "--split-replicated-groups" not in kept
+    assert autoadmin_parser().parse_args([]).split_replicated_groups is True
+    assert autoadmin_parser().parse_args(["--no-split-replicated-groups"]).split_replicated_groups is False

@@ -24,6 +24,7 @@ from partita.storage.group_log import (
     encode_hard_state,
     group_of,
 )
+from partita.storage.group_split import encode_split
 from partita.storage.replication.types import ChecksumMismatch, Entry, EntryKind, HardState, make_entry
 from partita.storage.wal import WriteAheadLog
 
@@ -174,6 +175,24 @@ async def test_replay_applies_a_replicated_group_only_up_to_its_commit_index(tmp
         assert [e.get(b"k%d" % i) for i in (1, 2, 3)] == [b"v", b"v", None]
         assert e.last_index("r") == 3
         assert e.hard_state("r") == HardState(1, "leader", 2)
+    finally:
+        await e.close()
+
+
+async def test_replay_passes_a_committed_split_entry_without_effects(tmp_path: Path) -> None:
+    """A node restarted with a parent's SPLIT entry committed in its WAL replays it as an
+    entry without effects (it crashed on it, over and over, before)."""
+    directory = tmp_path / "node"
+    e = Engine.open(directory, sync=False)
+    split = make_entry(1, 2, EntryKind.NORMAL, encode_split(1 << 63))
+    entries = [entry(1, 1, put(b"k1", b"v")), split, entry(1, 3, put(b"k3", b"v"))]
+    await e.append_entries("r", entries, HardState(1, "leader", 3))
+    await e._wal.close()
+    e._db.close()
+    e = Engine.open(directory, sync=False)
+    try:
+        assert e.applied_index("r") == 3
+        assert (e.get(b"k1"), e.get(b"k3")) == (b"v", b"v")
     finally:
         await e.close()
 

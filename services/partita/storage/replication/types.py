@@ -120,6 +120,12 @@ def bootstrap_state(members: Members) -> PersistedState:
     return PersistedState(HardState(), snapshot_meta(0, 0, members), [])
 
 
+def inherited_state(members: Members) -> PersistedState:
+    """A split child's group: its members start from data they already hold, which
+    index 1 (term 1) stands for, so a member whose log starts at 0 is sent a snapshot."""
+    return PersistedState(HardState(), snapshot_meta(1, 1, members), [])
+
+
 class MsgKind(enum.IntEnum):
     APPEND = 1
     APPEND_RESP = 2
