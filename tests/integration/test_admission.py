@@ -265,8 +265,9 @@ def storage_boosts(cluster: Cluster, table: str) -> float:
 
 
 @pytest.mark.xfail(
-    reason="open (issue 6): with routers' Doorman wants estimated from use, this table's first "
-    "lease does not arrive within the test's wait; passed before that change was merged",
+    reason="open (issue 6): passes about 3 runs in 5; otherwise the partition's savings outlast "
+    "the router's lease climb (its wants follow use, a refresh interval per step), so the "
+    "partition is never throttled, or a boosted partition is cut back for one period",
     strict=False,
 )
 def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster: Cluster) -> None:
@@ -283,21 +284,24 @@ def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster
     )
     # The savings start full (90,000 WCU per partition): clipped to 300 WCU first.
     clip_burst_savings(ddb, table, lambda i: {"pk": {"S": f"touch-{i}"}}, 6000, 1200)
-    # The router's lease climbs back to the table's rate (its next request asks, then a
-    # Doorman reload and a refresh interval); the hot partition saves 300 WCU/s meanwhile.
-    wait_for_table_lease(cluster, table, timeout=60.0, at_least=1199.0, ask="hot")
+    # The router's lease comes back from the clipping's 1 WCU (its next request asks, then
+    # a Doorman reload and a refresh interval) to what an idle router wants: its floor,
+    # 5% of the table's rate (the wants follow use, partita.doorman.wants). The hot load
+    # below raises them; the hot partition saves 300 WCU/s meanwhile.
+    wait_for_table_lease(cluster, table, timeout=60.0, at_least=0.05 * 1200 - 1, ask="hot")
     boosts_before = storage_boosts(cluster, table)
     payload = "x" * 100_000
-    seconds, per_second = 24.0, 9.0
+    # 36 s: up to a refresh interval (5 s) passes before the router's lease follows the
+    # jump in its demand, then the partition is throttled until its boosts catch up.
+    seconds, per_second = 36.0, 9.0
     start = time.monotonic()
     outcomes: list[tuple[float, str]] = []  # (seconds since start, "ok" or the throttling reason)
     lock = threading.Lock()
 
     def run(worker: int) -> None:
         client = cluster.client(config=NO_RETRIES)
-        n = 0
+        due = time.monotonic()
         while (t := time.monotonic() - start) < seconds:
-            n += 1
             try:
                 client.put_item(TableName=table, Item={"pk": {"S": "hot"}, "v": {"S": payload}})
                 outcome = "ok"
@@ -306,9 +310,11 @@ def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster
                 outcome = reasons[0]["reason"]
             with lock:
                 outcomes.append((t, outcome))
-            pause = start + n * 2 / per_second - time.monotonic()  # two workers share the pace
-            if pause > 0:
-                time.sleep(pause)
+            # Two workers share the pace. A worker held up by a slow answer does not
+            # catch up in a burst: that would offer more than the 1,000 WCU/s a
+            # partition may ever take, and be throttled for it.
+            due = max(due + 2 / per_second, time.monotonic())
+            time.sleep(max(0.0, due - time.monotonic()))
 
     workers = [threading.Thread(target=run, args=(w,)) for w in range(2)]
     for w in workers:

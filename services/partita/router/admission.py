@@ -62,6 +62,8 @@ CONTROL_PLANE = frozenset(
 )
 # Per router, per second; a second's worth may come at once.
 CONTROL_PLANE_RATE = 100.0
+# Requests over which a table's cost per request is averaged (then halved, so it follows).
+COST_WINDOW = 8
 _RESOURCE_SUFFIX: dict[Kind, str] = {"read": "rcu", "write": "wcu"}
 
 
@@ -81,7 +83,8 @@ class RateSource(Protocol):
         ...
 
     def used(self, record: TableRecord, kind: Kind, units: float, throttled: bool) -> None:
-        """What the table consumed since the last call, so the source can ask for it."""
+        """The table's demand since the last call, so the source can ask for it: what it
+        consumed, plus, when `throttled`, what the refused request would have cost."""
         ...
 
 
@@ -105,7 +108,7 @@ class ProvisionedRate:
 class TableBucket:
     """One table's bucket for one kind, and the metering cell it is charged from."""
 
-    __slots__ = ("bucket", "consumed", "peak", "seen")
+    __slots__ = ("admitted", "bucket", "consumed", "peak", "seen", "units")
 
     def __init__(
         self, record: TableRecord, kind: Kind, consumed: CounterCell, rate: float, now: float, tokens: float
@@ -116,6 +119,22 @@ class TableBucket:
         # with the table's savings (full; see full_savings), or one second's worth.
         self.bucket = TokenBucket(rate, now, tokens=tokens)
         self.peak = PeakTracker(now, consumed.value)
+        # Units consumed per admitted request, recent ones weighing most: a refused
+        # request's cost is not known (DynamoDB charges after the work), and counting it
+        # as one unit would hide the demand of a table of large items from Doorman.
+        self.units = 0.0
+        self.admitted = 0
+
+    def per_request(self) -> float:
+        return max(1.0, self.units / self.admitted) if self.admitted else 1.0
+
+    def count(self, used: float, admitted: bool) -> None:
+        """`used`: consumed since the last call (by requests admitted before it)."""
+        self.units += used
+        self.admitted += admitted
+        if self.admitted >= COST_WINDOW:
+            self.units /= 2
+            self.admitted //= 2
 
 
 class Admission:
@@ -163,7 +182,8 @@ class Admission:
         if used:
             bucket.charge(used, now)
         admitted = bucket.tokens > 0
-        self.source.used(record, kind, used, not admitted)
+        state.count(used, admitted)
+        self.source.used(record, kind, used if admitted else used + state.per_request(), not admitted)
         if not admitted:
             self._count_throttle(record.name, kind)
             raise self.exceeded(record, kind)

@@ -95,9 +95,9 @@ class DoormanRate:
     def used(self, record: TableRecord, kind: Kind, units: float, throttled: bool) -> None:
         resource = self._resources.get((record.name, kind))
         if resource is not None:
-            # A refused request consumed nothing; it still counts as (at least) a unit
-            # of demand, so a router held back asks for more.
-            resource.record(units + 1.0 if throttled else units, throttled)
+            # A refused request consumed nothing; it counts as demand (what the table's
+            # requests cost on average, Admission.admit), so a router held back asks for more.
+            resource.record(units, throttled)
 
     async def forget(self, live: set[str]) -> None:
         """Releases the leases of tables that no longer exist."""

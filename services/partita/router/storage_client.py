@@ -41,6 +41,22 @@ def _unavailable(request_id: int) -> pb.Response:
     return pb.Response(id=request_id, status=pb.UNAVAILABLE)
 
 
+# A write that reached a node which then went silent may have been committed (the leader
+# replicated it, then died): answering UNAVAILABLE would let the router send it again,
+# and a conditional or counting write would apply twice or fail its own condition. Its
+# outcome is unknown, which DynamoDB reports as InternalServerError (SDKs retry it).
+_READ_OPS = frozenset({pb.GET, pb.QUERY, pb.SCAN})
+
+
+def _outcome_unknown(request_id: int) -> pb.Response:
+    return pb.Response(
+        id=request_id,
+        status=pb.ERROR,
+        error_code="InternalServerError",
+        error_message="The storage node was lost with the write in flight; its outcome is unknown",
+    )
+
+
 class DataChannel(Protocol):
     async def call(self, request: pb.Request) -> pb.Response: ...
 
@@ -81,6 +97,7 @@ class NodeChannel:
         self.address = address
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[asyncio.Future[pb.Response], float]] = {}
+        self._writes_sent: set[int] = set()  # ids of writes sent and not yet answered
         self._queue: list[pb.Request] = []
         self._flush_scheduled = False
         self._outstanding = False  # a batch was sent and nothing has come back since
@@ -145,6 +162,9 @@ class NodeChannel:
         if not self._outstanding:
             self._sent_at = time.perf_counter()
         self._outstanding = True
+        for request in batch:
+            if request.op not in _READ_OPS:
+                self._writes_sent.add(request.id)
         connection.transport.write(encode_frame(pb.RequestBatch(requests=batch).SerializeToString()))
 
     def deliver(self, batch: pb.ResponseBatch) -> None:
@@ -153,6 +173,9 @@ class NodeChannel:
             entry = pending.pop(response.id, None)
             if entry is not None and not entry[0].done():
                 entry[0].set_result(response)
+        if self._writes_sent:
+            for response in batch.responses:
+                self._writes_sent.discard(response.id)
         if self._outstanding:
             self._batch_seconds.observe(time.perf_counter() - self._sent_at)
         self._outstanding = False
@@ -173,7 +196,7 @@ class NodeChannel:
                 future, _ = self._pending.pop(rid)
                 self._unavailable.value += 1
                 if not future.done():
-                    future.set_result(_unavailable(rid))
+                    future.set_result(self._undelivered(rid))
 
     def _fail_all(self) -> None:
         pending, self._pending = self._pending, {}
@@ -181,7 +204,16 @@ class NodeChannel:
         self._unavailable.value += len(pending)
         for rid, (future, _) in pending.items():
             if not future.done():
-                future.set_result(_unavailable(rid))
+                future.set_result(self._undelivered(rid))
+        self._writes_sent.clear()
+
+    def _undelivered(self, request_id: int) -> pb.Response:
+        """The answer to a request the node will not answer: retriable unless it is a
+        write the node got (see _outcome_unknown)."""
+        if request_id in self._writes_sent:
+            self._writes_sent.discard(request_id)
+            return _outcome_unknown(request_id)
+        return _unavailable(request_id)
 
     async def close(self) -> None:
         if self._sweeper is not None:

@@ -232,12 +232,40 @@ async def test_connection_loss_fails_in_flight_calls_and_the_next_call_reconnect
         assert p._transport is not None
         p._transport.abort()
     response = await asyncio.wait_for(in_flight, 10)
-    assert response.status == pb.UNAVAILABLE
+    # The node had the write: it may yet commit, so the router must not send it again.
+    assert response.status == pb.ERROR and response.error_code == "InternalServerError"
     release.set()
     node.engine.commit_staged = real  # type: ignore[method-assign]
     response = await asyncio.wait_for(channel.call(get(10)), 10)
     assert response.status == pb.OK and response.value == b"before"
     assert len(node.protocols) == 2  # a second connection was made
+
+
+async def test_a_node_lost_with_requests_in_flight_retries_reads_but_not_writes() -> None:
+    """A read the node never answered is safe to send elsewhere (UNAVAILABLE, which the
+    router retries); a write it received has an unknown outcome (InternalServerError)."""
+    received = asyncio.Event()
+
+    async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1)
+        received.set()
+        await asyncio.sleep(0.2)  # both requests arrive, then the node dies unanswering
+        writer.transport.abort()
+
+    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    channel = NodeChannel(f"127.0.0.1:{port}")
+    try:
+        read, write = await asyncio.wait_for(
+            asyncio.gather(channel.call(get(1)), channel.call(put(2, b"v"))), 10
+        )
+    finally:
+        await channel.close()
+        server.close()
+        await server.wait_closed()
+    assert received.is_set()
+    assert read.status == pb.UNAVAILABLE
+    assert write.status == pb.ERROR and write.error_code == "InternalServerError"
 
 
 async def test_a_node_that_cannot_be_reached_answers_unavailable() -> None:
