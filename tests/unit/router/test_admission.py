@@ -313,3 +313,30 @@ def test_an_on_demand_tables_first_bucket_is_not_a_300_second_burst() -> None:
     without = Admission(ProvisionedRate(), clock=clock)
     other = unique_table(billing_mode="PAY_PER_REQUEST")
     assert admitted <= 2 * drive(without, clock, other, "write", seconds=1, per_second=100000, units=1.0) + 10
+
+
+class Recording(Leased):
+    """A lease that records the demand the router reports to it."""
+
+    def __init__(self, lease: float) -> None:
+        super().__init__(lease)
+        self.demand: list[tuple[float, bool]] = []
+
+    def used(self, record: TableRecord, kind: str, units: float, throttled: bool) -> None:
+        self.demand.append((units, throttled))
+
+
+def test_a_refused_request_counts_as_the_tables_average_cost_in_the_demand() -> None:
+    # A table of 98 WCU items held back by its lease: Doorman must hear of ~98 WCU per
+    # refused request, not 1, or the router's wants would hide most of its demand.
+    clock = Clock()
+    source = Recording(100.0)
+    record = unique_table(billing_mode="PROVISIONED", read_capacity=5, write_capacity=1200)
+    admission = Admission(source, clock=clock)  # type: ignore[arg-type]
+    drive(admission, clock, record, "write", seconds=3, per_second=9, units=98.0)
+    refused = [units for units, throttled in source.demand if throttled]
+    assert refused, "the lease held the table back"
+    assert all(units >= 90.0 for units in refused[1:]), refused
+    counted = sum(units for units, _ in source.demand)
+    offered = 3 * 9 * 98.0
+    assert 0.9 * offered <= counted <= 1.1 * offered, (counted, offered)
