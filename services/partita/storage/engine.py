@@ -426,6 +426,18 @@ class Engine:
         self._bytes_since_checkpoint += sum(len(p) for p in payloads)
         return lsns[: len(entries)]
 
+    async def append_hard_states(self, states: dict[GroupId, HardState]) -> list[int]:
+        """Persist several groups' hard states in one WAL append (one batch)."""
+        groups = list(states)
+        payloads = [encode_hard_state(group, states[group]) for group in groups]
+        lsns = await self._wal.append_many(payloads)
+        for group, lsn in zip(groups, lsns, strict=True):
+            held = self._hard_states.get(group)
+            if held is None or held[1] < lsn:
+                self._hard_states[group] = (states[group], lsn)
+        self._bytes_since_checkpoint += sum(len(p) for p in payloads)
+        return lsns
+
     def read_entries(self, group: GroupId, lo: int, hi: int) -> list[Entry]:
         """The group's kept entries with lo <= index <= hi, read back from the WAL with
         their checksums verified. Blocking file I/O: run it in an executor when large."""
