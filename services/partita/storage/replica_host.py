@@ -2,9 +2,9 @@
 (`replication.MultiReplica`) over the engine and the node-pair transport.
 
 One pump turns the core's output into effects, in the order docs/replication.md
-requires: persist the round's entries and hard states (every group's records share one
-WAL batch and one fsync; a hard state that only moves the commit index is written but not
-waited for), then send the round's messages (one envelope per peer), then
+requires: persist the round's entries and hard states (every group's records go in one
+WAL append: one batch, one fsync; a hard state that only moves the commit index waits for
+the node's next batch, `_defer_commit`), then send the round's messages (one envelope per peer), then
 apply the committed entries (`Engine.apply`, the applied position in the data's batch),
 then answer the proposals and reads they complete. Proposals and messages that arrive
 while a round is being persisted go into the next round: group commit across groups.
@@ -40,6 +40,7 @@ from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.core import NotLeader
 from partita.storage.replication.multi import MultiReplica
 from partita.storage.replication.types import (
+    Entry,
     EntryKind,
     GroupId,
     HardState,
@@ -124,7 +125,7 @@ class ReplicaHost:
         self._term_start: dict[GroupId, tuple[int, int]] = {}  # group -> (term, its NOOP's index)
         self._wake = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
-        self._unawaited: set[asyncio.Task[list[int]]] = set()  # commit-only hard states being written
+        self._unawaited: set[asyncio.Task[list[list[int]]]] = set()  # commit-only hard states being written
         # Commit-only hard states not written yet (see `_persist`), and since when.
         self._deferred_commits: dict[GroupId, HardState] = {}
         self._deferred_since = 0.0
@@ -445,7 +446,7 @@ class ReplicaHost:
             self._serve_reads(readies)
 
     async def _persist(self, readies: list[Ready]) -> None:
-        writes = []
+        writes: list[tuple[GroupId, list[Entry], HardState | None]] = []
         for rd in readies:
             if rd.snapshot is not None:
                 self._install(rd.group, rd.snapshot.index, rd.snapshot.term)
@@ -457,16 +458,13 @@ class ReplicaHost:
                 # A deferred commit index of the group rides along (a newer hard state
                 # replaces it).
                 deferred = self._deferred_commits.pop(rd.group, None)
-                writes.append(
-                    self.engine.append_entries(
-                        rd.group, rd.entries, hard_state if hard_state is not None else deferred
-                    )
-                )
+                writes.append((rd.group, rd.entries, hard_state if hard_state is not None else deferred))
         if writes:
-            # The other groups' deferred commit indexes go into the same WAL batch: queued
-            # first, never awaited, so they cost neither an fsync nor a wait.
-            self._flush_deferred_commits(force=True)
-            await asyncio.gather(*writes)
+            # Every group's records, and the other groups' deferred commit indexes, in one
+            # WAL append: one batch, one fsync, one future (no task per group).
+            writes.extend((group, [], state) for group, state in self._deferred_commits.items())
+            self._deferred_commits = {}
+            await self.engine.append_groups(writes)
 
     def _defer_commit(self, group: GroupId, hard_state: HardState) -> None:
         """Keep a commit-only hard state for the node's next WAL batch instead of making
@@ -489,15 +487,17 @@ class ReplicaHost:
         ):
             return
         states, self._deferred_commits = self._deferred_commits, {}
-        self._write_unawaited(self.engine.append_hard_states(states))
+        self._write_unawaited(
+            self.engine.append_groups([(group, [], state) for group, state in states.items()])
+        )
 
     def _commit_only(self, rd: Ready) -> bool:
         """Whether the round's hard state differs from the persisted one only in its
         commit index. Raft needs that durable for nothing (a restarted replica learns the
-        commit again from the leader; etcd-raft's MustSync), so it is written but not
+        commit again from the leader; etcd-raft's MustSync), so it is written later and not
         waited for: the committed entries are applied, and a write answered, without a
         second fsync, and a follower applies the moment it hears of a commit (fresh
-        eventual reads). Term and vote changes are always waited for."""
+        eventual reads). Term and vote changes are always written and waited for."""
         persisted = self.engine.hard_state(rd.group)
         hs = rd.hard_state
         return (
@@ -506,14 +506,14 @@ class ReplicaHost:
             and (hs.term, hs.vote) == (persisted.term, persisted.vote)
         )
 
-    def _write_unawaited(self, write: Coroutine[Any, Any, list[int]]) -> None:
+    def _write_unawaited(self, write: Coroutine[Any, Any, list[list[int]]]) -> None:
         # A task started now reaches the WAL before any later round's write (tasks run in
         # creation order), so a group's hard states stay in order in the log.
         task = asyncio.get_running_loop().create_task(write)
         self._unawaited.add(task)
         task.add_done_callback(self._written)
 
-    def _written(self, task: asyncio.Task[list[int]]) -> None:
+    def _written(self, task: asyncio.Task[list[list[int]]]) -> None:
         self._unawaited.discard(task)
         if not task.cancelled() and task.exception() is not None:
             # The WAL is failed: the next awaited write fails too and stops the pump.
