@@ -277,7 +277,14 @@ def _free_port_block(offsets: tuple[int, ...], tries: int = 50) -> int:
     raise PeerUnavailable("no free block of ports for partita's internal listeners")
 
 
-def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_factor: int = 3) -> Peer:
+def start_partita(
+    *,
+    workdir: Path,
+    table: str,
+    fsync: bool = True,
+    replication_factor: int = 3,
+    extra_args: tuple[str, ...] = (),
+) -> Peer:
     """`partita up --data-dir <workdir>/data --port <free port> --replication-factor N`:
     the whole local cluster (3, the product's default: three-replica groups; 1: each
     partition on one node, for comparison)."""
@@ -306,7 +313,7 @@ def start_partita(*, workdir: Path, table: str, fsync: bool = True, replication_
     ]
     if not fsync:
         cmd.append("--unsafe-no-fsync")
-    cmd += ["--replication-factor", str(replication_factor)]
+    cmd += ["--replication-factor", str(replication_factor), *extra_args]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             cmd,
@@ -357,8 +364,15 @@ _PARTITA = {"partita": (True, 3), "partita-rf1": (True, 1), "partita-nofsync": (
 
 
 @contextlib.contextmanager
-def running(target: str, *, table: str = "usertable", keep_workdir: bool = False) -> Iterator[Peer]:
-    """Start a target in a fresh temporary directory, yield it, always stop and clean up."""
+def running(
+    target: str,
+    *,
+    table: str = "usertable",
+    keep_workdir: bool = False,
+    partita_args: tuple[str, ...] = (),
+) -> Iterator[Peer]:
+    """Start a target in a fresh temporary directory, yield it, always stop and clean up.
+    `partita_args` go to Partita's `partita up` (dynalite ignores them)."""
     if target not in ALL_TARGETS:
         raise ValueError(f"unknown target {target!r}; choose from {', '.join(ALL_TARGETS)}")
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{target}-"))
@@ -366,7 +380,11 @@ def running(target: str, *, table: str = "usertable", keep_workdir: bool = False
         if target in _PARTITA:
             fsync, replication_factor = _PARTITA[target]
             peer = start_partita(
-                workdir=workdir, table=table, fsync=fsync, replication_factor=replication_factor
+                workdir=workdir,
+                table=table,
+                fsync=fsync,
+                replication_factor=replication_factor,
+                extra_args=partita_args,
             )
         else:
             peer = start_dynalite(disk=target == "dynalite-disk", workdir=workdir)

@@ -200,6 +200,7 @@ class Config:
     secret_key: str = "bench-secret"
     region: str = "us-east-1"
     server_pid: int = 0  # for the "external" target: root of its process tree, 0 = unknown
+    admission: str = ""  # Partita targets' `partita up --admission`; "" = its default
     rounds: int = 1  # all targets this many times, alternating; medians reported
 
     @property
@@ -473,12 +474,17 @@ def run_target(target: str, cfg: Config) -> dict[str, Any]:
         res.update(endpoint=cfg.endpoint, version="external", notes={"server_pid": cfg.server_pid})
         return res
     try:
-        with peers.running(target, table=cfg.table) as peer:
+        partita_args = ("--admission", cfg.admission) if cfg.admission else ()
+        with peers.running(target, table=cfg.table, partita_args=partita_args) as peer:
             print(f"[{target}] {peer.version} at {peer.endpoint} (pid {peer.root_pid}); loading", flush=True)
             res = _run_loop(
                 bench_target(peer.endpoint, peer.access_key, peer.secret_key, peer.region, peer.root_pid, cfg)
             )
-            res.update(endpoint=peer.endpoint, version=peer.version, notes=peer.notes)
+            notes = {
+                **peer.notes,
+                **({"admission": cfg.admission} if cfg.admission and target.startswith("partita") else {}),
+            }
+            res.update(endpoint=peer.endpoint, version=peer.version, notes=notes)
             return res
     except Exception as exc:  # one broken target must not hide the others' results
         traceback.print_exc()
@@ -592,6 +598,14 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
     p.add_argument("--region", default="us-east-1")
     p.add_argument("--server-pid", type=int, default=0, help="external target: root pid for CPU accounting")
     p.add_argument(
+        "--admission",
+        choices=("off", "local", "doorman"),
+        default="",
+        help="Partita targets' admission (default: partita up's). off measures the data path "
+        "alone: a hot partition of workload A passes DynamoDB's 1,000 WCU per-partition "
+        "ceiling on a fast machine, and throttled requests are errors, not ops",
+    )
+    p.add_argument(
         "--out", type=Path, default=None, help="JSON results file (default: bench/results/<time>.json)"
     )
     a = p.parse_args(argv)
@@ -626,6 +640,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
         secret_key=a.secret_key,
         region=a.region,
         server_pid=a.server_pid,
+        admission=a.admission,
         rounds=a.rounds,
     )
     return cfg, a.out

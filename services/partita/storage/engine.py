@@ -416,16 +416,32 @@ class Engine:
     ) -> list[int]:
         """Persist a replicated group's entries (they replace its log from
         entries[0].index on) and hard state, durably; returns the entries' LSNs."""
-        payloads = [encode_entry(group, entry) for entry in entries]
-        if hard_state is not None:
-            payloads.append(encode_hard_state(group, hard_state))
+        return (await self.append_groups([(group, entries, hard_state)]))[0]
+
+    async def append_groups(
+        self, writes: list[tuple[GroupId, list[Entry], HardState | None]]
+    ) -> list[list[int]]:
+        """`append_entries` for several groups at once: one WAL append (so one batch and
+        one fsync, with one future to wait on); returns each write's entry LSNs."""
+        payloads: list[bytes] = []
+        for group, entries, hard_state in writes:
+            payloads.extend(encode_entry(group, entry) for entry in entries)
+            if hard_state is not None:
+                payloads.append(encode_hard_state(group, hard_state))
         lsns = await self._wal.append_many(payloads)
-        for entry, lsn in zip(entries, lsns, strict=False):
-            self._locate(group, entry.index, lsn)
-        if hard_state is not None:
-            self._hard_states[group] = (hard_state, lsns[-1])
+        out: list[list[int]] = []
+        at = 0
+        for group, entries, hard_state in writes:
+            mine = lsns[at : at + len(entries)]
+            at += len(entries)
+            for entry, lsn in zip(entries, mine, strict=True):
+                self._locate(group, entry.index, lsn)
+            if hard_state is not None:
+                self._hard_states[group] = (hard_state, lsns[at])
+                at += 1
+            out.append(mine)
         self._bytes_since_checkpoint += sum(len(p) for p in payloads)
-        return lsns[: len(entries)]
+        return out
 
     def read_entries(self, group: GroupId, lo: int, hi: int) -> list[Entry]:
         """The group's kept entries with lo <= index <= hi, read back from the WAL with

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
 from partita.storage.replication.coalesce import Envelope
@@ -95,7 +95,10 @@ class PeerTransport:
         """Start accepting peers' streams; returns the bound port."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: _Incoming(self), host, port, reuse_address=True)
-        return int(self._server.sockets[0].getsockname()[1])
+        # Typed loosely: uvloop's servers hold a list where asyncio's stubs say tuple,
+        # and compiled code checks the declared type.
+        server: Any = self._server
+        return int(server.sockets[0].getsockname()[1])
 
     def send(self, envelopes: list[Envelope]) -> None:
         for envelope in envelopes:

@@ -2,9 +2,9 @@
 (`replication.MultiReplica`) over the engine and the node-pair transport.
 
 One pump turns the core's output into effects, in the order docs/replication.md
-requires: persist the round's entries and hard states (every group's records share one
-WAL batch and one fsync; a hard state that only moves the commit index is written but not
-waited for), then send the round's messages (one envelope per peer), then
+requires: persist the round's entries and hard states (every group's records go in one
+WAL append: one batch, one fsync; a hard state that only moves the commit index waits for
+the node's next batch, `_defer_commit`), then send the round's messages (one envelope per peer), then
 apply the committed entries (`Engine.apply`, the applied position in the data's batch),
 then answer the proposals and reads they complete. Proposals and messages that arrive
 while a round is being persisted go into the next round: group commit across groups.
@@ -41,8 +41,10 @@ from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.core import NotLeader
 from partita.storage.replication.multi import MultiReplica
 from partita.storage.replication.types import (
+    Entry,
     EntryKind,
     GroupId,
+    HardState,
     Members,
     Message,
     MsgKind,
@@ -125,7 +127,10 @@ class ReplicaHost:
         self._term_start: dict[GroupId, tuple[int, int]] = {}  # group -> (term, its NOOP's index)
         self._wake = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
-        self._unawaited: set[asyncio.Task[list[int]]] = set()  # commit-only hard states being written
+        self._unawaited: set[asyncio.Task[list[list[int]]]] = set()  # commit-only hard states being written
+        # Commit-only hard states not written yet (see `_persist`), and since when.
+        self._deferred_commits: dict[GroupId, HardState] = {}
+        self._deferred_since = 0.0
         self.snapshots_unavailable = 0  # SNAPSHOT messages the host could not back with data
         # Groups in which this node is a log-only member: it keeps their WAL and applies
         # no effects (a newcomer may see committed entries before the entry that makes
@@ -198,6 +203,7 @@ class ReplicaHost:
         self._log_only.discard(group)
         self._sealing.discard(group)
         self._split_entries.pop(group, None)
+        self._deferred_commits.pop(group, None)
         for held in (self._staging, self._staged):
             staging = held.pop(group, None)
             if staging is not None:
@@ -444,6 +450,7 @@ class ReplicaHost:
         for _, future, _ in self._proposals.values():
             if not future.done():
                 future.set_exception(NotLeader(None))
+        self._flush_deferred_commits(force=True)
         if self._unawaited:
             await asyncio.wait(list(self._unawaited), timeout=5)
 
@@ -459,6 +466,7 @@ class ReplicaHost:
             self.multi.tick(self._clock())
             try:
                 await self.pump()
+                self._flush_deferred_commits(force=False)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a failed WAL: nothing more is acknowledged
@@ -478,26 +486,58 @@ class ReplicaHost:
             self._serve_reads(readies)
 
     async def _persist(self, readies: list[Ready]) -> None:
-        writes = []
+        writes: list[tuple[GroupId, list[Entry], HardState | None]] = []
         for rd in readies:
             if rd.snapshot is not None:
                 self._install(rd.group, rd.snapshot.index, rd.snapshot.term)
-            if rd.entries or rd.hard_state is not None:
-                write = self.engine.append_entries(rd.group, rd.entries, rd.hard_state)
-                if rd.entries or rd.snapshot is not None or not self._commit_only(rd):
-                    writes.append(write)
-                else:
-                    self._write_unawaited(write)
+            hard_state = rd.hard_state
+            if hard_state is not None and not rd.entries and rd.snapshot is None and self._commit_only(rd):
+                self._defer_commit(rd.group, hard_state)
+                continue
+            if rd.entries or hard_state is not None:
+                # A deferred commit index of the group rides along (a newer hard state
+                # replaces it).
+                deferred = self._deferred_commits.pop(rd.group, None)
+                writes.append((rd.group, rd.entries, hard_state if hard_state is not None else deferred))
         if writes:
-            await asyncio.gather(*writes)
+            # Every group's records, and the other groups' deferred commit indexes, in one
+            # WAL append: one batch, one fsync, one future (no task per group).
+            writes.extend((group, [], state) for group, state in self._deferred_commits.items())
+            self._deferred_commits = {}
+            await self.engine.append_groups(writes)
+
+    def _defer_commit(self, group: GroupId, hard_state: HardState) -> None:
+        """Keep a commit-only hard state for the node's next WAL batch instead of making
+        a batch (and an fsync) of its own: under load every round has entries to write,
+        and a leader's commit notice otherwise cost each replica a second fsync per round.
+        Raft needs the commit index durable for nothing (`_commit_only`)."""
+        if not self._deferred_commits:
+            self._deferred_since = self._clock()
+        self._deferred_commits[group] = hard_state
+
+    def _flush_deferred_commits(self, force: bool) -> None:
+        """Write the deferred commit indexes (not awaited): at once with other writes or
+        at stop (`force`), else once they have waited a tick (an idle node), so a restart
+        re-applies little."""
+        if not self._deferred_commits:
+            return
+        if (
+            not force
+            and self._clock() - self._deferred_since < self.config.heartbeat_interval * TICK_FRACTION
+        ):
+            return
+        states, self._deferred_commits = self._deferred_commits, {}
+        self._write_unawaited(
+            self.engine.append_groups([(group, [], state) for group, state in states.items()])
+        )
 
     def _commit_only(self, rd: Ready) -> bool:
         """Whether the round's hard state differs from the persisted one only in its
         commit index. Raft needs that durable for nothing (a restarted replica learns the
-        commit again from the leader; etcd-raft's MustSync), so it is written but not
+        commit again from the leader; etcd-raft's MustSync), so it is written later and not
         waited for: the committed entries are applied, and a write answered, without a
         second fsync, and a follower applies the moment it hears of a commit (fresh
-        eventual reads). Term and vote changes are always waited for."""
+        eventual reads). Term and vote changes are always written and waited for."""
         persisted = self.engine.hard_state(rd.group)
         hs = rd.hard_state
         return (
@@ -506,14 +546,14 @@ class ReplicaHost:
             and (hs.term, hs.vote) == (persisted.term, persisted.vote)
         )
 
-    def _write_unawaited(self, write: Coroutine[Any, Any, list[int]]) -> None:
+    def _write_unawaited(self, write: Coroutine[Any, Any, list[list[int]]]) -> None:
         # A task started now reaches the WAL before any later round's write (tasks run in
         # creation order), so a group's hard states stay in order in the log.
         task = asyncio.get_running_loop().create_task(write)
         self._unawaited.add(task)
         task.add_done_callback(self._written)
 
-    def _written(self, task: asyncio.Task[list[int]]) -> None:
+    def _written(self, task: asyncio.Task[list[list[int]]]) -> None:
         self._unawaited.discard(task)
         if not task.cancelled() and task.exception() is not None:
             # The WAL is failed: the next awaited write fails too and stops the pump.
@@ -532,9 +572,24 @@ class ReplicaHost:
         if rd.group in self._log_only:
             self._advance_log_member(rd.group)
             return
-        for entry in rd.committed:
-            effects = self._effects_of(rd.group, entry.index, entry.kind, entry.data)
-            self.engine.apply(rd.group, entry.index, effects, term=entry.term)
+        committed = rd.committed
+        if not committed:
+            return
+        # The round's committed entries go into RocksDB as one batch (their effects in
+        # log order, then the last one's position): atomic, and one write, not one per entry.
+        applied = self.engine.applied_index(rd.group)
+        effects: list[Effect] = []
+        last = None
+        for entry in committed:
+            # Every committed entry is read (a SPLIT entry seals the group even when
+            # replayed), but only those above the applied index are applied.
+            entry_effects = self._effects_of(rd.group, entry.index, entry.kind, entry.data)
+            if entry.index > applied:
+                effects.extend(entry_effects)
+                last = entry
+        if last is not None:
+            self.engine.apply(rd.group, last.index, effects, term=last.term)
+        for entry in committed:
             held = self._proposals.pop((rd.group, entry.index), None)
             if held is not None and not held[1].done():
                 if held[0] == entry.term:

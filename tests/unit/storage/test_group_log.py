@@ -215,6 +215,32 @@ async def test_entries_appended_again_replace_the_log_from_their_index(tmp_path:
         await e.close()
 
 
+async def test_several_groups_append_in_one_wal_batch_and_replay_each(tmp_path: Path) -> None:
+    """The host's round: every group's entries and hard states (a commit-only one with no
+    entries too) in one WAL append, one batch; each group reads and replays as its own."""
+    directory = tmp_path / "node"
+    e = Engine.open(directory, sync=False)
+    batches = e.wal_metrics.batches
+    a = [entry(1, i, put(b"a%d" % i, b"v")) for i in (1, 2)]
+    b = [entry(3, 5, put(b"b5", b"v"))]
+    lsns = await e.append_groups(
+        [("ga", a, HardState(1, "x", 2)), ("gb", b, None), ("gc", [], HardState(4, "y", 7))]
+    )
+    assert e.wal_metrics.batches == batches + 1
+    assert len(lsns[0]) == 2 and len(lsns[1]) == 1 and lsns[2] == []
+    assert e.read_entries("ga", 1, 2) == a and e.read_entries("gb", 5, 5) == b
+    assert e.hard_state("ga") == HardState(1, "x", 2) and e.hard_state("gc") == HardState(4, "y", 7)
+    assert e.hard_state("gb") is None
+    await e._wal.close()
+    e._db.close()
+    e = Engine.open(directory, sync=False)
+    try:
+        assert e.applied_index("ga") == 2 and [e.get(b"a1"), e.get(b"a2")] == [b"v", b"v"]
+        assert e.hard_state("gc") == HardState(4, "y", 7)
+    finally:
+        await e.close()
+
+
 async def test_read_entries_verifies_what_it_reads_back(engine: Engine) -> None:
     entries = [entry(1, i, put(b"k", b"x" * i)) for i in range(1, 6)]
     await engine.append_entries("r", entries)

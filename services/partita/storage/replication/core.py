@@ -782,7 +782,15 @@ class Replica:
             # New entries or a truncated tail may bring or drop a membership change.
             self.members = self.log.members_at(self.log.last_index)
         last_new = m.index + len(m.entries)
+        known = self.commit
         self.commit = max(self.commit, min(m.commit, last_new))
+        if not m.entries and m.index == self.log.last_index and self.commit > known:
+            # A commit notice (an APPEND with nothing new, sent when the leader's commit
+            # advanced): the leader learns nothing from an answer, as this replica's
+            # answer to the entries already told it `m.index`, and its lease comes from
+            # heartbeat rounds. Unanswered, it costs the pair one message each way less
+            # per write round; if it was lost, the next heartbeat brings the commit.
+            return
         self._send(m.src, MsgKind.APPEND_RESP, index=last_new, round=m.round)
 
     def _on_heartbeat(self, m: Message, now: float) -> None:
