@@ -8,10 +8,16 @@ Starts `partita up --admission MODE` on free ports (the integration tests' helpe
 `--routers - 1` more `partita router` processes on the same etcd and Doorman servers,
 waits until the Doorman master's learning mode is over, creates a table with the given
 WCU, lets it idle `--idle` seconds (unused throughput saved for a burst), then drives
-PutItems of one WCU from `--threads` boto3 clients (spread over the routers) without
-retries for `--seconds`. Prints the offered and admitted rates, per router too, and the
-total against rate x time + saved burst (each router keeps its own burst savings, at
-most 300 s of its share; a table younger than a second saves one second's worth).
+PutItems of `--item-kb` WCU each (an item of N KB costs N WCU: large items offer many
+times the rate with few requests, which a 2-core machine can send) from `--threads`
+boto3 clients (spread over the routers) without retries for `--seconds`. Prints the
+offered and admitted WCU, per router too, and the total against rate x time + the
+burst savings. A new table's savings start full (300 s x its rate, at every router and
+partition, as DynamoDB admits a short load on a new table at once); `--clip` first
+lowers the table to 1 WCU and writes through every router, which clips each bucket's
+savings to 300 WCU, then restores the rate: what follows measures the rate itself.
+
+    .venv/bin/python -m bench.admission --wcu 100 --routers 2 --item-kb 10 --clip
 """
 
 from __future__ import annotations
@@ -63,8 +69,24 @@ def start_router(cluster: Cluster, mode: str) -> tuple[subprocess.Popen[bytes], 
             time.sleep(0.2)
 
 
+def clip_savings(cluster: Any, endpoints: list[str], table: str, wcu: int) -> None:
+    """Every router's and partition's savings down to 300 s of 1 WCU (see --clip)."""
+    ddb = cluster.client()
+    ddb.update_table(TableName=table, ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 1})
+    wait_active(ddb, table)
+    time.sleep(1.0)  # every storage node sees the new rate
+    for endpoint in endpoints:
+        client = cluster.client(endpoint_url=endpoint)
+        for i in range(20):
+            client.put_item(TableName=table, Item={"pk": {"S": f"clip-{i}"}})
+    ddb.update_table(
+        TableName=table, ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": wcu}
+    )
+    wait_active(ddb, table)
+
+
 def drive(
-    cluster: Any, endpoints: list[str], table: str, seconds: float, threads: int
+    cluster: Any, endpoints: list[str], table: str, seconds: float, threads: int, item_kb: int
 ) -> tuple[list[int], Counter[str], Counter[str]]:
     per_second = [0] * (int(seconds) + 1)
     errors: Counter[str] = Counter()
@@ -77,16 +99,18 @@ def drive(
         endpoint = endpoints[worker % len(endpoints)]
         ddb = cluster.client(config=NO_RETRIES, endpoint_url=endpoint)
         i = 0
+        # An item of item_kb KB, key and names included: item_kb WCU per PutItem.
+        filler = "x" * (item_kb * 1024 - 40)
         while time.monotonic() < deadline:
             i += 1
             try:
-                ddb.put_item(TableName=table, Item={"pk": {"S": f"{worker}-{i}"}})
+                ddb.put_item(TableName=table, Item={"pk": {"S": f"{worker}-{i}"}, "v": {"S": filler}})
                 with lock:
-                    per_second[min(int(time.monotonic() - start), len(per_second) - 1)] += 1
-                    per_router[endpoint] += 1
+                    per_second[min(int(time.monotonic() - start), len(per_second) - 1)] += item_kb
+                    per_router[endpoint] += item_kb
             except ClientError as exc:
                 with lock:
-                    errors[exc.response["Error"]["Code"]] += 1
+                    errors[exc.response["Error"]["Code"]] += item_kb
 
     workers = [threading.Thread(target=run, args=(w,)) for w in range(threads)]
     for w in workers:
@@ -106,6 +130,10 @@ def main() -> None:
         "--idle", type=float, default=0.0, help="seconds the table idles first (burst savings)"
     )
     parser.add_argument("--mode", choices=("local", "doorman"), default="doorman")
+    parser.add_argument("--item-kb", type=int, default=1, help="KB per item, so WCU per PutItem")
+    parser.add_argument(
+        "--clip", action="store_true", help="clip the burst savings first (see the docstring)"
+    )
     parser.add_argument(
         "--start-timeout", type=float, default=300.0, help="seconds `partita up` may take (a shared machine)"
     )
@@ -128,9 +156,13 @@ def main() -> None:
             ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": args.wcu},
         )
         wait_active(ddb, table)
-        time.sleep(args.idle)
         endpoints = [cluster.endpoint, *(endpoint for _, endpoint in extra)]
-        per_second, errors, per_router = drive(cluster, endpoints, table, args.seconds, args.threads)
+        if args.clip:
+            clip_savings(cluster, endpoints, table, args.wcu)
+        time.sleep(args.idle)
+        per_second, errors, per_router = drive(
+            cluster, endpoints, table, args.seconds, args.threads, args.item_kb
+        )
     finally:
         for process, _ in extra:
             process.terminate()
@@ -138,15 +170,28 @@ def main() -> None:
         cluster.stop()
     total = sum(per_second)
     offered = total + sum(errors.values())
-    expected = args.wcu * args.seconds + args.wcu * max(1.0, min(args.idle, 300.0))
+    # Savings at the start: clipped, 300 WCU per router plus what the routers saved while
+    # idle; else full, 300 s of the rate at each router.
+    savings = (
+        len(endpoints) * 300.0 + args.wcu * args.idle  # the refill is the table's rate in all
+        if args.clip
+        else len(endpoints) * 300.0 * args.wcu
+    )
+    expected = args.wcu * args.seconds + savings
+    tail = per_second[len(per_second) // 2 : -1]
     print(
         f"mode={args.mode} wcu={args.wcu} seconds={args.seconds} threads={args.threads} "
-        f"routers={args.routers} idle={args.idle}"
+        f"routers={args.routers} idle={args.idle} item_kb={args.item_kb} clip={args.clip}"
     )
-    print(f"offered {offered / args.seconds:.0f}/s; admitted {total} ({total / args.seconds:.1f}/s)")
-    print(f"admitted per router: {[per_router[e] for e in endpoints]}")
-    print(f"rate x time + saved burst (at most 300 s; one second when idle < 1 s): {expected:.0f}")
+    print(
+        f"offered {offered / args.seconds:.0f} WCU/s ({offered / args.seconds / args.wcu:.2f}x the rate); "
+        f"admitted {total} WCU ({total / args.seconds:.1f}/s)"
+    )
+    print(f"admitted WCU per router: {[per_router[e] for e in endpoints]}")
+    print(f"rate x time + burst savings at the start ({savings:.0f}): {expected:.0f}")
     print(f"admitted / that: {total / expected:.3f}")
+    if tail:
+        print(f"admitted WCU/s over the second half: {sum(tail) / len(tail):.1f} (rate {args.wcu})")
     print(f"per second: {per_second}")
     print(f"errors: {dict(errors)}")
 
