@@ -16,12 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping
 
 from partita.common.partition_map import Partition
-from partita.control.model import PartitionStats
-from partita.storage.group_split import SplitDriver
+from partita.storage.group_split import PartitionWriter, SplitDriver
 from partita.storage.repair import (
     ChangeKind,
     GroupView,
@@ -40,16 +38,6 @@ log = logging.getLogger(__name__)
 
 # Seconds between two passes over the led groups.
 REPAIR_INTERVAL_SECONDS = 0.5
-
-
-class PartitionWriter(Protocol):
-    async def change_partitions(
-        self,
-        table_id: int,
-        put: Sequence[Partition],
-        remove: Sequence[str],
-        stats: Sequence[tuple[str, PartitionStats]] = (),
-    ) -> None: ...
 
 
 class RepairDriver:
