@@ -214,14 +214,22 @@ def wait_gone(client: Any, name: str, timeout: float = 10.0) -> None:
 
 
 def clip_burst_savings(
-    client: Any, name: str, key: Callable[[int], dict[str, Any]], rcu: int, wcu: int, touches: int = 40
+    client: Any,
+    name: str,
+    key: Callable[[int], dict[str, Any]],
+    rcu: int,
+    wcu: int,
+    touches: int = 40,
+    clipped: Callable[[], bool] | None = None,
 ) -> None:
     """Empties most of a provisioned table's burst savings, which start full (300 s x its
     rate, so a new table admits a short load at once, as DynamoDB does): a test of
     throttling lowers the write rate to 1 WCU, which clips the router's and every
     partition's savings to 300 s of it, writes `touches` small items (`key(i)` gives
     their keys) so every partition's node applies the lower rate, then restores the
-    rates. Savings left: at most 300 WCU per bucket."""
+    rates. Savings left: at most 300 WCU per bucket. `clipped`, when given, says whether
+    every partition's node has applied the lower rate: the touches go on (30 s at most)
+    until it does, since a loaded node can learn the new rate after the first touches."""
     client.update_table(
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": rcu, "WriteCapacityUnits": 1}
     )
@@ -229,6 +237,13 @@ def clip_burst_savings(
     time.sleep(1.0)  # every storage node sees the new rate
     for i in range(touches):
         client.put_item(TableName=name, Item=key(i))
+    deadline = time.monotonic() + 30.0
+    i = touches
+    while clipped is not None and not clipped():
+        assert time.monotonic() < deadline, "the storage nodes never applied the lower rate"
+        client.put_item(TableName=name, Item=key(i % touches))
+        i += 1
+        time.sleep(0.2)
     client.update_table(
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": rcu, "WriteCapacityUnits": wcu}
     )

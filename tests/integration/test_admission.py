@@ -249,6 +249,22 @@ def storage_throttled(cluster: Cluster, table: str) -> float:
     return total
 
 
+def partition_allocations(cluster: Cluster, table: str) -> float:
+    """The highest write allocation the storage nodes give the table's partitions, once
+    each of its four partitions has a bucket; else inf."""
+    series = "partita_storage_partition_allocated_units{"
+    values: list[float] = []
+    for proc in cluster.cluster_file()["processes"]:
+        if proc["role"] != "storage":
+            continue
+        url = f"http://127.0.0.1:{proc['ports']['metrics']}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith(series) and f'table="{table}"' in line and 'kind="write"' in line:
+                    values.append(float(line.rsplit(" ", 1)[1]))
+    return max(values) if len(values) >= 4 else float("inf")
+
+
 def storage_boosts(cluster: Cluster, table: str) -> float:
     """partita_storage_adaptive_boosts_total of the table's writes, over the nodes."""
     total = 0.0
@@ -264,12 +280,6 @@ def storage_boosts(cluster: Cluster, table: str) -> float:
     return total
 
 
-@pytest.mark.xfail(
-    reason="open (issue 6): passes about 3 runs in 5; otherwise the partition's savings outlast "
-    "the router's lease climb (its wants follow use, a refresh interval per step), so the "
-    "partition is never throttled, or a boosted partition is cut back for one period",
-    strict=False,
-)
 def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster: Cluster) -> None:
     # 6,000 RCU + 1,200 WCU: four partitions, each 300 WCU. ~100 KB items cost 98 WCU:
     # one key written 9 times a second (~880 WCU/s) is far over its partition's share,
@@ -283,7 +293,14 @@ def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster
         ProvisionedThroughput={"ReadCapacityUnits": 6000, "WriteCapacityUnits": 1200},
     )
     # The savings start full (90,000 WCU per partition): clipped to 300 WCU first.
-    clip_burst_savings(ddb, table, lambda i: {"pk": {"S": f"touch-{i}"}}, 6000, 1200)
+    clip_burst_savings(
+        ddb,
+        table,
+        lambda i: {"pk": {"S": f"touch-{i}"}},
+        6000,
+        1200,
+        clipped=lambda: partition_allocations(cluster, table) <= 1.0,
+    )
     # The router's lease comes back from the clipping's 1 WCU (its next request asks, then
     # a Doorman reload and a refresh interval) to what an idle router wants: its floor,
     # 5% of the table's rate (the wants follow use, partita.doorman.wants). The hot load

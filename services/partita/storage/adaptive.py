@@ -50,7 +50,7 @@ OVER_TOLERANCE = 0.1
 class PartitionLoad:
     share: float  # the table's rate over its partitions
     allocation: float  # what the partition may use now (share + boost)
-    consumed: float  # units per second admitted over the last period
+    consumed: float  # units per second admitted (the caller: over the last two periods)
     throttled: bool  # refused at the partition layer during the period
 
 

@@ -71,7 +71,7 @@ def _rates_differ(old: TableRecord, new: TableRecord) -> bool:
 
 
 class PartitionBuckets:
-    __slots__ = ("allocated", "record", "saved", "share", "throttled", "used")
+    __slots__ = ("allocated", "last_rate", "record", "saved", "share", "throttled", "used")
 
     def __init__(
         self, record: TableRecord, rate: float, now: float, burst_seconds: float, savings: float
@@ -83,6 +83,18 @@ class PartitionBuckets:
         # Over the current adaptive-capacity period: units charged, and whether refused.
         self.used = 0.0
         self.throttled = False
+        # Units per second over the period before: consumption is judged over two
+        # periods, because a request is charged after the fact, so one period can see a
+        # partition's whole allocation plus a large item's worth (and the table appear
+        # over its rate, cutting every boost) while the partition keeps to its rate.
+        self.last_rate: float | None = None
+
+    def consumed(self, elapsed: float) -> float:
+        """Units per second over this period and the one before, ending the period."""
+        rate = self.used / elapsed
+        smoothed = rate if self.last_rate is None else (rate + self.last_rate) / 2.0
+        self.last_rate = rate
+        return smoothed
 
     def allocate(self, rate: float, now: float) -> None:
         self.allocated.set_rate(rate, now)
@@ -159,7 +171,7 @@ class StorageAdmission:
             rate = table_rate(record, kind)
             ceiling = min(rate, PARTITION_MAX_UNITS[kind], self.node[kind].rate)
             loads = {
-                pid: adaptive.PartitionLoad(b.share, b.allocated.rate, b.used / elapsed, b.throttled)
+                pid: adaptive.PartitionLoad(b.share, b.allocated.rate, b.consumed(elapsed), b.throttled)
                 for pid, b in partitions.items()
             }
             for pid, allocation in adaptive.allocations(rate, ceiling, loads).items():

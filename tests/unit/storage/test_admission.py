@@ -222,3 +222,25 @@ def test_a_table_over_its_rate_is_still_throttled_and_loses_its_boost() -> None:
                 admitted += 1
     assert admitted <= 40 * 20 * 1.2  # about the table's rate, not the 1,600 offered
     assert admission.partitions[(9, "p0", "write")].allocated.rate <= 40.0
+
+
+def test_a_boosted_partition_of_large_items_keeps_its_boost_through_one_heavy_period() -> None:
+    # 98 WCU items at 9 a second (882 WCU/s) on a 1,200 WCU table's partition: charged
+    # after the fact (and bursting on the node's spare capacity), one period can count
+    # 14 of them (1,372 WCU, past the table's rate and its 10% tolerance) while the
+    # partition keeps to its boosted rate on average. Judged over two periods, the
+    # boost stays, and the partition is not throttled again for one heavy second.
+    admission = StorageAdmission(0.0, node_units={"read": 1000.0, "write": 3000.0})
+    record = provisioned(wcu=1200)  # 600 WCU per partition
+    now = 0.0
+    for _ in range(6 * 9):  # boosted past 882
+        now += 1 / 9
+        if admission.check(record, "p0", "write", now) is None:
+            admission.charge(record, "p0", "write", 98.0, now)
+    buckets = admission.partitions[(9, "p0", "write")]
+    boosted = buckets.allocated.rate
+    assert boosted > 882.0
+    admission.adapt(now + 1.0)  # a steady period closes
+    buckets.used = 14 * 98.0  # then a heavy one
+    admission.adapt(now + 2.0)
+    assert buckets.allocated.rate > 882.0, buckets.allocated.rate
