@@ -178,7 +178,7 @@ class Admission:
             ON_DEMAND_BURST_SECONDS if record.billing_mode == "PAY_PER_REQUEST" else BURST_SECONDS
         )
         rate = self._rate(record, kind, state)
-        bucket.set_rate(rate, now, self._cap(record, kind))
+        bucket.set_rate(rate, now, self._cap(record, kind, rate))
         if used:
             bucket.charge(used, now)
         admitted = bucket.tokens > 0
@@ -188,20 +188,22 @@ class Admission:
             self._count_throttle(record.name, kind)
             raise self.exceeded(record, kind)
 
-    def _cap(self, record: TableRecord, kind: Kind) -> float | None:
+    def _cap(self, record: TableRecord, kind: Kind, rate: float) -> float:
         """A provisioned table's savings are capped at its whole rate's burst, whatever
         this router's share: a Doorman lease of zero (learning mode after a master
         change, or the other routers hold the rate) stops the refill but keeps what
-        was saved. On-demand: the allowance is the burst, it follows the rate."""
+        was saved. On-demand: a second of the allowance, and never less than a second
+        of a new table's (4,000 WCU / 12,000 RCU), which DynamoDB admits at once even
+        while this router's lease is only its share of it."""
         if record.billing_mode == "PAY_PER_REQUEST":
-            return None
+            return max(rate, throughput.on_demand_allowance(0.0, kind)) * ON_DEMAND_BURST_SECONDS
         return provisioned_rate(record, kind) * BURST_SECONDS
 
     def _savings(self, record: TableRecord, kind: Kind, rate: float) -> float:
         if not self.start_full:
             return rate
         if record.billing_mode == "PAY_PER_REQUEST":
-            return full_savings(rate, ON_DEMAND_BURST_SECONDS)
+            return self._cap(record, kind, rate)
         return full_savings(provisioned_rate(record, kind), BURST_SECONDS)
 
     def admit_control(self) -> None:

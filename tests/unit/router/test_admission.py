@@ -340,3 +340,22 @@ def test_a_refused_request_counts_as_the_tables_average_cost_in_the_demand() -> 
     counted = sum(units for units, _ in source.demand)
     offered = 3 * 9 * 98.0
     assert 0.9 * offered <= counted <= 1.1 * offered, (counted, offered)
+
+
+class OnDemandLeased(Leased):
+    def on_demand_rate(self, record: TableRecord, kind: str, allowance: float) -> float:
+        return self.lease
+
+
+def test_a_new_on_demand_table_takes_a_burst_beyond_this_routers_share_at_once() -> None:
+    # DynamoDB admits up to 4,000 WCU at once on a new on-demand table; a router whose
+    # Doorman lease is its floor share (1,000 WCU/s) still takes 14 items of 98 WCU
+    # written back to back (the 1 MB page tests of the compat suite do this).
+    clock = Clock()
+    record = unique_table(billing_mode="PAY_PER_REQUEST")
+    admission = Admission(OnDemandLeased(1000.0), clock=clock, start_full=True)  # type: ignore[arg-type]
+    admitted = drive(admission, clock, record, "write", seconds=0.14, per_second=100, units=98.0)
+    assert admitted == 14
+    # Still a second's worth, not a 300 s burst: a long load meets the lease.
+    admitted = drive(admission, clock, record, "write", seconds=10, per_second=100, units=98.0)
+    assert admitted <= (1000 * 10 + 4000) / 98 + 2, admitted
