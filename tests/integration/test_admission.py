@@ -281,44 +281,62 @@ def storage_boosts(cluster: Cluster, table: str) -> float:
 
 
 def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster: Cluster) -> None:
-    # 6,000 RCU + 1,200 WCU: four partitions, each 300 WCU. ~100 KB items cost 98 WCU:
-    # one key written 9 times a second (~880 WCU/s) is far over its partition's share,
+    # 9,000 RCU + 200 WCU: four partitions, each 50 WCU. ~50 KB items cost 49 WCU: one
+    # key written 3 times a second (~150 WCU/s) is three times its partition's share and
     # under the table's rate. Its partition is throttled at the storage layer once its
-    # savings are spent, then adaptive capacity raises its allocation (up to 1,000 WCU,
-    # DynamoDB's per-partition maximum) and the throttling stops.
+    # savings are spent, then adaptive capacity raises its allocation (towards the table's
+    # unused rate) and the throttling stops. The demand is small on purpose: a client
+    # slowed by a loaded machine (CI runs tests two at a time on two cores) still offers
+    # more than the partition's share; at 9 writes of 100 KB a second it did not.
     ddb = cluster.client(config=NO_RETRIES)
     table = create(
         ddb,
         BillingMode="PROVISIONED",
-        ProvisionedThroughput={"ReadCapacityUnits": 6000, "WriteCapacityUnits": 1200},
+        ProvisionedThroughput={"ReadCapacityUnits": 9000, "WriteCapacityUnits": 200},
     )
-    # The savings start full (90,000 WCU per partition): clipped to 300 WCU first.
+    # The savings start full (15,000 WCU per partition): clipped to 300 WCU first.
     clip_burst_savings(
         ddb,
         table,
         lambda i: {"pk": {"S": f"touch-{i}"}},
-        6000,
-        1200,
+        9000,
+        200,
         clipped=lambda: partition_allocations(cluster, table) <= 1.0,
     )
     # The router's lease comes back from the clipping's 1 WCU (its next request asks, then
     # a Doorman reload and a refresh interval) to what an idle router wants: its floor,
     # 5% of the table's rate (the wants follow use, partita.doorman.wants). The hot load
-    # below raises them; the hot partition saves 300 WCU/s meanwhile.
-    wait_for_table_lease(cluster, table, timeout=60.0, at_least=0.05 * 1200 - 1, ask="hot")
+    # below raises them; the hot partition saves 50 WCU/s meanwhile.
+    wait_for_table_lease(cluster, table, timeout=60.0, at_least=0.05 * 200 - 1, ask="hot")
     boosts_before = storage_boosts(cluster, table)
-    payload = "x" * 100_000
-    # 36 s: up to a refresh interval (5 s) passes before the router's lease follows the
-    # jump in its demand, then the partition is throttled until its boosts catch up.
-    seconds, per_second = 36.0, 9.0
+    payload = "x" * 50_000
+    # The load runs until the behaviour shows, not for a fixed time: the hot partition's
+    # savings at the start depend on how long the lease above took (50 WCU/s saved
+    # meanwhile) and on how long the router's lease takes to follow the jump in demand
+    # (a refresh interval, 5 s), so when the partition is first throttled varies. Bounds:
+    # 90 s for the first refusal at the partition layer, then 40 s for the boosts to
+    # catch up, shown by `calm` seconds in a row without a refusal.
+    per_second, calm = 3.0, 6.0
+    first_deadline, settle_deadline = 90.0, 40.0
     start = time.monotonic()
     outcomes: list[tuple[float, str]] = []  # (seconds since start, "ok" or the throttling reason)
     lock = threading.Lock()
 
+    def settled(t: float) -> bool:
+        first = next((s for s, o in outcomes if o == "TableWriteKeyRangeThroughputExceeded"), None)
+        if first is None:
+            return t >= first_deadline
+        last_refusal = max(s for s, o in outcomes if o != "ok")
+        return t - last_refusal >= calm or t - first >= settle_deadline
+
     def run(worker: int) -> None:
         client = cluster.client(config=NO_RETRIES)
         due = time.monotonic()
-        while (t := time.monotonic() - start) < seconds:
+        while True:
+            t = time.monotonic() - start
+            with lock:
+                if settled(t):
+                    return
             try:
                 client.put_item(TableName=table, Item={"pk": {"S": "hot"}, "v": {"S": payload}})
                 outcome = "ok"
@@ -328,8 +346,8 @@ def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster
             with lock:
                 outcomes.append((t, outcome))
             # Two workers share the pace. A worker held up by a slow answer does not
-            # catch up in a burst: that would offer more than the 1,000 WCU/s a
-            # partition may ever take, and be throttled for it.
+            # catch up in a burst: that would offer more than the table's rate, and
+            # be throttled for it.
             due = max(due + 2 / per_second, time.monotonic())
             time.sleep(max(0.0, due - time.monotonic()))
 
@@ -337,17 +355,20 @@ def test_a_hot_partition_under_its_tables_rate_is_throttled_then_boosted(cluster
     for w in workers:
         w.start()
     for w in workers:
-        w.join(seconds + 60)
-    throttled = [(t, o) for t, o in outcomes if o != "ok"]
-    reasons = {o for _, o in throttled}
-    assert "TableWriteKeyRangeThroughputExceeded" in reasons, throttled[:5]  # the partition, first
+        w.join(first_deadline + settle_deadline + 60)
+    ended = time.monotonic() - start
+    by_second = Counter((int(t), o) for t, o in outcomes if o != "ok")
+    partition_refusals = [t for t, o in outcomes if o == "TableWriteKeyRangeThroughputExceeded"]
+    assert partition_refusals, (ended, sorted(by_second.items()))  # the partition, once its savings ran out
+    reasons = {o for _, o in outcomes if o != "ok"}
     # The router may refuse too at first, while its lease climbs back from the clipping's
     # 1 WCU (a refresh interval): the table, never anything else.
     assert reasons <= {"TableWriteKeyRangeThroughputExceeded", "TableWriteProvisionedThroughputExceeded"}
     assert storage_boosts(cluster, table) > boosts_before
-    late = [o for t, o in outcomes if t >= seconds - 6.0]
-    assert len(late) >= 6 * per_second * 0.5, len(late)  # the pace held: the demand was there
-    assert all(o == "ok" for o in late), [o for o in late if o != "ok"][:5]
+    # Then the boosts caught up: the last `calm` seconds took the whole pace, unrefused.
+    late = [o for t, o in outcomes if t >= ended - calm]
+    assert all(o == "ok" for o in late), (ended - partition_refusals[0], sorted(by_second.items()))
+    assert len(late) >= calm * per_second * 0.5, len(late)  # the pace held: the demand was there
 
 
 def test_a_new_tables_short_load_is_admitted_at_once_without_retries(cluster: Cluster) -> None:
