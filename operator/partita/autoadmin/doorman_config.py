@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from partita.common import throughput
 from partita.control.model import TableSpec
+from partita.doorman.repository import ResourceRepository
 
 # Seconds between a router's lease refreshes on a table resource: how fast an
 # UpdateTable or a router joining or leaving moves the shares.
@@ -62,8 +65,11 @@ def _on_demand(template: dict[str, Any]) -> dict[str, Any]:
     return template
 
 
-def doorman_config(specs: Iterable[TableSpec]) -> str:
-    """The resource repository (JSON, Doorman's schema) for these tables."""
+def doorman_config(specs: Iterable[TableSpec], templates: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The resource repository (JSON, Doorman's schema) for these tables, then
+    `templates` (an operator's own resources, e.g. the Helm chart's `doorman.config`)
+    except any a table's resource already names, with a catch-all `*` last (theirs if
+    they have one)."""
     resources = []
     for spec in sorted(specs, key=lambda s: s.name):
         if spec.deleting:
@@ -79,8 +85,21 @@ def doorman_config(specs: Iterable[TableSpec]) -> str:
                 f"table/{spec.name}/{suffix}", capacity, TABLE_REFRESH_SECONDS, TABLE_LEASE_SECONDS
             )
             resources.append(_on_demand(template) if on_demand else template)
-    resources.append(_template("*", CATCH_ALL_CAPACITY, TABLE_REFRESH_SECONDS, 60))
+    named = {r["identifier_glob"] for r in resources}
+    extra = [dict(t) for t in templates if t.get("identifier_glob") not in named]
+    resources += [t for t in extra if t.get("identifier_glob") != "*"]
+    catch_all = [t for t in extra if t.get("identifier_glob") == "*"]
+    resources += catch_all or [_template("*", CATCH_ALL_CAPACITY, TABLE_REFRESH_SECONDS, 60)]
     return json.dumps({"resources": resources}, indent=1) + "\n"
+
+
+def load_templates(path: Path) -> list[dict[str, Any]]:
+    """The resources of a Doorman configuration file, which must be valid on its own
+    (the Doorman servers load the same file until the operator's key exists)."""
+    text = path.read_text()
+    ResourceRepository.from_text(text)  # ConfigError if not
+    loaded = yaml.safe_load(text)
+    return [dict(r) for r in loaded["resources"]]
 
 
 class DoormanConfigFile:
@@ -107,3 +126,34 @@ class DoormanConfigFile:
         os.replace(tmp, self.path)
         self._written = text
         return True
+
+
+class DoormanConfigKey:
+    """Writes the configuration to an etcd key the Doorman servers read
+    (`--config-key`): on Kubernetes, where the servers share no file with the
+    operator. Written only when it changed (compared with what the key holds)."""
+
+    def __init__(self, host: str, port: int, key: str, templates: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.host, self.port, self.key = host, port, key
+        self.templates = templates
+        self._written: str | None = None
+        self._client: Any = None
+
+    async def publish(self, specs: Iterable[TableSpec]) -> bool:
+        import aetcd
+
+        text = doorman_config(specs, self.templates)
+        if text == self._written:
+            return False
+        if self._client is None:
+            self._client = aetcd.Client(host=self.host, port=self.port, timeout=5.0)
+        held = await self._client.get(self.key.encode())
+        if held is None or bytes(held.value).decode() != text:
+            await self._client.put(self.key.encode(), text.encode())
+        self._written = text
+        return held is None or bytes(held.value).decode() != text
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()

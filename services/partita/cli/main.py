@@ -565,7 +565,11 @@ def build_parser() -> argparse.ArgumentParser:
     doorman.add_argument("--advertise", help="address clients are redirected to (default HOST:PORT)")
     doorman.add_argument("--metrics-port", type=int, help="serve /metrics on this port")
     doorman.add_argument("--config", help="resource configuration file, YAML or JSON (root servers)")
-    doorman.add_argument("--config-key", help="etcd key holding the resource configuration (root servers)")
+    doorman.add_argument(
+        "--config-key",
+        help="etcd key holding the resource configuration (root servers); with --config, "
+        "the file serves until the key exists",
+    )
     doorman.add_argument("--parent", help="comma-separated addresses of the parent node (non-root servers)")
     doorman.add_argument(
         "--etcd",

@@ -66,3 +66,27 @@ class EtcdSource:
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.close()
+
+
+class KeyOverFile:
+    """The etcd key once it exists, the file until then: on Kubernetes the operator
+    writes the key (every table's resources over the chart's templates), and the chart's
+    templates in the file carry the servers from their start until its first write."""
+
+    def __init__(self, key: EtcdSource, file: FileSource) -> None:
+        self.key, self.file = key, file
+
+    def describe(self) -> str:
+        return f"{self.key.describe()} (until it exists: {self.file.describe()})"
+
+    async def read(self) -> tuple[int, str] | None:
+        found = await self.key.read()
+        if found is not None:
+            return found
+        fallback = await self.file.read()
+        # Negative: a file's version never equals a revision of the key.
+        return None if fallback is None else (-fallback[0], fallback[1])
+
+    async def close(self) -> None:
+        await self.key.close()
+        await self.file.close()

@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 from partita.common import metrics as metrics_registry
-from partita.doorman.config_source import ConfigSource, EtcdSource, FileSource
+from partita.doorman.config_source import ConfigSource, EtcdSource, FileSource, KeyOverFile
 from partita.doorman.core import ServerCore
 from partita.doorman.election import (
     DEFAULT_TTL_SECONDS,
@@ -49,15 +49,17 @@ async def serve(
     election_ttl: int = DEFAULT_TTL_SECONDS,
     advertise: str | None = None,
 ) -> None:
-    if [config_path, config_key, parent].count(None) != 2:
-        raise SystemExit("a Doorman server needs exactly one of --config or --config-key (root), or --parent")
+    root = config_path is not None or config_key is not None
+    if root == (parent is not None):
+        raise SystemExit("a Doorman server needs --config and/or --config-key (root), or --parent")
     source: ConfigSource | None = None
-    if config_path is not None:
-        source = FileSource(config_path)
-    elif config_key is not None:
+    if config_key is not None:
         if etcd is None:
             raise SystemExit("--config-key needs --etcd")
-        source = EtcdSource(etcd[0], etcd[1], config_key)
+        key = EtcdSource(etcd[0], etcd[1], config_key)
+        source = key if config_path is None else KeyOverFile(key, FileSource(config_path))
+    elif config_path is not None:
+        source = FileSource(config_path)
     repository = await initial_repository(source) if source is not None else None
     address = advertise or f"{host}:{port}"
     election: Election

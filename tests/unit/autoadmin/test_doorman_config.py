@@ -7,10 +7,17 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from partita.autoadmin.doorman_config import TABLE_REFRESH_SECONDS, DoormanConfigFile, doorman_config
+import pytest
+
+from partita.autoadmin.doorman_config import (
+    TABLE_REFRESH_SECONDS,
+    DoormanConfigFile,
+    doorman_config,
+    load_templates,
+)
 from partita.autoadmin.local import LocalAutoadmin
 from partita.control.store import MemoryControlStore
-from partita.doorman.repository import ResourceRepository
+from partita.doorman.repository import ConfigError, ResourceRepository
 from tests.unit.autoadmin.test_reconcile import spec
 from tests.unit.records import put_record, table_record
 
@@ -23,6 +30,28 @@ def test_a_provisioned_table_has_its_rates_as_resources() -> None:
     assert wcu.algorithm.kind == wcu.algorithm.FAIR_SHARE
     assert wcu.algorithm.refresh_interval == TABLE_REFRESH_SECONDS
     assert repo.find("something/else").identifier_glob == "*"
+
+
+def test_an_operators_templates_follow_the_tables_and_a_tables_own_resource_wins() -> None:
+    def template(glob: str, capacity: float) -> dict[str, object]:
+        algorithm = {"kind": "STATIC", "lease_length": 10, "refresh_interval": 5}
+        return {"identifier_glob": glob, "capacity": capacity, "algorithm": algorithm}
+
+    templates = [template("*", 7), template("table/Orders/wcu", 1), template("batch/*", 50)]
+    text = doorman_config([spec(read_capacity=300, write_capacity=100)], templates)
+    repo = ResourceRepository.from_text(text)
+    globs = [t.identifier_glob for t in repo.message.resources]
+    assert globs == ["table/Orders/rcu", "table/Orders/wcu", "batch/*", "*"]  # theirs after, "*" last
+    assert repo.find("table/Orders/wcu").capacity == 100
+    assert repo.find("batch/x").capacity == 50
+    assert repo.find("other").capacity == 7  # their catch-all, not the default
+
+
+def test_the_templates_file_must_be_a_valid_configuration(tmp_path: Path) -> None:
+    bad = tmp_path / "doorman.yaml"
+    bad.write_text("resources: [{identifier_glob: a, capacity: 1}]")  # no "*", no algorithm
+    with pytest.raises(ConfigError):
+        load_templates(bad)
 
 
 def test_deleted_tables_have_no_resources() -> None:

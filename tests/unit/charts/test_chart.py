@@ -227,6 +227,29 @@ def test_doorman_runs_a_master_and_a_standby_elected_through_the_charts_etcd() -
     assert not [d for d in render({}) if "doorman" in d["metadata"]["name"]]  # off by default
 
 
+def test_the_operator_publishes_tables_throughput_to_the_key_the_doorman_servers_read() -> None:
+    from partita.cli.main import build_parser
+
+    docs = render({"doorman": {"enabled": True}})
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+    doorman = deployments["demo-partita-doorman"]["spec"]["template"]["spec"]
+    operator = deployments["demo-partita-operator"]["spec"]["template"]["spec"]
+    server = build_parser().parse_args(doorman["containers"][0]["args"])
+    published = build_parser().parse_args(operator["containers"][0]["args"])
+    # The servers read the operator's key, and the chart's templates until it exists.
+    assert server.config_key == published.doorman_config_key == "/partita/doorman/config"
+    assert server.config == "/etc/doorman/doorman.yaml"
+    # The operator reads the same templates, from the same ConfigMap, to follow the tables'.
+    assert str(published.doorman_templates) == "/etc/doorman/doorman.yaml"
+    (mount,) = [m for m in operator["containers"][0]["volumeMounts"] if m["mountPath"] == "/etc/doorman"]
+    (volume,) = [v for v in operator["volumes"] if v["name"] == mount["name"]]
+    assert volume["configMap"]["name"] == "demo-partita-doorman"
+    # Without Doorman the operator publishes nothing.
+    plain = {d["metadata"]["name"]: d for d in render({}) if d["kind"] == "Deployment"}
+    args = plain["demo-partita-operator"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert build_parser().parse_args(args).doorman_config_key is None
+
+
 def test_routers_and_storage_pods_enforce_throughput_by_default_through_doorman_when_deployed() -> None:
     from partita.autoadmin.kube import builders
     from partita.autoadmin.kube.cli import config_from_args, register

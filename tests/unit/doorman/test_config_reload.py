@@ -10,10 +10,10 @@ import aetcd
 import pytest
 
 from partita._proto import doorman_pb2 as pb
-from partita.doorman.config_source import EtcdSource, FileSource
+from partita.doorman.config_source import EtcdSource, FileSource, KeyOverFile
 from partita.doorman.core import ServerCore
 from partita.doorman.election import InMemoryElection, InMemoryLock
-from partita.doorman.main import initial_repository
+from partita.doorman.main import initial_repository, serve
 from partita.doorman.server import DoormanServer
 from tests.unit.control.conftest import Etcd
 
@@ -86,3 +86,54 @@ async def test_the_configuration_can_live_in_etcd(etcd: Etcd) -> None:
     assert capacity_for(server, "r") == 70
     await raw.close()
     await source.close()
+
+
+async def test_a_key_over_a_file_serves_the_file_until_the_key_exists_and_the_key_after(
+    etcd: Etcd, tmp_path: Path
+) -> None:
+    # On Kubernetes: the chart's templates (the file) from the start, the operator's
+    # key (every table's resources) once it writes it.
+    key = f"/partita/doorman/test-{uuid.uuid4().hex[:8]}/config"
+    path = tmp_path / "doorman.yaml"
+    path.write_text(config(3))
+    source = KeyOverFile(EtcdSource("127.0.0.1", etcd.port, key), FileSource(path))
+    server = DoormanServer(
+        ServerCore("root", await initial_repository(source)),
+        InMemoryElection(InMemoryLock(), "x"),
+        config=source,
+    )
+    server.core.on_election(True, "x", 0.0)
+    assert await server.reload_config()  # first look records the version
+    assert capacity_for(server, "r") == 3
+    raw = aetcd.Client(host="127.0.0.1", port=etcd.port)
+    await raw.put(key.encode(), config(30).encode())
+    assert await server.reload_config()
+    assert capacity_for(server, "r") == 30
+    path.write_text(config(4))  # the key wins while it exists
+    assert not await server.reload_config()
+    assert capacity_for(server, "r") == 30
+    await raw.delete(key.encode())
+    assert await server.reload_config()
+    assert capacity_for(server, "r") == 4
+    await raw.close()
+    await source.close()
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({}, "needs --config and/or --config-key"),
+        ({"config_path": Path("x.yaml"), "parent": ["p:1"]}, "needs --config and/or --config-key"),
+        ({"config_key": "/k", "etcd": None}, "--config-key needs --etcd"),
+    ],
+)
+async def test_a_server_is_a_root_with_a_configuration_or_a_child_with_a_parent(
+    given: dict[str, object], message: str
+) -> None:
+    kwargs: dict[str, object] = {
+        "server_id": "s", "host": "127.0.0.1", "port": 0, "metrics_port": None, "config_path": None,
+        "parent": None, "etcd": None, "election_name": "root",
+    }  # fmt: skip
+    kwargs.update(given)
+    with pytest.raises(SystemExit, match=message):
+        await serve(**kwargs)  # type: ignore[arg-type]

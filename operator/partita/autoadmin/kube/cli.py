@@ -78,6 +78,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=OperatorConfig.split_size_bytes,
         help="split a partition whose items pass this many bytes (%(default)s: DynamoDB's 10 GB)",
     )
+    p.add_argument(
+        "--doorman-config-key",
+        default=None,
+        metavar="KEY",
+        help="publish every Table's throughput as Doorman resources at this etcd key "
+        "(the Doorman servers' --config-key; off by default)",
+    )
+    p.add_argument(
+        "--doorman-templates",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a Doorman configuration whose resources follow the tables' in that key (the chart's)",
+    )
     p.add_argument("--priority", type=int, default=None, help="kopf peering priority (random if unset)")
     p.add_argument("--standalone", action="store_true", help="no peering: only for a single replica")
     p.add_argument(
@@ -120,6 +134,8 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         on_demand_partitions=args.on_demand_partitions,
         resync_seconds=args.resync_seconds,
         split_size_bytes=args.split_size_bytes,
+        doorman_config_key=args.doorman_config_key,
+        doorman_templates=args.doorman_templates,
     )
 
 

@@ -16,6 +16,7 @@ import datetime
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -24,6 +25,7 @@ from partita.autoadmin import metrics as autoadmin_metrics
 from partita.autoadmin import reconcile
 from partita.autoadmin.kube import builders, decisions, naming, resources
 from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.doorman_publisher import TablesPublisher
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
@@ -43,6 +45,11 @@ class OperatorConfig:
     retry_seconds: float = 10.0  # while a deletion waits (protection on, replicas dropping)
     # A partition whose items pass this many bytes is split (DynamoDB's 10 GB).
     split_size_bytes: int = common_config.DEFAULT_SPLIT_SIZE_BYTES
+    # The etcd key the Doorman servers read (`partita doorman --config-key`): every
+    # Table's throughput is published there as Doorman resources; None: not published.
+    doorman_config_key: str | None = None
+    # A Doorman configuration (the chart's templates) whose resources follow the tables'.
+    doorman_templates: Path | None = None
 
 
 @dataclass
@@ -107,7 +114,11 @@ def operator_settings(priority: int, standalone: bool) -> kopf.OperatorSettings:
 
 
 def build_registry(
-    config: OperatorConfig, api: KubeApi, director: ReplicaDirector, login: kopf.ConnectionInfo
+    config: OperatorConfig,
+    api: KubeApi,
+    director: ReplicaDirector,
+    login: kopf.ConnectionInfo,
+    doorman: TablesPublisher | None = None,
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     state = _State()
@@ -148,6 +159,8 @@ def build_registry(
             return  # the deletion handler owns the object now
         async with state.table_locks.setdefault(f"{namespace}/{name}", asyncio.Lock()):
             await _reconcile_table(body, spec, meta, status, namespace, name, patch)
+        if doorman is not None:
+            doorman.changed()
 
     async def _reconcile_table(
         body: kopf.Body,
@@ -339,6 +352,8 @@ def build_registry(
                 message="deletionProtectionEnabled is true: set it to false to let the deletion proceed",
             )
             raise kopf.TemporaryError("deletion protection is enabled", delay=config.retry_seconds)
+        if doorman is not None:
+            doorman.changed()  # a table being deleted admits nothing: its resources go
         namespace = _namespaced(namespace)
         objs = await list_partitions(namespace, name)
         obs = decisions.TableObservation(

@@ -9,13 +9,16 @@ pauses every operator when two share a priority.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from typing import Any, cast
 
 import kopf
 
-from partita.autoadmin.kube import naming
+from partita.autoadmin.doorman_config import DoormanConfigKey, load_templates
+from partita.autoadmin.kube import naming, resources
 from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.doorman_publisher import TablesPublisher
 from partita.autoadmin.kube.grpc_director import (
     GrpcReplicaDirector,
     fleet_replication_resolver,
@@ -23,7 +26,11 @@ from partita.autoadmin.kube.grpc_director import (
 )
 from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
 from partita.autoadmin.kube.replicas import ReplicaDirector
+from partita.common import config as common_config
 from partita.common import metrics
+from partita.control.model import TableSpec
+
+log = logging.getLogger(__name__)
 
 
 def discover_credentials(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo:
@@ -32,6 +39,30 @@ def discover_credentials(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo
     if info is None:
         raise kopf.LoginError("no service account token and no kubeconfig found")
     return info
+
+
+def tables_publisher(config: OperatorConfig, api: KubeApi) -> TablesPublisher | None:
+    """What publishes the Tables' Doorman resources to `config.doorman_config_key`."""
+    if config.doorman_config_key is None:
+        return None
+    namespace = config.fleet.namespace
+    templates = load_templates(config.doorman_templates) if config.doorman_templates else []
+    host, port = common_config.parse_endpoint(config.fleet.etcd)
+
+    async def list_tables() -> list[TableSpec]:
+        specs = []
+        for obj in await api.list(naming.API_VERSION, naming.TABLES, namespace, {}):
+            try:
+                specs.append(
+                    resources.table_spec(namespace, obj["metadata"]["name"], obj["spec"], obj["metadata"])
+                )
+            except Exception as exc:  # one malformed Table must not hide the others
+                log.warning(
+                    "Table %s left out of the Doorman resources: %s", obj["metadata"].get("name"), exc
+                )
+        return specs
+
+    return TablesPublisher(list_tables, DoormanConfigKey(host, port, config.doorman_config_key, templates))
 
 
 async def run_operator(
@@ -63,7 +94,8 @@ async def run_operator(
         else None
     )
     in_use: ReplicaDirector = own_director if own_director is not None else cast(ReplicaDirector, director)
-    registry = build_registry(config, api, in_use, info)
+    publisher = tables_publisher(config, api)
+    registry = build_registry(config, api, in_use, info, doorman=publisher)
     kwargs: dict[str, Any] = {"peering_name": naming.PEERING_NAME, "priority": chosen}
     if identity is not None:
         # kopf derives one from host and pid; two operators in one process need their own.
@@ -81,6 +113,8 @@ async def run_operator(
             **kwargs,
         )
     finally:
+        if publisher is not None:
+            await publisher.close()
         await api.close()
         if own_director is not None:
             await own_director.close()
