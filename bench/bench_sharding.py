@@ -59,7 +59,7 @@ def _client(peer: peers.Peer) -> Any:
         region_name=peer.region,
         aws_access_key_id=peer.access_key,
         aws_secret_access_key=peer.secret_key,
-        config=Config(retries={"max_attempts": 1}, max_pool_connections=32),
+        config=Config(retries={"total_max_attempts": 1}, max_pool_connections=32),
     )
 
 

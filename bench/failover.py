@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             region_name=peer.region,
             aws_access_key_id=peer.access_key,
             aws_secret_access_key=peer.secret_key,
-            config=Config(retries={"max_attempts": 1}, read_timeout=10, connect_timeout=5),
+            config=Config(retries={"total_max_attempts": 1}, read_timeout=10, connect_timeout=5),
         )
         ddb.create_table(
             TableName=TABLE,

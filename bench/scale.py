@@ -70,7 +70,7 @@ def _client(peer: Peer) -> Any:
         aws_access_key_id=peer.access_key,
         aws_secret_access_key=peer.secret_key,
         config=Config(
-            retries={"max_attempts": 1}, read_timeout=30, connect_timeout=5, max_pool_connections=32
+            retries={"total_max_attempts": 1}, read_timeout=30, connect_timeout=5, max_pool_connections=32
         ),
     )
 

@@ -192,6 +192,12 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seconds", type=float, default=DEFAULT_PHASE_SECONDS, help="per rate (%(default)s)")
     p.add_argument("--records", type=int, default=10_000)
     p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
+    p.add_argument(
+        "--admission",
+        choices=("off", "local", "doorman"),
+        default="",
+        help="Partita targets' admission (default: partita up's); off measures the data path alone",
+    )
     p.add_argument("--out", type=Path)
     a = p.parse_args(argv)
     cfg = Config(
@@ -204,7 +210,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     for target in cfg.targets:
         print(f"[{target}] starting", flush=True)
         try:
-            with peers.running(target, table=cfg.table) as peer:
+            partita_args = ("--admission", a.admission) if a.admission else ()
+            with peers.running(target, table=cfg.table, partita_args=partita_args) as peer:
                 results[target] = _run_loop(sweep_target(peer, cfg, workload, rates, a.seconds))
         except Exception as exc:  # one broken target must not hide the others
             print(f"[{target}] FAILED: {exc}", file=sys.stderr, flush=True)
@@ -218,6 +225,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         "seconds": a.seconds,
         "concurrency": a.concurrency,
         "records": a.records,
+        "admission": a.admission or "default",
         "machine": machine_info(),
         "results": results,
     }

@@ -65,7 +65,7 @@ def ddb(cluster: Cluster | RemoteEndpoint) -> Any:
     """A boto3 DynamoDB client for the cluster (no retries: tests see every error)."""
     from botocore.config import Config
 
-    return cluster.client(config=Config(retries={"max_attempts": 1}, read_timeout=30))
+    return cluster.client(config=Config(retries={"total_max_attempts": 1}, read_timeout=30))
 
 
 @pytest.fixture(scope="session")

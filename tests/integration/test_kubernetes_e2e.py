@@ -72,7 +72,7 @@ def client(data_dir: Path, port: int) -> Any:
         region_name="us-east-1",
         aws_access_key_id=cred.access_key_id,
         aws_secret_access_key=cred.secret_access_key,
-        config=Config(retries={"max_attempts": 1}, read_timeout=10, connect_timeout=2),
+        config=Config(retries={"total_max_attempts": 1}, read_timeout=10, connect_timeout=2),
     )
 
 

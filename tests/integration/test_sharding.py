@@ -42,7 +42,7 @@ from tests.integration.cluster import Cluster, clip_burst_savings, running, wait
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-sharding")]
 
-NO_RETRIES = Config(retries={"max_attempts": 1}, read_timeout=30, max_pool_connections=32)
+NO_RETRIES = Config(retries={"total_max_attempts": 1}, read_timeout=30, max_pool_connections=32)
 # Growth as fast as the mechanism allows, for tests that are about correctness, not pacing.
 EAGER = GrowthPolicy(cooldown=0.0, backoff_min=0.0, backoff_max=0.0, max_shards=64)
 
@@ -555,7 +555,7 @@ from partita.client.sharding import DynamicShardedTable, GrowthPolicy
 
 endpoint, key, secret, table, meta_table, path, start_at, rounds = sys.argv[1:]
 client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=key,
-                      aws_secret_access_key=secret, config=Config(retries={"max_attempts": 1}))
+                      aws_secret_access_key=secret, config=Config(retries={"total_max_attempts": 1}))
 policy = GrowthPolicy(cooldown=0, backoff_min=0, backoff_max=0, max_shards=1000)
 with DynamicShardedTable(client, table, meta_table, partition_key="file_path", sort_key="ts", policy=policy,
                          cache_ttl=0) as sharded:

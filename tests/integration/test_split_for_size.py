@@ -42,7 +42,7 @@ SPLIT_SIZE = 100_000
 HOT_SECONDS = 20
 # The size tests' throughput: far above what they consume, so they never run hot.
 ROOMY = {"ReadCapacityUnits": 1000, "WriteCapacityUnits": 500}
-NO_RETRIES = Config(retries={"max_attempts": 1}, read_timeout=30)
+NO_RETRIES = Config(retries={"total_max_attempts": 1}, read_timeout=30)
 KEYS = 40  # partition keys; each holds an item collection of several sort keys
 
 

@@ -44,7 +44,7 @@ SPLIT_SIZE = 100_000
 ROOMY = {"ReadCapacityUnits": 1000, "WriteCapacityUnits": 500}
 # ceil(1000 / 3000 + 1500 / 1000): two partitions where ROOMY needs one.
 RAISED = {"ReadCapacityUnits": 1000, "WriteCapacityUnits": 1500}
-NO_RETRIES = Config(retries={"max_attempts": 1}, read_timeout=30)
+NO_RETRIES = Config(retries={"total_max_attempts": 1}, read_timeout=30)
 PAYLOAD = "x" * 1000  # the size test's items: about 1 KB each
 SMALL = "x" * 20  # the throughput tests': the table stays far below the split size
 PUTTERS, INCREMENTERS = 3, 2

@@ -42,6 +42,8 @@ class StorageNode:
     # What the node registers in etcd as its replication address (default: its own).
     advertise: str | None = None
     proc: subprocess.Popen[bytes] | None = None
+    served: bool = False  # it has served once: its ports are known to others
+    log_offset: int = 0  # where this start's output begins in the log
 
     @property
     def address(self) -> str:
@@ -66,7 +68,9 @@ class StorageNode:
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.data_dir.parent / f"{self.node_id}.log", "ab")  # noqa: SIM115 (the child keeps it)
+        path = self.data_dir.parent / f"{self.node_id}.log"
+        self.log_offset = path.stat().st_size if path.exists() else 0
+        log = open(path, "ab")  # noqa: SIM115 (the child keeps it)
         self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=log)
         log.close()
 
@@ -88,7 +92,39 @@ class StorageNode:
         return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
     async def wait_serving(self) -> None:
-        """Until the node's health service says SERVING (the readiness probe's check)."""
+        """Until the node's health service says SERVING (the readiness probe's check).
+        A first start whose ports another process took between `free_port` and the
+        node's bind (other suites run on the same machine) starts again on new ports,
+        at most twice; a restart keeps its ports (its peers know them)."""
+        for _ in range(2):
+            if self.served or not await self._port_clash():
+                break
+            self.port, self.data_port, self.replication_port = free_port(), free_port(), free_port()
+            self.start()
+        await self._wait_serving()
+        self.served = True
+
+    async def _port_clash(self) -> bool:
+        """Whether the process exited at start because a port was taken."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while self.proc is not None and self.proc.poll() is None:
+            if await self._serving() or time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.1)
+        path = self.data_dir.parent / f"{self.node_id}.log"
+        with open(path, "rb") as log:
+            log.seek(self.log_offset)
+            return b"Address already in use" in log.read()
+
+    async def _serving(self) -> bool:
+        async with grpc.aio.insecure_channel(self.address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)  # type: ignore[no-untyped-call]
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                answer = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                return bool(answer.status == health_pb2.HealthCheckResponse.SERVING)
+        return False
+
+    async def _wait_serving(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         async with grpc.aio.insecure_channel(self.address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)  # type: ignore[no-untyped-call]
