@@ -128,8 +128,13 @@ class Replica:
         self.members: Members = self.log.members_at(self.log.last_index)
         self.state = State.FOLLOWER
         self.leader: NodeId | None = None
-        # Whatever this replica promised before a crash is forgotten: promise afresh.
-        self.promise_until = now + config.lease_duration
+        # Whatever this replica promised before a crash is forgotten: promise afresh. A
+        # replica whose durable hard state is still the initial one (term 0, no vote)
+        # never answered a leader of this group (a follower persists a new term before
+        # it answers), so it promised nothing: a new group (a new table's partition, a
+        # split's child) elects at once instead of a lease later.
+        pristine = hs.term == 0 and hs.vote is None
+        self.promise_until = now if pristine else now + config.lease_duration
         self.election_deadline = 0.0
         self._first_election_timer(now)
         self.counters = Counters()
@@ -396,8 +401,8 @@ class Replica:
         campaign within the same second: split votes, and on a loaded machine a storm of
         terms that did not settle in minutes (bench/scale.py, a restart of 4,000 groups).
         Members go in the stable per-group order of failover instead: the first when its
-        promise from the start has run out, the next half an election timeout later;
-        after that the usual random timer."""
+        promise from the start has run out (at once in a new group: no promise), the
+        next half an election timeout later; after that the usual random timer."""
         members = sorted(
             (n for n, role in self.members.items() if role == Role.FULL),
             key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
@@ -407,7 +412,7 @@ class Replica:
             return
         rank = members.index(self.node)
         timeout = self.config.election_timeout
-        start = now + self.config.lease_duration
+        start = max(now, self.promise_until)
         self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
 
     def _reset_election_timer(self, now: float) -> None:

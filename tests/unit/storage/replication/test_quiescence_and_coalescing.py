@@ -16,7 +16,7 @@ from partita.storage.replication import (
     expand,
     make_entry,
 )
-from partita.storage.replication.types import EntryKind
+from partita.storage.replication.types import EntryKind, HardState
 from tests.unit.storage.replication.harness import CONFIG, Cluster
 
 THREE = ["a", "b", "c"]
@@ -256,3 +256,47 @@ def test_many_fresh_groups_each_elect_their_first_leader_in_one_term_in_a_stable
     assert all(nodes[ls[0]].replicas[f"t/{g}"].term == 1 for g, ls in leaders.items())
     spread = Counter(ls[0] for ls in leaders.values())
     assert min(spread.values()) > 20, spread  # about a third each (40)
+
+
+def _run_until_leader(nodes: dict[str, MultiReplica], group: str, start: float, limit: float) -> float | None:
+    """Ticks every 10 ms with instant delivery; the time a leader of `group` exists."""
+    now = start
+    while now < limit:
+        now += 0.01
+        pending = []
+        for multi in nodes.values():
+            multi.tick(now)
+            pending.extend(m for rd in multi.ready() for m in rd.messages)
+        for _ in range(10):
+            for m in pending:
+                nodes[m.dst].step(m, now)
+            pending = [m for multi in nodes.values() for rd in multi.ready() for m in rd.messages]
+        if any(multi.replicas[group].is_leader for multi in nodes.values()):
+            return now
+    return None
+
+
+def test_a_new_group_elects_at_once_having_promised_nothing_but_a_restart_waits_out_its_promise() -> None:
+    """A replica whose durable hard state is the initial one never answered a leader of
+    its group, so it made no lease promise: a new table's partition (or a split's
+    child) elects within a tenth of an election timeout, not a lease later (its first
+    write used to wait about a second). A replica restarted with a term on disk may
+    have promised a leader before the crash: it still waits a lease before it campaigns."""
+    config = ReplicationConfig(election_timeout=1.0, lease_duration=0.8, heartbeat_interval=0.2)
+    members = {n: Role.FULL for n in THREE}
+    fresh = {n: MultiReplica(n, config) for n in THREE}
+    for i, n in enumerate(THREE):
+        fresh[n].add_group("new", bootstrap_state(members), now=0.0, seed=i)
+    elected = _run_until_leader(fresh, "new", 0.0, 2.0)
+    assert elected is not None and elected <= 0.1 * config.election_timeout + 0.02, elected
+
+    # The same group restarted from what its members persisted (term 1): a lease first.
+    disk = {n: fresh[n].replicas["new"].hard_state() for n in THREE}
+    assert all(hs.term == 1 for hs in disk.values())
+    restarted = {n: MultiReplica(n, config) for n in THREE}
+    for i, n in enumerate(THREE):
+        persisted = bootstrap_state(members)
+        persisted.hard_state = HardState(disk[n].term, disk[n].vote, 0)
+        restarted[n].add_group("new", persisted, now=10.0, seed=i)
+    elected = _run_until_leader(restarted, "new", 10.0, 13.0)
+    assert elected is not None and elected >= 10.0 + config.lease_duration, elected
