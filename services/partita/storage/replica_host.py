@@ -14,8 +14,8 @@ policy on the leader, `repair_driver.py`); a log-only member keeps the WAL and a
 nothing. A follower behind the leader's log base, or a member just added when the
 leader's log does not reach back to the start, is sent a snapshot: the partition's key
 range read from a RocksDB checkpoint at the leader's applied index, in checksummed chunks
-(`snapshot.py`), staged on disk by the receiver and installed in one RocksDB batch with
-the applied position, after which the log catches it up.
+(`snapshot.py`), staged on disk by the receiver and installed in bounded RocksDB batches
+under an "installing" mark (`Engine.install_snapshot`), after which the log catches it up.
 """
 
 from __future__ import annotations
