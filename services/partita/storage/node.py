@@ -167,6 +167,10 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
         state.partition_figures = {k: v for k, v in state.partition_figures.items() if k[0] != table_id}
         lo, hi = keys.table_bounds(table_id)
         await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
+        if state.replicas is not None:
+            # Stopped first: a replica still running would write a position after its erasure.
+            for group in [g for g in state.replicas.multi.replicas if g.startswith(f"{table_id}/")]:
+                state.replicas.remove_group(group)
         for group in state.engine.groups():
             if group.startswith(f"{table_id}/"):
                 await state.engine.erase_group(group)  # the data went with the table's range
