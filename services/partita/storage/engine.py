@@ -115,6 +115,7 @@ class Engine:
         self._options: rocksdict.Options | None = None  # set by open: its statistics
         self._directory: Path | None = None
         self._erased: dict[GroupId, int] = {}  # the LSN of each group's newest erasure
+        self._erasing: set[GroupId] = set()  # erasure records not yet durable
         # Groups whose snapshot install was cut short (index of the snapshot): their
         # range is not served until an install completes or the log applies that far.
         self._installing: dict[GroupId, int] = {}
@@ -563,8 +564,15 @@ class Engine:
         so its WAL records keep their place (a checkpoint cannot drop the replica's
         unapplied entries while RocksDB still holds its position); after it, replay
         drops them and redoes the batch if RocksDB lost it."""
-        lsn = (await self._wal.append_many([encode_erase(group, ranges)]))[0]
-        self._erase(group, ranges, lsn)
+        # A checkpoint meanwhile must not append the group's hard state again: after
+        # the erasure record it would bring the group back on replay. (It may still
+        # truncate the old one: its own appends reach the WAL after this record.)
+        self._erasing.add(group)
+        try:
+            lsn = (await self._wal.append_many([encode_erase(group, ranges)]))[0]
+            self._erase(group, ranges, lsn)
+        finally:
+            self._erasing.discard(group)
 
     def _erase(self, group: GroupId, ranges: tuple[tuple[bytes, bytes], ...], lsn: int) -> None:
         name = group.encode()
@@ -639,7 +647,11 @@ class Engine:
     async def _rewrite_old_hard_states(self, floor: int) -> None:
         """Append again the hard states older than `floor`, so truncating there keeps
         every group's newest one (an idle group must not pin the log)."""
-        stale = [(group, held[0]) for group, held in self._hard_states.items() if held[1] < floor]
+        stale = [
+            (group, held[0])
+            for group, held in self._hard_states.items()
+            if held[1] < floor and group not in self._erasing
+        ]
         if not stale:
             return
         lsns = await self._wal.append_many([encode_hard_state(group, state) for group, state in stale])
