@@ -10,6 +10,7 @@ or closed behind the test's back.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -119,6 +120,38 @@ async def test_a_replica_added_back_after_its_erasure_keeps_its_new_log(tmp_path
         assert e.applied_position("r") == (1, 7) and e.hard_state("r") == HardState(7, "b", 1)
         assert list(e.scan(b"r", b"s")) == [(b"r-new", b"1")]
         assert [x.index for x in e.read_entries("r", 1, 10)] == [1]
+    finally:
+        await e.close()
+
+
+async def test_a_checkpoint_while_the_erasure_is_written_does_not_bring_the_group_back(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint appends old hard states again (so truncation keeps them): not the
+    hard state of a group whose erasure record is on its way, or replay, finding it
+    after the record, would bring the group back."""
+    directory = tmp_path / "node"
+    e = Engine.open(directory, sync=False)
+    await replica(e, "r", b"r", 3)
+    e.apply("r", 3, [put(b"r003", b"v3")], term=2)  # all applied: its hard state is old
+    gate = asyncio.Event()
+
+    async def held(payloads: list[bytes]) -> list[int]:
+        queued = e._wal._submit(payloads)  # in the log's queue (its LSN taken) at once
+        await gate.wait()
+        return await queued
+
+    e._wal.append_many = held  # type: ignore[method-assign]
+    erasing = asyncio.create_task(e.erase_group("r", ((b"r", b"s"),)))
+    await asyncio.sleep(0)
+    del e._wal.append_many
+    await e.checkpoint()
+    gate.set()
+    await erasing
+    await e.close()
+    e = Engine.open(directory, sync=False)
+    try:
+        assert "r" not in e.groups() and e.hard_state("r") is None
     finally:
         await e.close()
 
