@@ -30,7 +30,7 @@ from partita.storage.group_log import group_of
 from partita.storage.hosting import desired_hosting
 from partita.storage.node import NodeState, sync_groups
 from partita.storage.replica_host import ReplicaHost
-from partita.storage.replication.types import EntryKind, HardState, make_entry
+from partita.storage.replication.types import EntryKind, HardState, Ready, make_entry
 from tests.unit import records
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -134,7 +134,7 @@ _CRASHING_INSTALLER = textwrap.dedent(
     from pathlib import Path
     from partita.storage.effects import Effect, Kind, encode_effects
     from partita.storage.engine import Engine
-    from partita.storage.replication.types import EntryKind, HardState, make_entry
+    from partita.storage.replication.types import EntryKind, HardState, Ready, make_entry
 
     directory = Path(sys.argv[1])
 
@@ -180,6 +180,38 @@ async def test_a_sigkill_in_the_middle_of_an_install_leaves_the_range_unserved_u
         assert not e.installing(GROUP) and len(list(e.scan(b"t", b"u"))) == PAIRS
     finally:
         await e.close()
+
+
+async def test_a_replica_restarted_from_an_install_cut_short_abstains_from_elections_until_rebuilt(
+    tmp_path: Path,
+) -> None:
+    """Its log is empty: voting, it could help elect a leader that lacks entries it once
+    acknowledged. It votes again once the log has applied as far as the snapshot."""
+    directory = tmp_path / "node"
+    e = Engine.open(directory, sync=False)
+    await old_replica(e)
+    with pytest.raises(RuntimeError):
+        e.install_snapshot(GROUP, b"t", b"u", _raising(), 40, 3, batch_bytes=BATCH)
+    await e._wal.close()
+    e._db.close()
+    e = Engine.open(directory, sync=False)
+    try:
+        host = ReplicaHost("b", e, lambda envelopes: None)
+        host.add_group(GROUP, ["a", "b", "c"])
+        replica = host.multi.replicas[GROUP]
+        assert replica.abstaining and replica.log.last_index == 0
+        noops = [make_entry(3, i, EntryKind.NOOP, b"") for i in range(1, 41)]
+        host._apply(Ready(GROUP, committed=noops[:39]))
+        assert replica.abstaining
+        host._apply(Ready(GROUP, committed=noops[39:]))
+        assert not replica.abstaining and not e.installing(GROUP)
+    finally:
+        await e.close()
+
+
+def _raising() -> Iterator[tuple[bytes, bytes]]:
+    yield from pairs(PAIRS // 2)
+    raise RuntimeError("crash")
 
 
 async def test_an_install_cut_short_is_over_once_the_log_has_applied_as_far(tmp_path: Path) -> None:
