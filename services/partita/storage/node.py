@@ -307,6 +307,8 @@ def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None =
                 placed[group] = (record.table_id, p)
                 if state.node_id in members:
                     wanted[group] = (record.table_id, p)
+    # A member's split child waiting for its parent is not wanted yet, but not removed.
+    members_here = set(wanted)
     waiting = _children_waiting(state, wanted, time.monotonic() if now is None else now)
     for group, parent in waiting.items():
         del wanted[group]
@@ -319,7 +321,7 @@ def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None =
     # back it starts as a new member (a log-only member's position stands for data it
     # never applied). A split's parent or a dropped table are not this case: their ids
     # leave the map (a dropped table's range is deleted whole).
-    for group in [g for g in state.engine.groups() if g in placed and g not in wanted]:
+    for group in [g for g in state.engine.groups() if g in placed and g not in members_here]:
         table_id, p = placed[group]
         state.erasing[group] = unserved_ranges(state, tables, table_id, p, wanted)
     for group, (table_id, p) in wanted.items():

@@ -289,3 +289,20 @@ async def test_a_removed_replica_keeps_the_part_of_its_range_a_split_child_here_
     assert node_d.erasing[group] == (keys.hash_range_bounds(1, END // 4, END // 2),)
     await erase_removed(node_d)
     assert node_d.engine.get(left) == b"1" and node_d.engine.get(right) is None
+
+
+async def test_a_split_child_waiting_for_its_parent_here_is_not_erased(node_d: NodeState) -> None:
+    """Not started yet (its parent has not reached the SPLIT entry here), the child is
+    not hosted, but this node is its member: whatever it holds of it stays."""
+    parent = Partition("p0", 0, END // 2, ("a", "b", "d"), "a")
+    sync_groups(node_d, table(parent))
+    node_d.engine.apply(group_of(1, "p0"), 3, [], term=1)  # behind the SPLIT entry at 5
+    child_group = group_of(1, "p0-0")
+    node_d.engine.apply(child_group, 1, [], term=1)
+    left = Partition("p0-0", 0, END // 4, ("a", "b", "d"), "a", parent="p0", parent_index=5)
+    right = Partition("p0-1", END // 4, END // 2, ("a", "b", "d"), "a", parent="p0", parent_index=5)
+    sync_groups(node_d, table(left, right))
+    assert node_d.retiring == {group_of(1, "p0")}
+    assert node_d.erasing == {}
+    await erase_removed(node_d)
+    assert node_d.engine.applied_index(child_group) == 1
