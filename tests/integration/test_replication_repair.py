@@ -5,7 +5,8 @@ once `partita node add` brings another node a full replica is rebuilt there (a
 snapshot streamed from the leader, whose log no longer starts at 0 after a restart, then
 log catch-up), the log-only member and the dead one leave, and every acknowledged write is
 still read back, strongly consistent, also after a second member of the repaired group
-dies.
+dies. The dead node, released once repaired around, erases the replicas it was removed
+from.
 
 Five nodes, not four: a group's members are node ids, so the log-only member needs a
 node outside the group (storage-d, added before the failure) and the rebuilt full
@@ -14,6 +15,7 @@ member another one (storage-e, added after it).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -29,6 +31,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from partita.common import keys
+from partita.storage.engine import Engine
+from partita.storage.group_log import group_of
 from tests.integration.cluster import Cluster, running, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-replication-repair")]
@@ -51,6 +56,14 @@ def _partitions(cluster: Cluster, name: str) -> list[dict[str, Any]]:
     table = next(t for t in status["tables"] if t["name"] == name)
     partitions: list[dict[str, Any]] = table["partitions"]
     return partitions
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _until(what: str, predicate: Callable[[], bool], timeout: float) -> None:
@@ -153,6 +166,40 @@ def test_a_node_down_for_long_gets_a_log_replica_then_a_full_one_rebuilt_on_an_a
             writer.stop.set()
             writer.thread.join(30)
         assert len(writer.acked) > 150
+
+        # storage-c comes back: removed from every group while it was down, it erases its
+        # replicas (data, positions, logs) on its first pass over the hosting. Killed
+        # again once it has, its RocksDB and WAL, read back, hold nothing of them.
+        table = next(t for t in _cli(cluster, "status")["tables"] if t["name"] == name)
+        c_log = cluster.data_dir / "logs" / "storage-c.log"
+        dead_pid = cluster.pid_of("storage-c")
+        _cli(cluster, "node", "release", "storage-c")
+        c_pid = cluster.wait_restarted("storage-c", dead_pid)
+        _until(
+            "storage-c erases the replicas it was removed from",
+            lambda: c_log.read_text().count("replica was removed; erased") >= len(table["partitions"]),
+            60,
+        )
+        _cli(cluster, "node", "hold", "storage-c")
+        os.kill(c_pid, signal.SIGKILL)
+        _until("storage-c exits", lambda: not _alive(c_pid), 10)
+        engine = Engine.open(cluster.data_dir / "storage-c", sync=False)
+        try:
+            for p in _partitions(cluster, name):
+                group = group_of(table["table_id"], p["id"])
+                lo, hi = keys.hash_range_bounds(table["table_id"], *(int(h, 16) for h in p["hash_range"]))
+                assert group not in engine.groups() and engine.applied_position(group) == (0, 0)
+                assert next(engine.scan(lo, hi), None) is None
+        finally:
+            asyncio.run(engine.close())
+
+        # Its registration expires before storage-a dies, so the repair does not pick the
+        # dead storage-c as a member.
+        _until(
+            "storage-c's registration expires",
+            lambda: "storage-c" not in {n["node_id"] for n in _cli(cluster, "status")["nodes"]},
+            30,
+        )
 
         # The rebuilt member holds the data: with storage-a down as well, each group is
         # {storage-b, storage-e}, which must still serve every acknowledged write.

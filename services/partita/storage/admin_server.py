@@ -136,10 +136,9 @@ class AdminHosting:
         self._rehost(without=partition)
         end = min(assignment.end, HASH_SPACE)
         lo, hi = keys.hash_range_bounds(table_id, assignment.start, end)
-        await self.state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
-        # The partition's group keeps its applied index (no engine.forget_group): the
-        # WAL may still hold the group's entries, and a forgotten applied index would
-        # have a restart replay them over the deleted range.
+        # The replica's data, position and log go together and durably (a restart
+        # neither replays its WAL entries over the emptied range nor finds its position).
+        await self.state.engine.erase_group(group_of(table_id, partition), ((lo, hi),))
         self.state.partition_figures.pop((table_id, partition), None)
         self.book.remove(partition)
         if table_id not in self.state.hosted:

@@ -78,6 +78,10 @@ class DataPlane:
             # A newcomer to a split child (it missed the split): its copy of the range is
             # the parent's, stale, until the leader's snapshot is installed.
             return Plan(not_leader(request.id, None))
+        if group is not None and self.state.engine.installing(group):
+            # A snapshot install cut short by a crash: the range is emptied until the
+            # install is redone (or the log has rebuilt it).
+            return Plan(not_leader(request.id, None))
         if group is not None and request.op in _WRITES:
             return self._plan_replicated(request, owner, group)
         return self._plan_local(request, owner, group)
@@ -178,6 +182,8 @@ class DataPlane:
             return not_leader(request.id, None)
         if group is None or replicas is None:
             return None
+        if self.state.engine.installing(group):
+            return not_leader(request.id, None if replicas.is_leader(group) else replicas.leader_of(group))
         if not request.consistent and self.state.engine.applied_index(group) >= request.read_floor:
             return None
         if not replicas.is_leader(group):

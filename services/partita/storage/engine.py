@@ -20,6 +20,14 @@ retains them for followers (`retain`), but never beyond `MAX_RETAINED_RECORDS` r
 so one lagging group never pins the log of the others (it is compacted, and a follower
 that needs what was dropped gets a snapshot).
 
+A replica removed from this node is erased (`erase_group`): an erasure record in the WAL
+first, then its key ranges, applied position and hard state go in one RocksDB batch with
+an erasure marker (the record's LSN). Replay ignores a group's records older than its
+marker, and redoes an erasure whose batch RocksDB lost, so a crash leaves the old
+replica or none. A snapshot is installed in bounded batches (`install_snapshot`) under
+an "installing" marker: a crash in the middle leaves the range empty and unserved
+(`installing`) until the install is redone or the log has rebuilt it.
+
 Reads of committed data go straight to RocksDB. Read-modify-write operations must see
 writes that are durable-pending too, or two conditional writes racing on one key would
 both pass their check; `_pending` holds the newest not-yet-applied value per key.
@@ -41,9 +49,11 @@ from partita.storage.effects import Effect, Kind, decode_effects, encode_effects
 from partita.storage.group_log import (
     LOCAL_GROUP,
     EntryRecord,
+    EraseRecord,
     GroupLocations,
     decode_record,
     encode_entry,
+    encode_erase,
     encode_hard_state,
     is_group_record,
 )
@@ -58,8 +68,18 @@ META_PREFIX = b"\x00" * 8
 APPLIED_LSN_KEY = META_PREFIX + b"applied_lsn"
 # + group id: the group's applied index, written in the same batch as its effects.
 APPLIED_INDEX_PREFIX = META_PREFIX + b"applied/"
+# + group id: the LSN of the group's newest erasure record, in the erasure's batch.
+# Replay ignores the group's records before it.
+ERASED_PREFIX = META_PREFIX + b"erased/"
+# + group id: a snapshot install under way, (index, term, lo length, lo, hi): set in
+# the batch that empties the range, removed in the one that sets the applied position.
+INSTALLING_PREFIX = META_PREFIX + b"installing/"
+# A snapshot's pairs go into RocksDB in batches of about this many bytes (the chunk
+# size it was sent in): an install's memory is bounded by it, not by the partition.
+INSTALL_BATCH_BYTES = 256 * 1024
 _LSN = struct.Struct(">Q")
 _POSITION = struct.Struct(">QQ")  # a group's applied (index, term)
+_INSTALLING = struct.Struct(">QQI")  # index, term, length of lo (then lo, then hi)
 # The term of a single-member group's entries: it never holds an election.
 LOCAL_TERM = 1
 # A group's host may retain applied records for followers (`retain`), up to this many
@@ -94,6 +114,11 @@ class Engine:
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._options: rocksdict.Options | None = None  # set by open: its statistics
         self._directory: Path | None = None
+        self._erased: dict[GroupId, int] = {}  # the LSN of each group's newest erasure
+        self._erasing: set[GroupId] = set()  # erasure records not yet durable
+        # Groups whose snapshot install was cut short (index of the snapshot): their
+        # range is not served until an install completes or the log applies that far.
+        self._installing: dict[GroupId, int] = {}
 
     @classmethod
     def open(cls, directory: Path, *, sync: bool = True) -> Engine:
@@ -115,7 +140,11 @@ class Engine:
         engine = cls(db, wal, applied, _applied_indexes(db))
         engine._options = options
         engine._directory = directory
+        engine._erased = {group: _LSN.unpack(v)[0] for group, v in _metadata(db, ERASED_PREFIX)}
+        cut_short = _metadata(db, INSTALLING_PREFIX)
+        engine._installing = {group: _INSTALLING.unpack_from(v)[0] for group, v in cut_short}
         replayed = engine._replay()
+        engine._recover_installs(cut_short)
         log.info("engine open at %s: applied lsn %d, replayed %d records", directory, applied, replayed)
         return engine
 
@@ -132,7 +161,16 @@ class Engine:
                     legacy += 1
                 continue
             record = decode_record(payload)
+            if lsn < self._erased.get(record.group, 0):
+                continue  # the replica this record belonged to was erased since
+            if isinstance(record, EraseRecord):
+                unapplied = [u for u in unapplied if u[1] != record.group]
+                if lsn > self._erased.get(record.group, 0):
+                    self._erase(record.group, record.ranges, lsn)  # RocksDB lost the batch
+                continue
             if isinstance(record, EntryRecord):
+                if record.group in self._installing:
+                    continue  # what the snapshot being installed replaces
                 self._locate(record.group, record.entry.index, lsn)
                 if record.entry.index > self._applied.get(record.group, 0):
                     unapplied.append((lsn, record.group, record.entry))
@@ -153,6 +191,30 @@ class Engine:
         for group, locations in self._locations.items():
             self._next_local[group] = max(locations.last_index, self._applied.get(group, 0)) + 1
         return applied + legacy
+
+    def _recover_installs(self, cut_short: list[tuple[GroupId, bytes]]) -> None:
+        """A snapshot install cut short by a crash: RocksDB holds its marker (written in
+        the batch that emptied the range and dropped the applied position) and maybe
+        some of its pairs. The pairs are deleted again and the group restarts empty:
+        its WAL records are from before the install (what the snapshot replaced) and are
+        dropped, its term and vote kept, its commit index forgotten (the log it counted
+        is gone). The leader then sends the log from the start, or the snapshot again."""
+        for group, value in cut_short:
+            if group not in self._installing:
+                continue  # erased since (a replayed erasure)
+            index, _term, lo_length = _INSTALLING.unpack_from(value)
+            lo = value[_INSTALLING.size : _INSTALLING.size + lo_length]
+            hi = value[_INSTALLING.size + lo_length :]
+            batch = rocksdict.WriteBatch(raw_mode=True)
+            batch.delete_range(lo, hi)
+            batch.delete(APPLIED_INDEX_PREFIX + group.encode())
+            self._db.write(batch)
+            self._applied.pop(group, None)
+            self._applied_terms.pop(group, None)
+            held = self._hard_states.get(group)
+            if held is not None:
+                self._hard_states[group] = (HardState(held[0].term, held[0].vote, 0), held[1])
+            log.warning("group %s: snapshot install at %d was cut short; the range is emptied", group, index)
 
     def _locate(self, group: GroupId, index: int, lsn: int) -> None:
         locations = self._locations.get(group)
@@ -230,21 +292,48 @@ class Engine:
         pairs: Iterator[tuple[bytes, bytes]],
         index: int,
         term: int,
+        batch_bytes: int = INSTALL_BATCH_BYTES,
     ) -> int:
         """Replace the group's range [lo, hi) by `pairs` and set its applied position to
-        (index, term), in one RocksDB batch: a crash leaves the old range or the new one.
-        Returns the bytes of keys and values installed."""
+        (index, term), in batches of about `batch_bytes`: the first empties the range,
+        drops the position and marks the install under way, the last sets the position
+        and removes the mark. RocksDB keeps its writes in order (a crash loses a suffix),
+        so a crash leaves the old range, or a marked one that is not served and is
+        emptied on reopen (`_recover_installs`), or the new one. The install is flushed
+        before it returns: the group's WAL records after it build on the snapshot, and a
+        replay must never apply them to what was there before. Returns the bytes of keys
+        and values installed."""
+        marker = INSTALLING_PREFIX + group.encode()
         batch = rocksdict.WriteBatch(raw_mode=True)
+        batch.put(marker, _INSTALLING.pack(index, term, len(lo)) + lo + hi)
         batch.delete_range(lo, hi)
+        batch.delete(APPLIED_INDEX_PREFIX + group.encode())
+        self._db.write(batch)
+        self._installing[group] = index
+        self._applied.pop(group, None)
+        self._applied_terms.pop(group, None)
         size = 0
+        batch, pending = rocksdict.WriteBatch(raw_mode=True), 0
         for key, value in pairs:
             batch.put(key, value)
-            size += len(key) + len(value)
+            pending += len(key) + len(value)
+            if pending >= batch_bytes:
+                self._db.write(batch)
+                size += pending
+                batch, pending = rocksdict.WriteBatch(raw_mode=True), 0
+        size += pending
         batch.put(APPLIED_INDEX_PREFIX + group.encode(), _POSITION.pack(index, term))
+        batch.delete(marker)
         self._db.write(batch)
+        self._db.flush(True)
+        self._installing.pop(group, None)
         self._applied[group] = index
         self._applied_terms[group] = term
         return size
+
+    def installing(self, group: GroupId) -> bool:
+        """Whether the group's range holds a snapshot install cut short: not to be served."""
+        return group in self._installing
 
     def table_ids(self) -> set[int]:
         """Every table id with at least one key here (one seek per table)."""
@@ -467,15 +556,44 @@ class Engine:
         host's followers still need them); `index` is where the host compacted."""
         self._retained[group] = index
 
-    def forget_group(self, group: GroupId) -> None:
-        """The group left this node: its records no longer hold the WAL back."""
+    async def erase_group(self, group: GroupId, ranges: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+        """The group's replica left this node: erase it. First an erasure record in the
+        WAL (durable), then, in one RocksDB batch, the key `ranges` (the caller leaves
+        out what other replicas here serve), the applied position and the erasure marker;
+        its hard state and log go with it. Until the record is durable nothing changes,
+        so its WAL records keep their place (a checkpoint cannot drop the replica's
+        unapplied entries while RocksDB still holds its position); after it, replay
+        drops them and redoes the batch if RocksDB lost it."""
+        # A checkpoint meanwhile must not append the group's hard state again: after
+        # the erasure record it would bring the group back on replay. (It may still
+        # truncate the old one: its own appends reach the WAL after this record.)
+        self._erasing.add(group)
+        try:
+            lsn = (await self._wal.append_many([encode_erase(group, ranges)]))[0]
+            self._erase(group, ranges, lsn)
+        finally:
+            self._erasing.discard(group)
+
+    def _erase(self, group: GroupId, ranges: tuple[tuple[bytes, bytes], ...], lsn: int) -> None:
+        name = group.encode()
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for lo, hi in ranges:
+            batch.delete_range(lo, hi)
+        batch.delete(APPLIED_INDEX_PREFIX + name)
+        batch.delete(INSTALLING_PREFIX + name)
+        batch.put(ERASED_PREFIX + name, _LSN.pack(lsn))
+        if lsn > self.applied_lsn:
+            batch.put(APPLIED_LSN_KEY, _LSN.pack(lsn))
+            self.applied_lsn = lsn
+        self._db.write(batch)
+        self._erased[group] = lsn
         self._locations.pop(group, None)
         self._hard_states.pop(group, None)
         self._next_local.pop(group, None)
         self._retained.pop(group, None)
+        self._applied.pop(group, None)
         self._applied_terms.pop(group, None)
-        if self._applied.pop(group, None) is not None:
-            self._db.delete(APPLIED_INDEX_PREFIX + group.encode())
+        self._installing.pop(group, None)
 
     def groups(self) -> list[GroupId]:
         return sorted(set(self._locations) | set(self._applied) | set(self._hard_states))
@@ -495,6 +613,11 @@ class Engine:
             batch.put(APPLIED_INDEX_PREFIX + group.encode(), _POSITION.pack(index, term))
             self._applied[group] = index
             self._applied_terms[group] = term
+            installing = self._installing.get(group)
+            if installing is not None and index >= installing:
+                # Rebuilt from the log at least as far as the cut-short snapshot went.
+                batch.delete(INSTALLING_PREFIX + group.encode())
+                del self._installing[group]
         if lsn > self.applied_lsn:
             batch.put(APPLIED_LSN_KEY, _LSN.pack(lsn))
             self.applied_lsn = lsn
@@ -524,7 +647,11 @@ class Engine:
     async def _rewrite_old_hard_states(self, floor: int) -> None:
         """Append again the hard states older than `floor`, so truncating there keeps
         every group's newest one (an idle group must not pin the log)."""
-        stale = [(group, held[0]) for group, held in self._hard_states.items() if held[1] < floor]
+        stale = [
+            (group, held[0])
+            for group, held in self._hard_states.items()
+            if held[1] < floor and group not in self._erasing
+        ]
         if not stale:
             return
         lsns = await self._wal.append_many([encode_hard_state(group, state) for group, state in stale])
@@ -548,10 +675,22 @@ class Engine:
                 await self._rewrite_old_hard_states(floor)
                 await asyncio.get_running_loop().run_in_executor(None, self._db.flush, True)
                 self._wal.truncate_before(floor)
+                self._drop_spent_erasures()
                 if self._bytes_since_checkpoint <= CHECKPOINT_WAL_BYTES or self._wal.failure is not None:
                     break
         finally:
             self._checkpointing = False
+
+    def _drop_spent_erasures(self) -> None:
+        """An erasure marker older than the WAL's first record has nothing left to hide."""
+        spent = [group for group, lsn in self._erased.items() if lsn < self._wal.first_lsn]
+        if not spent:
+            return
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for group in spent:
+            batch.delete(ERASED_PREFIX + group.encode())
+            del self._erased[group]
+        self._db.write(batch)
 
     async def close(self) -> None:
         if self._checkpoint_task is not None:
@@ -562,6 +701,17 @@ class Engine:
         self._db.flush(True)
         self._wal.truncate_before(floor)
         self._db.close()
+
+
+def _metadata(db: rocksdict.Rdict, prefix: bytes) -> list[tuple[GroupId, bytes]]:
+    """(group, value) of every key under `prefix` (+ group id)."""
+    out = []
+    it = db.iter()
+    it.seek(prefix)
+    while it.valid() and it.key().startswith(prefix):
+        out.append((it.key()[len(prefix) :].decode(), it.value()))
+        it.next()
+    return out
 
 
 def _applied_indexes(db: rocksdict.Rdict) -> dict[GroupId, tuple[int, int]]:

@@ -1,5 +1,5 @@
-"""The WAL payload of a replication group: a log entry or a hard state, tagged with
-its group.
+"""The WAL payload of a replication group: a log entry, a hard state or an erasure,
+tagged with its group.
 
 The node keeps one physical WAL for every group it hosts (one group commit, one fsync
 for all of them); each record says which group's log it belongs to, so the log can be
@@ -15,6 +15,12 @@ Layout (big-endian)::
     3  g  group id (UTF-8)
     entry:      term u64, index u64, kind u8, crc u32, then the entry's data
     hard state: term u64, commit u64, then the vote (UTF-8, empty for none)
+    erasure:    range count u32, then each key range as lo length u32, lo, hi length
+                u32, hi
+
+An erasure ends the group's replica on this node: every record of the group before it
+is ignored on replay, and the key ranges it names are deleted from RocksDB (again, if
+the crash came before the deletion was flushed; `Engine.erase_group`).
 
 A group with no hard-state record is a single-member local log (replication factor 1,
 or the node-local group): every entry in it was committed when it was appended.
@@ -32,6 +38,7 @@ from partita.storage.replication.types import Entry, EntryKind, GroupId, HardSta
 # 1..4), which is what the WAL held before groups: `decode_record` tells them apart.
 ENTRY_FORMAT = 0xA1
 HARD_STATE_FORMAT = 0xA2
+ERASE_FORMAT = 0xA3
 
 # Node-local writes that belong to no partition's group: dropping the data of a table
 # that left this node is done by each replica on its own, never replicated.
@@ -40,6 +47,7 @@ LOCAL_GROUP: GroupId = "local"
 _GROUP_HEADER = struct.Struct(">BH")
 _ENTRY = struct.Struct(">QQBI")
 _HARD_STATE = struct.Struct(">QQ")
+_LEN = struct.Struct(">I")
 
 
 class RecordError(ValueError):
@@ -63,6 +71,12 @@ class HardStateRecord:
     hard_state: HardState
 
 
+@dataclass(frozen=True, slots=True)
+class EraseRecord:
+    group: GroupId
+    ranges: tuple[tuple[bytes, bytes], ...]  # [lo, hi) key ranges
+
+
 def _group_header(kind: int, group: GroupId) -> bytes:
     raw = group.encode()
     return _GROUP_HEADER.pack(kind, len(raw)) + raw
@@ -83,11 +97,18 @@ def encode_hard_state(group: GroupId, state: HardState) -> bytes:
     return _group_header(HARD_STATE_FORMAT, group) + _HARD_STATE.pack(state.term, state.commit) + vote
 
 
+def encode_erase(group: GroupId, ranges: tuple[tuple[bytes, bytes], ...]) -> bytes:
+    out = [_group_header(ERASE_FORMAT, group), _LEN.pack(len(ranges))]
+    for lo, hi in ranges:
+        out += [_LEN.pack(len(lo)), lo, _LEN.pack(len(hi)), hi]
+    return b"".join(out)
+
+
 def is_group_record(payload: bytes) -> bool:
-    return bool(payload) and payload[0] in (ENTRY_FORMAT, HARD_STATE_FORMAT)
+    return bool(payload) and payload[0] in (ENTRY_FORMAT, HARD_STATE_FORMAT, ERASE_FORMAT)
 
 
-def decode_record(payload: bytes) -> EntryRecord | HardStateRecord:
+def decode_record(payload: bytes) -> EntryRecord | HardStateRecord | EraseRecord:
     """The record in `payload`; raises RecordError if malformed and ChecksumMismatch if
     an entry fails its CRC32C."""
     if len(payload) < _GROUP_HEADER.size:
@@ -114,7 +135,33 @@ def decode_record(payload: bytes) -> EntryRecord | HardStateRecord:
         term, commit = _HARD_STATE.unpack_from(payload, body)
         vote = payload[body + _HARD_STATE.size :].decode() or None
         return HardStateRecord(group, HardState(term, vote, commit))
+    if kind == ERASE_FORMAT:
+        return EraseRecord(group, _decode_ranges(payload, body))
     raise RecordError(f"unknown group record format {kind:#x}")
+
+
+def _decode_ranges(payload: bytes, at: int) -> tuple[tuple[bytes, bytes], ...]:
+    def field(at: int) -> tuple[bytes, int]:
+        if len(payload) < at + _LEN.size:
+            raise RecordError("truncated erasure")
+        (length,) = _LEN.unpack_from(payload, at)
+        start = at + _LEN.size
+        if len(payload) < start + length:
+            raise RecordError("truncated erasure")
+        return payload[start : start + length], start + length
+
+    if len(payload) < at + _LEN.size:
+        raise RecordError("truncated erasure")
+    (count,) = _LEN.unpack_from(payload, at)
+    at += _LEN.size
+    ranges = []
+    for _ in range(count):
+        lo, at = field(at)
+        hi, at = field(at)
+        ranges.append((lo, hi))
+    if at != len(payload):
+        raise RecordError("trailing bytes in an erasure")
+    return tuple(ranges)
 
 
 class GroupLocations:

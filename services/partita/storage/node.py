@@ -92,6 +92,9 @@ class NodeState:
     # When each retiring parent started waiting (time.monotonic()).
     retiring_since: dict[GroupId, float] = field(default_factory=dict)
     repair: RepairDriver | None = None
+    # Replicas removed from groups that go on, to be erased (`erase_removed`): group ->
+    # the key ranges of its data that no other replica here serves.
+    erasing: dict[GroupId, tuple[tuple[bytes, bytes], ...]] = field(default_factory=dict)
 
     def owner(self, request: pb.Request) -> Partition | None:
         """The hosted partition holding the request's key; None if this node has none."""
@@ -164,9 +167,13 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
         state.partition_figures = {k: v for k, v in state.partition_figures.items() if k[0] != table_id}
         lo, hi = keys.table_bounds(table_id)
         await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
+        if state.replicas is not None:
+            # Stopped first: a replica still running would write a position after its erasure.
+            for group in [g for g in state.replicas.multi.replicas if g.startswith(f"{table_id}/")]:
+                state.replicas.remove_group(group)
         for group in state.engine.groups():
             if group.startswith(f"{table_id}/"):
-                state.engine.forget_group(group)
+                await state.engine.erase_group(group)  # the data went with the table's range
         state.ids_with_data.discard(table_id)
         record = next((t for t in tables if t.table_id == table_id), None)
         if record is None or record.status == "DELETING":
@@ -182,6 +189,7 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
         log.info("dropped table %d", table_id)
     state.hosted = desired_hosting(tables, state.node_id)
     sync_groups(state, tables)
+    await erase_removed(state)
     unmarked: list[tuple[int, str]] = []
     for table_id, hosted in state.hosted.items():
         state.ids_with_data.add(table_id)
@@ -287,7 +295,8 @@ def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None =
     if state.replicas is None:
         return
     wanted: dict[GroupId, tuple[int, Partition]] = {}
-    placed: set[GroupId] = set()  # every replicated partition that exists, ours or not
+    # Every replicated partition that exists, ours or not.
+    placed: dict[GroupId, tuple[int, Partition]] = {}
     for record in tables:
         if record.status == "DELETING":
             continue
@@ -295,9 +304,11 @@ def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None =
             members = (*p.replicas, *p.joining, *p.log_replicas)
             group = group_of(record.table_id, p.partition_id)
             if len(members) > 1:
-                placed.add(group)
+                placed[group] = (record.table_id, p)
                 if state.node_id in members:
                     wanted[group] = (record.table_id, p)
+    # A member's split child waiting for its parent is not wanted yet, but not removed.
+    members_here = set(wanted)
     waiting = _children_waiting(state, wanted, time.monotonic() if now is None else now)
     for group, parent in waiting.items():
         del wanted[group]
@@ -306,11 +317,13 @@ def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None =
     for group in [g for g in state.replicas.multi.replicas if g not in wanted]:
         state.replicas.remove_group(group)
     # Removed from a group that goes on (while running, or while this node was down):
-    # forget this replica's position, so that if the node is ever added back it starts
-    # as a new member (a log-only member's position stands for data it never applied).
-    # A split's parent or a dropped table are not this case: their ids leave the map.
-    for group in [g for g in state.engine.groups() if g in placed and g not in wanted]:
-        state.engine.forget_group(group)
+    # erase this replica (its data, position and log), so that if the node is ever added
+    # back it starts as a new member (a log-only member's position stands for data it
+    # never applied). A split's parent or a dropped table are not this case: their ids
+    # leave the map (a dropped table's range is deleted whole).
+    for group in [g for g in state.engine.groups() if g in placed and g not in members_here]:
+        table_id, p = placed[group]
+        state.erasing[group] = unserved_ranges(state, tables, table_id, p, wanted)
     for group, (table_id, p) in wanted.items():
         newcomer = (
             state.node_id in p.joining or state.node_id in p.log_replicas or missed_split(state, table_id, p)
@@ -325,6 +338,54 @@ def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None =
     state.groups = wanted
     state.retiring = {parent for parent in waiting.values() if parent is not None}
     state.retiring_since = {g: t for g, t in state.retiring_since.items() if g in state.retiring}
+
+
+def unserved_ranges(
+    state: NodeState,
+    tables: list[TableRecord],
+    table_id: int,
+    removed: Partition,
+    running: dict[GroupId, tuple[int, Partition]],
+) -> tuple[tuple[bytes, bytes], ...]:
+    """The key ranges of `removed`'s hash range that no other replica on this node holds:
+    a partition of the table that lists this node (any role, one replica or several,
+    split children not started yet), or a group still running here (a retiring split
+    parent). Split children and parents overlap: only what none of them covers goes."""
+    kept = [(p.start, p.end) for tid, p in running.values() if tid == table_id]
+    for record in tables:
+        if record.table_id != table_id:
+            continue
+        for p in record.partitions:
+            if p.partition_id != removed.partition_id and state.node_id in (
+                *p.replicas,
+                *p.joining,
+                *p.log_replicas,
+            ):
+                kept.append((p.start, p.end))
+    hosted = state.hosted.get(table_id)
+    if hosted is not None:
+        kept.extend((p.start, p.end) for p in hosted.partitions if p.partition_id != removed.partition_id)
+    pieces = [(removed.start, removed.end)]
+    for lo, hi in kept:
+        pieces = [part for start, end in pieces for part in _without(start, end, lo, hi)]
+    return tuple(keys.hash_range_bounds(table_id, start, end) for start, end in pieces)
+
+
+def _without(start: int, end: int, lo: int, hi: int) -> list[tuple[int, int]]:
+    """[start, end) less [lo, hi), as at most two ranges."""
+    if hi <= start or lo >= end:
+        return [(start, end)]
+    return [r for r in ((start, lo), (hi, end)) if r[0] < r[1]]
+
+
+async def erase_removed(state: NodeState) -> None:
+    """Erase the replicas `sync_groups` found removed (the group no longer hosted here)."""
+    while state.erasing:
+        group, ranges = next(iter(state.erasing.items()))
+        if state.replicas is None or not state.replicas.hosts(group):
+            await state.engine.erase_group(group, ranges)
+            log.info("group %s: this node's replica was removed; erased %d key ranges", group, len(ranges))
+        state.erasing.pop(group, None)
 
 
 def led_groups(state: NodeState) -> dict[GroupId, tuple[int, Partition]]:

@@ -14,8 +14,8 @@ policy on the leader, `repair_driver.py`); a log-only member keeps the WAL and a
 nothing. A follower behind the leader's log base, or a member just added when the
 leader's log does not reach back to the start, is sent a snapshot: the partition's key
 range read from a RocksDB checkpoint at the leader's applied index, in checksummed chunks
-(`snapshot.py`), staged on disk by the receiver and installed in one RocksDB batch with
-the applied position, after which the log catches it up.
+(`snapshot.py`), staged on disk by the receiver and installed in bounded RocksDB batches
+under an "installing" mark (`Engine.install_snapshot`), after which the log catches it up.
 """
 
 from __future__ import annotations
@@ -141,6 +141,10 @@ class ReplicaHost:
         # seals the group: no write is planned for it any more.
         self._sealing: set[GroupId] = set()
         self._split_entries: dict[GroupId, tuple[int, int]] = {}
+        # Groups whose replica restarted from a snapshot install cut short (the engine's
+        # `installing`): it abstains from elections until the install is redone or the
+        # log has applied as far.
+        self._abstaining: set[GroupId] = set()
 
     # --- groups ---------------------------------------------------------------------
 
@@ -173,7 +177,12 @@ class ReplicaHost:
         elif inherited and fresh:
             index, term = inherited_state(roles).snapshot.index, inherited_state(roles).snapshot.term
             self.engine.apply(group, index, [], term=term)
-        self.multi.add_group(group, self._persisted(group, roles), self._clock(), random.getrandbits(64))
+        replica = self.multi.add_group(
+            group, self._persisted(group, roles), self._clock(), random.getrandbits(64)
+        )
+        if self.engine.installing(group):
+            replica.abstaining = True
+            self._abstaining.add(group)
         self._wake.set()
 
     @property
@@ -204,6 +213,7 @@ class ReplicaHost:
         self._sealing.discard(group)
         self._split_entries.pop(group, None)
         self._deferred_commits.pop(group, None)
+        self._abstaining.discard(group)
         for held in (self._staging, self._staged):
             staging = held.pop(group, None)
             if staging is not None:
@@ -428,6 +438,7 @@ class ReplicaHost:
                     group, rng[0], rng[1], staging.pairs(), index, term
                 )
             self.snapshots_installed += 1
+            self._end_abstention(group)
             log.info("group %s: snapshot at %d installed", group, index)
         finally:
             if staging is not None:
@@ -589,6 +600,8 @@ class ReplicaHost:
                 last = entry
         if last is not None:
             self.engine.apply(rd.group, last.index, effects, term=last.term)
+            if self._abstaining:
+                self._end_abstention(rd.group)
         for entry in committed:
             held = self._proposals.pop((rd.group, entry.index), None)
             if held is not None and not held[1].done():
@@ -597,6 +610,15 @@ class ReplicaHost:
                     held[1].set_result(None)
                 else:
                     held[1].set_exception(Superseded(f"entry {entry.index} of {rd.group} was replaced"))
+
+    def _end_abstention(self, group: GroupId) -> None:
+        """The replica votes again once what it lost is back (the engine's mark gone)."""
+        if group in self._abstaining and not self.engine.installing(group):
+            self._abstaining.discard(group)
+            replica = self.multi.replicas.get(group)
+            if replica is not None:
+                replica.abstaining = False
+            log.info("group %s: rebuilt after an install cut short; it votes again", group)
 
     def _effects_of(self, group: GroupId, index: int, kind: EntryKind, data: bytes) -> list[Effect]:
         """A committed entry's effects; a SPLIT entry has none and seals the group."""

@@ -7,8 +7,11 @@ rides a SNAPSHOT message of the group (its `snapshot_data`), numbered from 0, th
 one flagged final. Each chunk carries a CRC32C of its bytes, checked before anything in
 it is used. The receiver stages the chunks on disk as they come (memory stays bounded
 by one chunk), starting again at chunk 0 if one is missing, damaged or from another
-snapshot; once the final one is in, the whole snapshot is installed in one RocksDB batch
-(the range replaced and the applied position set together, `Engine.install_snapshot`).
+snapshot; once the final one is in, the snapshot is installed from the staging file in
+RocksDB batches of about one chunk (`Engine.install_snapshot`): the first empties the
+range and marks the install under way, the last sets the applied position and removes
+the mark, so memory stays bounded by a chunk and a crash in between leaves the range
+empty and unserved until the install is done again.
 
 Pure except for `Staging`, which owns one file.
 

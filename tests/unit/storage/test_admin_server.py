@@ -109,10 +109,13 @@ class running_node:
         await self.engine.close()
 
 
-async def put(engine: Engine, h: int, value: bytes = b"v") -> bytes:
+async def put(engine: Engine, h: int, value: bytes = b"v", partition: str | None = None) -> bytes:
     lo, _ = keys.hash_range_bounds(TABLE_ID, h, h + 1)
     key = lo + b"item"
-    await engine.commit([Effect(Kind.PUT, key, value)])
+    if partition is None:
+        await engine.commit([Effect(Kind.PUT, key, value)])
+    else:
+        await engine.commit([Effect(Kind.PUT, key, value)], group_of(TABLE_ID, partition))
     return key
 
 
@@ -148,8 +151,8 @@ async def test_assignments_survive_a_restart(tmp_path: Path) -> None:
 async def test_dropping_a_replica_deletes_its_data_and_only_its_data(node: Node) -> None:
     await node.stub.HostReplica(host_request("orders-0"), timeout=5)
     await node.stub.HostReplica(host_request("orders-1", start=HALF, last=(1 << 64) - 1), timeout=5)
-    dropped_key = await put(node.state.engine, 5)
-    kept_key = await put(node.state.engine, HALF + 5)
+    dropped_key = await put(node.state.engine, 5, partition="orders-0")
+    kept_key = await put(node.state.engine, HALF + 5, partition="orders-1")
 
     answer = await node.stub.DropReplica(pb.DropReplicaRequest(partition="orders-0"), timeout=5)
     again = await node.stub.DropReplica(pb.DropReplicaRequest(partition="orders-0"), timeout=5)
@@ -157,6 +160,9 @@ async def test_dropping_a_replica_deletes_its_data_and_only_its_data(node: Node)
     assert answer.dropped and again.dropped
     assert node.state.engine.get(dropped_key) is None
     assert node.state.engine.get(kept_key) == b"v"
+    # Its position and log went with the data (a restart does not bring them back).
+    assert group_of(TABLE_ID, "orders-0") not in node.state.engine.groups()
+    assert node.state.engine.applied_index(group_of(TABLE_ID, "orders-1")) == 1
     assert [p.partition_id for p in node.state.hosted[TABLE_ID].partitions] == ["orders-1"]
     report = await node.stub.Report(pb.ReportRequest(partitions=["orders-0"]), timeout=5)
     assert report.replicas[0].state == "Unknown"

@@ -1,6 +1,6 @@
 """Which replication groups a node hosts, and in which role, from the partition objects
 (`sync_groups`): serving, joining and log-only members; a node removed from a group that
-goes on forgets its position there; single-replica partitions are not touched."""
+goes on erases its replica there; single-replica partitions are not touched."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from partita.storage.data_server import DataPlane
 from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
 from partita.storage.hosting import desired_hosting
-from partita.storage.node import RETIRING_PATIENCE_SECONDS, NodeState, sync_groups
+from partita.storage.node import RETIRING_PATIENCE_SECONDS, NodeState, erase_removed, sync_groups
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.types import Role
 from tests.unit import records
@@ -60,7 +60,7 @@ async def test_a_joining_full_member_hosts_the_group_without_serving_the_partiti
     assert node_d.hosted == {}  # routers do not read from it yet (reconcile_hosting serves `replicas`)
 
 
-async def test_a_node_removed_from_a_group_that_goes_on_stops_hosting_it_and_forgets_its_position(
+async def test_a_node_removed_from_a_group_that_goes_on_stops_hosting_it_and_erases_its_replica(
     node_d: NodeState,
 ) -> None:
     p0 = Partition("p0", 0, END // 2, ("a", "b"), "a", log_replicas=("d",))
@@ -69,6 +69,7 @@ async def test_a_node_removed_from_a_group_that_goes_on_stops_hosting_it_and_for
     node_d.engine.apply(group_of(1, "p1"), 3, [], term=1)  # the single-replica partition's
     sync_groups(node_d, table(Partition("p0", 0, END // 2, ("a", "b", "c"), "a")))
     assert node_d.replicas is not None and not node_d.replicas.hosts(GROUP)
+    await erase_removed(node_d)
     assert node_d.engine.applied_index(GROUP) == 0 and GROUP not in node_d.engine.groups()
     assert node_d.engine.applied_index(group_of(1, "p1")) == 3  # untouched
     # Added back later, it starts as a new member again.

@@ -14,6 +14,7 @@ from partita.control.model import TableRecord, TableStatus
 from partita.control.store import MemoryControlStore
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
+from partita.storage.group_log import group_of
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.node import NodeState, StorageService, reconcile_hosting
 from tests.unit import records
@@ -163,6 +164,21 @@ async def test_reconcile_drops_data_of_a_table_the_store_no_longer_has(node_stat
     await reconcile_hosting(node_state, MemoryControlStore(), [])
     assert rows(node_state, 5) == 0
     assert node_state.ids_with_data == set()
+
+
+async def test_a_dropped_tables_partition_positions_stay_gone_after_a_restart(tmp_path: Path) -> None:
+    engine = Engine.open(tmp_path / "node", sync=False)
+    lo, _ = keys.table_bounds(5)
+    await engine.commit([Effect(Kind.PUT, lo + b"row", b"v")], group_of(5, "p0"))
+    state = NodeState("a", "zone-a", engine, ids_with_data=engine.table_ids())
+    await reconcile_hosting(state, MemoryControlStore(), [])
+    assert group_of(5, "p0") not in engine.groups()
+    await engine.close()
+    engine = Engine.open(tmp_path / "node", sync=False)
+    try:
+        assert group_of(5, "p0") not in engine.groups() and engine.table_ids() == set()
+    finally:
+        await engine.close()
 
 
 async def test_status_reports_every_hosted_partition(node_state: NodeState) -> None:

@@ -142,6 +142,11 @@ class Replica:
         # discard the replica and rebuild it (restart from the WAL, or a snapshot).
         self.corrupted = False
         self.quiesced = False
+        # Set by the host while this replica rebuilds what it acknowledged and then lost
+        # (a snapshot install cut short by a crash empties its log): it neither votes
+        # nor campaigns, as if down, so its empty log cannot help elect a leader that
+        # lacks entries it once counted towards committing.
+        self.abstaining = False
         # The host's node liveness: a quiesced follower asks it instead of heartbeats.
         self.leader_node_alive = True
         self._votes: dict[NodeId, bool] = {}
@@ -420,6 +425,9 @@ class Replica:
         self.election_deadline = now + timeout + self._rng.random() * timeout
 
     def _start_pre_vote(self, now: float) -> None:
+        if self.abstaining:
+            self._reset_election_timer(now)
+            return
         if now < self.promise_until and not self.config.unsafe_ignore_lease_promise:
             # This replica's own promise to the last leader holds: it may be one of the
             # majority behind that leader's lease, so it may not vote for itself yet.
@@ -468,6 +476,7 @@ class Replica:
             grant = up_to_date and m.term > self.term
         else:
             grant = up_to_date and self.vote in (None, m.src)
+        grant = grant and not self.abstaining
         if grant and m.kind == MsgKind.VOTE:
             self.vote = m.src
             self._reset_election_timer(now)

@@ -162,6 +162,24 @@ def test_leader_completeness_votes_only_for_an_up_to_date_log(
     assert reply.reject is (not grant)
 
 
+def test_an_abstaining_replica_grants_no_vote_and_never_campaigns() -> None:
+    """A replica whose log was emptied by an install cut short (the host sets it) is as
+    good as down for elections: with an empty log it would vote for anyone."""
+    voter = _follower([])
+    voter.promise_until = 0.0
+    voter.abstaining = True
+    for kind in (MsgKind.PRE_VOTE, MsgKind.VOTE):
+        voter.step(Message(kind, "g", "c", "b", 10, index=0, log_term=0), 5.0)
+    assert [m.reject for m in voter.ready().messages] == [True, True]
+    assert voter.vote is None
+    voter.election_deadline = 5.0
+    voter.tick(6.0)
+    assert voter.state == State.FOLLOWER and not voter.ready().messages
+    voter.abstaining = False
+    voter.step(Message(MsgKind.VOTE, "g", "c", "b", 10, index=0, log_term=0), 7.0)
+    assert [m.reject for m in voter.ready().messages] == [False]
+
+
 def test_leader_completeness_a_new_leader_holds_every_committed_entry() -> None:
     c = Cluster(THREE)
     c.elect("a")
