@@ -10,7 +10,7 @@ import aetcd
 import pytest
 
 from partita._proto import doorman_pb2 as pb
-from partita.doorman.config_source import EtcdSource, FileSource, KeyOverFile
+from partita.doorman.config_source import ConfigSource, EtcdSource, FileSource, KeyOverFile
 from partita.doorman.core import ServerCore
 from partita.doorman.election import InMemoryElection, InMemoryLock
 from partita.doorman.main import initial_repository, serve
@@ -27,6 +27,17 @@ def config(capacity: float) -> str:
     )
 
 
+async def root_server(source: ConfigSource) -> DoormanServer:
+    """A lone root server, master from time 0, loading its configuration from `source`."""
+    server = DoormanServer(
+        ServerCore("root", await initial_repository(source)),
+        InMemoryElection(InMemoryLock(), "x"),
+        config=source,
+    )
+    server.core.on_election(True, "x", 0.0)
+    return server
+
+
 def capacity_for(server: DoormanServer, resource: str) -> float:
     request = pb.GetCapacityRequest(
         client_id=f"c-{uuid.uuid4().hex}", resource=[pb.ResourceRequest(resource_id=resource, wants=1e9)]
@@ -38,12 +49,7 @@ async def test_a_changed_file_is_loaded_and_an_invalid_one_refused(tmp_path: Pat
     path = tmp_path / "doorman.yaml"
     path.write_text(config(10))
     source = FileSource(path)
-    server = DoormanServer(
-        ServerCore("root", await initial_repository(source)),
-        InMemoryElection(InMemoryLock(), "x"),
-        config=source,
-    )
-    server.core.on_election(True, "x", 0.0)
+    server = await root_server(source)
     assert capacity_for(server, "r") == 10
     path.write_text(config(25))
     assert await server.reload_config()
@@ -70,12 +76,7 @@ async def test_the_configuration_can_live_in_etcd(etcd: Etcd) -> None:
     raw = aetcd.Client(host="127.0.0.1", port=etcd.port)
     await raw.put(key.encode(), config(7).encode())
     source = EtcdSource("127.0.0.1", etcd.port, key)
-    server = DoormanServer(
-        ServerCore("root", await initial_repository(source)),
-        InMemoryElection(InMemoryLock(), "x"),
-        config=source,
-    )
-    server.core.on_election(True, "x", 0.0)
+    server = await root_server(source)
     assert await server.reload_config()  # first look records the revision
     assert capacity_for(server, "r") == 7
     await raw.put(key.encode(), config(70).encode())
@@ -97,12 +98,7 @@ async def test_a_key_over_a_file_serves_the_file_until_the_key_exists_and_the_ke
     path = tmp_path / "doorman.yaml"
     path.write_text(config(3))
     source = KeyOverFile(EtcdSource("127.0.0.1", etcd.port, key), FileSource(path))
-    server = DoormanServer(
-        ServerCore("root", await initial_repository(source)),
-        InMemoryElection(InMemoryLock(), "x"),
-        config=source,
-    )
-    server.core.on_election(True, "x", 0.0)
+    server = await root_server(source)
     assert await server.reload_config()  # first look records the version
     assert capacity_for(server, "r") == 3
     raw = aetcd.Client(host="127.0.0.1", port=etcd.port)

@@ -48,8 +48,9 @@ class TablesPublisher:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        while True:
-            await self._pending.wait()
+        # Alive only while passes are due: kopf waits for its loop's other tasks when
+        # the operator stops, so an idle task waiting for work would hold the stop up.
+        while self._pending.is_set():
             self._pending.clear()
             try:
                 specs = await self.list_tables()

@@ -16,13 +16,11 @@ import pytest
 
 from partita._proto import doorman_pb2 as pb
 from partita.doorman.config_source import EtcdSource, FileSource, KeyOverFile
-from partita.doorman.core import ServerCore
-from partita.doorman.election import InMemoryElection, InMemoryLock
-from partita.doorman.main import initial_repository
 from partita.doorman.server import DoormanServer
 from tests.unit.autoadmin.kube.emulator import TABLES, ApiServer, eventually, table_manifest
 from tests.unit.autoadmin.kube.test_operator import ServingDirector, _config, _patch, api, operator
 from tests.unit.control.conftest import Etcd, etcd  # noqa: F401 (the etcd fixture)
+from tests.unit.doorman.test_config_reload import root_server
 
 pytestmark = [pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(150)]
 __all__ = ["api"]  # the fixture, imported for pytest
@@ -70,12 +68,7 @@ async def test_tables_throughput_is_published_to_doorman_and_follows_updates_and
     config = dataclasses.replace(base, fleet=fleet, doorman_config_key=key, doorman_templates=templates)
     # The Doorman server as the chart runs it: the templates until the key exists.
     source = KeyOverFile(EtcdSource("127.0.0.1", etcd.port, key), FileSource(templates))
-    server = DoormanServer(
-        ServerCore("root", await initial_repository(source)),
-        InMemoryElection(InMemoryLock(), "x"),
-        config=source,
-    )
-    server.core.on_election(True, "x", 0.0)
+    server = await root_server(source)
     await server.reload_config()
     granted = Asker(server).granted
     assert granted("table/Orders/wcu") == 1000  # the catch-all, before the operator

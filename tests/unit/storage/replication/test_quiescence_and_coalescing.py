@@ -243,14 +243,7 @@ def test_many_fresh_groups_each_elect_their_first_leader_in_one_term_in_a_stable
     now = 0.0
     for _ in range(60):  # 1.2 s: the first-ranked member's turn, before the second's
         now += 0.02
-        pending = []
-        for multi in nodes.values():
-            multi.tick(now)
-            pending.extend(m for rd in multi.ready() for m in rd.messages)
-        for _ in range(10):
-            for m in pending:
-                nodes[m.dst].step(m, now)
-            pending = [m for multi in nodes.values() for rd in multi.ready() for m in rd.messages]
+        _tick_and_deliver(nodes, now)
     leaders = {g: [n for n in THREE if nodes[n].replicas[f"t/{g}"].is_leader] for g in range(120)}
     assert all(len(ls) == 1 for ls in leaders.values())
     assert all(nodes[ls[0]].replicas[f"t/{g}"].term == 1 for g, ls in leaders.items())
@@ -258,19 +251,24 @@ def test_many_fresh_groups_each_elect_their_first_leader_in_one_term_in_a_stable
     assert min(spread.values()) > 20, spread  # about a third each (40)
 
 
+def _tick_and_deliver(nodes: dict[str, MultiReplica], now: float) -> None:
+    """Every node ticks at `now`, then messages are delivered instantly (ten rounds)."""
+    pending = []
+    for multi in nodes.values():
+        multi.tick(now)
+        pending.extend(m for rd in multi.ready() for m in rd.messages)
+    for _ in range(10):
+        for m in pending:
+            nodes[m.dst].step(m, now)
+        pending = [m for multi in nodes.values() for rd in multi.ready() for m in rd.messages]
+
+
 def _run_until_leader(nodes: dict[str, MultiReplica], group: str, start: float, limit: float) -> float | None:
     """Ticks every 10 ms with instant delivery; the time a leader of `group` exists."""
     now = start
     while now < limit:
         now += 0.01
-        pending = []
-        for multi in nodes.values():
-            multi.tick(now)
-            pending.extend(m for rd in multi.ready() for m in rd.messages)
-        for _ in range(10):
-            for m in pending:
-                nodes[m.dst].step(m, now)
-            pending = [m for multi in nodes.values() for rd in multi.ready() for m in rd.messages]
+        _tick_and_deliver(nodes, now)
         if any(multi.replicas[group].is_leader for multi in nodes.values()):
             return now
     return None
