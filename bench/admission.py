@@ -39,7 +39,9 @@ from tests.integration.cluster import Cluster, free_port_layout, wait_active
 from tests.integration.test_admission import create, wait_for_leases
 from tests.unit.control.conftest import free_port
 
-NO_RETRIES = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=30, max_pool_connections=64)
+NO_RETRIES = Config(
+    retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=30, max_pool_connections=64
+)
 
 
 def start_router(cluster: Cluster, mode: str) -> tuple[subprocess.Popen[bytes], str]:

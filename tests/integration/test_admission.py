@@ -25,7 +25,9 @@ from tests.integration.cluster import Cluster, clip_burst_savings, running, wait
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-admission")]
 
-NO_RETRIES = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=30, max_pool_connections=16)
+NO_RETRIES = Config(
+    retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=30, max_pool_connections=16
+)
 # A Doorman master gives new clients nothing during its learning mode (after the
 # election at cluster start: the default configuration's 20 s); the tests start after.
 LEARNING_TIMEOUT = 60.0
