@@ -27,6 +27,10 @@ class ReplicationConfig:
     # A leader with nothing in flight for this long quiesces its group: no heartbeats,
     # no ticks, until the next proposal, read or message (node liveness stands in).
     quiesce_after: float = 2.0
+    # A leader no client has used in its term quiesces as soon as its first entry is
+    # committed and held by every follower, without waiting quiesce_after (a restart
+    # elects thousands of groups at once; awake, they overload the node).
+    quiesce_when_elected: bool = True
     # Most entries in one APPEND message.
     max_append_entries: int = 64
     # Simulation only: the leader takes its lease as the full lease_duration, as if

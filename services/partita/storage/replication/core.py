@@ -148,6 +148,10 @@ class Replica:
         self.lease_until = float("-inf")
         self._lease_forfeited = False
         self._committed_in_term = False
+        # Whether a proposal, read or transfer reached this leader in its current term:
+        # a leader that has had none quiesces as soon as its term's first entry is
+        # committed everywhere (quiesce_after is for groups in use).
+        self._client_work_in_term = False
         self._heartbeat_due = 0.0
         self._check_quorum_due = 0.0
         self._last_activity = now
@@ -515,6 +519,7 @@ class Replica:
         self.lease_until = float("-inf")
         self._lease_forfeited = False
         self._committed_in_term = False
+        self._client_work_in_term = False
         self.transfer_target = None
         self._last_activity = now
         self._check_quorum_due = now + self.config.election_timeout
@@ -539,27 +544,49 @@ class Replica:
                 return
         if now >= self._heartbeat_due:
             if self._can_quiesce(now):
-                self._broadcast_heartbeat(now, quiesce=True)
-                self.quiesced = True
-                self.counters.quiesced += 1
+                self._quiesce(now)
                 return
             self._broadcast_heartbeat(now)
 
     def _can_quiesce(self, now: float) -> bool:
-        if self.transfer_target is not None or self._pending_reads:
+        if self.transfer_target is not None or self._pending_reads or not self._committed_in_term:
             return False
-        if now - self._last_activity < self.config.quiesce_after:
+        in_use = self._client_work_in_term or not self.config.quiesce_when_elected
+        if in_use and now - self._last_activity < self.config.quiesce_after:
             return False
         last = self.log.last_index
         if self.commit != last:
             return False
         return all(self.progress[p].match == last for p in self.members if p != self.node)
 
+    def _quiesce(self, now: float) -> None:
+        """Go quiet: the quiescing heartbeat carries the commit index to every follower
+        (each holds the whole log), so a commit notice still due would only wake them."""
+        self._appends_due = False
+        self._broadcast_heartbeat(now, quiesce=True)
+        self.quiesced = True
+        self.counters.quiesced += 1
+
+    def _maybe_quiesce_after_election(self, now: float) -> None:
+        """A leader no client has used in its term quiesces the moment every follower
+        holds its committed log, not after quiesce_after of heartbeats: after a restart
+        thousands of groups elect at once, and every second a group stays awake costs
+        ticks and heartbeats that an overloaded node delivers late, which set off
+        elections again."""
+        if (
+            self.config.quiesce_when_elected
+            and not self.quiesced
+            and not self._client_work_in_term
+            and self._can_quiesce(now)
+        ):
+            self._quiesce(now)
+
     def _wake(self, now: float, client_work: bool = False) -> None:
         """Leave quiescence. Only client work (proposals, reads, transfers) counts as
         activity that keeps a group from quiescing; protocol chatter does not."""
         if client_work:
             self._last_activity = now
+            self._client_work_in_term = True
         if not self.quiesced:
             return
         self.quiesced = False
@@ -676,6 +703,7 @@ class Replica:
         if pr.match < self.log.last_index and pr.next <= self.log.last_index:
             self._send_append(m.src)
         self._maybe_send_timeout_now()
+        self._maybe_quiesce_after_election(now)
 
     def _on_heartbeat_response(self, m: Message, now: float) -> None:
         if self.state != State.LEADER or m.src not in self.progress:

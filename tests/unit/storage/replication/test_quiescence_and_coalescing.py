@@ -186,6 +186,7 @@ def test_liveness_cannot_make_a_follower_break_its_promise_to_a_leader_with_a_le
     exists. Found by the simulation (seed 7147 of the quiet variant)."""
     c = Cluster(THREE)
     c.elect("a")
+    c.propose("a", b"w")  # in use: quiesces after quiesce_after, with the link broken
     c.cut.add(frozenset(("a", "c")))
     for _ in range(400):
         c.advance(0.05)
@@ -256,3 +257,40 @@ def test_many_fresh_groups_each_elect_their_first_leader_in_one_term_in_a_stable
     assert all(nodes[ls[0]].replicas[f"t/{g}"].term == 1 for g, ls in leaders.items())
     spread = Counter(ls[0] for ls in leaders.values())
     assert min(spread.values()) > 20, spread  # about a third each (40)
+
+
+def test_a_new_leader_with_nothing_to_do_quiesces_as_soon_as_its_first_entry_is_everywhere() -> None:
+    """No quiesce_after of heartbeats after an election (a restart elects thousands of
+    groups at once): the group goes quiet once the new leader's NOOP is committed and
+    every follower holds it, and the followers stop their election timers."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.advance(0.1)  # far less than quiesce_after (2 s)
+    assert all(c[n].quiesced for n in THREE)
+    assert all(c[n].commit == c["a"].log.last_index for n in THREE)
+    assert c["b"].next_deadline() == float("inf") and c["c"].next_deadline() == float("inf")
+    sent = len(c.sent)
+    c.advance(5.0)
+    assert len(c.sent) == sent and c.leaders() == ["a"]
+
+
+def test_a_group_in_use_still_waits_quiesce_after_before_going_quiet() -> None:
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    c.advance(CONFIG.quiesce_after / 2)
+    assert not any(c[n].quiesced for n in THREE)
+    c.advance(CONFIG.quiesce_after)
+    assert all(c[n].quiesced for n in THREE)
+
+
+def test_a_new_leader_missing_a_follower_does_not_quiesce() -> None:
+    c = Cluster(THREE)
+    c.isolate("c")
+    c.elect("a")
+    c.advance(0.5)
+    assert not c["a"].quiesced  # c lacks the NOOP: heartbeats must go on to catch it up
+    c.heal()
+    c.advance(0.5)
+    assert all(c[n].quiesced for n in THREE)
+    assert c["c"].commit == c["a"].log.last_index
