@@ -21,6 +21,7 @@ the applied position, after which the log catches it up.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import logging
@@ -70,6 +71,32 @@ SNAPSHOT_CHUNK_PAUSE = 0.005
 # A follower sent a whole snapshot is not sent another for this long (its install and
 # answer are on their way).
 SNAPSHOT_RESEND_SECONDS = 2.0
+
+
+class LoopLag:
+    """How late this node's event loop has run its replication ticks lately: the largest
+    lateness (time since the previous tick beyond the tick interval) seen over the last
+    `window` seconds. A long pump round, a burst of envelopes or a starved process all
+    show up here; the core stretches its election timeouts by it (`Replica.tick`)."""
+
+    def __init__(self, interval: float, window: float) -> None:
+        self.interval = interval
+        self.window = window
+        self._previous: float | None = None
+        self._samples: collections.deque[tuple[float, float]] = collections.deque()
+        self.worst = 0.0  # the largest lateness in the window (the value the core gets)
+
+    def sample(self, now: float) -> float:
+        """Record a tick at `now`; returns the lag to pass to the core."""
+        if self._previous is not None:
+            late = now - self._previous - self.interval
+            if late > 0:
+                self._samples.append((now, late))
+        self._previous = now
+        while self._samples and self._samples[0][0] < now - self.window:
+            self._samples.popleft()
+        self.worst = max((late for _, late in self._samples), default=0.0)
+        return self.worst
 
 
 class Superseded(Exception):
@@ -126,6 +153,11 @@ class ReplicaHost:
         self._next_read = 0
         self._term_start: dict[GroupId, tuple[int, int]] = {}  # group -> (term, its NOOP's index)
         self._wake = asyncio.Event()
+        # Lateness remembered for two election timeouts: long enough to cover the
+        # heartbeat gap a stall has just caused.
+        self.loop_lag = LoopLag(
+            self.config.heartbeat_interval * TICK_FRACTION, 2 * self.config.election_timeout
+        )
         self._runner: asyncio.Task[None] | None = None
         self._unawaited: set[asyncio.Task[list[list[int]]]] = set()  # commit-only hard states being written
         # Commit-only hard states not written yet (see `_persist`), and since when.
@@ -463,7 +495,8 @@ class ReplicaHost:
                 async with asyncio.timeout(interval):
                     await self._wake.wait()
             self._wake.clear()
-            self.multi.tick(self._clock())
+            now = self._clock()
+            self.multi.tick(now, self.loop_lag.sample(now))
             try:
                 await self.pump()
                 self._flush_deferred_commits(force=False)

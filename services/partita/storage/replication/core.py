@@ -189,16 +189,17 @@ class Replica:
     def hard_state(self) -> HardState:
         return HardState(self.term, self.vote, self.commit)
 
-    def next_deadline(self) -> float:
-        """The local time by which this replica wants its next tick (inf: none needed).
-        Ticking earlier is harmless; a host may skip ticks until then."""
+    def next_deadline(self, loop_lag: float = 0.0) -> float:
+        """The local time by which this replica wants its next tick (inf: none needed),
+        given the host's event-loop lag (see `tick`). Ticking earlier is harmless; a host
+        may skip ticks until then."""
         if self.quiesced:
             return math.inf
         if self.state == State.LEADER:
             due = min(self._heartbeat_due, self._check_quorum_due)
             return min(due, self._transfer_deadline) if self.transfer_target is not None else due
         if self.node in self.members and self.role == Role.FULL:
-            return self.election_deadline
+            return self.election_deadline + loop_lag
         return math.inf
 
     def has_ready(self) -> bool:
@@ -218,13 +219,22 @@ class Replica:
 
     # ------------------------------------------------------------------ inputs
 
-    def tick(self, now: float) -> None:
-        """Let time pass. A quiesced replica needs no ticks."""
+    def tick(self, now: float, loop_lag: float = 0.0) -> None:
+        """Let time pass. A quiesced replica needs no ticks.
+
+        `loop_lag`: how late the host's own event loop has recently been running (its
+        measure, an input like `now`). A heartbeat may be sitting unread in this node's
+        socket buffer for that long, so every election timeout is stretched by it, and
+        a leader whose loop is late does not step down for want of a quorum: on an
+        overloaded node, timeouts that fire because the node itself is slow would start
+        elections that make it slower still."""
         if self.quiesced:
             return
         if self.state == State.LEADER:
-            self._tick_leader(now)
-        elif self.node in self.members and self.role == Role.FULL and now >= self.election_deadline:
+            self._tick_leader(now, loop_lag)
+        elif (
+            self.node in self.members and self.role == Role.FULL and now >= self.election_deadline + loop_lag
+        ):
             self._start_pre_vote(now)
 
     def campaign(self, now: float) -> None:
@@ -530,18 +540,23 @@ class Replica:
 
     # ------------------------------------------------------------------ leader
 
-    def _tick_leader(self, now: float) -> None:
+    def _tick_leader(self, now: float, loop_lag: float) -> None:
         if self.transfer_target is not None and now >= self._transfer_deadline:
             self.transfer_target = None  # the target did not take over; carry on leading
         if now >= self._check_quorum_due:
             self._check_quorum_due = now + self.config.election_timeout
-            horizon = now - self.config.election_timeout
-            heard = 1 + sum(
-                1 for p, pr in self.progress.items() if p in self.members and pr.last_heard >= horizon
-            )
-            if heard < quorum(self.members):
-                self._become_follower(self.term, None, now)  # cut off from a majority
-                return
+            # Check-quorum only frees a group from a leader cut off from it; safety never
+            # depends on it (a deposed leader's lease has ended before another is elected).
+            # So a leader whose own loop is late does not judge its followers silent: their
+            # answers are likely still unread.
+            if loop_lag <= self.config.loop_lag_tolerance:
+                horizon = now - self.config.election_timeout - loop_lag
+                heard = 1 + sum(
+                    1 for p, pr in self.progress.items() if p in self.members and pr.last_heard >= horizon
+                )
+                if heard < quorum(self.members):
+                    self._become_follower(self.term, None, now)  # cut off from a majority
+                    return
         if now >= self._heartbeat_due:
             if self._can_quiesce(now):
                 self._quiesce(now)
