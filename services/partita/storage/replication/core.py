@@ -162,10 +162,11 @@ class Replica:
         # Outbox, drained by ready().
         self._messages: list[Message] = []
         self._persist_from: int | None = None
-        self._hard_state = HardState(self.term, self.vote, self.commit)
+        self._hard_state = HardState(self.term, self.vote, self.commit, hs.leader)
         self._snapshot_to_install: SnapshotMeta | None = None
         self._reads: list[ReadState] = []
         self._refused: list[ReadRefused] = []
+        self._restart_as(hs, now)
 
     # ------------------------------------------------------------------ queries
 
@@ -187,7 +188,7 @@ class Replica:
         )
 
     def hard_state(self) -> HardState:
-        return HardState(self.term, self.vote, self.commit)
+        return HardState(self.term, self.vote, self.commit, self.leader)
 
     def next_deadline(self, loop_lag: float = 0.0) -> float:
         """The local time by which this replica wants its next tick (inf: none needed),
@@ -215,6 +216,7 @@ class Replica:
             or self.term != self._hard_state.term
             or self.vote != self._hard_state.vote
             or self.commit != self._hard_state.commit
+            or self.leader != self._hard_state.leader
         )
 
     # ------------------------------------------------------------------ inputs
@@ -516,6 +518,13 @@ class Replica:
         self._reset_election_timer(now)
 
     def _become_leader(self, now: float) -> None:
+        self._take_leadership(now)
+        self._append_local(EntryKind.NOOP, b"")
+        self._broadcast_heartbeat(now)
+        self._broadcast_append()
+        self._maybe_commit()
+
+    def _take_leadership(self, now: float) -> None:
         self.state = State.LEADER
         self.leader = self.node
         self.counters.leader_terms += 1
@@ -528,15 +537,41 @@ class Replica:
         self._round_sent = {}
         self.lease_until = float("-inf")
         self._lease_forfeited = False
-        self._committed_in_term = False
+        # A resumed term's first entry may be committed already (see _restart_as).
+        self._committed_in_term = self.log.term_at(self.commit) == self.term
         self._client_work_in_term = False
         self.transfer_target = None
         self._last_activity = now
         self._check_quorum_due = now + self.config.election_timeout
-        self._append_local(EntryKind.NOOP, b"")
-        self._broadcast_heartbeat(now)
-        self._broadcast_append()
-        self._maybe_commit()
+
+    def _restart_as(self, hs: HardState, now: float) -> None:
+        """A restart with the leader of its term on disk needs no election while that
+        leader lives. The leader itself resumes leading the term: it was elected in it,
+        so no other replica can lead it; its log holds everything it ever sent (entries
+        are persisted before messages), its term's NOOP among it; the commit index on
+        disk is at most the true one. Its followers name it as leader and give it a
+        grace period before their ordered election (if its node did not come back)."""
+        leader = hs.leader
+        if leader is None or hs.term != self.term or self.members.get(leader) != Role.FULL:
+            return
+        if len(self.members) < 2 or self.node not in self.members:
+            return
+        if leader == self.node:
+            self._take_leadership(now)
+            self._broadcast_heartbeat(now)
+            self._broadcast_append()
+            return
+        self.leader = leader
+        successors = sorted(
+            (n for n, role in self.members.items() if role == Role.FULL and n != leader),
+            key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
+        )
+        if self.node not in successors:
+            return
+        timeout = self.config.election_timeout
+        start = now + self.config.lease_duration + timeout
+        rank = successors.index(self.node)
+        self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
 
     # ------------------------------------------------------------------ leader
 

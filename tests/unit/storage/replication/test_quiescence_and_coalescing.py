@@ -294,3 +294,59 @@ def test_a_new_leader_missing_a_follower_does_not_quiesce() -> None:
     c.advance(0.5)
     assert all(c[n].quiesced for n in THREE)
     assert c["c"].commit == c["a"].log.last_index
+
+
+def test_a_group_restarted_whole_keeps_its_leader_without_an_election() -> None:
+    """Every process restarts (a cluster restart): the leader finds on disk that it led
+    its term and resumes leading it; the followers name it at once. No election, no new
+    term, and the group serves and quiesces again."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    c.advance(CONFIG.quiesce_after + 0.5)
+    assert all(c[n].quiesced for n in THREE)
+    term = c["a"].term
+    for n in THREE:
+        c.crash(n)
+    for n in THREE:
+        c.restart(n)
+    assert c["a"].is_leader and c["b"].leader == "a" and c["c"].leader == "a"
+    c.advance(0.5)
+    assert c.leaders() == ["a"] and {c[n].term for n in THREE} == {term}
+    assert all(c[n].counters.elections_started == 0 for n in THREE)
+    assert all(c[n].quiesced for n in THREE)  # nothing to do: quiet again at once
+    c["a"].read(1, c.now)
+    c.deliver()
+    assert [r.request_id for r in c.nodes["a"].reads] == [1]
+    _, index = c.propose("a", b"after")
+    assert all(c[n].commit >= index for n in THREE)
+
+
+def test_the_followers_of_a_leader_that_did_not_come_back_elect_one_after_a_grace() -> None:
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    for n in THREE:
+        c.crash(n)
+    c.restart("b")
+    c.restart("c")
+    c.advance(CONFIG.lease_duration + CONFIG.election_timeout - 0.1)
+    assert c.leaders() == []  # a's grace period
+    c.advance(2 * CONFIG.election_timeout)
+    (leader,) = c.leaders()
+    assert c[leader].term == 2  # one election, no split vote
+    assert c.applied_data(leader) == [b"w"]
+
+
+def test_a_restarted_leader_whose_group_moved_on_steps_down() -> None:
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    c.crash("a")
+    c.advance(3 * CONFIG.election_timeout)
+    (new,) = c.leaders()
+    c.propose(new, b"w2")
+    c.restart("a")  # resumes leading term 1 until it hears of term 2
+    c.advance(0.5)
+    assert c.leaders() == [new] and c["a"].term == c[new].term
+    assert not c["a"].is_leader
