@@ -255,6 +255,7 @@ def restart_everything(
     up = time.monotonic() - started
     wait_for_leaders(workdir / "data", groups, pause=0.5)
     led = time.monotonic() - started
+    print(f"restart: every group led {led:.1f} s after the start", flush=True)
     served = serve_all(restarted, table_names, RECOVER_TIMEOUT)
     total = time.monotonic() - started
     print(
