@@ -136,6 +136,7 @@ class ReplicaHost:
         self._streamed: dict[tuple[GroupId, NodeId], float] = {}  # when the last stream ended
         self._staging: dict[GroupId, Staging] = {}  # snapshots being received
         self._staged: dict[GroupId, Staging] = {}  # received whole, handed to the core
+        self._staging_count = 0
         self.snapshots_sent = 0
         self.snapshots_installed = 0
         self.snapshot_bytes_sent = 0
@@ -380,7 +381,11 @@ class ReplicaHost:
         if staging is None or (staging.index, staging.term) != (meta.index, meta.term):
             if staging is not None:
                 staging.close()
-            name = f"{m.group.replace('/', '_')}.{meta.index}.{meta.term}"
+            # Unique per staging: two leaders (a resumed one and the next) may both send
+            # the snapshot at one (index, term); a shared file would be truncated by the
+            # second stream, or deleted with the first staging, under the staged one.
+            self._staging_count += 1
+            name = f"{m.group.replace('/', '_')}.{meta.index}.{meta.term}.{self._staging_count}"
             staging = self._staging[m.group] = Staging(self._snapshot_dir / name, meta.index, meta.term)
         try:
             staging.add(m.snapshot_data)
