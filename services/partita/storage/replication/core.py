@@ -761,9 +761,13 @@ class Replica:
         pr = self.progress[m.src]
         self._heard(pr, m.round, now)
         if pr.match < self.log.last_index:
-            # Something was lost on the way: resend from what the follower surely has.
+            # Something was lost on the way, or this leader does not know yet what the
+            # follower holds (just elected or restarted: match 0). Resend from `next`: a
+            # follower lacking the entry before it rejects with its last index, which
+            # moves `next` back exactly there. Rewinding to match + 1 instead sent every
+            # follower of a restarted leader a whole snapshot (its log starts near its
+            # applied index, and match 0 is below that).
             self._wake(now)
-            pr.next = pr.match + 1
             self._send_append(m.src)
 
     def _heard(self, pr: Progress, round_: int, now: float) -> None:
