@@ -253,6 +253,15 @@ class ReplicaHost:
             return inherited_state(members) if (index, term) == (1, 1) else bootstrap_state(members)
         index, term = self.engine.applied_position(group)
         entries = self.engine.read_entries(group, index + 1, self.engine.last_index(group))
+        tail = self.engine.take_applied_tail(group)
+        if tail:
+            # The log reaches back before the applied index (entries the WAL still holds):
+            # the core hands them to `_apply` as committed again, which skips them.
+            base = tail[0]
+            hard_state = dataclasses.replace(hard_state, commit=max(hard_state.commit, index))
+            return PersistedState(
+                hard_state, snapshot_meta(base.index, base.term, members), tail[1:] + entries
+            )
         return PersistedState(hard_state, snapshot_meta(index, term, members), entries)
 
     def leadership(self, group: GroupId) -> Leadership | None:
