@@ -350,3 +350,20 @@ def test_a_restarted_leader_whose_group_moved_on_steps_down() -> None:
     c.advance(0.5)
     assert c.leaders() == [new] and c["a"].term == c[new].term
     assert not c["a"].is_leader
+
+
+def test_a_follower_restarted_alone_in_a_quiesced_group_goes_quiet_under_its_leader() -> None:
+    """It names the leader from its hard state; its one pre-vote after the grace period
+    wakes the leader (who answers with a heartbeat round, and quiesces again at once, no
+    client having used it): not a pre-vote every 1-2 s for as long as the group is idle."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.advance(1.0)
+    assert all(c[n].quiesced for n in THREE)
+    c.crash("c")
+    c.restart("c")
+    assert c["c"].leader == "a"
+    c.advance(20.0)
+    pre_votes = [m for m in c.sent if m.kind == MsgKind.PRE_VOTE and m.src == "c"]
+    assert len(pre_votes) <= 2
+    assert all(c[n].quiesced for n in THREE) and c.leaders() == ["a"] and c["a"].term == 1
