@@ -587,10 +587,15 @@ class ReplicaHost:
         eventual reads). Term and vote changes are always written and waited for."""
         persisted = self.engine.hard_state(rd.group)
         hs = rd.hard_state
+        # The leader named is a hint, except that a leader giving up its term (a
+        # transfer) must have that on disk before its TIMEOUT_NOW leaves (`Replica.
+        # _leader_to_keep`).
+        me = self.node_id
         return (
             hs is not None
             and persisted is not None
             and (hs.term, hs.vote) == (persisted.term, persisted.vote)
+            and (hs.leader == me) == (persisted.leader == me)
         )
 
     def _write_unawaited(self, write: Coroutine[Any, Any, list[list[int]]]) -> None:

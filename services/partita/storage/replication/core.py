@@ -188,7 +188,17 @@ class Replica:
         )
 
     def hard_state(self) -> HardState:
-        return HardState(self.term, self.vote, self.commit, self.leader)
+        return HardState(self.term, self.vote, self.commit, self._leader_to_keep())
+
+    def _leader_to_keep(self) -> NodeId | None:
+        """The leader the hard state names. A leader that forfeited its lease (it sent
+        TIMEOUT_NOW: the target's election ignores promises to it) must not resume its
+        term after a restart and take a new lease while the target is being elected:
+        from then on its hard state names no leader (the host writes that change before
+        the TIMEOUT_NOW leaves)."""
+        if self.state == State.LEADER and self._lease_forfeited:
+            return None
+        return self.leader
 
     def next_deadline(self, loop_lag: float = 0.0) -> float:
         """The local time by which this replica wants its next tick (inf: none needed),
@@ -216,7 +226,7 @@ class Replica:
             or self.term != self._hard_state.term
             or self.vote != self._hard_state.vote
             or self.commit != self._hard_state.commit
-            or self.leader != self._hard_state.leader
+            or self._leader_to_keep() != self._hard_state.leader
         )
 
     # ------------------------------------------------------------------ inputs

@@ -367,3 +367,20 @@ def test_a_follower_restarted_alone_in_a_quiesced_group_goes_quiet_under_its_lea
     pre_votes = [m for m in c.sent if m.kind == MsgKind.PRE_VOTE and m.src == "c"]
     assert len(pre_votes) <= 2
     assert all(c[n].quiesced for n in THREE) and c.leaders() == ["a"] and c["a"].term == 1
+
+
+def test_a_leader_that_handed_its_term_over_does_not_resume_it_after_a_restart() -> None:
+    """Its TIMEOUT_NOW lets the target be elected ignoring promises to it, so resuming
+    the term (and taking a new lease) would let two leases overlap: the hard state that
+    leaves with the TIMEOUT_NOW names no leader."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    c["a"].transfer_leadership("b", c.now)
+    c.flush()
+    assert any(m.kind == MsgKind.TIMEOUT_NOW for m in c.in_flight)
+    assert c.nodes["a"].disk.hard_state.leader is None
+    c.in_flight.clear()  # the TIMEOUT_NOW is still on its way when a crashes
+    c.crash("a")
+    c.restart("a")
+    assert not c["a"].is_leader and c["a"].leader is None
