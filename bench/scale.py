@@ -11,8 +11,9 @@ every group, and then measures, in order:
 2. idle: each storage process's CPU (utime+stime from /proc) over `--idle-seconds`
    once the groups had time to quiesce, as a share of one core;
 3. restart of every process: `partita up` stopped (SIGINT) and started again on the same
-   data; the time from the start until every table answered a strongly consistent Scan
-   (which reads every partition from its leader);
+   data; the time from the start until every group has a leader (each node's Status
+   RPC), then until every table answered a strongly consistent Scan (which reads every
+   partition from its leader);
 4. failover: `--kills` rounds of SIGKILL of the node leading the most groups; the time
    from the kill until every group it led has a leader again (each
    node's Status RPC, polled; the killed node answers once restarted), then until every such table answered a strongly
@@ -186,13 +187,13 @@ def create_tables(peer: Peer, tables: int, partitions: int) -> dict[str, float]:
     return {"create_calls_seconds": created, "all_active_seconds": activated}
 
 
-def wait_for_leaders(data_dir: Path, expected: int) -> float:
+def wait_for_leaders(data_dir: Path, expected: int, pause: float = 2.0) -> float:
     def led() -> bool:
         n = len(_leaders(data_dir))
-        print(f"  groups led with a lease: {n}/{expected}", flush=True)
+        print(f"  groups led: {n}/{expected}", flush=True)
         return n >= expected
 
-    return _until("every group led", led, SETTLE_TIMEOUT, pause=2.0)
+    return _until("every group led", led, SETTLE_TIMEOUT, pause=pause)
 
 
 def idle_cpu(data_dir: Path, seconds: float) -> dict[str, float]:
@@ -245,16 +246,25 @@ def serve_all(peer: Peer, names: Iterable[str], timeout: float) -> float:
     return time.monotonic() - started
 
 
-def restart_everything(peer: Peer, workdir: Path, table_names: list[str]) -> tuple[Peer, dict[str, float]]:
+def restart_everything(
+    peer: Peer, workdir: Path, table_names: list[str], groups: int
+) -> tuple[Peer, dict[str, float]]:
     stop_process_group(peer.proc)
     started = time.monotonic()
     restarted = start_partita(workdir=workdir, table=table_names[0], replication_factor=3)
     up = time.monotonic() - started
+    wait_for_leaders(workdir / "data", groups, pause=0.5)
+    led = time.monotonic() - started
+    print(f"restart: every group led {led:.1f} s after the start", flush=True)
     served = serve_all(restarted, table_names, RECOVER_TIMEOUT)
     total = time.monotonic() - started
-    print(f"restart: router up after {up:.1f} s; every table served a consistent read after {total:.1f} s")
+    print(
+        f"restart: router up after {up:.1f} s; every group led after {led:.1f} s; "
+        f"every table served a consistent read after {total:.1f} s"
+    )
     return restarted, {
         "router_up_seconds": up,
+        "all_led_seconds": led,
         "all_served_seconds": total,
         "after_router_up_seconds": served,
     }
@@ -329,8 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         result["idle_cpu_share"] = idle_cpu(data_dir, args.idle_seconds)
         print(f"idle: CPU share of one core per storage node {result['idle_cpu_share']}", flush=True)
         if not args.skip_restart:
-            peer, result["restart"] = restart_everything(peer, workdir, names)
-            wait_for_leaders(data_dir, result["groups"])
+            peer, result["restart"] = restart_everything(peer, workdir, names, result["groups"])
             time.sleep(QUIET_SECONDS)
         names_by_id = _table_ids(data_dir, set(names))
         rounds = []

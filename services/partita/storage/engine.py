@@ -36,6 +36,7 @@ both pass their check; `_pending` holds the newest not-yet-applied value per key
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import shutil
 import struct
@@ -88,6 +89,11 @@ MAX_RETAINED_RECORDS = 1_000_000
 _MISSING = object()
 # Flush RocksDB and drop covered WAL segments once this much WAL has accumulated.
 CHECKPOINT_WAL_BYTES = 64 * 1024 * 1024
+# A restarted replica's log reaches back at most this many entries before its applied
+# index, taken from what the WAL still holds, entries of at most this size only
+# (`take_applied_tail`): enough for a follower that missed the last terms' first entries.
+TAIL_ENTRIES = 8
+TAIL_ENTRY_BYTES = 4096
 
 
 class Engine:
@@ -107,6 +113,9 @@ class Engine:
         self._hard_states: dict[GroupId, tuple[HardState, int]] = {}  # newest, and its lsn
         self._next_local: dict[GroupId, int] = {}  # next index of a single-member group
         self._retained: dict[GroupId, int] = {}  # the host keeps records above this index
+        # The newest small entries of each group found by the start's replay (see
+        # `take_applied_tail`), taken once by the replication host and then dropped.
+        self._tails: dict[GroupId, list[Entry]] = {}
         self.compacted_for_space: list[tuple[GroupId, int]] = []
         self._pending: dict[bytes, tuple[int, bytes | None]] = {}
         self._bytes_since_checkpoint = 0
@@ -172,6 +181,7 @@ class Engine:
                 if record.group in self._installing:
                     continue  # what the snapshot being installed replaces
                 self._locate(record.group, record.entry.index, lsn)
+                self._keep_tail(record.group, record.entry)
                 if record.entry.index > self._applied.get(record.group, 0):
                     unapplied.append((lsn, record.group, record.entry))
             else:
@@ -215,6 +225,34 @@ class Engine:
             if held is not None:
                 self._hard_states[group] = (HardState(held[0].term, held[0].vote, 0), held[1])
             log.warning("group %s: snapshot install at %d was cut short; the range is emptied", group, index)
+
+    def _keep_tail(self, group: GroupId, entry: Entry) -> None:
+        """Keep the group's last few contiguous entries while replaying (small ones only:
+        a large entry breaks the run), replacing any at or after a re-appended index."""
+        tail = self._tails.get(group)
+        if len(entry.data) > TAIL_ENTRY_BYTES:
+            self._tails.pop(group, None)
+            return
+        if tail and entry.index <= tail[-1].index:
+            del tail[bisect.bisect_left([e.index for e in tail], entry.index) :]
+        if not tail or tail[-1].index + 1 != entry.index:
+            tail = self._tails[group] = []
+        tail.append(entry)
+        if len(tail) > TAIL_ENTRIES:
+            del tail[0]
+
+    def take_applied_tail(self, group: GroupId) -> list[Entry]:
+        """The group's last few entries up to and including its applied one, as the start's
+        replay found them in the WAL (empty if it did not find that run). A restarted
+        replica's log may start there instead of at the applied index, so a follower a few
+        entries behind (it stopped before the others, e.g. while they handed leadership
+        around) is caught up from the log, not sent a whole snapshot. Taken once."""
+        tail = self._tails.pop(group, [])
+        applied, term = self._applied.get(group, 0), self._applied_terms.get(group, 0)
+        tail = [e for e in tail if e.index <= applied]
+        if not tail or tail[-1].index != applied or tail[-1].term != term:
+            return []
+        return tail
 
     def _locate(self, group: GroupId, index: int, lsn: int) -> None:
         locations = self._locations.get(group)

@@ -14,7 +14,9 @@ Layout (big-endian)::
     1  2  group id length g
     3  g  group id (UTF-8)
     entry:      term u64, index u64, kind u8, crc u32, then the entry's data
-    hard state: term u64, commit u64, then the vote (UTF-8, empty for none)
+    hard state: term u64, commit u64, then the vote (UTF-8, empty for none), and if a
+                leader is known, a NUL byte and the leader (UTF-8; records written
+                before the leader was kept end with the vote)
     erasure:    range count u32, then each key range as lo length u32, lo, hi length
                 u32, hi
 
@@ -93,8 +95,10 @@ def encode_entry(group: GroupId, entry: Entry) -> bytes:
 
 
 def encode_hard_state(group: GroupId, state: HardState) -> bytes:
-    vote = (state.vote or "").encode()
-    return _group_header(HARD_STATE_FORMAT, group) + _HARD_STATE.pack(state.term, state.commit) + vote
+    tail = (state.vote or "").encode()
+    if state.leader is not None:
+        tail += b"\0" + state.leader.encode()
+    return _group_header(HARD_STATE_FORMAT, group) + _HARD_STATE.pack(state.term, state.commit) + tail
 
 
 def encode_erase(group: GroupId, ranges: tuple[tuple[bytes, bytes], ...]) -> bytes:
@@ -133,8 +137,10 @@ def decode_record(payload: bytes) -> EntryRecord | HardStateRecord | EraseRecord
         if len(payload) < body + _HARD_STATE.size:
             raise RecordError("truncated hard state")
         term, commit = _HARD_STATE.unpack_from(payload, body)
-        vote = payload[body + _HARD_STATE.size :].decode() or None
-        return HardStateRecord(group, HardState(term, vote, commit))
+        vote_bytes, _, leader_bytes = payload[body + _HARD_STATE.size :].partition(b"\0")
+        vote = vote_bytes.decode() or None
+        leader = leader_bytes.decode() or None
+        return HardStateRecord(group, HardState(term, vote, commit, leader))
     if kind == ERASE_FORMAT:
         return EraseRecord(group, _decode_ranges(payload, body))
     raise RecordError(f"unknown group record format {kind:#x}")

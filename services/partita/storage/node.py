@@ -529,7 +529,16 @@ async def serve(
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
-    transport = PeerTransport(peers.replication_address, lambda envelope: replicas.receive(envelope))
+
+    def peer_liveness(peer: str, alive: bool) -> None:
+        # A broken stream to a peer whose listener refuses: its quiesced groups' followers
+        # campaign now instead of after its registration's TTL.
+        replicas.multi.node_liveness(peer, alive, time.monotonic())
+        replicas.wake()
+
+    transport = PeerTransport(
+        peers.replication_address, lambda envelope: replicas.receive(envelope), peer_liveness
+    )
 
     def group_range(group: GroupId) -> tuple[bytes, bytes] | None:
         placed = state.groups.get(group)

@@ -7,6 +7,12 @@ and one frame per round. Delivery is best effort, as the consensus core expects:
 that cannot be written now (peer down, connection lost) is dropped and the core resends
 what matters (appends, heartbeats); the link reconnects on the next send, at most once
 per `RECONNECT_SECONDS`, so a dead peer costs no connect storm.
+
+Failure detection: when a peer's stream to this node breaks, the node probes the peer's
+listener a few times; if every probe is refused (or times out) the peer is suspected
+dead (`on_liveness(peer, False)`), and its next frame clears that. A SIGKILLed node's
+quiesced groups then fail over in about a lease, not after its registration's TTL. A
+wrong suspicion costs an election, never safety (the core still waits out its promises).
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ CONNECT_TIMEOUT_SECONDS = 1.0
 # Frames queued for a peer while its connection is being made; beyond this they are
 # dropped (the core resends).
 MAX_QUEUED_FRAMES = 1024
+# A broken incoming stream: probes of the peer's listener, this far apart, all of which
+# must fail before the peer is suspected dead.
+SUSPECT_PROBES = 3
+SUSPECT_PROBE_SECONDS = 0.15
 
 
 class _Link:
@@ -81,9 +91,18 @@ class _Link:
 class PeerTransport:
     """Sends envelopes to peers (by node id) and hands received ones to `deliver`."""
 
-    def __init__(self, resolve: Callable[[NodeId], str | None], deliver: Callable[[Envelope], None]) -> None:
+    def __init__(
+        self,
+        resolve: Callable[[NodeId], str | None],
+        deliver: Callable[[Envelope], None],
+        on_liveness: Callable[[NodeId, bool], None] = lambda node, alive: None,
+    ) -> None:
         self._resolve = resolve  # node id -> "host:port" of its replication listener
         self._deliver = deliver
+        self._on_liveness = on_liveness
+        self.suspected: set[NodeId] = set()
+        self._probes: dict[NodeId, asyncio.Task[None]] = {}
+        self._closing = False
         self._links: dict[NodeId, _Link] = {}
         self._server: asyncio.Server | None = None
         self._incoming: set[asyncio.Transport] = set()
@@ -113,17 +132,55 @@ class PeerTransport:
             link.send(encode_frame(encode_envelope(envelope)))
             self.frames_sent += 1
 
-    def _received(self, frame: bytes) -> None:
+    def _received(self, frame: bytes) -> NodeId | None:
+        """Deliver one frame; returns the peer that sent it (None if damaged)."""
         try:
             envelope = decode_envelope(frame)
         except WireError as exc:
             self.bad_frames += 1
             log.warning("dropping a damaged replication frame: %s", exc)
-            return
+            return None
         self.frames_received += 1
+        if envelope.src in self.suspected:
+            self.suspected.discard(envelope.src)
+            log.info("peer %s is back", envelope.src)
+            self._on_liveness(envelope.src, True)
         self._deliver(envelope)
+        return envelope.src
+
+    def _stream_lost(self, peer: NodeId) -> None:
+        if self._closing or peer in self._probes or peer in self.suspected:
+            return
+        task = asyncio.get_running_loop().create_task(self._probe(peer), name=f"probe {peer}")
+        self._probes[peer] = task
+        task.add_done_callback(lambda _: self._probes.pop(peer, None))
+
+    async def _probe(self, peer: NodeId) -> None:
+        """Suspect `peer` dead if its listener refuses every probe (a process that died
+        has no listener; one that is only slow or restarting its stream still accepts)."""
+        for _ in range(SUSPECT_PROBES):
+            await asyncio.sleep(SUSPECT_PROBE_SECONDS)
+            address = self._resolve(peer)
+            if address is None:
+                return
+            host, _, port = address.rpartition(":")
+            try:
+                _, writer = await asyncio.wait_for(
+                    asyncio.open_connection(host, int(port)), SUSPECT_PROBE_SECONDS
+                )
+            except (OSError, TimeoutError):
+                continue
+            writer.close()
+            return
+        if not self._closing:
+            self.suspected.add(peer)
+            log.warning("peer %s suspected dead: its stream broke and its listener refuses", peer)
+            self._on_liveness(peer, False)
 
     async def close(self) -> None:
+        self._closing = True
+        for probe in list(self._probes.values()):
+            probe.cancel()
         for link in self._links.values():
             link.close()
         self._links.clear()
@@ -140,6 +197,7 @@ class _Incoming(asyncio.Protocol):
         self._owner = owner
         self._decoder = FrameDecoder()
         self._transport: asyncio.Transport | None = None
+        self._peer: NodeId | None = None  # known from the first frame
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
@@ -148,6 +206,8 @@ class _Incoming(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._transport is not None:
             self._owner._incoming.discard(self._transport)
+        if self._peer is not None:
+            self._owner._stream_lost(self._peer)
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -158,4 +218,6 @@ class _Incoming(asyncio.Protocol):
                 self._transport.close()
             return
         for frame in frames:
-            self._owner._received(frame)
+            src = self._owner._received(frame)
+            if src is not None:
+                self._peer = src

@@ -21,6 +21,7 @@ under an "installing" mark (`Engine.install_snapshot`), after which the log catc
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import logging
@@ -72,6 +73,32 @@ SNAPSHOT_CHUNK_PAUSE = 0.005
 SNAPSHOT_RESEND_SECONDS = 2.0
 
 
+class LoopLag:
+    """How late this node's event loop has run its replication ticks lately: the largest
+    lateness (time since the previous tick beyond the tick interval) seen over the last
+    `window` seconds. A long pump round, a burst of envelopes or a starved process all
+    show up here; the core stretches its election timeouts by it (`Replica.tick`)."""
+
+    def __init__(self, interval: float, window: float) -> None:
+        self.interval = interval
+        self.window = window
+        self._previous: float | None = None
+        self._samples: collections.deque[tuple[float, float]] = collections.deque()
+        self.worst = 0.0  # the largest lateness in the window (the value the core gets)
+
+    def sample(self, now: float) -> float:
+        """Record a tick at `now`; returns the lag to pass to the core."""
+        if self._previous is not None:
+            late = now - self._previous - self.interval
+            if late > 0:
+                self._samples.append((now, late))
+        self._previous = now
+        while self._samples and self._samples[0][0] < now - self.window:
+            self._samples.popleft()
+        self.worst = max((late for _, late in self._samples), default=0.0)
+        return self.worst
+
+
 class Superseded(Exception):
     """Another entry was committed where this proposal was: the write never happened."""
 
@@ -109,6 +136,7 @@ class ReplicaHost:
         self._streamed: dict[tuple[GroupId, NodeId], float] = {}  # when the last stream ended
         self._staging: dict[GroupId, Staging] = {}  # snapshots being received
         self._staged: dict[GroupId, Staging] = {}  # received whole, handed to the core
+        self._staging_count = 0
         self.snapshots_sent = 0
         self.snapshots_installed = 0
         self.snapshot_bytes_sent = 0
@@ -126,6 +154,11 @@ class ReplicaHost:
         self._next_read = 0
         self._term_start: dict[GroupId, tuple[int, int]] = {}  # group -> (term, its NOOP's index)
         self._wake = asyncio.Event()
+        # Lateness remembered for two election timeouts: long enough to cover the
+        # heartbeat gap a stall has just caused.
+        self.loop_lag = LoopLag(
+            self.config.heartbeat_interval * TICK_FRACTION, 2 * self.config.election_timeout
+        )
         self._runner: asyncio.Task[None] | None = None
         self._unawaited: set[asyncio.Task[list[list[int]]]] = set()  # commit-only hard states being written
         # Commit-only hard states not written yet (see `_persist`), and since when.
@@ -230,6 +263,15 @@ class ReplicaHost:
             return inherited_state(members) if (index, term) == (1, 1) else bootstrap_state(members)
         index, term = self.engine.applied_position(group)
         entries = self.engine.read_entries(group, index + 1, self.engine.last_index(group))
+        tail = self.engine.take_applied_tail(group)
+        if tail:
+            # The log reaches back before the applied index (entries the WAL still holds):
+            # the core hands them to `_apply` as committed again, which skips them.
+            base = tail[0]
+            hard_state = dataclasses.replace(hard_state, commit=max(hard_state.commit, index))
+            return PersistedState(
+                hard_state, snapshot_meta(base.index, base.term, members), tail[1:] + entries
+            )
         return PersistedState(hard_state, snapshot_meta(index, term, members), entries)
 
     def leadership(self, group: GroupId) -> Leadership | None:
@@ -358,7 +400,11 @@ class ReplicaHost:
         if staging is None or (staging.index, staging.term) != (meta.index, meta.term):
             if staging is not None:
                 staging.close()
-            name = f"{m.group.replace('/', '_')}.{meta.index}.{meta.term}"
+            # Unique per staging: two leaders (a resumed one and the next) may both send
+            # the snapshot at one (index, term); a shared file would be truncated by the
+            # second stream, or deleted with the first staging, under the staged one.
+            self._staging_count += 1
+            name = f"{m.group.replace('/', '_')}.{meta.index}.{meta.term}.{self._staging_count}"
             staging = self._staging[m.group] = Staging(self._snapshot_dir / name, meta.index, meta.term)
         try:
             staging.add(m.snapshot_data)
@@ -474,7 +520,8 @@ class ReplicaHost:
                 async with asyncio.timeout(interval):
                     await self._wake.wait()
             self._wake.clear()
-            self.multi.tick(self._clock())
+            now = self._clock()
+            self.multi.tick(now, self.loop_lag.sample(now))
             try:
                 await self.pump()
                 self._flush_deferred_commits(force=False)
@@ -551,10 +598,15 @@ class ReplicaHost:
         eventual reads). Term and vote changes are always written and waited for."""
         persisted = self.engine.hard_state(rd.group)
         hs = rd.hard_state
+        # The leader named is a hint, except that a leader giving up its term (a
+        # transfer) must have that on disk before its TIMEOUT_NOW leaves (`Replica.
+        # _leader_to_keep`).
+        me = self.node_id
         return (
             hs is not None
             and persisted is not None
             and (hs.term, hs.vote) == (persisted.term, persisted.vote)
+            and (hs.leader == me) == (persisted.leader == me)
         )
 
     def _write_unawaited(self, write: Coroutine[Any, Any, list[list[int]]]) -> None:

@@ -79,6 +79,7 @@ def _lease_scenario(unsafe: bool, seed: int = 1) -> Simulation:
         lease_duration=0.5,
         max_clock_drift=0.4,
         quiesce_after=100.0,
+        quiesce_when_elected=False,
         unsafe_ignore_clock_drift=unsafe,
     )
     cfg = SimConfig(
@@ -161,6 +162,7 @@ def _one_broken_link(seed: int, unsafe: bool) -> tuple[Simulation, str]:
         lease_duration=0.4,
         max_clock_drift=0.01,
         quiesce_after=100.0,
+        quiesce_when_elected=False,  # the group stays awake: its heartbeats are the point
         unsafe_ignore_lease_promise=unsafe,
     )
     cfg = SimConfig(

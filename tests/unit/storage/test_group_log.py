@@ -69,6 +69,15 @@ def test_a_hard_state_record_round_trips_with_and_without_a_vote() -> None:
         assert decode_record(encode_hard_state("1/p0", state)) == HardStateRecord("1/p0", state)
 
 
+def test_a_hard_state_record_round_trips_with_its_leader_and_old_records_have_none() -> None:
+    for state in (HardState(3, "node-b", 17, "node-b"), HardState(4, None, 0, "node-c")):
+        assert decode_record(encode_hard_state("1/p0", state)) == HardStateRecord("1/p0", state)
+    # Written before the leader was kept: the vote ends the record.
+    old = encode_hard_state("1/p0", HardState(3, "node-b", 17))
+    record = decode_record(old)
+    assert isinstance(record, HardStateRecord) and record.hard_state.leader is None
+
+
 def test_a_flipped_byte_in_an_entry_fails_its_checksum_on_decode() -> None:
     raw = bytearray(encode_entry("1/p0", make_entry(1, 1, EntryKind.NORMAL, b"payload")))
     raw[-1] ^= 0x01

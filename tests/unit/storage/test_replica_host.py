@@ -20,6 +20,7 @@ from partita.storage.peer_transport import PeerTransport
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.core import NotLeader
+from partita.storage.replication.types import HardState, Ready
 
 GROUP = "7/p0"
 NODES = ("node-a", "node-b", "node-c")
@@ -235,3 +236,18 @@ async def test_entries_committed_in_one_round_are_applied_in_log_order(cluster: 
     assert leader.engine.applied_index(GROUP) >= last
     await wait_until(lambda: all(m.engine.applied_index(GROUP) >= last for m in cluster.members.values()))
     assert {m.engine.get(b"same") for m in cluster.members.values()} == {b"v9"}
+
+
+async def test_a_leader_giving_its_term_up_writes_that_before_sending_only_hints_wait(tmp_path: Path) -> None:
+    """The leader a hard state names is a hint (written with the next batch), except when
+    this node stops naming itself (a transfer's TIMEOUT_NOW must not leave first)."""
+    engine = Engine.open(tmp_path / "a", sync=False)
+    host = ReplicaHost("node-a", engine, lambda envelopes: None)
+    try:
+        await engine.append_entries("g", [], HardState(2, "node-a", 5, "node-a"))
+        assert not host._commit_only(Ready("g", hard_state=HardState(2, "node-a", 6, None)))
+        assert host._commit_only(Ready("g", hard_state=HardState(2, "node-a", 6, "node-a")))
+        await engine.append_entries("h", [], HardState(2, "node-b", 5, None))
+        assert host._commit_only(Ready("h", hard_state=HardState(2, "node-b", 6, "node-b")))
+    finally:
+        await engine.close()

@@ -27,6 +27,14 @@ class ReplicationConfig:
     # A leader with nothing in flight for this long quiesces its group: no heartbeats,
     # no ticks, until the next proposal, read or message (node liveness stands in).
     quiesce_after: float = 2.0
+    # A leader no client has used in its term quiesces as soon as its first entry is
+    # committed and held by every follower, without waiting quiesce_after (a restart
+    # elects thousands of groups at once; awake, they overload the node).
+    quiesce_when_elected: bool = True
+    # A node whose event loop runs its ticks later than this is overloaded: its leaders
+    # do not step down for want of a quorum (the answers are likely waiting in its own
+    # socket buffers), and every election timeout is stretched by the lateness anyway.
+    loop_lag_tolerance: float = 0.1
     # Most entries in one APPEND message.
     max_append_entries: int = 64
     # Simulation only: the leader takes its lease as the full lease_duration, as if

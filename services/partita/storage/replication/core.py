@@ -158,6 +158,10 @@ class Replica:
         self.lease_until = float("-inf")
         self._lease_forfeited = False
         self._committed_in_term = False
+        # Whether a proposal, read or transfer reached this leader in its current term:
+        # a leader that has had none quiesces as soon as its term's first entry is
+        # committed everywhere (quiesce_after is for groups in use).
+        self._client_work_in_term = False
         self._heartbeat_due = 0.0
         self._check_quorum_due = 0.0
         self._last_activity = now
@@ -168,10 +172,11 @@ class Replica:
         # Outbox, drained by ready().
         self._messages: list[Message] = []
         self._persist_from: int | None = None
-        self._hard_state = HardState(self.term, self.vote, self.commit)
+        self._hard_state = HardState(self.term, self.vote, self.commit, hs.leader)
         self._snapshot_to_install: SnapshotMeta | None = None
         self._reads: list[ReadState] = []
         self._refused: list[ReadRefused] = []
+        self._restart_as(hs, now)
 
     # ------------------------------------------------------------------ queries
 
@@ -193,18 +198,29 @@ class Replica:
         )
 
     def hard_state(self) -> HardState:
-        return HardState(self.term, self.vote, self.commit)
+        return HardState(self.term, self.vote, self.commit, self._leader_to_keep())
 
-    def next_deadline(self) -> float:
-        """The local time by which this replica wants its next tick (inf: none needed).
-        Ticking earlier is harmless; a host may skip ticks until then."""
+    def _leader_to_keep(self) -> NodeId | None:
+        """The leader the hard state names. A leader that forfeited its lease (it sent
+        TIMEOUT_NOW: the target's election ignores promises to it) must not resume its
+        term after a restart and take a new lease while the target is being elected:
+        from then on its hard state names no leader (the host writes that change before
+        the TIMEOUT_NOW leaves)."""
+        if self.state == State.LEADER and self._lease_forfeited:
+            return None
+        return self.leader
+
+    def next_deadline(self, loop_lag: float = 0.0) -> float:
+        """The local time by which this replica wants its next tick (inf: none needed),
+        given the host's event-loop lag (see `tick`). Ticking earlier is harmless; a host
+        may skip ticks until then."""
         if self.quiesced:
             return math.inf
         if self.state == State.LEADER:
             due = min(self._heartbeat_due, self._check_quorum_due)
             return min(due, self._transfer_deadline) if self.transfer_target is not None else due
         if self.node in self.members and self.role == Role.FULL:
-            return self.election_deadline
+            return self.election_deadline + loop_lag
         return math.inf
 
     def has_ready(self) -> bool:
@@ -220,17 +236,27 @@ class Replica:
             or self.term != self._hard_state.term
             or self.vote != self._hard_state.vote
             or self.commit != self._hard_state.commit
+            or self._leader_to_keep() != self._hard_state.leader
         )
 
     # ------------------------------------------------------------------ inputs
 
-    def tick(self, now: float) -> None:
-        """Let time pass. A quiesced replica needs no ticks."""
+    def tick(self, now: float, loop_lag: float = 0.0) -> None:
+        """Let time pass. A quiesced replica needs no ticks.
+
+        `loop_lag`: how late the host's own event loop has recently been running (its
+        measure, an input like `now`). A heartbeat may be sitting unread in this node's
+        socket buffer for that long, so every election timeout is stretched by it, and
+        a leader whose loop is late does not step down for want of a quorum: on an
+        overloaded node, timeouts that fire because the node itself is slow would start
+        elections that make it slower still."""
         if self.quiesced:
             return
         if self.state == State.LEADER:
-            self._tick_leader(now)
-        elif self.node in self.members and self.role == Role.FULL and now >= self.election_deadline:
+            self._tick_leader(now, loop_lag)
+        elif (
+            self.node in self.members and self.role == Role.FULL and now >= self.election_deadline + loop_lag
+        ):
             self._start_pre_vote(now)
 
     def campaign(self, now: float) -> None:
@@ -516,6 +542,13 @@ class Replica:
         self._reset_election_timer(now)
 
     def _become_leader(self, now: float) -> None:
+        self._take_leadership(now)
+        self._append_local(EntryKind.NOOP, b"")
+        self._broadcast_heartbeat(now)
+        self._broadcast_append()
+        self._maybe_commit()
+
+    def _take_leadership(self, now: float) -> None:
         self.state = State.LEADER
         self.leader = self.node
         self.counters.leader_terms += 1
@@ -528,52 +561,106 @@ class Replica:
         self._round_sent = {}
         self.lease_until = float("-inf")
         self._lease_forfeited = False
-        self._committed_in_term = False
+        # A resumed term's first entry may be committed already (see _restart_as).
+        self._committed_in_term = self.log.term_at(self.commit) == self.term
+        self._client_work_in_term = False
         self.transfer_target = None
         self._last_activity = now
         self._check_quorum_due = now + self.config.election_timeout
-        self._append_local(EntryKind.NOOP, b"")
-        self._broadcast_heartbeat(now)
-        self._broadcast_append()
-        self._maybe_commit()
+
+    def _restart_as(self, hs: HardState, now: float) -> None:
+        """A restart with the leader of its term on disk needs no election while that
+        leader lives. The leader itself resumes leading the term: it was elected in it,
+        so no other replica can lead it; its log holds everything it ever sent (entries
+        are persisted before messages), its term's NOOP among it; the commit index on
+        disk is at most the true one. Its followers name it as leader and give it a
+        grace period before their ordered election (if its node did not come back)."""
+        leader = hs.leader
+        if leader is None or hs.term != self.term or self.members.get(leader) != Role.FULL:
+            return
+        if len(self.members) < 2 or self.node not in self.members:
+            return
+        if leader == self.node:
+            self._take_leadership(now)
+            self._broadcast_heartbeat(now)
+            self._broadcast_append()
+            return
+        self.leader = leader
+        successors = sorted(
+            (n for n, role in self.members.items() if role == Role.FULL and n != leader),
+            key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
+        )
+        if self.node not in successors:
+            return
+        timeout = self.config.election_timeout
+        start = now + self.config.lease_duration + timeout
+        rank = successors.index(self.node)
+        self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
 
     # ------------------------------------------------------------------ leader
 
-    def _tick_leader(self, now: float) -> None:
+    def _tick_leader(self, now: float, loop_lag: float) -> None:
         if self.transfer_target is not None and now >= self._transfer_deadline:
             self.transfer_target = None  # the target did not take over; carry on leading
         if now >= self._check_quorum_due:
             self._check_quorum_due = now + self.config.election_timeout
-            horizon = now - self.config.election_timeout
-            heard = 1 + sum(
-                1 for p, pr in self.progress.items() if p in self.members and pr.last_heard >= horizon
-            )
-            if heard < quorum(self.members):
-                self._become_follower(self.term, None, now)  # cut off from a majority
-                return
+            # Check-quorum only frees a group from a leader cut off from it; safety never
+            # depends on it (a deposed leader's lease has ended before another is elected).
+            # So a leader whose own loop is late does not judge its followers silent: their
+            # answers are likely still unread.
+            if loop_lag <= self.config.loop_lag_tolerance:
+                horizon = now - self.config.election_timeout - loop_lag
+                heard = 1 + sum(
+                    1 for p, pr in self.progress.items() if p in self.members and pr.last_heard >= horizon
+                )
+                if heard < quorum(self.members):
+                    self._become_follower(self.term, None, now)  # cut off from a majority
+                    return
         if now >= self._heartbeat_due:
             if self._can_quiesce(now):
-                self._broadcast_heartbeat(now, quiesce=True)
-                self.quiesced = True
-                self.counters.quiesced += 1
+                self._quiesce(now)
                 return
             self._broadcast_heartbeat(now)
 
     def _can_quiesce(self, now: float) -> bool:
-        if self.transfer_target is not None or self._pending_reads:
+        if self.transfer_target is not None or self._pending_reads or not self._committed_in_term:
             return False
-        if now - self._last_activity < self.config.quiesce_after:
+        in_use = self._client_work_in_term or not self.config.quiesce_when_elected
+        if in_use and now - self._last_activity < self.config.quiesce_after:
             return False
         last = self.log.last_index
         if self.commit != last:
             return False
         return all(self.progress[p].match == last for p in self.members if p != self.node)
 
+    def _quiesce(self, now: float) -> None:
+        """Go quiet: the quiescing heartbeat carries the commit index to every follower
+        (each holds the whole log), so a commit notice still due would only wake them."""
+        self._appends_due = False
+        self._broadcast_heartbeat(now, quiesce=True)
+        self.quiesced = True
+        self.counters.quiesced += 1
+
+    def _maybe_quiesce_after_election(self, now: float) -> None:
+        """A leader no client has used in its term quiesces the moment every follower
+        holds its committed log, not after quiesce_after of heartbeats: after a restart
+        thousands of groups elect at once, and every second a group stays awake costs
+        ticks and heartbeats that an overloaded node delivers late, which set off
+        elections again."""
+        if (
+            self.config.quiesce_when_elected
+            and not self.quiesced
+            and not self._client_work_in_term
+            and self._can_quiesce(now)
+        ):
+            self._quiesce(now)
+
     def _wake(self, now: float, client_work: bool = False) -> None:
         """Leave quiescence. Only client work (proposals, reads, transfers) counts as
         activity that keeps a group from quiescing; protocol chatter does not."""
         if client_work:
             self._last_activity = now
+            self._client_work_in_term = True
         if not self.quiesced:
             return
         self.quiesced = False
@@ -690,6 +777,7 @@ class Replica:
         if pr.match < self.log.last_index and pr.next <= self.log.last_index:
             self._send_append(m.src)
         self._maybe_send_timeout_now()
+        self._maybe_quiesce_after_election(now)
 
     def _on_heartbeat_response(self, m: Message, now: float) -> None:
         if self.state != State.LEADER or m.src not in self.progress:
@@ -697,9 +785,13 @@ class Replica:
         pr = self.progress[m.src]
         self._heard(pr, m.round, now)
         if pr.match < self.log.last_index:
-            # Something was lost on the way: resend from what the follower surely has.
+            # Something was lost on the way, or this leader does not know yet what the
+            # follower holds (just elected or restarted: match 0). Resend from `next`: a
+            # follower lacking the entry before it rejects with its last index, which
+            # moves `next` back exactly there. Rewinding to match + 1 instead sent every
+            # follower of a restarted leader a whole snapshot (its log starts near its
+            # applied index, and match 0 is below that).
             self._wake(now)
-            pr.next = pr.match + 1
             self._send_append(m.src)
 
     def _heard(self, pr: Progress, round_: int, now: float) -> None:

@@ -30,6 +30,8 @@ class MultiReplica:
         self._timers: list[tuple[float, int, GroupId]] = []
         self._deadline: dict[GroupId, float] = {}
         self._sequence = 0
+        # The host's event-loop lag as of its last tick (`Replica.tick`).
+        self.loop_lag = 0.0
 
     def add_group(self, group: GroupId, persisted: PersistedState, now: float, seed: int) -> Replica:
         replica = Replica(group, self.node, persisted, self.config, now, seed)
@@ -47,14 +49,17 @@ class MultiReplica:
     def active_groups(self) -> int:
         return len(self._active)
 
-    def tick(self, now: float) -> None:
+    def tick(self, now: float, loop_lag: float = 0.0) -> None:
+        """Tick the groups whose deadline has come; `loop_lag` is how late the host's
+        event loop has been running lately (it stretches election timeouts)."""
+        self.loop_lag = loop_lag
         timers = self._timers
         while timers and timers[0][0] <= now:
             deadline, _, group = heapq.heappop(timers)
             if self._deadline.get(group) != deadline:
                 continue  # stale: the group moved its deadline since
             del self._deadline[group]
-            self.replicas[group].tick(now)
+            self.replicas[group].tick(now, loop_lag)
             self._after(group)
 
     def step(self, m: Message, now: float) -> None:
@@ -119,7 +124,7 @@ class MultiReplica:
             self._active.discard(group)
         else:
             self._active.add(group)
-        deadline = replica.next_deadline()
+        deadline = replica.next_deadline(self.loop_lag)
         if deadline != self._deadline.get(group) and deadline != math.inf:
             self._deadline[group] = deadline
             self._sequence += 1

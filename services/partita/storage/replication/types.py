@@ -84,6 +84,10 @@ class HardState:
     term: int = 0
     vote: NodeId | None = None
     commit: int = 0
+    # The leader of `term` as this replica last knew it (None: none known). A hint for
+    # a restart, written without waiting; a replica that finds itself here resumes
+    # leading `term` (it was elected in it, and no one else can be).
+    leader: NodeId | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ def test_no_lease_before_the_leader_commits_an_entry_of_its_term() -> None:
 def test_a_cut_off_leader_loses_its_lease_before_a_new_leader_can_be_elected() -> None:
     c = Cluster(THREE)
     c.elect("a")
+    c.propose("a", b"w")  # in use: awake, holding a lease from its heartbeats
     c.isolate("a")
     first_new_leader_at = None
     lease_end = None
@@ -89,6 +90,7 @@ def test_a_restarted_replica_promises_a_full_lease_before_voting() -> None:
 def test_gray_failure_a_follower_cut_from_the_leader_alone_does_not_start_an_election() -> None:
     c = Cluster(THREE)
     c.elect("a")
+    c.propose("a", b"w")  # in use: awake
     c.cut.add(frozenset(("a", "c")))  # a and b fine, b and c fine, a-c broken
     c.advance(8.0)
     assert c.leaders() == ["a"]
@@ -208,6 +210,7 @@ def test_with_the_default_timings_a_dead_leader_is_replaced_within_two_election_
     for seed_shift in range(5):
         c = Cluster(["a", "b", "c"], config=config)
         c.elect("a")
+        c.propose("a", b"w")  # in use, so not quiesced: followers time out on heartbeats
         c.advance(0.3 + 0.07 * seed_shift, step=0.01)
         c.crash("a")
         died = c.now

@@ -186,6 +186,7 @@ def test_liveness_cannot_make_a_follower_break_its_promise_to_a_leader_with_a_le
     exists. Found by the simulation (seed 7147 of the quiet variant)."""
     c = Cluster(THREE)
     c.elect("a")
+    c.propose("a", b"w")  # in use: quiesces after quiesce_after, with the link broken
     c.cut.add(frozenset(("a", "c")))
     for _ in range(400):
         c.advance(0.05)
@@ -298,3 +299,129 @@ def test_a_new_group_elects_at_once_having_promised_nothing_but_a_restart_waits_
         restarted[n].add_group("new", persisted, now=10.0, seed=i)
     elected = _run_until_leader(restarted, "new", 10.0, 13.0)
     assert elected is not None and elected >= 10.0 + config.lease_duration, elected
+
+def test_a_new_leader_with_nothing_to_do_quiesces_as_soon_as_its_first_entry_is_everywhere() -> None:
+    """No quiesce_after of heartbeats after an election (a restart elects thousands of
+    groups at once): the group goes quiet once the new leader's NOOP is committed and
+    every follower holds it, and the followers stop their election timers."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.advance(0.1)  # far less than quiesce_after (2 s)
+    assert all(c[n].quiesced for n in THREE)
+    assert all(c[n].commit == c["a"].log.last_index for n in THREE)
+    assert c["b"].next_deadline() == float("inf") and c["c"].next_deadline() == float("inf")
+    sent = len(c.sent)
+    c.advance(5.0)
+    assert len(c.sent) == sent and c.leaders() == ["a"]
+
+
+def test_a_group_in_use_still_waits_quiesce_after_before_going_quiet() -> None:
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    c.advance(CONFIG.quiesce_after / 2)
+    assert not any(c[n].quiesced for n in THREE)
+    c.advance(CONFIG.quiesce_after)
+    assert all(c[n].quiesced for n in THREE)
+
+
+def test_a_new_leader_missing_a_follower_does_not_quiesce() -> None:
+    c = Cluster(THREE)
+    c.isolate("c")
+    c.elect("a")
+    c.advance(0.5)
+    assert not c["a"].quiesced  # c lacks the NOOP: heartbeats must go on to catch it up
+    c.heal()
+    c.advance(0.5)
+    assert all(c[n].quiesced for n in THREE)
+    assert c["c"].commit == c["a"].log.last_index
+
+
+def test_a_group_restarted_whole_keeps_its_leader_without_an_election() -> None:
+    """Every process restarts (a cluster restart): the leader finds on disk that it led
+    its term and resumes leading it; the followers name it at once. No election, no new
+    term, and the group serves and quiesces again."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    c.advance(CONFIG.quiesce_after + 0.5)
+    assert all(c[n].quiesced for n in THREE)
+    term = c["a"].term
+    for n in THREE:
+        c.crash(n)
+    for n in THREE:
+        c.restart(n)
+    assert c["a"].is_leader and c["b"].leader == "a" and c["c"].leader == "a"
+    c.advance(0.5)
+    assert c.leaders() == ["a"] and {c[n].term for n in THREE} == {term}
+    assert all(c[n].counters.elections_started == 0 for n in THREE)
+    assert all(c[n].quiesced for n in THREE)  # nothing to do: quiet again at once
+    c["a"].read(1, c.now)
+    c.deliver()
+    assert [r.request_id for r in c.nodes["a"].reads] == [1]
+    _, index = c.propose("a", b"after")
+    assert all(c[n].commit >= index for n in THREE)
+
+
+def test_the_followers_of_a_leader_that_did_not_come_back_elect_one_after_a_grace() -> None:
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    for n in THREE:
+        c.crash(n)
+    c.restart("b")
+    c.restart("c")
+    c.advance(CONFIG.lease_duration + CONFIG.election_timeout - 0.1)
+    assert c.leaders() == []  # a's grace period
+    c.advance(2 * CONFIG.election_timeout)
+    (leader,) = c.leaders()
+    assert c[leader].term == 2  # one election, no split vote
+    assert c.applied_data(leader) == [b"w"]
+
+
+def test_a_restarted_leader_whose_group_moved_on_steps_down() -> None:
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    c.crash("a")
+    c.advance(3 * CONFIG.election_timeout)
+    (new,) = c.leaders()
+    c.propose(new, b"w2")
+    c.restart("a")  # resumes leading term 1 until it hears of term 2
+    c.advance(0.5)
+    assert c.leaders() == [new] and c["a"].term == c[new].term
+    assert not c["a"].is_leader
+
+
+def test_a_follower_restarted_alone_in_a_quiesced_group_goes_quiet_under_its_leader() -> None:
+    """It names the leader from its hard state; its one pre-vote after the grace period
+    wakes the leader (who answers with a heartbeat round, and quiesces again at once, no
+    client having used it): not a pre-vote every 1-2 s for as long as the group is idle."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.advance(1.0)
+    assert all(c[n].quiesced for n in THREE)
+    c.crash("c")
+    c.restart("c")
+    assert c["c"].leader == "a"
+    c.advance(20.0)
+    pre_votes = [m for m in c.sent if m.kind == MsgKind.PRE_VOTE and m.src == "c"]
+    assert len(pre_votes) <= 2
+    assert all(c[n].quiesced for n in THREE) and c.leaders() == ["a"] and c["a"].term == 1
+
+
+def test_a_leader_that_handed_its_term_over_does_not_resume_it_after_a_restart() -> None:
+    """Its TIMEOUT_NOW lets the target be elected ignoring promises to it, so resuming
+    the term (and taking a new lease) would let two leases overlap: the hard state that
+    leaves with the TIMEOUT_NOW names no leader."""
+    c = Cluster(THREE)
+    c.elect("a")
+    c.propose("a", b"w")
+    c["a"].transfer_leadership("b", c.now)
+    c.flush()
+    assert any(m.kind == MsgKind.TIMEOUT_NOW for m in c.in_flight)
+    assert c.nodes["a"].disk.hard_state.leader is None
+    c.in_flight.clear()  # the TIMEOUT_NOW is still on its way when a crashes
+    c.crash("a")
+    c.restart("a")
+    assert not c["a"].is_leader and c["a"].leader is None
