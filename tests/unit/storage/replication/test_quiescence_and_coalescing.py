@@ -300,6 +300,7 @@ def test_a_new_group_elects_at_once_having_promised_nothing_but_a_restart_waits_
     elected = _run_until_leader(restarted, "new", 10.0, 13.0)
     assert elected is not None and elected >= 10.0 + config.lease_duration, elected
 
+
 def test_a_new_leader_with_nothing_to_do_quiesces_as_soon_as_its_first_entry_is_everywhere() -> None:
     """No quiesce_after of heartbeats after an election (a restart elects thousands of
     groups at once): the group goes quiet once the new leader's NOOP is committed and
