@@ -71,6 +71,11 @@ APPLIED_INDEX_PREFIX = META_PREFIX + b"applied/"
 # + group id: the LSN of the group's newest erasure record, in the erasure's batch.
 # Replay ignores the group's records before it.
 ERASED_PREFIX = META_PREFIX + b"erased/"
+# + group id: what an erased replica had promised and acknowledged, (term, last log
+# index, vote), in the erasure's batch and kept when the erasure marker is dropped: a
+# replica added back without a hard state restores its term and vote from it and does
+# not vote until it has applied as far (`left_replica`).
+LEFT_PREFIX = META_PREFIX + b"left/"
 # + group id: a snapshot install under way, (index, term, lo length, lo, hi): set in
 # the batch that empties the range, removed in the one that sets the applied position.
 INSTALLING_PREFIX = META_PREFIX + b"installing/"
@@ -80,6 +85,7 @@ INSTALL_BATCH_BYTES = 256 * 1024
 _LSN = struct.Struct(">Q")
 _POSITION = struct.Struct(">QQ")  # a group's applied (index, term)
 _INSTALLING = struct.Struct(">QQI")  # index, term, length of lo (then lo, then hi)
+_LEFT = struct.Struct(">QQ")  # term, last log index (then the vote, UTF-8, empty if none)
 # The term of a single-member group's entries: it never holds an election.
 LOCAL_TERM = 1
 # A group's host may retain applied records for followers (`retain`), up to this many
@@ -115,6 +121,7 @@ class Engine:
         self._options: rocksdict.Options | None = None  # set by open: its statistics
         self._directory: Path | None = None
         self._erased: dict[GroupId, int] = {}  # the LSN of each group's newest erasure
+        self._left: dict[GroupId, tuple[HardState, int]] = {}  # see LEFT_PREFIX
         self._erasing: set[GroupId] = set()  # erasure records not yet durable
         # Groups whose snapshot install was cut short (index of the snapshot): their
         # range is not served until an install completes or the log applies that far.
@@ -141,6 +148,7 @@ class Engine:
         engine._options = options
         engine._directory = directory
         engine._erased = {group: _LSN.unpack(v)[0] for group, v in _metadata(db, ERASED_PREFIX)}
+        engine._left = {group: _decode_left(v) for group, v in _metadata(db, LEFT_PREFIX)}
         cut_short = _metadata(db, INSTALLING_PREFIX)
         engine._installing = {group: _INSTALLING.unpack_from(v)[0] for group, v in cut_short}
         replayed = engine._replay()
@@ -574,9 +582,20 @@ class Engine:
         finally:
             self._erasing.discard(group)
 
+    def left_replica(self, group: GroupId) -> tuple[HardState, int] | None:
+        """(hard state, last log index) of the group's replica when it was last erased
+        here (commit 0: what it knew committed does not matter), or None if it never was.
+        Kept for good: a node added back to a group must not vote again in a term it voted
+        in, nor before it holds again what it acknowledged (it may have counted towards
+        committing it)."""
+        return self._left.get(group)
+
     def _erase(self, group: GroupId, ranges: tuple[tuple[bytes, bytes], ...], lsn: int) -> None:
         name = group.encode()
         batch = rocksdict.WriteBatch(raw_mode=True)
+        left = self._leaving(group)
+        if left is not None:
+            batch.put(LEFT_PREFIX + name, _encode_left(*left))
         for lo, hi in ranges:
             batch.delete_range(lo, hi)
         batch.delete(APPLIED_INDEX_PREFIX + name)
@@ -587,6 +606,8 @@ class Engine:
             self.applied_lsn = lsn
         self._db.write(batch)
         self._erased[group] = lsn
+        if left is not None:
+            self._left[group] = left
         self._locations.pop(group, None)
         self._hard_states.pop(group, None)
         self._next_local.pop(group, None)
@@ -594,6 +615,21 @@ class Engine:
         self._applied.pop(group, None)
         self._applied_terms.pop(group, None)
         self._installing.pop(group, None)
+
+    def _leaving(self, group: GroupId) -> tuple[HardState, int] | None:
+        """What the replica being erased promised and holds, merged with an earlier
+        incarnation's (the furthest of each): None if it never voted nor held entries."""
+        held = self._hard_states.get(group)
+        state = HardState(held[0].term, held[0].vote, 0) if held is not None else HardState()
+        last = self.last_index(group)
+        before = self._left.get(group)
+        if before is not None:
+            if before[0].term > state.term:
+                state = before[0]
+            last = max(last, before[1])
+        if state == HardState() and last == 0:
+            return None
+        return state, last
 
     def groups(self) -> list[GroupId]:
         return sorted(set(self._locations) | set(self._applied) | set(self._hard_states))
@@ -724,6 +760,16 @@ def _applied_indexes(db: rocksdict.Rdict) -> dict[GroupId, tuple[int, int]]:
         out[it.key()[len(APPLIED_INDEX_PREFIX) :].decode()] = position
         it.next()
     return out
+
+
+def _encode_left(state: HardState, last: int) -> bytes:
+    return _LEFT.pack(state.term, last) + (state.vote or "").encode()
+
+
+def _decode_left(value: bytes) -> tuple[HardState, int]:
+    term, last = _LEFT.unpack_from(value)
+    vote = value[_LEFT.size :].decode() or None
+    return HardState(term, vote, 0), last
 
 
 def _progress(state: HardState) -> tuple[int, bool, int]:

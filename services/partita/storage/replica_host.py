@@ -145,6 +145,13 @@ class ReplicaHost:
         # `installing`): it abstains from elections until the install is redone or the
         # log has applied as far.
         self._abstaining: set[GroupId] = set()
+        # ... and groups whose replica rejoined after its erasure: it abstains until it
+        # has applied this far (its old log's last index, `Engine.left_replica`).
+        self._abstain_until: dict[GroupId, int] = {}
+        # Rejoined replicas whose restored hard state is not in the WAL yet: it goes with
+        # their first write (the engine treats a group's entries without a hard state as
+        # committed on replay, as for a single-member group).
+        self._unsaved_hard_states: set[GroupId] = set()
 
     # --- groups ---------------------------------------------------------------------
 
@@ -172,17 +179,34 @@ class ReplicaHost:
         roles: Members = {node: Role.FULL for node in members}
         roles.update({node: Role.LOG for node in log_members})
         fresh = self.engine.hard_state(group) is None and self.engine.applied_index(group) == 0
-        if newcomer and self.engine.hard_state(group) is None:
+        # A replica this node erased, named a member again (any role, whoever wrote the
+        # partition object: a leader whose log lacks the removal, say): it may have
+        # voted in the group and counted towards committing entries it no longer holds.
+        # It rejoins as a newcomer with its old term and vote, and abstains until it
+        # holds its old log's length again.
+        left = self.engine.left_replica(group) if self.engine.hard_state(group) is None else None
+        if (newcomer or left is not None) and self.engine.hard_state(group) is None:
             roles.pop(self.node_id, None)
         elif inherited and fresh:
             index, term = inherited_state(roles).snapshot.index, inherited_state(roles).snapshot.term
             self.engine.apply(group, index, [], term=term)
-        replica = self.multi.add_group(
-            group, self._persisted(group, roles), self._clock(), random.getrandbits(64)
-        )
-        if self.engine.installing(group):
+        persisted = self._persisted(group, roles)
+        if left is not None:
+            persisted.hard_state = left[0]
+            self._unsaved_hard_states.add(group)
+            self._abstain_until[group] = left[1]
+        replica = self.multi.add_group(group, persisted, self._clock(), random.getrandbits(64))
+        if self.engine.installing(group) or left is not None:
             replica.abstaining = True
             self._abstaining.add(group)
+            if left is not None:
+                log.warning(
+                    "group %s: this node's erased replica is named a member again: it rejoins as "
+                    "a newcomer in term %d and votes once it has applied up to %d",
+                    group,
+                    left[0].term,
+                    left[1],
+                )
         self._wake.set()
 
     @property
@@ -202,6 +226,12 @@ class ReplicaHost:
         self.multi.propose_membership(group, members, self._clock())
         self._wake.set()
 
+    def committed_members(self, group: GroupId) -> Members:
+        """The group's membership as of this replica's commit index (what no leader
+        change can undo); empty if the group is not hosted here."""
+        replica = self.multi.replicas.get(group)
+        return replica.log.members_at(replica.commit) if replica is not None else {}
+
     def membership_settled(self, group: GroupId) -> bool:
         """Whether the group's newest membership change is committed (the next may go)."""
         replica = self.multi.replicas.get(group)
@@ -214,6 +244,8 @@ class ReplicaHost:
         self._split_entries.pop(group, None)
         self._deferred_commits.pop(group, None)
         self._abstaining.discard(group)
+        self._abstain_until.pop(group, None)
+        self._unsaved_hard_states.discard(group)
         for held in (self._staging, self._staged):
             staging = held.pop(group, None)
             if staging is not None:
@@ -502,6 +534,11 @@ class ReplicaHost:
             if rd.snapshot is not None:
                 self._install(rd.group, rd.snapshot.index, rd.snapshot.term)
             hard_state = rd.hard_state
+            if rd.group in self._unsaved_hard_states:
+                self._unsaved_hard_states.discard(rd.group)
+                replica = self.multi.replicas.get(rd.group)
+                if hard_state is None and replica is not None:
+                    hard_state = replica.hard_state()
             if hard_state is not None and not rd.entries and rd.snapshot is None and self._commit_only(rd):
                 self._defer_commit(rd.group, hard_state)
                 continue
@@ -612,13 +649,19 @@ class ReplicaHost:
                     held[1].set_exception(Superseded(f"entry {entry.index} of {rd.group} was replaced"))
 
     def _end_abstention(self, group: GroupId) -> None:
-        """The replica votes again once what it lost is back (the engine's mark gone)."""
-        if group in self._abstaining and not self.engine.installing(group):
+        """The replica votes again once what it lost is back: the engine's install mark
+        gone, and, for a replica added back after its erasure, its old log's length applied."""
+        if (
+            group in self._abstaining
+            and not self.engine.installing(group)
+            and self.engine.applied_index(group) >= self._abstain_until.get(group, 0)
+        ):
             self._abstaining.discard(group)
+            self._abstain_until.pop(group, None)
             replica = self.multi.replicas.get(group)
             if replica is not None:
                 replica.abstaining = False
-            log.info("group %s: rebuilt after an install cut short; it votes again", group)
+            log.info("group %s: holds what it had acknowledged again; it votes again", group)
 
     def _effects_of(self, group: GroupId, index: int, kind: EntryKind, data: bytes) -> list[Effect]:
         """A committed entry's effects; a SPLIT entry has none and seals the group."""
@@ -639,6 +682,8 @@ class ReplicaHost:
         term = replica.log.term_at(replica.commit)
         if term is not None and replica.commit > self.engine.applied_index(group):
             self.engine.apply(group, replica.commit, [], term=term)
+            if self._abstaining:
+                self._end_abstention(group)
 
     def _serve_reads(self, readies: list[Ready]) -> None:
         for rd in readies:
