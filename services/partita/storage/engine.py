@@ -126,6 +126,8 @@ class Engine:
         # Groups whose snapshot install was cut short (index of the snapshot): their
         # range is not served until an install completes or the log applies that far.
         self._installing: dict[GroupId, int] = {}
+        # Installs whose pairs a worker thread is writing (`install_snapshot_off_loop`).
+        self._install_threads: dict[GroupId, asyncio.Future[int]] = {}
 
     @classmethod
     def open(cls, directory: Path, *, sync: bool = True) -> Engine:
@@ -311,15 +313,64 @@ class Engine:
         before it returns: the group's WAL records after it build on the snapshot, and a
         replay must never apply them to what was there before. Returns the bytes of keys
         and values installed."""
-        marker = INSTALLING_PREFIX + group.encode()
+        self._begin_install(group, lo, hi, index, term)
+        size = self._write_install(group, pairs, index, term, batch_bytes)
+        self._end_install(group, index, term)
+        return size
+
+    async def install_snapshot_off_loop(
+        self,
+        group: GroupId,
+        lo: bytes,
+        hi: bytes,
+        pairs: Iterator[tuple[bytes, bytes]],
+        index: int,
+        term: int,
+        batch_bytes: int = INSTALL_BATCH_BYTES,
+    ) -> int:
+        """`install_snapshot` with the pairs' batches and the flush written from a worker
+        thread, so the event loop (the node's other groups) goes on meanwhile. The range
+        is marked (`installing`, not served) before the thread starts and its position
+        set after it ends, both on the loop: the engine's dicts are the loop's only.
+        RocksDB takes writes from several threads. An erasure of the group, or a second
+        install of it, waits for this one's thread (`_settle_install`)."""
+        await self._settle_install(group)
+        self._begin_install(group, lo, hi, index, term)
+        thread = asyncio.ensure_future(
+            asyncio.to_thread(self._write_install, group, pairs, index, term, batch_bytes)
+        )
+        self._install_threads[group] = thread
+        try:
+            # Shielded: a cancelled caller does not stop the thread; what it wrote stays
+            # marked (not served), as after a crash, until an install completes.
+            size = await asyncio.shield(thread)
+        finally:
+            if self._install_threads.get(group) is thread:
+                del self._install_threads[group]
+        if self._installing.get(group) == index:  # not erased meanwhile
+            self._end_install(group, index, term)
+        return size
+
+    async def _settle_install(self, group: GroupId) -> None:
+        thread = self._install_threads.get(group)
+        if thread is not None:
+            await asyncio.wait([thread])
+
+    def _begin_install(self, group: GroupId, lo: bytes, hi: bytes, index: int, term: int) -> None:
         batch = rocksdict.WriteBatch(raw_mode=True)
-        batch.put(marker, _INSTALLING.pack(index, term, len(lo)) + lo + hi)
+        batch.put(INSTALLING_PREFIX + group.encode(), _INSTALLING.pack(index, term, len(lo)) + lo + hi)
         batch.delete_range(lo, hi)
         batch.delete(APPLIED_INDEX_PREFIX + group.encode())
         self._db.write(batch)
         self._installing[group] = index
         self._applied.pop(group, None)
         self._applied_terms.pop(group, None)
+
+    def _write_install(
+        self, group: GroupId, pairs: Iterator[tuple[bytes, bytes]], index: int, term: int, batch_bytes: int
+    ) -> int:
+        """The install's pairs, then its position and the mark's removal, then a flush.
+        RocksDB only: it may run in a worker thread."""
         size = 0
         batch, pending = rocksdict.WriteBatch(raw_mode=True), 0
         for key, value in pairs:
@@ -331,13 +382,15 @@ class Engine:
                 batch, pending = rocksdict.WriteBatch(raw_mode=True), 0
         size += pending
         batch.put(APPLIED_INDEX_PREFIX + group.encode(), _POSITION.pack(index, term))
-        batch.delete(marker)
+        batch.delete(INSTALLING_PREFIX + group.encode())
         self._db.write(batch)
         self._db.flush(True)
+        return size
+
+    def _end_install(self, group: GroupId, index: int, term: int) -> None:
         self._installing.pop(group, None)
         self._applied[group] = index
         self._applied_terms[group] = term
-        return size
 
     def installing(self, group: GroupId) -> bool:
         """Whether the group's range holds a snapshot install cut short: not to be served."""
@@ -575,6 +628,7 @@ class Engine:
         # A checkpoint meanwhile must not append the group's hard state again: after
         # the erasure record it would bring the group back on replay. (It may still
         # truncate the old one: its own appends reach the WAL after this record.)
+        await self._settle_install(group)  # its thread would write the range back
         self._erasing.add(group)
         try:
             lsn = (await self._wal.append_many([encode_erase(group, ranges)]))[0]
@@ -729,6 +783,8 @@ class Engine:
         self._db.write(batch)
 
     async def close(self) -> None:
+        for thread in list(self._install_threads.values()):
+            await asyncio.wait([thread])  # RocksDB must not close under an install's writes
         if self._checkpoint_task is not None:
             await self._checkpoint_task  # it flushes and truncates: let it finish first
         floor = self._truncation_floor()

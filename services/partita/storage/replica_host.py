@@ -152,6 +152,13 @@ class ReplicaHost:
         # their first write (the engine treats a group's entries without a hard state as
         # committed on replay, as for a single-member group).
         self._unsaved_hard_states: set[GroupId] = set()
+        # Snapshot installs under way (their RocksDB writes in a worker thread), and the
+        # group's Readies since, held until it ends: the group persists, sends, applies
+        # and serves nothing meanwhile, the node's other groups go on.
+        self._installs: dict[GroupId, asyncio.Task[None]] = {}
+        self._held: dict[GroupId, list[Ready]] = {}
+        self._released: list[Ready] = []  # held Readies of installs that ended, in order
+        self._install_failure: BaseException | None = None
 
     # --- groups ---------------------------------------------------------------------
 
@@ -246,6 +253,11 @@ class ReplicaHost:
         self._abstaining.discard(group)
         self._abstain_until.pop(group, None)
         self._unsaved_hard_states.discard(group)
+        # An install under way ends on its own (the engine makes an erasure wait for it);
+        # what the group held back is dropped with it.
+        self._installs.pop(group, None)
+        self._held.pop(group, None)
+        self._released = [rd for rd in self._released if rd.group != group]
         for held in (self._staging, self._staged):
             staging = held.pop(group, None)
             if staging is not None:
@@ -455,8 +467,45 @@ class ReplicaHost:
         self._streamed[(m.group, m.dst)] = self._clock()
         log.info("group %s: snapshot at %d sent to %s", m.group, index, m.dst)
 
-    def _install(self, group: GroupId, index: int, term: int) -> None:
-        staging = self._staged.pop(group, None)
+    def _hold_installs(self, readies: list[Ready]) -> list[Ready]:
+        """The Readies to handle now: a group's Ready with a snapshot starts its install
+        (off the loop) and is held with every later Ready of the group until it ends,
+        since all of them build on the installed data (entries after the snapshot, the
+        answer that acknowledges it, applies). Order within a group is kept."""
+        out: list[Ready] = []
+        for rd in readies:
+            held = self._held.get(rd.group)
+            if held is not None:
+                held.append(rd)
+            elif rd.snapshot is not None:
+                meta, rd.snapshot = rd.snapshot, None
+                self._held[rd.group] = [rd]
+                # The staged snapshot is the task's from now on (stop closes the others).
+                staging = self._staged.pop(rd.group, None)
+                task = asyncio.get_running_loop().create_task(
+                    self._install(rd.group, meta.index, meta.term, staging), name=f"install {rd.group}"
+                )
+                self._installs[rd.group] = task
+                task.add_done_callback(lambda t, group=rd.group: self._installed(group, t))
+            else:
+                out.append(rd)
+        return out
+
+    def _installed(self, group: GroupId, task: asyncio.Task[None]) -> None:
+        if self._installs.get(group) is not task:
+            return  # the group was removed meanwhile
+        del self._installs[group]
+        held = self._held.pop(group, [])
+        if task.cancelled():
+            return
+        failure = task.exception()
+        if failure is not None:
+            self._install_failure = failure  # the pump stops on it
+        else:
+            self._released.extend(held)
+        self._wake.set()
+
+    async def _install(self, group: GroupId, index: int, term: int, staging: Staging | None) -> None:
         rng = self._ranges(group)
         try:
             if staging is None or not staging.complete or staging.index != index or rng is None:
@@ -466,7 +515,7 @@ class ReplicaHost:
             if group in self._log_only:
                 self.engine.apply(group, index, [], term=term)
             else:
-                self.snapshot_bytes_installed += self.engine.install_snapshot(
+                self.snapshot_bytes_installed += await self.engine.install_snapshot_off_loop(
                     group, rng[0], rng[1], staging.pairs(), index, term
                 )
             self.snapshots_installed += 1
@@ -490,6 +539,9 @@ class ReplicaHost:
             self._runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._runner
+        if self._installs:
+            # Not cancelled: the thread would go on reading the staging file closed here.
+            await asyncio.wait(list(self._installs.values()))
         for _, future, _ in self._proposals.values():
             if not future.done():
                 future.set_exception(NotLeader(None))
@@ -519,7 +571,10 @@ class ReplicaHost:
     async def pump(self) -> None:
         """Handle every round of output the core has (until it has none)."""
         for _ in range(1000):  # bounded: each round is followed by at most a few more
-            readies = self.multi.ready()
+            if self._install_failure is not None:
+                raise self._install_failure
+            released, self._released = self._released, []
+            readies = self._hold_installs([*released, *self.multi.ready()])
             if not readies:
                 return
             await self._persist(readies)
@@ -531,8 +586,6 @@ class ReplicaHost:
     async def _persist(self, readies: list[Ready]) -> None:
         writes: list[tuple[GroupId, list[Entry], HardState | None]] = []
         for rd in readies:
-            if rd.snapshot is not None:
-                self._install(rd.group, rd.snapshot.index, rd.snapshot.term)
             hard_state = rd.hard_state
             if rd.group in self._unsaved_hard_states:
                 self._unsaved_hard_states.discard(rd.group)
