@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import random
 import tempfile
@@ -486,7 +487,7 @@ class ReplicaHost:
                     self._install(rd.group, meta.index, meta.term, staging), name=f"install {rd.group}"
                 )
                 self._installs[rd.group] = task
-                task.add_done_callback(lambda t, group=rd.group: self._installed(group, t))
+                task.add_done_callback(functools.partial(self._installed, rd.group))
             else:
                 out.append(rd)
         return out
