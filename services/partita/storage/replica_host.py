@@ -191,30 +191,33 @@ class ReplicaHost:
         # partition object: a leader whose log lacks the removal, say): it may have
         # voted in the group and counted towards committing entries it no longer holds.
         # It rejoins as a newcomer with its old term and vote, and abstains until it
-        # holds its old log's length again.
-        left = self.engine.left_replica(group) if self.engine.hard_state(group) is None else None
-        if (newcomer or left is not None) and self.engine.hard_state(group) is None:
+        # holds its old log's length again (across restarts too: its hard state is back
+        # by then, not its log).
+        left = self.engine.left_replica(group)
+        behind = left is not None and self.engine.applied_index(group) < left[1]
+        rejoining = left is not None and self.engine.hard_state(group) is None
+        if (newcomer or rejoining) and self.engine.hard_state(group) is None:
             roles.pop(self.node_id, None)
         elif inherited and fresh:
             index, term = inherited_state(roles).snapshot.index, inherited_state(roles).snapshot.term
             self.engine.apply(group, index, [], term=term)
         persisted = self._persisted(group, roles)
-        if left is not None:
+        if rejoining and left is not None:
             persisted.hard_state = left[0]
             self._unsaved_hard_states.add(group)
-            self._abstain_until[group] = left[1]
         replica = self.multi.add_group(group, persisted, self._clock(), random.getrandbits(64))
-        if self.engine.installing(group) or left is not None:
+        if behind and left is not None:
+            self._abstain_until[group] = left[1]
+            log.warning(
+                "group %s: this node's erased replica is named a member again: it rejoins in "
+                "term %d and votes once it has applied up to %d",
+                group,
+                replica.term,
+                left[1],
+            )
+        if self.engine.installing(group) or behind:
             replica.abstaining = True
             self._abstaining.add(group)
-            if left is not None:
-                log.warning(
-                    "group %s: this node's erased replica is named a member again: it rejoins as "
-                    "a newcomer in term %d and votes once it has applied up to %d",
-                    group,
-                    left[0].term,
-                    left[1],
-                )
         self._wake.set()
 
     @property

@@ -201,6 +201,13 @@ async def test_an_erased_replica_named_a_full_member_again_rejoins_as_a_newcomer
     assert gone not in (back.host.members(GROUP) or {})  # a newcomer: it cannot campaign
     assert (replica.term, replica.vote) == (held.term, held.vote)  # nor vote twice in a term
     assert replica.abstaining  # nor vote at all with less than it acknowledged
+    # A restart once its restored hard state is in the WAL, before it caught up: it
+    # still abstains (its hard state is back, not its log).
+    await wait_until(lambda: back.engine.hard_state(GROUP) is not None)
+    await cluster.stop(gone)
+    back = await cluster.start(gone)
+    replica = back.host.multi.replicas[GROUP]
+    assert (replica.term, replica.vote) == (held.term, held.vote) and replica.abstaining
     # A new leader's log brings it back to where it was (as after a lost removal, which
     # a leader change always comes with: the old leader's progress still counts the
     # entries it had), then it votes again.
