@@ -333,8 +333,8 @@ class Engine:
         is marked (`installing`, not served) before the thread starts and its position
         set after it ends, both on the loop: the engine's dicts are the loop's only.
         RocksDB takes writes from several threads. An erasure of the group, or a second
-        install of it, waits for this one's thread (`_settle_install`)."""
-        await self._settle_install(group)
+        install of it, waits for this one's thread (`settle_install`)."""
+        await self.settle_install(group)
         self._begin_install(group, lo, hi, index, term)
         thread = asyncio.ensure_future(
             asyncio.to_thread(self._write_install, group, pairs, index, term, batch_bytes)
@@ -351,7 +351,8 @@ class Engine:
             self._end_install(group, index, term)
         return size
 
-    async def _settle_install(self, group: GroupId) -> None:
+    async def settle_install(self, group: GroupId) -> None:
+        """Wait for the thread of an install of `group` under way, if any, to end."""
         thread = self._install_threads.get(group)
         if thread is not None:
             await asyncio.wait([thread])
@@ -628,7 +629,7 @@ class Engine:
         # A checkpoint meanwhile must not append the group's hard state again: after
         # the erasure record it would bring the group back on replay. (It may still
         # truncate the old one: its own appends reach the WAL after this record.)
-        await self._settle_install(group)  # its thread would write the range back
+        await self.settle_install(group)  # its thread would write the range back
         self._erasing.add(group)
         try:
             lsn = (await self._wal.append_many([encode_erase(group, ranges)]))[0]
