@@ -72,6 +72,11 @@ APPLIED_INDEX_PREFIX = META_PREFIX + b"applied/"
 # + group id: the LSN of the group's newest erasure record, in the erasure's batch.
 # Replay ignores the group's records before it.
 ERASED_PREFIX = META_PREFIX + b"erased/"
+# + group id: what an erased replica had promised and acknowledged, (term, last log
+# index, vote), in the erasure's batch and kept when the erasure marker is dropped: a
+# replica added back without a hard state restores its term and vote from it and does
+# not vote until it has applied as far (`left_replica`).
+LEFT_PREFIX = META_PREFIX + b"left/"
 # + group id: a snapshot install under way, (index, term, lo length, lo, hi): set in
 # the batch that empties the range, removed in the one that sets the applied position.
 INSTALLING_PREFIX = META_PREFIX + b"installing/"
@@ -81,6 +86,7 @@ INSTALL_BATCH_BYTES = 256 * 1024
 _LSN = struct.Struct(">Q")
 _POSITION = struct.Struct(">QQ")  # a group's applied (index, term)
 _INSTALLING = struct.Struct(">QQI")  # index, term, length of lo (then lo, then hi)
+_LEFT = struct.Struct(">QQ")  # term, last log index (then the vote, UTF-8, empty if none)
 # The term of a single-member group's entries: it never holds an election.
 LOCAL_TERM = 1
 # A group's host may retain applied records for followers (`retain`), up to this many
@@ -124,10 +130,13 @@ class Engine:
         self._options: rocksdict.Options | None = None  # set by open: its statistics
         self._directory: Path | None = None
         self._erased: dict[GroupId, int] = {}  # the LSN of each group's newest erasure
+        self._left: dict[GroupId, tuple[HardState, int]] = {}  # see LEFT_PREFIX
         self._erasing: set[GroupId] = set()  # erasure records not yet durable
         # Groups whose snapshot install was cut short (index of the snapshot): their
         # range is not served until an install completes or the log applies that far.
         self._installing: dict[GroupId, int] = {}
+        # Installs whose pairs a worker thread is writing (`install_snapshot_off_loop`).
+        self._install_threads: dict[GroupId, asyncio.Future[int]] = {}
 
     @classmethod
     def open(cls, directory: Path, *, sync: bool = True) -> Engine:
@@ -150,6 +159,7 @@ class Engine:
         engine._options = options
         engine._directory = directory
         engine._erased = {group: _LSN.unpack(v)[0] for group, v in _metadata(db, ERASED_PREFIX)}
+        engine._left = {group: _decode_left(v) for group, v in _metadata(db, LEFT_PREFIX)}
         cut_short = _metadata(db, INSTALLING_PREFIX)
         engine._installing = {group: _INSTALLING.unpack_from(v)[0] for group, v in cut_short}
         replayed = engine._replay()
@@ -341,15 +351,65 @@ class Engine:
         before it returns: the group's WAL records after it build on the snapshot, and a
         replay must never apply them to what was there before. Returns the bytes of keys
         and values installed."""
-        marker = INSTALLING_PREFIX + group.encode()
+        self._begin_install(group, lo, hi, index, term)
+        size = self._write_install(group, pairs, index, term, batch_bytes)
+        self._end_install(group, index, term)
+        return size
+
+    async def install_snapshot_off_loop(
+        self,
+        group: GroupId,
+        lo: bytes,
+        hi: bytes,
+        pairs: Iterator[tuple[bytes, bytes]],
+        index: int,
+        term: int,
+        batch_bytes: int = INSTALL_BATCH_BYTES,
+    ) -> int:
+        """`install_snapshot` with the pairs' batches and the flush written from a worker
+        thread, so the event loop (the node's other groups) goes on meanwhile. The range
+        is marked (`installing`, not served) before the thread starts and its position
+        set after it ends, both on the loop: the engine's dicts are the loop's only.
+        RocksDB takes writes from several threads. An erasure of the group, or a second
+        install of it, waits for this one's thread (`settle_install`)."""
+        await self.settle_install(group)
+        self._begin_install(group, lo, hi, index, term)
+        thread = asyncio.ensure_future(
+            asyncio.to_thread(self._write_install, group, pairs, index, term, batch_bytes)
+        )
+        self._install_threads[group] = thread
+        try:
+            # Shielded: a cancelled caller does not stop the thread; what it wrote stays
+            # marked (not served), as after a crash, until an install completes.
+            size = await asyncio.shield(thread)
+        finally:
+            if self._install_threads.get(group) is thread:
+                del self._install_threads[group]
+        if self._installing.get(group) == index:  # not erased meanwhile
+            self._end_install(group, index, term)
+        return size
+
+    async def settle_install(self, group: GroupId) -> None:
+        """Wait for the thread of an install of `group` under way, if any, to end."""
+        thread = self._install_threads.get(group)
+        if thread is not None:
+            await asyncio.wait([thread])
+
+    def _begin_install(self, group: GroupId, lo: bytes, hi: bytes, index: int, term: int) -> None:
         batch = rocksdict.WriteBatch(raw_mode=True)
-        batch.put(marker, _INSTALLING.pack(index, term, len(lo)) + lo + hi)
+        batch.put(INSTALLING_PREFIX + group.encode(), _INSTALLING.pack(index, term, len(lo)) + lo + hi)
         batch.delete_range(lo, hi)
         batch.delete(APPLIED_INDEX_PREFIX + group.encode())
         self._db.write(batch)
         self._installing[group] = index
         self._applied.pop(group, None)
         self._applied_terms.pop(group, None)
+
+    def _write_install(
+        self, group: GroupId, pairs: Iterator[tuple[bytes, bytes]], index: int, term: int, batch_bytes: int
+    ) -> int:
+        """The install's pairs, then its position and the mark's removal, then a flush.
+        RocksDB only: it may run in a worker thread."""
         size = 0
         batch, pending = rocksdict.WriteBatch(raw_mode=True), 0
         for key, value in pairs:
@@ -361,13 +421,15 @@ class Engine:
                 batch, pending = rocksdict.WriteBatch(raw_mode=True), 0
         size += pending
         batch.put(APPLIED_INDEX_PREFIX + group.encode(), _POSITION.pack(index, term))
-        batch.delete(marker)
+        batch.delete(INSTALLING_PREFIX + group.encode())
         self._db.write(batch)
         self._db.flush(True)
+        return size
+
+    def _end_install(self, group: GroupId, index: int, term: int) -> None:
         self._installing.pop(group, None)
         self._applied[group] = index
         self._applied_terms[group] = term
-        return size
 
     def installing(self, group: GroupId) -> bool:
         """Whether the group's range holds a snapshot install cut short: not to be served."""
@@ -605,6 +667,7 @@ class Engine:
         # A checkpoint meanwhile must not append the group's hard state again: after
         # the erasure record it would bring the group back on replay. (It may still
         # truncate the old one: its own appends reach the WAL after this record.)
+        await self.settle_install(group)  # its thread would write the range back
         self._erasing.add(group)
         try:
             lsn = (await self._wal.append_many([encode_erase(group, ranges)]))[0]
@@ -612,9 +675,20 @@ class Engine:
         finally:
             self._erasing.discard(group)
 
+    def left_replica(self, group: GroupId) -> tuple[HardState, int] | None:
+        """(hard state, last log index) of the group's replica when it was last erased
+        here (commit 0: what it knew committed does not matter), or None if it never was.
+        Kept for good: a node added back to a group must not vote again in a term it voted
+        in, nor before it holds again what it acknowledged (it may have counted towards
+        committing it)."""
+        return self._left.get(group)
+
     def _erase(self, group: GroupId, ranges: tuple[tuple[bytes, bytes], ...], lsn: int) -> None:
         name = group.encode()
         batch = rocksdict.WriteBatch(raw_mode=True)
+        left = self._leaving(group)
+        if left is not None:
+            batch.put(LEFT_PREFIX + name, _encode_left(*left))
         for lo, hi in ranges:
             batch.delete_range(lo, hi)
         batch.delete(APPLIED_INDEX_PREFIX + name)
@@ -625,6 +699,8 @@ class Engine:
             self.applied_lsn = lsn
         self._db.write(batch)
         self._erased[group] = lsn
+        if left is not None:
+            self._left[group] = left
         self._locations.pop(group, None)
         self._hard_states.pop(group, None)
         self._next_local.pop(group, None)
@@ -632,6 +708,21 @@ class Engine:
         self._applied.pop(group, None)
         self._applied_terms.pop(group, None)
         self._installing.pop(group, None)
+
+    def _leaving(self, group: GroupId) -> tuple[HardState, int] | None:
+        """What the replica being erased promised and holds, merged with an earlier
+        incarnation's (the furthest of each): None if it never voted nor held entries."""
+        held = self._hard_states.get(group)
+        state = HardState(held[0].term, held[0].vote, 0) if held is not None else HardState()
+        last = self.last_index(group)
+        before = self._left.get(group)
+        if before is not None:
+            if before[0].term > state.term:
+                state = before[0]
+            last = max(last, before[1])
+        if state == HardState() and last == 0:
+            return None
+        return state, last
 
     def groups(self) -> list[GroupId]:
         return sorted(set(self._locations) | set(self._applied) | set(self._hard_states))
@@ -731,6 +822,8 @@ class Engine:
         self._db.write(batch)
 
     async def close(self) -> None:
+        for thread in list(self._install_threads.values()):
+            await asyncio.wait([thread])  # RocksDB must not close under an install's writes
         if self._checkpoint_task is not None:
             await self._checkpoint_task  # it flushes and truncates: let it finish first
         floor = self._truncation_floor()
@@ -762,6 +855,16 @@ def _applied_indexes(db: rocksdict.Rdict) -> dict[GroupId, tuple[int, int]]:
         out[it.key()[len(APPLIED_INDEX_PREFIX) :].decode()] = position
         it.next()
     return out
+
+
+def _encode_left(state: HardState, last: int) -> bytes:
+    return _LEFT.pack(state.term, last) + (state.vote or "").encode()
+
+
+def _decode_left(value: bytes) -> tuple[HardState, int]:
+    term, last = _LEFT.unpack_from(value)
+    vote = value[_LEFT.size :].decode() or None
+    return HardState(term, vote, 0), last
 
 
 def _progress(state: HardState) -> tuple[int, bool, int]:

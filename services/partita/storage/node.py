@@ -166,11 +166,13 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
             metrics.forget_table(table_id, dropped.record.name)
         state.partition_figures = {k: v for k, v in state.partition_figures.items() if k[0] != table_id}
         lo, hi = keys.table_bounds(table_id)
-        await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
         if state.replicas is not None:
-            # Stopped first: a replica still running would write a position after its erasure.
+            # Stopped first: a replica still running would write a position after its
+            # erasure, and an install's thread pairs after the range's deletion.
             for group in [g for g in state.replicas.multi.replicas if g.startswith(f"{table_id}/")]:
                 state.replicas.remove_group(group)
+                await state.engine.settle_install(group)
+        await state.engine.commit([Effect(Kind.DELETE_RANGE, lo, hi)])
         for group in state.engine.groups():
             if group.startswith(f"{table_id}/"):
                 await state.engine.erase_group(group)  # the data went with the table's range

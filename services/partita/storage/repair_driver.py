@@ -5,8 +5,10 @@ is (serving, joining and log-only members) and proposes at most one membership c
 An added member is written into the partition object *before* the change is proposed:
 the node it lands on learns from the object that it hosts the group, and with four
 members the quorum needs it, so the sooner it hosts, the shorter commits wait. A removed
-member leaves the object once the change is in the leader's log (the quorum no longer
-counts it). The leader, not the autoadmin, does this: it is the one that knows within
+member leaves the object only once the change is committed: the removed node stops
+hosting and erases its replica (term, vote and log) when it reads the object, so a
+removal a new leader's log lacks (the old leader failed before committing it) would
+otherwise bring it back as a voter with no memory (docs/replication.md). The leader, not the autoadmin, does this: it is the one that knows within
 seconds which members answer (seed 000 section 6), and one leader per group means one
 writer per partition object at a time.
 """
@@ -125,10 +127,14 @@ class RepairDriver:
     ) -> None:
         view = self.view(group, zones, registered)
         ok = serving(view, self.config)
-        record = partition_record(partition, view.members, ok, view.leader)
+        settled = self.replicas.membership_settled(group)
+        # Until the newest change commits, a member it removes stays in the object (an
+        # added one is in it already, written before the proposal).
+        recorded = view.members if settled else {**self.replicas.committed_members(group), **view.members}
+        record = partition_record(partition, recorded, ok, view.leader)
         if record != partition:
             await self._write(table_id, group, record)
-        if not self.replicas.membership_settled(group):
+        if not settled:
             return  # one change at a time: the previous one is not committed yet
         change = next_change(view, self.config)
         if change is None:

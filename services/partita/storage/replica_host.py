@@ -24,6 +24,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import functools
 import logging
 import random
 import tempfile
@@ -178,6 +179,20 @@ class ReplicaHost:
         # `installing`): it abstains from elections until the install is redone or the
         # log has applied as far.
         self._abstaining: set[GroupId] = set()
+        # ... and groups whose replica rejoined after its erasure: it abstains until it
+        # has applied this far (its old log's last index, `Engine.left_replica`).
+        self._abstain_until: dict[GroupId, int] = {}
+        # Rejoined replicas whose restored hard state is not in the WAL yet: it goes with
+        # their first write (the engine treats a group's entries without a hard state as
+        # committed on replay, as for a single-member group).
+        self._unsaved_hard_states: set[GroupId] = set()
+        # Snapshot installs under way (their RocksDB writes in a worker thread), and the
+        # group's Readies since, held until it ends: the group persists, sends, applies
+        # and serves nothing meanwhile, the node's other groups go on.
+        self._installs: dict[GroupId, asyncio.Task[None]] = {}
+        self._held: dict[GroupId, list[Ready]] = {}
+        self._released: list[Ready] = []  # held Readies of installs that ended, in order
+        self._install_failure: BaseException | None = None
 
     # --- groups ---------------------------------------------------------------------
 
@@ -205,15 +220,35 @@ class ReplicaHost:
         roles: Members = {node: Role.FULL for node in members}
         roles.update({node: Role.LOG for node in log_members})
         fresh = self.engine.hard_state(group) is None and self.engine.applied_index(group) == 0
-        if newcomer and self.engine.hard_state(group) is None:
+        # A replica this node erased, named a member again (any role, whoever wrote the
+        # partition object: a leader whose log lacks the removal, say): it may have
+        # voted in the group and counted towards committing entries it no longer holds.
+        # It rejoins as a newcomer with its old term and vote, and abstains until it
+        # holds its old log's length again (across restarts too: its hard state is back
+        # by then, not its log).
+        left = self.engine.left_replica(group)
+        behind = left is not None and self.engine.applied_index(group) < left[1]
+        rejoining = left is not None and self.engine.hard_state(group) is None
+        if (newcomer or rejoining) and self.engine.hard_state(group) is None:
             roles.pop(self.node_id, None)
         elif inherited and fresh:
             index, term = inherited_state(roles).snapshot.index, inherited_state(roles).snapshot.term
             self.engine.apply(group, index, [], term=term)
-        replica = self.multi.add_group(
-            group, self._persisted(group, roles), self._clock(), random.getrandbits(64)
-        )
-        if self.engine.installing(group):
+        persisted = self._persisted(group, roles)
+        if rejoining and left is not None:
+            persisted.hard_state = left[0]
+            self._unsaved_hard_states.add(group)
+        replica = self.multi.add_group(group, persisted, self._clock(), random.getrandbits(64))
+        if behind and left is not None:
+            self._abstain_until[group] = left[1]
+            log.warning(
+                "group %s: this node's erased replica is named a member again: it rejoins in "
+                "term %d and votes once it has applied up to %d",
+                group,
+                replica.term,
+                left[1],
+            )
+        if self.engine.installing(group) or behind:
             replica.abstaining = True
             self._abstaining.add(group)
         self._wake.set()
@@ -235,6 +270,12 @@ class ReplicaHost:
         self.multi.propose_membership(group, members, self._clock())
         self._wake.set()
 
+    def committed_members(self, group: GroupId) -> Members:
+        """The group's membership as of this replica's commit index (what no leader
+        change can undo); empty if the group is not hosted here."""
+        replica = self.multi.replicas.get(group)
+        return replica.log.members_at(replica.commit) if replica is not None else {}
+
     def membership_settled(self, group: GroupId) -> bool:
         """Whether the group's newest membership change is committed (the next may go)."""
         replica = self.multi.replicas.get(group)
@@ -247,6 +288,13 @@ class ReplicaHost:
         self._split_entries.pop(group, None)
         self._deferred_commits.pop(group, None)
         self._abstaining.discard(group)
+        self._abstain_until.pop(group, None)
+        self._unsaved_hard_states.discard(group)
+        # An install under way ends on its own (the engine makes an erasure wait for it);
+        # what the group held back is dropped with it.
+        self._installs.pop(group, None)
+        self._held.pop(group, None)
+        self._released = [rd for rd in self._released if rd.group != group]
         for held in (self._staging, self._staged):
             staging = held.pop(group, None)
             if staging is not None:
@@ -469,8 +517,45 @@ class ReplicaHost:
         self._streamed[(m.group, m.dst)] = self._clock()
         log.info("group %s: snapshot at %d sent to %s", m.group, index, m.dst)
 
-    def _install(self, group: GroupId, index: int, term: int) -> None:
-        staging = self._staged.pop(group, None)
+    def _hold_installs(self, readies: list[Ready]) -> list[Ready]:
+        """The Readies to handle now: a group's Ready with a snapshot starts its install
+        (off the loop) and is held with every later Ready of the group until it ends,
+        since all of them build on the installed data (entries after the snapshot, the
+        answer that acknowledges it, applies). Order within a group is kept."""
+        out: list[Ready] = []
+        for rd in readies:
+            held = self._held.get(rd.group)
+            if held is not None:
+                held.append(rd)
+            elif rd.snapshot is not None:
+                meta, rd.snapshot = rd.snapshot, None
+                self._held[rd.group] = [rd]
+                # The staged snapshot is the task's from now on (stop closes the others).
+                staging = self._staged.pop(rd.group, None)
+                task = asyncio.get_running_loop().create_task(
+                    self._install(rd.group, meta.index, meta.term, staging), name=f"install {rd.group}"
+                )
+                self._installs[rd.group] = task
+                task.add_done_callback(functools.partial(self._installed, rd.group))
+            else:
+                out.append(rd)
+        return out
+
+    def _installed(self, group: GroupId, task: asyncio.Task[None]) -> None:
+        if self._installs.get(group) is not task:
+            return  # the group was removed meanwhile
+        del self._installs[group]
+        held = self._held.pop(group, [])
+        if task.cancelled():
+            return
+        failure = task.exception()
+        if failure is not None:
+            self._install_failure = failure  # the pump stops on it
+        else:
+            self._released.extend(held)
+        self._wake.set()
+
+    async def _install(self, group: GroupId, index: int, term: int, staging: Staging | None) -> None:
         rng = self._ranges(group)
         try:
             if staging is None or not staging.complete or staging.index != index or rng is None:
@@ -480,7 +565,7 @@ class ReplicaHost:
             if group in self._log_only:
                 self.engine.apply(group, index, [], term=term)
             else:
-                self.snapshot_bytes_installed += self.engine.install_snapshot(
+                self.snapshot_bytes_installed += await self.engine.install_snapshot_off_loop(
                     group, rng[0], rng[1], staging.pairs(), index, term
                 )
             self.snapshots_installed += 1
@@ -504,6 +589,9 @@ class ReplicaHost:
             self._runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._runner
+        if self._installs:
+            # Not cancelled: the thread would go on reading the staging file closed here.
+            await asyncio.wait(list(self._installs.values()))
         for _, future, _ in self._proposals.values():
             if not future.done():
                 future.set_exception(NotLeader(None))
@@ -534,7 +622,10 @@ class ReplicaHost:
     async def pump(self) -> None:
         """Handle every round of output the core has (until it has none)."""
         for _ in range(1000):  # bounded: each round is followed by at most a few more
-            readies = self.multi.ready()
+            if self._install_failure is not None:
+                raise self._install_failure
+            released, self._released = self._released, []
+            readies = self._hold_installs([*released, *self.multi.ready()])
             if not readies:
                 return
             await self._persist(readies)
@@ -546,9 +637,12 @@ class ReplicaHost:
     async def _persist(self, readies: list[Ready]) -> None:
         writes: list[tuple[GroupId, list[Entry], HardState | None]] = []
         for rd in readies:
-            if rd.snapshot is not None:
-                self._install(rd.group, rd.snapshot.index, rd.snapshot.term)
             hard_state = rd.hard_state
+            if rd.group in self._unsaved_hard_states:
+                self._unsaved_hard_states.discard(rd.group)
+                replica = self.multi.replicas.get(rd.group)
+                if hard_state is None and replica is not None:
+                    hard_state = replica.hard_state()
             if hard_state is not None and not rd.entries and rd.snapshot is None and self._commit_only(rd):
                 self._defer_commit(rd.group, hard_state)
                 continue
@@ -664,13 +758,19 @@ class ReplicaHost:
                     held[1].set_exception(Superseded(f"entry {entry.index} of {rd.group} was replaced"))
 
     def _end_abstention(self, group: GroupId) -> None:
-        """The replica votes again once what it lost is back (the engine's mark gone)."""
-        if group in self._abstaining and not self.engine.installing(group):
+        """The replica votes again once what it lost is back: the engine's install mark
+        gone, and, for a replica added back after its erasure, its old log's length applied."""
+        if (
+            group in self._abstaining
+            and not self.engine.installing(group)
+            and self.engine.applied_index(group) >= self._abstain_until.get(group, 0)
+        ):
             self._abstaining.discard(group)
+            self._abstain_until.pop(group, None)
             replica = self.multi.replicas.get(group)
             if replica is not None:
                 replica.abstaining = False
-            log.info("group %s: rebuilt after an install cut short; it votes again", group)
+            log.info("group %s: holds what it had acknowledged again; it votes again", group)
 
     def _effects_of(self, group: GroupId, index: int, kind: EntryKind, data: bytes) -> list[Effect]:
         """A committed entry's effects; a SPLIT entry has none and seals the group."""
@@ -691,6 +791,8 @@ class ReplicaHost:
         term = replica.log.term_at(replica.commit)
         if term is not None and replica.commit > self.engine.applied_index(group):
             self.engine.apply(group, replica.commit, [], term=term)
+            if self._abstaining:
+                self._end_abstention(group)
 
     def _serve_reads(self, readies: list[Ready]) -> None:
         for rd in readies:

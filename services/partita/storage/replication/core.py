@@ -767,6 +767,13 @@ class Replica:
         pr = self.progress[m.src]
         self._heard(pr, m.round, now)
         if m.reject:
+            if m.index < pr.match:
+                # The follower holds less than it acknowledged (its log emptied by an
+                # install cut short, or erased and named a member again; a rejection
+                # reports its last index, and one node pair's messages keep their
+                # order): count only what it holds, or it is probed at its old match
+                # forever. Commit never moves back; a stale answer costs a resend.
+                pr.match = m.index
             pr.next = max(pr.match + 1, min(pr.next - 1, m.index + 1))
             self._send_append(m.src)
             return

@@ -200,3 +200,24 @@ def test_an_entry_corrupted_in_the_leaders_memory_is_not_sent() -> None:
     assert c["a"].corrupted
     assert c["b"].log.last_index == 1  # b never received the corrupted entry
     assert c["a"].counters.checksum_failures > 0
+
+
+def test_a_follower_that_lost_its_log_is_sent_it_again_by_the_same_leader() -> None:
+    """A follower can hold less than it acknowledged: restarted from a snapshot install
+    cut short (its log emptied, term and vote kept), or erased and named a member again.
+    Its rejection shows it; the leader counts only what it now holds and sends the log
+    again, instead of probing at its old match forever."""
+    c = Cluster(["a", "b", "c"])
+    c.elect("a")
+    for i in range(5):
+        c.propose("a", f"w{i}".encode())
+    assert c["a"].progress["c"].match == c["a"].log.last_index
+    c.crash("c")
+    disk = c.nodes["c"].disk
+    disk.entries = []
+    disk.hard_state = HardState(disk.hard_state.term, disk.hard_state.vote, 0)
+    c.restart("c")
+    c.propose("a", b"after")  # deliver() fails if the rejections never end
+    assert c["c"].log.last_index == c["a"].log.last_index
+    assert c["a"].progress["c"].match == c["a"].log.last_index
+    assert c["c"].log.entry(c["c"].log.last_index).data == b"after"
