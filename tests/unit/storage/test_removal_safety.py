@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,15 @@ from partita.common.partition_map import Partition
 from partita.control.model import PartitionStats, TableRecord
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
-from partita.storage.group_log import group_of
 from partita.storage.node import NodeState, erase_removed, sync_groups
-from partita.storage.peer_transport import PeerTransport
 from partita.storage.repair_driver import RepairDriver
-from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.types import HardState, Role
 from tests.unit import records
+from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster, Member
 
 END = 2**64
 TABLE = 7
-GROUP = group_of(TABLE, "p0")
-NODES = ("node-a", "node-b", "node-c")
 # An election timeout long enough that a leader cut off from both followers still leads
 # while the test proposes and runs a repair pass on a loaded machine.
 CONFIG = ReplicationConfig(
@@ -39,51 +34,9 @@ CONFIG = ReplicationConfig(
 )
 
 
-@dataclass
-class Member:
-    node: str
-    engine: Engine
-    host: ReplicaHost
-    transport: PeerTransport
-
-
-class Cluster:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.addresses: dict[str, str] = {}
-        self.members: dict[str, Member] = {}
-
-    async def start(self, node: str) -> Member:
-        engine = Engine.open(self.root / node, sync=False)
-        holder: list[ReplicaHost] = []
-        transport = PeerTransport(self.addresses.get, lambda env: holder[0].receive(env))
-        host = ReplicaHost(node, engine, transport.send, CONFIG)
-        holder.append(host)
-        port = await transport.listen("127.0.0.1", int(self.addresses.get(node, ":0").rpartition(":")[2]))
-        self.addresses[node] = f"127.0.0.1:{port}"
-        host.add_group(GROUP, list(NODES))
-        host.start()
-        member = self.members[node] = Member(node, engine, host, transport)
-        return member
-
-    async def stop(self, node: str) -> None:
-        member = self.members.pop(node)
-        await member.host.stop()
-        await member.transport.close()
-        await member.engine.close()
-
-    async def leader(self) -> Member:
-        for _ in range(400):
-            leaders = [m for m in self.members.values() if m.host.is_leader(GROUP)]
-            if len(leaders) == 1:
-                return leaders[0]
-            await asyncio.sleep(0.025)
-        raise AssertionError("no single leader within 10 s")
-
-
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(tmp_path)
+    c = Cluster(tmp_path, CONFIG)
     for node in NODES:
         await c.start(node)
     yield c
@@ -131,7 +84,7 @@ async def repair_pass(leader: Member, partition: Partition) -> Partition:
 async def test_a_removal_lost_with_its_leader_never_reaches_the_partition_object_and_nothing_is_erased(
     cluster: Cluster,
 ) -> None:
-    leader = await cluster.leader()
+    leader = await cluster.leader(seconds=10.0)
     await asyncio.wait_for(leader.host.propose(GROUP, [Effect(Kind.PUT, b"k", b"v")]), 10)
     await wait_until(lambda: all(m.engine.get(b"k") == b"v" for m in cluster.members.values()))
     kept, removed = sorted(n for n in NODES if n != leader.node)
@@ -151,7 +104,7 @@ async def test_a_removal_lost_with_its_leader_never_reaches_the_partition_object
     await cluster.stop(leader.node)
     await cluster.start(kept)
     back = await cluster.start(removed)
-    successor = await cluster.leader()
+    successor = await cluster.leader(seconds=10.0)
     assert removed in (successor.host.members(GROUP) or {})
     rewritten = await repair_pass(successor, written)
     assert removed in rewritten.replicas
@@ -168,7 +121,7 @@ async def test_a_removal_lost_with_its_leader_never_reaches_the_partition_object
 
 
 async def test_a_committed_removal_reaches_the_partition_object(cluster: Cluster) -> None:
-    leader = await cluster.leader()
+    leader = await cluster.leader(seconds=10.0)
     removed = max(n for n in NODES if n != leader.node)
     leader.host.change_membership(GROUP, {n: Role.FULL for n in NODES if n != removed})
     await wait_until(lambda: leader.host.membership_settled(GROUP))
@@ -179,7 +132,7 @@ async def test_a_committed_removal_reaches_the_partition_object(cluster: Cluster
 async def test_an_erased_replica_named_a_full_member_again_rejoins_as_a_newcomer_that_abstains(
     cluster: Cluster,
 ) -> None:
-    leader = await cluster.leader()
+    leader = await cluster.leader(seconds=10.0)
     for i in range(5):
         await asyncio.wait_for(leader.host.propose(GROUP, [Effect(Kind.PUT, b"k%d" % i, b"v")]), 10)
     gone = max(n for n in NODES if n != leader.node)

@@ -37,8 +37,11 @@ class Member:
 
 
 class Cluster:
-    def __init__(self, root: Path) -> None:
+    """Replica hosts of GROUP on NODES, in process: real engines, the real transport."""
+
+    def __init__(self, root: Path, config: ReplicationConfig = FAST) -> None:
         self.root = root
+        self.config = config
         self.addresses: dict[str, str] = {}
         self.members: dict[str, Member] = {}
 
@@ -46,7 +49,7 @@ class Cluster:
         engine = Engine.open(self.root / node, sync=False)
         holder: list[ReplicaHost] = []
         transport = PeerTransport(self.addresses.get, lambda env: holder[0].receive(env))
-        host = ReplicaHost(node, engine, transport.send, FAST)
+        host = ReplicaHost(node, engine, transport.send, self.config)
         holder.append(host)
         port = await transport.listen("127.0.0.1", int(self.addresses.get(node, ":0").rpartition(":")[2]))
         self.addresses[node] = f"127.0.0.1:{port}"
@@ -61,13 +64,13 @@ class Cluster:
         await member.transport.close()
         await member.engine.close()
 
-    async def leader(self, among: Callable[[], list[str]] | None = None) -> Member:
-        for _ in range(200):
+    async def leader(self, among: Callable[[], list[str]] | None = None, seconds: float = 5.0) -> Member:
+        for _ in range(round(seconds / 0.025)):
             leaders = [m for m in self.members.values() if m.host.multi.replicas[GROUP].is_leader]
             if len(leaders) == 1:
                 return leaders[0]
             await asyncio.sleep(0.025)
-        raise AssertionError("no single leader within 5 s")
+        raise AssertionError(f"no single leader within {seconds} s")
 
 
 @pytest.fixture
