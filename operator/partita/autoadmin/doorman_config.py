@@ -148,10 +148,11 @@ class DoormanConfigKey:
         if self._client is None:
             self._client = aetcd.Client(host=self.host, port=self.port, timeout=5.0)
         held = await self._client.get(self.key.encode())
-        if held is None or bytes(held.value).decode() != text:
+        changed = held is None or bytes(held.value).decode() != text
+        if changed:
             await self._client.put(self.key.encode(), text.encode())
         self._written = text
-        return held is None or bytes(held.value).decode() != text
+        return changed
 
     async def close(self) -> None:
         client, self._client = self._client, None
