@@ -210,6 +210,9 @@ class Engine:
             applied += 1
         for group, locations in self._locations.items():
             self._next_local[group] = max(locations.last_index, self._applied.get(group, 0)) + 1
+        # Only a replicated group's host takes its tail; a single-member group (no hard
+        # state) never would, and its entries would stay in memory for good.
+        self._tails = {g: t for g, t in self._tails.items() if g in self._hard_states}
         return applied + legacy
 
     def _recover_installs(self, cut_short: list[tuple[GroupId, bytes]]) -> None:
