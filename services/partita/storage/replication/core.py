@@ -346,18 +346,9 @@ class Replica:
         if alive or self.state != State.FOLLOWER or self.leader is None:
             return
         self.quiesced = False
-        successors = sorted(
-            (n for n, role in self.members.items() if role == Role.FULL and n != self.leader),
-            key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
-        )
-        if self.node not in successors:
-            self._reset_election_timer(now)
-            return
-        rank = successors.index(self.node)
-        timeout = self.config.election_timeout
         # Never before this replica's own promise to the old leader runs out.
-        start = max(now, self.promise_until)
-        self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
+        if not self._deadline_in_stable_order(max(now, self.promise_until), without=self.leader):
+            self._reset_election_timer(now)
 
     def step(self, m: Message, now: float) -> None:
         """Consume one message addressed to this replica."""
@@ -434,17 +425,24 @@ class Replica:
         Members go in the stable per-group order of failover instead: the first when its
         promise from the start has run out (at once in a new group: no promise), the
         next half an election timeout later; after that the usual random timer."""
-        members = sorted(
-            (n for n, role in self.members.items() if role == Role.FULL),
+        full = sum(1 for role in self.members.values() if role == Role.FULL)
+        if full < 2 or not self._deadline_in_stable_order(max(now, self.promise_until), without=None):
+            self._reset_election_timer(now)
+
+    def _deadline_in_stable_order(self, start: float, without: NodeId | None) -> bool:
+        """Sets the election deadline by this replica's rank among the group's full
+        members (`without` left out) in their stable per-group order (CRC32C of group
+        and node): the first at `start`, each next half an election timeout later, with
+        a little jitter. False, and nothing set, if this replica is not among them."""
+        order = sorted(
+            (n for n, role in self.members.items() if role == Role.FULL and n != without),
             key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
         )
-        if self.node not in members or len(members) < 2:
-            self._reset_election_timer(now)
-            return
-        rank = members.index(self.node)
+        if self.node not in order:
+            return False
         timeout = self.config.election_timeout
-        start = max(now, self.promise_until)
-        self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
+        self.election_deadline = start + timeout * (0.5 * order.index(self.node) + 0.1 * self._rng.random())
+        return True
 
     def _reset_election_timer(self, now: float) -> None:
         timeout = self.config.election_timeout
@@ -586,16 +584,8 @@ class Replica:
             self._broadcast_append()
             return
         self.leader = leader
-        successors = sorted(
-            (n for n, role in self.members.items() if role == Role.FULL and n != leader),
-            key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
-        )
-        if self.node not in successors:
-            return
-        timeout = self.config.election_timeout
-        start = now + self.config.lease_duration + timeout
-        rank = successors.index(self.node)
-        self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
+        grace = now + self.config.lease_duration + self.config.election_timeout
+        self._deadline_in_stable_order(grace, without=leader)
 
     # ------------------------------------------------------------------ leader
 
