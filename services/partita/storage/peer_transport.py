@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
+from partita.common.config import parse_endpoint
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
 from partita.storage.replication.coalesce import Envelope
 from partita.storage.replication.types import NodeId
@@ -65,11 +66,8 @@ class _Link:
             self.connecting = asyncio.get_running_loop().create_task(self._connect())
 
     async def _connect(self) -> None:
-        host, _, port = self.address.rpartition(":")
         try:
-            _, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, int(port)), CONNECT_TIMEOUT_SECONDS
-            )
+            writer = await _dial(self.address, CONNECT_TIMEOUT_SECONDS)
         except (OSError, TimeoutError) as exc:
             log.debug("peer %s unreachable: %s", self.address, exc)
             self.queue.clear()
@@ -163,11 +161,8 @@ class PeerTransport:
             address = self._resolve(peer)
             if address is None:
                 return
-            host, _, port = address.rpartition(":")
             try:
-                _, writer = await asyncio.wait_for(
-                    asyncio.open_connection(host, int(port)), SUSPECT_PROBE_SECONDS
-                )
+                writer = await _dial(address, SUSPECT_PROBE_SECONDS)
             except (OSError, TimeoutError):
                 continue
             writer.close()
@@ -221,3 +216,10 @@ class _Incoming(asyncio.Protocol):
             src = self._owner._received(frame)
             if src is not None:
                 self._peer = src
+
+
+async def _dial(address: str, timeout: float) -> asyncio.StreamWriter:
+    """A TCP connection to a peer's replication listener (host:port) within `timeout`."""
+    host, port = parse_endpoint(address)
+    _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    return writer
