@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.replication.coalesce import Envelope, coalesce
@@ -15,6 +16,28 @@ from partita.storage.replication.types import Message, MsgKind
 
 def _beat(src: str, dst: str) -> list[Envelope]:
     return coalesce([Message(MsgKind.HEARTBEAT, "g", src, dst, 1, round=1)])
+
+
+@dataclass
+class Pair:
+    """Two transports on 127.0.0.1: `b` records what it receives and the liveness
+    events it reports; `a` only sends."""
+
+    addresses: dict[str, str] = field(default_factory=dict)
+    events: list[tuple[str, bool]] = field(default_factory=list)
+    received: list[str] = field(default_factory=list)
+
+    async def start(self) -> tuple[PeerTransport, PeerTransport, int]:
+        b = PeerTransport(
+            self.addresses.get,
+            lambda env: self.received.append(env.src),
+            lambda n, alive: self.events.append((n, alive)),
+        )
+        self.addresses["b"] = f"127.0.0.1:{await b.listen('127.0.0.1', 0)}"
+        a = PeerTransport(self.addresses.get, lambda env: None)
+        a_port = await a.listen("127.0.0.1", 0)
+        self.addresses["a"] = f"127.0.0.1:{a_port}"
+        return a, b, a_port
 
 
 async def _until(predicate: Callable[[], bool], seconds: float = 5.0) -> bool:
@@ -27,16 +50,9 @@ async def _until(predicate: Callable[[], bool], seconds: float = 5.0) -> bool:
 
 
 async def test_a_peer_whose_stream_breaks_and_whose_listener_refuses_is_suspected_until_it_speaks() -> None:
-    addresses: dict[str, str] = {}
-    events: list[tuple[str, bool]] = []
-    received: list[str] = []
-    b = PeerTransport(
-        addresses.get, lambda env: received.append(env.src), lambda n, alive: events.append((n, alive))
-    )
-    addresses["b"] = f"127.0.0.1:{await b.listen('127.0.0.1', 0)}"
-    a = PeerTransport(addresses.get, lambda env: None)
-    a_port = await a.listen("127.0.0.1", 0)
-    addresses["a"] = f"127.0.0.1:{a_port}"
+    pair = Pair()
+    a, b, a_port = await pair.start()
+    addresses, events, received = pair.addresses, pair.events, pair.received
     try:
         a.send(_beat("a", "b"))
         assert await _until(lambda: received == ["a"])
@@ -56,15 +72,9 @@ async def test_a_peer_whose_stream_breaks_and_whose_listener_refuses_is_suspecte
 
 
 async def test_a_broken_stream_from_a_peer_that_still_listens_is_no_suspicion() -> None:
-    addresses: dict[str, str] = {}
-    events: list[tuple[str, bool]] = []
-    received: list[str] = []
-    b = PeerTransport(
-        addresses.get, lambda env: received.append(env.src), lambda n, alive: events.append((n, alive))
-    )
-    addresses["b"] = f"127.0.0.1:{await b.listen('127.0.0.1', 0)}"
-    a = PeerTransport(addresses.get, lambda env: None)
-    addresses["a"] = f"127.0.0.1:{await a.listen('127.0.0.1', 0)}"
+    pair = Pair()
+    a, b, _ = await pair.start()
+    events, received = pair.events, pair.received
     try:
         a.send(_beat("a", "b"))
         assert await _until(lambda: received == ["a"])
