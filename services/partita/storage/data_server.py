@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from google.protobuf.message import DecodeError
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _WRITES = frozenset((pb.PUT, pb.DELETE, pb.UPDATE))
+# Answers that send the router elsewhere: they read no item.
+_REROUTED = frozenset((pb.NOT_LEADER, pb.WRONG_PARTITION, pb.UNAVAILABLE))
 # A replicated write or strong read not decided by then is answered as of unknown outcome.
 PROPOSAL_TIMEOUT_SECONDS = 5.0
 # The node's partition meters by (table id, partition id), looked up once per request.
@@ -45,6 +48,16 @@ _METERS = metrics.meters
 
 def not_leader(request_id: int, leader: str | None) -> pb.Response:
     return pb.Response(id=request_id, status=pb.NOT_LEADER, leader_hint=leader or "")
+
+
+@dataclass
+class Held:
+    """A write's answer without effects, read from a write still pending on its key."""
+
+    request: pb.Request
+    response: pb.Response
+    seen: bytes | None  # the key's value the answer was read from
+    settled: asyncio.Future[None]  # the writes pending then are decided
 
 
 class DataPlane:
@@ -162,6 +175,38 @@ class DataPlane:
                 self.state.engine.unstage(plan.effects)
                 return Plan(not_leader(request.id, exc.leader))
         return plan
+
+    def hold(self, request: pb.Request, plan: Plan) -> Held | None:
+        """A write answered without effects (a failed condition) whose plan read a write
+        still pending on its key: held until that write is decided, since a client told
+        "the condition failed" must then find the item in a strongly consistent read.
+        None: answer now. Called in the plan's synchronous step."""
+        if request.op not in _WRITES or plan.response.status in _REROUTED:
+            return None
+        engine = self.state.engine
+        if not engine.pending(request.key):
+            return None
+        return Held(request, plan.response, engine.latest(request.key), engine.settled(request.key))
+
+    async def answer_held(self, held: Held) -> list[pb.Response]:
+        """The held answer once the value it read is committed; if that write was
+        dropped (a failed commit, a lost leadership), the request planned again."""
+        deadline = self.clock() + PROPOSAL_TIMEOUT_SECONDS
+        engine = self.state.engine
+        while True:
+            try:
+                await asyncio.wait_for(held.settled, max(0.0, deadline - self.clock()))
+            except TimeoutError:  # nothing was written: the router may send it again
+                return [pb.Response(id=held.request.id, status=pb.UNAVAILABLE)]
+            if engine.get(held.request.key) == held.seen:
+                return [held.response]
+            plan = self.plan(held.request)
+            if plan.effects:
+                return await self.commit([plan])
+            again = self.hold(held.request, plan)
+            if again is None:
+                return [plan.response]
+            held = again
 
     def read_gate(self, request: pb.Request) -> asyncio.Future[None] | pb.Response | None:
         """What a read of a replicated partition must wait for, or its answer instead of
@@ -291,8 +336,12 @@ class DataProtocol(asyncio.Protocol):
                 plan = self._plane.plan(request)
                 if plan.effects:
                     writes.append(plan)
-                else:
+                    continue
+                held = self._plane.hold(request, plan)
+                if held is None:
                     self._send([plan.response])
+                else:
+                    self._spawn(self._answer_held(held))
             if writes:
                 self._spawn(self._commit(writes))
 
@@ -303,6 +352,9 @@ class DataProtocol(asyncio.Protocol):
 
     async def _commit(self, plans: list[Plan]) -> None:
         self._send(await self._plane.commit(plans))
+
+    async def _answer_held(self, held: Held) -> None:
+        self._send(await self._plane.answer_held(held))
 
     async def _read_after(self, gate: asyncio.Future[None], request: pb.Request) -> None:
         try:

@@ -42,6 +42,7 @@ import shutil
 import struct
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import rocksdict
@@ -124,6 +125,8 @@ class Engine:
         self._tails: dict[GroupId, list[Entry]] = {}
         self.compacted_for_space: list[tuple[GroupId, int]] = []
         self._pending: dict[bytes, tuple[int, bytes | None]] = {}
+        # Answers waiting for a key's pending writes to be decided (see `settled`).
+        self._settling: dict[bytes, list[_Settling]] = {}
         self._bytes_since_checkpoint = 0
         self._checkpointing = False
         self._checkpoint_task: asyncio.Task[None] | None = None
@@ -538,6 +541,26 @@ class Engine:
         applied through `apply` once committed, or never)."""
         self._unmark_pending(effects)
 
+    def pending(self, key: bytes) -> bool:
+        """Whether a write to `key` is staged and not yet applied or dropped."""
+        return key in self._pending
+
+    def settled(self, key: bytes) -> asyncio.Future[None]:
+        """Completes once every write staged on `key` so far is applied or dropped.
+
+        An answer read from a pending write (a failed condition) must not leave before
+        that write is decided, or a client could see the write through the failure and
+        then not see it in a strongly consistent read. Writes staged later are not
+        waited for, so a key under steady writes never keeps the answer waiting.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        pending = self._pending.get(key)
+        if pending is None:
+            future.set_result(None)
+        else:
+            self._settling.setdefault(key, []).append(_Settling(pending[0], future))
+        return future
+
     def _mark_pending(self, effects: list[Effect]) -> None:
         for e in effects:
             if e.kind is Kind.DELETE_RANGE:
@@ -554,6 +577,24 @@ class Engine:
                 del self._pending[e.key]
             else:
                 self._pending[e.key] = (count - 1, value)
+            if self._settling:
+                self._settle_one(e.key)
+
+    def _settle_one(self, key: bytes) -> None:
+        waiting = self._settling.get(key)
+        if waiting is None:
+            return
+        still = []
+        for settling in waiting:
+            settling.remaining -= 1
+            if settling.remaining > 0 and key in self._pending:
+                still.append(settling)
+            elif not settling.future.done():  # done: its waiter gave up
+                settling.future.set_result(None)
+        if still:
+            self._settling[key] = still
+        else:
+            del self._settling[key]
 
     def _take_local_index(self, group: GroupId) -> int:
         index = self._next_local.get(group)
@@ -835,6 +876,12 @@ class Engine:
         self._db.flush(True)
         self._wal.truncate_before(floor)
         self._db.close()
+
+
+@dataclass
+class _Settling:
+    remaining: int  # writes to the key staged before the answer, not yet decided
+    future: asyncio.Future[None]
 
 
 def _metadata(db: rocksdict.Rdict, prefix: bytes) -> list[tuple[GroupId, bytes]]:

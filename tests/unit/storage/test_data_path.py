@@ -65,6 +65,12 @@ def put(n: int, value: bytes, return_old: bool = False) -> pb.Request:
     )
 
 
+def put_if_absent(n: int, value: bytes) -> pb.Request:
+    request = put(n, value)
+    request.body = orjson.dumps({"condition": "attribute_not_exists(pk)"})
+    return request
+
+
 def delete(n: int) -> pb.Request:
     h, k = key_for(n)
     return pb.Request(op=pb.DELETE, table_id=TABLE_ID, partition_id="p0", key_hash=h, key=k)
@@ -77,6 +83,7 @@ class Node:
     address: str
     protocols: list[DataProtocol] = field(default_factory=list)
     frames: list[int] = field(default_factory=list)  # requests per frame received
+    sent: list[pb.Response] = field(default_factory=list)  # answers, as the server sends them
     commit_groups: list[int] = field(default_factory=list)  # writes per commit_staged
 
 
@@ -86,6 +93,7 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
     state = NodeState(NODE, "a", engine, hosted=desired_hosting([table_record()], NODE))
     protocols: list[DataProtocol] = []
     frames: list[int] = []
+    sent: list[pb.Response] = []
 
     class Recording(DataProtocol):
         def __init__(self, plane: DataPlane) -> None:
@@ -105,9 +113,13 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
 
             self._decoder = Counting()
 
+        def _send(self, responses: list[pb.Response]) -> None:
+            sent.extend(responses)
+            super()._send(responses)
+
     server = await start_data_server(DataPlane(state), "127.0.0.1", 0, protocol=Recording)
     port = server.sockets[0].getsockname()[1]
-    n = Node(engine, server, f"127.0.0.1:{port}", protocols, frames)
+    n = Node(engine, server, f"127.0.0.1:{port}", protocols, frames, sent)
     real_commit_staged = engine.commit_staged
 
     async def counting_commit_staged(
@@ -303,3 +315,65 @@ async def test_a_frame_that_is_not_a_request_batch_closes_only_that_connection(
     assert (await channel.call(get(13))).status == pb.NOT_FOUND
     # A bad client is not a server fault: no error (with a traceback) in the log.
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+class HeldWal:
+    """The engine's WAL appends wait for `release`; the first then fails if told to."""
+
+    def __init__(self, engine: Engine, fail_first: bool) -> None:
+        self.release = asyncio.Event()
+        self.fail_first = fail_first
+        self._append = engine._wal.append_many
+        engine._wal.append_many = self.append_many  # type: ignore[method-assign]
+
+    async def append_many(self, payloads: list[bytes]) -> list[int]:
+        await self.release.wait()
+        if self.fail_first:
+            self.fail_first = False
+            raise OSError(5, "disk on fire")
+        return await self._append(payloads)
+
+
+async def _two_racing_puts(node: Node, channel: NodeChannel) -> tuple[asyncio.Task[pb.Response], ...]:
+    """Two puts-if-absent of one key, the second planned while the first is not durable."""
+    first = asyncio.create_task(channel.call(put_if_absent(10, b'{"pk":{"S":"first"}}')))
+    for _ in range(200):
+        if node.engine.pending(key_for(10)[1]):
+            break
+        await asyncio.sleep(0.005)
+    second = asyncio.create_task(channel.call(put_if_absent(10, b'{"pk":{"S":"second"}}')))
+    for _ in range(200):
+        if sum(node.frames) == 2:  # planned: in the same step as the frame was read
+            break
+        await asyncio.sleep(0.005)
+    assert sum(node.frames) == 2
+    return first, second
+
+
+async def test_a_condition_failed_on_a_write_not_yet_durable_is_answered_after_that_write(
+    node: Node, channel: NodeChannel
+) -> None:
+    """Answered at once, the failure would tell a client of an item a strongly
+    consistent read cannot find yet (and never would, had the write failed)."""
+    wal = HeldWal(node.engine, fail_first=False)
+    first, second = await _two_racing_puts(node, channel)
+    assert node.sent == []  # the failure read the first put's item: it waits for it
+    wal.release.set()
+    answers = [await first, await second]
+    assert [(r.status, r.error_code) for r in answers] == [
+        (pb.OK, ""),
+        (pb.ERROR, "ConditionalCheckFailedException"),
+    ]
+    assert [r.id for r in node.sent] == [r.id for r in answers]  # in that order
+    assert (await channel.call(get(10))).value == b'{"pk":{"S":"first"}}'
+
+
+async def test_a_condition_failed_on_a_write_that_then_fails_is_planned_again(
+    node: Node, channel: NodeChannel
+) -> None:
+    wal = HeldWal(node.engine, fail_first=True)
+    first, second = await _two_racing_puts(node, channel)
+    wal.release.set()
+    assert (await first).error_code == "InternalServerError"
+    assert (await second).status == pb.OK  # no item after all: its condition holds
+    assert (await channel.call(get(10))).value == b'{"pk":{"S":"second"}}'

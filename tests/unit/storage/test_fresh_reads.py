@@ -7,6 +7,9 @@ the real node-pair transport on 127.0.0.1.
 The router remembers, per partition, the highest log index a write was acknowledged at
 and sends it with every eventually consistent read as its floor; a follower that has
 applied less answers NOT_LEADER with the leader as hint instead of an older item.
+
+A failed condition is a read too: the leader answers it only once the write it read
+is committed, so a strongly consistent read right after it finds that write.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import pytest
 
 from partita._proto import storage_pb2 as pb
 from partita.common import keys
+from partita.common.errors import DynamoError
 from partita.common.partition_map import Partition
 from partita.control.model import NodeRecord
 from partita.control.store import MemoryControlStore
@@ -150,6 +155,12 @@ def put(n: int, value: bytes) -> pb.Request:
     return pb.Request(op=pb.PUT, key_hash=h, key=k, value=value)
 
 
+def put_if_absent(n: int, value: bytes) -> pb.Request:
+    request = put(n, value)
+    request.body = orjson.dumps({"condition": "attribute_not_exists(pk)"})
+    return request
+
+
 def get(n: int, floor: int = 0) -> pb.Request:
     h, k = key_of(n)
     return pb.Request(op=pb.GET, key_hash=h, key=k, read_floor=floor)
@@ -237,3 +248,25 @@ async def test_a_read_is_held_only_to_writes_of_keys_hashing_into_its_bucket(clu
         assert (await cluster.router.send(table, get(old))).value == b"old"
     assert (behind.node, pb.GET, pb.OK) in cluster.storage.answers
     assert (await cluster.router.send(table, get(new))).value == b"new"
+
+
+async def test_a_failed_condition_waits_for_the_write_it_read_to_be_committed(cluster: Cluster) -> None:
+    """The second put-if-absent reads the first's item before a quorum has it. Answered
+    then, its client could read the key at once (consistently) and find nothing: the
+    metadata race a sharded writer lost in CI."""
+    leader = await cluster.leader()
+    table = cluster.router.tables.require_active("fresh")
+    cluster.cut_off.update(n.node for n in cluster.nodes.values() if n is not leader)
+    first = asyncio.create_task(cluster.router.send(table, put_if_absent(7, b'{"pk":{"S":"a"}}')))
+    await wait_until(lambda: leader.engine.pending(key_of(7)[1]))
+    second = asyncio.create_task(cluster.router.send(table, put_if_absent(7, b'{"pk":{"S":"b"}}')))
+    await asyncio.sleep(0.05)  # far longer than an answer takes on 127.0.0.1
+    assert not second.done(), "the failure was answered while the write it read could not commit"
+    cluster.cut_off.clear()
+    assert (await first).status == pb.OK
+    with pytest.raises(DynamoError) as lost:
+        await second
+    assert lost.value.code == "ConditionalCheckFailedException"
+    consistent = get(7)
+    consistent.consistent = True
+    assert (await cluster.router.send(table, consistent)).value == b'{"pk":{"S":"a"}}'
