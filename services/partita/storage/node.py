@@ -539,7 +539,10 @@ async def serve(
         replicas.wake()
 
     transport = PeerTransport(
-        peers.replication_address, lambda envelope: replicas.receive(envelope), peer_liveness
+        peers.replication_address,
+        lambda envelope: replicas.receive(envelope),
+        peer_liveness,
+        node_id=node_id,
     )
 
     def group_range(group: GroupId) -> tuple[bytes, bytes] | None:

@@ -78,8 +78,8 @@ async def test_a_broken_stream_from_a_peer_that_still_listens_is_no_suspicion() 
     try:
         a.send(_beat("a", "b"))
         assert await _until(lambda: received == ["a"])
-        for link in a._links.values():
-            link.close()  # the stream breaks; a's listener stays up
+        for stream in list(a._streams):
+            stream.retire()  # the stream breaks; a's listener stays up
         await asyncio.sleep(1.0)  # every probe would have run by now
         assert events == [] and b.suspected == set()
     finally:
