@@ -413,11 +413,26 @@ class PeerTransport:
             self._stream_lost(stream.peer)
 
     def _moved(self, state: _Peer, address: str) -> None:
-        """The directory has a new address for the peer: another process answers for
-        that id now, and whatever stream this node holds may reach the old one."""
+        """The directory has a new address for the peer (a restarted local node listens
+        on a new port): what this node dialed went to the old process, while a stream
+        the peer dialed proved its id and incarnation by its hello and stays (a newer
+        process of that id outranks it anyway)."""
         old, state.address = state.address, address
-        if old:  # not merely learnt: a stream the peer dialed before is kept then
-            self._forget(state)
+        if not old:  # merely learnt
+            return
+        if state.retry is not None:
+            state.retry.cancel()
+            state.retry = None
+        if state.dial_task is not None:
+            state.dial_task.cancel()
+            state.dial_task = None
+        if state.dialing is not None:
+            state.dialing.retire()
+            state.dialing = None
+        if state.current is not None and state.current.dialed:
+            state.current.retire()
+            state.current = None
+        state.queue.clear()
 
     def _forget(self, state: _Peer) -> None:
         if state.retry is not None:

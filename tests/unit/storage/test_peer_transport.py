@@ -99,7 +99,10 @@ async def _dial_at_once(attempt: int) -> None:
 
 
 @pytest.mark.parametrize("victim", ["a", "b"])  # the smaller id, then the larger
-async def test_a_node_restarted_after_a_sigkill_gets_the_pair_stream_back_both_ways(victim: str) -> None:
+@pytest.mark.parametrize("same_port", [True, False])  # a local node restarts on a new port
+async def test_a_node_restarted_after_a_sigkill_gets_the_pair_stream_back_both_ways(
+    victim: str, same_port: bool
+) -> None:
     cluster = Cluster()
     await cluster.start("a")
     await cluster.start("b")
@@ -119,7 +122,7 @@ async def test_a_node_restarted_after_a_sigkill_gets_the_pair_stream_back_both_w
             cluster.received[victim].clear()
             # Back on the same address before (or while) the survivor sees the reset;
             # alternately the survivor or the restarted node speaks first.
-            restarted = await cluster.start(victim, port)
+            restarted = await cluster.start(victim, port if same_port else 0)
             first, second = (restarted, victim), (cluster.transports[survivor], survivor)
             if round_ % 2:
                 first, second = second, first
