@@ -28,6 +28,10 @@ it, so:
 - a stream replaced while frames are in flight on it is closed by the side that replaced
   it, so its other end learns at once (connection lost) and writes on the new one; no
   side keeps writing on a stream the other no longer reads.
+A node of the version before hellos (one connection per direction) still replicates
+with this one, as in a rolling upgrade: a stream whose first frame is an envelope is
+read from and never written on, and a dialed stream left unacked for
+`ACK_TIMEOUT_SECONDS` is written on all the same.
 
 Failure detection: when the stream a node writes on to a peer breaks (not closed by this
 node), it probes the peer's listener a few times; if every probe is refused (or times
@@ -52,7 +56,7 @@ from partita.common.config import parse_endpoint
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
 from partita.storage.replication.coalesce import Envelope
 from partita.storage.replication.types import NodeId
-from partita.storage.replication.wire import WireError, decode_envelope, encode_envelope
+from partita.storage.replication.wire import VERSION, WireError, decode_envelope, encode_envelope
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +133,9 @@ class _Stream(asyncio.Protocol):
         self.hello: bytes | None = None  # a dialed stream: written once connected
         self.transport: asyncio.Transport | None = None
         self.greeted = False  # its first frame (hello or ack) has arrived
+        # A node of the version before hellos: it dials to send only, and its listener
+        # neither acks nor writes back.
+        self.legacy = False
         self.retired = False  # closed by this node: its loss is no news
         self._decoder = FrameDecoder()
 
@@ -142,9 +149,13 @@ class _Stream(asyncio.Protocol):
             asyncio.get_running_loop().call_later(ACK_TIMEOUT_SECONDS, self._ack_overdue)
 
     def _ack_overdue(self) -> None:
+        """No ack: a peer of the version before hellos (which never acks), or one whose
+        loop stalled (it adopts the stream when it reads the hello, or closes it). Either
+        way the stream is written on from now on."""
         if not self.greeted and not self.retired:
-            log.warning("peer %s never acked a replication stream: dialing again", self.peer)
-            self.retire()
+            log.warning("peer %s has not acked a replication stream: writing on it unacked", self.peer)
+            self.greeted = True
+            self.owner._adopt(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.owner._streams.discard(self)
@@ -162,7 +173,8 @@ class _Stream(asyncio.Protocol):
             if self.greeted:
                 # Delivered even if this stream was retired earlier in this chunk: the
                 # bytes were read, and the core takes stale or reordered messages.
-                owner._received(frame)
+                if frame != _ACK:  # one that came after its deadline
+                    owner._received(frame)
             elif not self.retired:
                 self.greeted = True
                 owner._greeted(self, frame)
@@ -342,6 +354,14 @@ class PeerTransport:
                 return
             self._adopt(stream)
             return
+        if frame[:1] == bytes([VERSION]):
+            # An envelope first: a peer of the version before hellos, one stream per
+            # direction. Taken as it was then: read from, never written on.
+            stream.legacy = True
+            stream.peer = self._received(frame)
+            if stream.peer is None:  # not an envelope either
+                stream.retire()
+            return
         try:
             dialer, acceptor, incarnation, dial = decode_hello(frame)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -395,6 +415,10 @@ class PeerTransport:
 
     def _stream_closed(self, stream: _Stream) -> None:
         if stream.peer is None:
+            return
+        if stream.legacy:
+            if not stream.retired and not self._closing:
+                self._stream_lost(stream.peer)
             return
         state = self._peers.get(stream.peer)
         if state is None:

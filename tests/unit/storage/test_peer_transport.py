@@ -15,6 +15,7 @@ import pytest
 from partita.common.framing import FrameDecoder, encode_frame
 from partita.storage.peer_transport import PeerTransport, encode_hello
 from partita.storage.replication.coalesce import Beat, Envelope
+from partita.storage.replication.wire import decode_envelope, encode_envelope
 
 
 def _marked(src: str, dst: str, mark: int) -> Envelope:
@@ -247,6 +248,40 @@ async def test_a_dialer_writes_nothing_but_its_hello_before_the_ack() -> None:
         await asyncio.sleep(0.3)
         frames = FrameDecoder().feed(bytes(seen))
         assert len(frames) == 1 and frames[0] == encode_hello("a", "b", a._incarnation, 1)
+    finally:
+        await cluster.close()
+        server.close()
+
+
+async def test_a_peer_of_the_version_before_hellos_is_read_from_and_written_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rolling upgrade: the old version dials with envelopes straight away and its
+    listener never acks."""
+    monkeypatch.setattr("partita.storage.peer_transport.ACK_TIMEOUT_SECONDS", 0.3)
+    seen = FrameDecoder()
+    got: list[bytes] = []
+
+    async def old_listener(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while chunk := await reader.read(65536):
+            got.extend(seen.feed(chunk))
+        writer.close()
+
+    server = await asyncio.start_server(old_listener, "127.0.0.1", 0)
+    cluster = Cluster()
+    b = await cluster.start("b")
+    cluster.addresses["old"] = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        host, port = cluster.addresses["b"].rsplit(":", 1)
+        _, old_writer = await asyncio.open_connection(host, int(port))
+        old_writer.write(b"".join(encode_frame(encode_envelope(_marked("old", "b", m))) for m in (1, 2)))
+        assert await _until(lambda: cluster.received["b"] == [("old", 1), ("old", 2)])
+        b.send([_marked("b", "old", 7)])
+        assert await _until(lambda: len(got) == 2)  # the hello, then the envelope
+        assert decode_envelope(got[1]).beats[0].round == 7
+        old_writer.close()  # the old node's stream breaks while its listener still runs:
+        await asyncio.sleep(0.8)  # probed, not suspected
+        assert b.suspected == set()
     finally:
         await cluster.close()
         server.close()
