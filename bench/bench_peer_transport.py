@@ -3,6 +3,7 @@ on 127.0.0.1, no consensus.
 
 Run: .venv/bin/python -m bench.bench_peer_transport [--seconds 3] [--beats 1,100,4000]
      [--rounds-in-flight 4] [--transport-file OLD.py]
+     .venv/bin/python -m bench.bench_peer_transport --codec [--wire-file OLD_WIRE.py]
 
 Each round, every node sends every peer one envelope of `beats` coalesced heartbeats
 (what `coalesce()` makes of that many groups' heartbeats), and every receiver answers
@@ -13,6 +14,10 @@ directions: the transport's cost, not the machine's other load), socket writes p
 envelope, and the TCP connections the three nodes hold. `--transport-file` loads
 another version of `peer_transport.py` (e.g. `git show REV:services/partita/storage/
 peer_transport.py > /tmp/old.py`) to compare before and after.
+
+`--codec`: `wire.py` alone, the CPU microseconds to encode and to decode one envelope of
+`beats` heartbeats (and one of as many acks), each over about `--seconds`; `--wire-file`
+loads another version of `wire.py` (its relative imports made absolute) the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from types import ModuleType
 from typing import Any
 
 from partita.storage.replication.coalesce import Beat, BeatAck, Envelope
+
+_WIRE_PACKAGE = "partita.storage.replication"
 
 NODES = ("a", "b", "c")
 
@@ -116,13 +123,64 @@ async def run(module: ModuleType, beats: int, seconds: float, in_flight: int) ->
     }
 
 
+def _wire(path: str | None) -> ModuleType:
+    if path is None:
+        from partita.storage.replication import wire
+
+        return wire
+    with open(path) as file:
+        source = file.read().replace("from .", f"from {_WIRE_PACKAGE}.")
+    module = ModuleType("wire_under_test")
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def codec(wire: ModuleType, beats: int, seconds: float) -> dict[str, float]:
+    """CPU microseconds per encode and per decode of an envelope of `beats` beats, and
+    of one of as many acks: the best of batches of calls (the machine is shared, and
+    the other load only ever adds)."""
+    heartbeats = Envelope(
+        "storage-a", "storage-b", tuple(Beat(f"{i}/p0", 3, 100, 7, 100, False) for i in range(beats)), (), ()
+    )
+    acks = Envelope("storage-b", "storage-a", (), tuple(BeatAck(f"{i}/p0", 3, 7) for i in range(beats)), ())
+    figures = {}
+    for name, envelope in (("beats", heartbeats), ("acks", acks)):
+        data = wire.encode_envelope(envelope)
+        assert wire.decode_envelope(data) == envelope
+        for step, call, arg in (
+            ("encode", wire.encode_envelope, envelope),
+            ("decode", wire.decode_envelope, data),
+        ):
+            best, start = float("inf"), time.process_time()
+            while time.process_time() - start < seconds / 4:
+                batch = time.process_time()
+                for _ in range(max(1, 2000 // max(beats, 1))):
+                    call(arg)
+                best = min(best, (time.process_time() - batch) / max(1, 2000 // max(beats, 1)))
+            figures[f"{name}_{step}_us"] = best * 1e6
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--beats", default="1,100,4000")
     parser.add_argument("--rounds-in-flight", type=int, default=4)
     parser.add_argument("--transport-file")
+    parser.add_argument("--codec", action="store_true")
+    parser.add_argument("--wire-file")
     args = parser.parse_args(argv)
+    if args.codec:
+        wire = _wire(args.wire_file)
+        print(f"wire: {args.wire_file or wire.__name__}")
+        for beats in [int(b) for b in args.beats.split(",")]:
+            f = codec(wire, beats, args.seconds)
+            print(
+                f"{beats:5d} beats: encode {f['beats_encode_us']:8.1f} us, decode {f['beats_decode_us']:8.1f} us; "
+                f"{beats:5d} acks: encode {f['acks_encode_us']:8.1f} us, decode {f['acks_decode_us']:8.1f} us",
+                flush=True,
+            )
+        return 0
     module = _module(args.transport_file)
     print(f"transport: {args.transport_file or module.__name__}")
     for beats in [int(b) for b in args.beats.split(",")]:
