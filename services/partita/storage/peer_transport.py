@@ -137,6 +137,7 @@ class _Stream(asyncio.Protocol):
         # neither acks nor writes back.
         self.legacy = False
         self.retired = False  # closed by this node: its loss is no news
+        self.lost = False  # the connection is gone, whoever closed it
         self._decoder = FrameDecoder()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -152,12 +153,15 @@ class _Stream(asyncio.Protocol):
         """No ack: a peer of the version before hellos (which never acks), or one whose
         loop stalled (it adopts the stream when it reads the hello, or closes it). Either
         way the stream is written on from now on."""
-        if not self.greeted and not self.retired:
+        # Not once lost: refused by the acceptor (closed without an ack), it would become
+        # a stream this node writes into for good, with no loss left to notice.
+        if not self.greeted and not self.retired and not self.lost:
             log.warning("peer %s has not acked a replication stream: writing on it unacked", self.peer)
             self.greeted = True
             self.owner._adopt(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
         self.owner._streams.discard(self)
         self.owner._stream_closed(self)
 
@@ -384,6 +388,8 @@ class PeerTransport:
     def _adopt(self, stream: _Stream) -> bool:
         """Make `stream` the one this node writes on to its peer if it outranks the
         current one and this node's own dial in progress; close whichever loses."""
+        if stream.lost:
+            return False
         peer = cast(NodeId, stream.peer)
         rank = cast(Rank, stream.rank)
         state = self._peers.get(peer)

@@ -285,3 +285,24 @@ async def test_a_peer_of_the_version_before_hellos_is_read_from_and_written_to(
     finally:
         await cluster.close()
         server.close()
+
+
+async def test_a_dial_refused_without_an_ack_is_never_written_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An acceptor holding a higher-ranked stream closes a dial at once: the dialer must
+    not take it up when its ack deadline passes (it would write into it for good)."""
+    monkeypatch.setattr("partita.storage.peer_transport.ACK_TIMEOUT_SECONDS", 0.2)
+
+    async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(refuse, "127.0.0.1", 0)
+    cluster = Cluster()
+    a = await cluster.start("a")
+    cluster.addresses["b"] = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        a.send([_marked("a", "b", 1)])
+        await asyncio.sleep(0.6)  # past the ack deadline of every dial made so far
+        assert a.current_stream("b") is None
+    finally:
+        await cluster.close()
+        server.close()
