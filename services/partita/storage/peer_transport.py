@@ -183,8 +183,13 @@ class _Stream(asyncio.Protocol):
                 self.greeted = True
                 owner._greeted(self, frame)
 
+    def open(self) -> bool:
+        return self.transport is not None and not self.transport.is_closing()
+
     def write(self, data: bytes) -> None:
-        if self.transport is not None:
+        # uvloop raises on a closed connection where asyncio's loop only logs; what
+        # is dropped here was bound for a stream this node closed (the core resends).
+        if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
 
     def retire(self) -> None:
@@ -293,7 +298,7 @@ class PeerTransport:
             frames, state.out = state.out, []
             if self._closing:
                 continue
-            if state.current is not None:
+            if state.current is not None and state.current.open():
                 state.current.write(frames[0] if len(frames) == 1 else b"".join(frames))
                 self.writes += 1
                 continue
@@ -303,6 +308,8 @@ class PeerTransport:
 
     def _dial(self, state: _Peer) -> None:
         if state.dial_task is not None or state.dialing is not None or self.node_id is None:
+            return
+        if state.current is not None and state.current.open():
             return
         loop = asyncio.get_running_loop()
         now = time.monotonic()
@@ -382,7 +389,7 @@ class PeerTransport:
         stream.rank = _rank(dialer, acceptor, incarnation, dial)
         if self._adopt(stream):
             # First on the stream, before any envelope this node writes on it.
-            cast(asyncio.Transport, stream.transport).write(_ACK_FRAME)
+            stream.write(_ACK_FRAME)
             self._write_queue(stream)
 
     def _adopt(self, stream: _Stream) -> bool:
@@ -395,18 +402,20 @@ class PeerTransport:
         state = self._peers.get(peer)
         if state is None:
             state = self._peers[peer] = _Peer(peer, self._resolve(peer) or "")
-        rivals = [s for s in (state.current, state.dialing) if s is not None and s is not stream]
+        # A stream this node closed (or lost) is no rival, even before its loss is seen.
+        rivals = [
+            s
+            for s in (state.current, state.dialing)
+            if s is not None and s is not stream and not s.retired and not s.lost
+        ]
         if any(cast(Rank, s.rank) > rank for s in rivals):
             stream.retire()
             if state.dialing is stream:
                 state.dialing = None
             return False
-        if state.dialing is stream:
-            state.dialing = None
         for rival in rivals:
             rival.retire()
-        if state.dialing is not None and state.dialing in rivals:
-            state.dialing = None
+        state.dialing = None  # this stream, a rival just closed, or one closed before
         state.current = stream
         if stream.dialed:
             self._write_queue(stream)

@@ -6,16 +6,34 @@ one; a loop turn's frames to a peer in one write."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
+import uvloop
 
 from partita.common.framing import FrameDecoder, encode_frame
 from partita.storage.peer_transport import PeerTransport, encode_hello
 from partita.storage.replication.coalesce import Beat, Envelope
 from partita.storage.replication.wire import decode_envelope, encode_envelope
+
+
+def on_both_loops(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    """The test on asyncio's loop and on uvloop's: the nodes run on uvloop, whose
+    transports raise where asyncio's only log (a write on a closed connection)."""
+
+    def run(loop: str, *args: Any, **kwargs: Any) -> None:
+        (uvloop.run if loop == "uvloop" else asyncio.run)(test(*args, **kwargs))
+
+    signature = inspect.signature(test)
+    loop = inspect.Parameter("loop", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str)
+    run.__signature__ = signature.replace(parameters=[loop, *signature.parameters.values()])  # type: ignore[attr-defined]
+    run.__name__, run.__doc__ = test.__name__, test.__doc__
+    run.pytestmark = list(getattr(test, "pytestmark", []))  # type: ignore[attr-defined]
+    return pytest.mark.parametrize("loop", ["asyncio", "uvloop"])(run)
 
 
 def _marked(src: str, dst: str, mark: int) -> Envelope:
@@ -78,6 +96,7 @@ async def _until(predicate: Callable[[], bool], seconds: float = 5.0) -> bool:
     return predicate()
 
 
+@on_both_loops
 async def test_both_nodes_dialing_at_once_keep_one_connection_and_lose_no_frame() -> None:
     for attempt in range(8):  # the race resolves in different orders from run to run
         await _dial_at_once(attempt)
@@ -99,6 +118,7 @@ async def _dial_at_once(attempt: int) -> None:
         await cluster.close()
 
 
+@on_both_loops
 @pytest.mark.parametrize("victim", ["a", "b"])  # the smaller id, then the larger
 @pytest.mark.parametrize("same_port", [True, False])  # a local node restarts on a new port
 async def test_a_node_restarted_after_a_sigkill_gets_the_pair_stream_back_both_ways(
@@ -150,6 +170,7 @@ async def test_a_node_restarted_after_a_sigkill_gets_the_pair_stream_back_both_w
         await cluster.close()
 
 
+@on_both_loops
 @pytest.mark.parametrize("stale", ["a", "c"])  # smaller than b, then larger
 async def test_a_newer_process_with_the_same_id_takes_the_pair_and_the_older_is_cut_off(stale: str) -> None:
     cluster = Cluster()
@@ -193,6 +214,7 @@ async def test_a_newer_process_with_the_same_id_takes_the_pair_and_the_older_is_
         await cluster.close()
 
 
+@on_both_loops
 async def test_frames_sent_in_one_loop_turn_leave_in_one_write() -> None:
     cluster = Cluster()
     a = await cluster.start("a")
@@ -214,6 +236,7 @@ async def test_frames_sent_in_one_loop_turn_leave_in_one_write() -> None:
     "first_frame",
     [encode_hello("x", "someone-else", 1, 1), b"\x01not a hello", encode_hello("b", "b", 1, 1)],
 )
+@on_both_loops
 async def test_a_stream_whose_hello_is_not_for_this_node_is_closed(first_frame: bytes) -> None:
     cluster = Cluster()
     b = await cluster.start("b")
@@ -228,6 +251,7 @@ async def test_a_stream_whose_hello_is_not_for_this_node_is_closed(first_frame: 
         await cluster.close()
 
 
+@on_both_loops
 async def test_a_dialer_writes_nothing_but_its_hello_before_the_ack() -> None:
     # A listener that reads but never acks, standing in for a peer whose loop stalls.
     seen = bytearray()
@@ -253,6 +277,7 @@ async def test_a_dialer_writes_nothing_but_its_hello_before_the_ack() -> None:
         server.close()
 
 
+@on_both_loops
 async def test_a_peer_of_the_version_before_hellos_is_read_from_and_written_to(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -287,6 +312,7 @@ async def test_a_peer_of_the_version_before_hellos_is_read_from_and_written_to(
         server.close()
 
 
+@on_both_loops
 async def test_a_dial_refused_without_an_ack_is_never_written_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """An acceptor holding a higher-ranked stream closes a dial at once: the dialer must
     not take it up when its ack deadline passes (it would write into it for good)."""
