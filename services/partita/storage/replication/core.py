@@ -149,6 +149,12 @@ class Replica:
         self.abstaining = False
         # The host's node liveness: a quiesced follower asks it instead of heartbeats.
         self.leader_node_alive = True
+        # Node liveness said this follower's leader died, and it has neither heard a
+        # leader nor campaigned since: its election timer is not stretched by the host's
+        # loop lag (no heartbeat of that leader can be waiting unread), and the first in
+        # the stable order asks for votes without a pre-vote round (`set_leader_node_alive`).
+        self._leader_known_dead = False
+        self._vote_at_once = False
         self._votes: dict[NodeId, bool] = {}
         # Leader state.
         self.progress: dict[NodeId, Progress] = {}
@@ -220,7 +226,7 @@ class Replica:
             due = min(self._heartbeat_due, self._check_quorum_due)
             return min(due, self._transfer_deadline) if self.transfer_target is not None else due
         if self.node in self.members and self.role == Role.FULL:
-            return self.election_deadline + loop_lag
+            return self.election_deadline + self._election_lag(loop_lag)
         return math.inf
 
     def has_ready(self) -> bool:
@@ -255,7 +261,9 @@ class Replica:
         if self.state == State.LEADER:
             self._tick_leader(now, loop_lag)
         elif (
-            self.node in self.members and self.role == Role.FULL and now >= self.election_deadline + loop_lag
+            self.node in self.members
+            and self.role == Role.FULL
+            and now >= self.election_deadline + self._election_lag(loop_lag)
         ):
             self._start_pre_vote(now)
 
@@ -343,12 +351,24 @@ class Replica:
         without the split votes of simultaneous random timeouts, and leadership spreads
         evenly over the survivors."""
         self.leader_node_alive = alive
+        if alive:
+            self._leader_known_dead = self._vote_at_once = False
         if alive or self.state != State.FOLLOWER or self.leader is None:
             return
         self.quiesced = False
+        self._leader_known_dead = True
         # Never before this replica's own promise to the old leader runs out.
-        if not self._deadline_in_stable_order(max(now, self.promise_until), without=self.leader):
+        rank = self._deadline_in_stable_order(max(now, self.promise_until), without=self.leader)
+        if rank is None:
             self._reset_election_timer(now)
+        # The first successor skips the pre-vote: it exists so that a replica cut off
+        # from a live leader does not depose it by raising the term, and the leader's
+        # node is known dead here (a wrong verdict costs a term, never safety: voters
+        # still keep their promises to the old leader). On a loaded node that is one
+        # round trip of 1,000s of groups less. The others keep the pre-vote, so a second
+        # successor that times out while the first is still being elected does not split
+        # the vote: its pre-vote is refused by the first, whose vote request it grants.
+        self._vote_at_once = rank == 0
 
     def step(self, m: Message, now: float) -> None:
         """Consume one message addressed to this replica."""
@@ -426,23 +446,32 @@ class Replica:
         promise from the start has run out (at once in a new group: no promise), the
         next half an election timeout later; after that the usual random timer."""
         full = sum(1 for role in self.members.values() if role == Role.FULL)
-        if full < 2 or not self._deadline_in_stable_order(max(now, self.promise_until), without=None):
+        if full < 2 or self._deadline_in_stable_order(max(now, self.promise_until), without=None) is None:
             self._reset_election_timer(now)
 
-    def _deadline_in_stable_order(self, start: float, without: NodeId | None) -> bool:
+    def _deadline_in_stable_order(self, start: float, without: NodeId | None) -> int | None:
         """Sets the election deadline by this replica's rank among the group's full
         members (`without` left out) in their stable per-group order (CRC32C of group
         and node): the first at `start`, each next half an election timeout later, with
-        a little jitter. False, and nothing set, if this replica is not among them."""
+        a little jitter. Returns the rank; None, and nothing set, if this replica is not
+        among them."""
         order = sorted(
             (n for n, role in self.members.items() if role == Role.FULL and n != without),
             key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
         )
         if self.node not in order:
-            return False
+            return None
+        rank = order.index(self.node)
         timeout = self.config.election_timeout
-        self.election_deadline = start + timeout * (0.5 * order.index(self.node) + 0.1 * self._rng.random())
-        return True
+        self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
+        return rank
+
+    def _election_lag(self, loop_lag: float) -> float:
+        """How much the host's loop lag stretches this follower's election timeout: not
+        at all once node liveness said the leader died (the stretch is for heartbeats
+        waiting unread in this node's buffers, and a dead node sends none; stretched, the
+        failover of a dead node's groups took as long as the survivors' worst stall)."""
+        return 0.0 if self._leader_known_dead else loop_lag
 
     def _reset_election_timer(self, now: float) -> None:
         timeout = self.config.election_timeout
@@ -458,6 +487,13 @@ class Replica:
             self.election_deadline = (
                 self.promise_until + self._rng.random() * 0.1 * self.config.election_timeout
             )
+            return
+        # Only the first, ordered attempt after the leader's death goes unstretched: a
+        # candidate's answers may wait in this node's buffers as long as its loop lags.
+        self._leader_known_dead = False
+        if self._vote_at_once:
+            self._vote_at_once = False
+            self._campaign(now, force=False)
             return
         self.state = State.PRE_CANDIDATE
         self.leader = None
@@ -535,6 +571,8 @@ class Replica:
             self._pending_reads = []
         self.state = State.FOLLOWER
         self.leader = leader
+        if leader is not None:
+            self._leader_known_dead = self._vote_at_once = False
         self.lease_until = float("-inf")
         self.transfer_target = None
         self._reset_election_timer(now)
@@ -549,6 +587,7 @@ class Replica:
     def _take_leadership(self, now: float) -> None:
         self.state = State.LEADER
         self.leader = self.node
+        self._leader_known_dead = self._vote_at_once = False
         self.counters.leader_terms += 1
         self.progress = {
             peer: Progress(match=0, next=self.log.last_index + 1, last_heard=now)
@@ -856,6 +895,7 @@ class Replica:
     def _accept_leader(self, m: Message, now: float) -> None:
         if self.state != State.FOLLOWER or self.leader != m.src:
             self._become_follower(self.term, m.src, now)
+        self._leader_known_dead = self._vote_at_once = False  # a leader speaks
         self.promise_until = now + self.config.lease_duration
         self._reset_election_timer(now)
 
