@@ -149,12 +149,11 @@ class Replica:
         self.abstaining = False
         # The host's node liveness: a quiesced follower asks it instead of heartbeats.
         self.leader_node_alive = True
-        # Node liveness said this follower's leader died, and it has neither heard a
-        # leader nor campaigned since: its election timer is not stretched by the host's
-        # loop lag (no heartbeat of that leader can be waiting unread), and the first in
-        # the stable order asks for votes without a pre-vote round (`set_leader_node_alive`).
-        self._leader_known_dead = False
-        self._vote_at_once = False
+        # Node liveness said this follower's leader died, this replica is the first of
+        # the stable order to succeed it, and it has neither heard a leader nor
+        # campaigned since: it campaigns without waiting out the loop-lag stretch and
+        # without a pre-vote round (`set_leader_node_alive`).
+        self._first_successor = False
         self._votes: dict[NodeId, bool] = {}
         # Leader state.
         self.progress: dict[NodeId, Progress] = {}
@@ -352,23 +351,26 @@ class Replica:
         evenly over the survivors."""
         self.leader_node_alive = alive
         if alive:
-            self._leader_known_dead = self._vote_at_once = False
+            self._first_successor = False
         if alive or self.state != State.FOLLOWER or self.leader is None:
             return
         self.quiesced = False
-        self._leader_known_dead = True
         # Never before this replica's own promise to the old leader runs out.
         rank = self._deadline_in_stable_order(max(now, self.promise_until), without=self.leader)
         if rank is None:
             self._reset_election_timer(now)
-        # The first successor skips the pre-vote: it exists so that a replica cut off
-        # from a live leader does not depose it by raising the term, and the leader's
-        # node is known dead here (a wrong verdict costs a term, never safety: voters
-        # still keep their promises to the old leader). On a loaded node that is one
-        # round trip of 1,000s of groups less. The others keep the pre-vote, so a second
-        # successor that times out while the first is still being elected does not split
-        # the vote: its pre-vote is refused by the first, whose vote request it grants.
-        self._vote_at_once = rank == 0
+        # The first successor neither waits out the loop-lag stretch (it is for heartbeats
+        # waiting unread in this node's buffers, and a dead node sends none) nor holds a
+        # pre-vote round (it keeps a replica cut off from a live leader from deposing it
+        # by raising the term; the leader's node is known dead here, and a wrong verdict
+        # costs a term, never safety: voters still keep their promises to the old
+        # leader). On a loaded node that is the lag and one round trip of thousands of
+        # groups less. The next successors keep both: their turn is for when the first
+        # cannot win, and it must not come while the first's votes are still on their
+        # way (a pre-vote of theirs is refused by the first, a candidate, and the
+        # first's vote request is granted), or they add a thousand pre-votes to nodes
+        # already late.
+        self._first_successor = rank == 0
 
     def step(self, m: Message, now: float) -> None:
         """Consume one message addressed to this replica."""
@@ -468,10 +470,9 @@ class Replica:
 
     def _election_lag(self, loop_lag: float) -> float:
         """How much the host's loop lag stretches this follower's election timeout: not
-        at all once node liveness said the leader died (the stretch is for heartbeats
-        waiting unread in this node's buffers, and a dead node sends none; stretched, the
+        at all for the first successor of a leader whose node died (stretched, the
         failover of a dead node's groups took as long as the survivors' worst stall)."""
-        return 0.0 if self._leader_known_dead else loop_lag
+        return 0.0 if self._first_successor else loop_lag
 
     def _reset_election_timer(self, now: float) -> None:
         timeout = self.config.election_timeout
@@ -488,11 +489,10 @@ class Replica:
                 self.promise_until + self._rng.random() * 0.1 * self.config.election_timeout
             )
             return
-        # Only the first, ordered attempt after the leader's death goes unstretched: a
-        # candidate's answers may wait in this node's buffers as long as its loop lags.
-        self._leader_known_dead = False
-        if self._vote_at_once:
-            self._vote_at_once = False
+        if self._first_successor:
+            # Once: a candidate's answers may wait in this node's buffers as long as its
+            # loop lags, so its own election timeout is stretched again.
+            self._first_successor = False
             self._campaign(now, force=False)
             return
         self.state = State.PRE_CANDIDATE
@@ -572,7 +572,7 @@ class Replica:
         self.state = State.FOLLOWER
         self.leader = leader
         if leader is not None:
-            self._leader_known_dead = self._vote_at_once = False
+            self._first_successor = False
         self.lease_until = float("-inf")
         self.transfer_target = None
         self._reset_election_timer(now)
@@ -587,7 +587,7 @@ class Replica:
     def _take_leadership(self, now: float) -> None:
         self.state = State.LEADER
         self.leader = self.node
-        self._leader_known_dead = self._vote_at_once = False
+        self._first_successor = False
         self.counters.leader_terms += 1
         self.progress = {
             peer: Progress(match=0, next=self.log.last_index + 1, last_heard=now)
@@ -895,7 +895,7 @@ class Replica:
     def _accept_leader(self, m: Message, now: float) -> None:
         if self.state != State.FOLLOWER or self.leader != m.src:
             self._become_follower(self.term, m.src, now)
-        self._leader_known_dead = self._vote_at_once = False  # a leader speaks
+        self._first_successor = False  # a leader speaks
         self.promise_until = now + self.config.lease_duration
         self._reset_election_timer(now)
 
