@@ -149,11 +149,6 @@ class Replica:
         self.abstaining = False
         # The host's node liveness: a quiesced follower asks it instead of heartbeats.
         self.leader_node_alive = True
-        # Node liveness said this follower's leader died, this replica is the first of
-        # the stable order to succeed it, and it has neither heard a leader nor
-        # campaigned since: it campaigns without waiting out the loop-lag stretch and
-        # without a pre-vote round (`set_leader_node_alive`).
-        self._first_successor = False
         self._votes: dict[NodeId, bool] = {}
         # Leader state.
         self.progress: dict[NodeId, Progress] = {}
@@ -225,7 +220,7 @@ class Replica:
             due = min(self._heartbeat_due, self._check_quorum_due)
             return min(due, self._transfer_deadline) if self.transfer_target is not None else due
         if self.node in self.members and self.role == Role.FULL:
-            return self.election_deadline + self._election_lag(loop_lag)
+            return self.election_deadline + loop_lag
         return math.inf
 
     def has_ready(self) -> bool:
@@ -260,9 +255,7 @@ class Replica:
         if self.state == State.LEADER:
             self._tick_leader(now, loop_lag)
         elif (
-            self.node in self.members
-            and self.role == Role.FULL
-            and now >= self.election_deadline + self._election_lag(loop_lag)
+            self.node in self.members and self.role == Role.FULL and now >= self.election_deadline + loop_lag
         ):
             self._start_pre_vote(now)
 
@@ -350,27 +343,12 @@ class Replica:
         without the split votes of simultaneous random timeouts, and leadership spreads
         evenly over the survivors."""
         self.leader_node_alive = alive
-        if alive:
-            self._first_successor = False
         if alive or self.state != State.FOLLOWER or self.leader is None:
             return
         self.quiesced = False
         # Never before this replica's own promise to the old leader runs out.
-        rank = self._deadline_in_stable_order(max(now, self.promise_until), without=self.leader)
-        if rank is None:
+        if not self._deadline_in_stable_order(max(now, self.promise_until), without=self.leader):
             self._reset_election_timer(now)
-        # The first successor neither waits out the loop-lag stretch (it is for heartbeats
-        # waiting unread in this node's buffers, and a dead node sends none) nor holds a
-        # pre-vote round (it keeps a replica cut off from a live leader from deposing it
-        # by raising the term; the leader's node is known dead here, and a wrong verdict
-        # costs a term, never safety: voters still keep their promises to the old
-        # leader). On a loaded node that is the lag and one round trip of thousands of
-        # groups less. The next successors keep both: their turn is for when the first
-        # cannot win, and it must not come while the first's votes are still on their
-        # way (a pre-vote of theirs is refused by the first, a candidate, and the
-        # first's vote request is granted), or they add a thousand pre-votes to nodes
-        # already late.
-        self._first_successor = rank == 0
 
     def step(self, m: Message, now: float) -> None:
         """Consume one message addressed to this replica."""
@@ -448,31 +426,23 @@ class Replica:
         promise from the start has run out (at once in a new group: no promise), the
         next half an election timeout later; after that the usual random timer."""
         full = sum(1 for role in self.members.values() if role == Role.FULL)
-        if full < 2 or self._deadline_in_stable_order(max(now, self.promise_until), without=None) is None:
+        if full < 2 or not self._deadline_in_stable_order(max(now, self.promise_until), without=None):
             self._reset_election_timer(now)
 
-    def _deadline_in_stable_order(self, start: float, without: NodeId | None) -> int | None:
+    def _deadline_in_stable_order(self, start: float, without: NodeId | None) -> bool:
         """Sets the election deadline by this replica's rank among the group's full
         members (`without` left out) in their stable per-group order (CRC32C of group
         and node): the first at `start`, each next half an election timeout later, with
-        a little jitter. Returns the rank; None, and nothing set, if this replica is not
-        among them."""
+        a little jitter. False, and nothing set, if this replica is not among them."""
         order = sorted(
             (n for n, role in self.members.items() if role == Role.FULL and n != without),
             key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
         )
         if self.node not in order:
-            return None
-        rank = order.index(self.node)
+            return False
         timeout = self.config.election_timeout
-        self.election_deadline = start + timeout * (0.5 * rank + 0.1 * self._rng.random())
-        return rank
-
-    def _election_lag(self, loop_lag: float) -> float:
-        """How much the host's loop lag stretches this follower's election timeout: not
-        at all for the first successor of a leader whose node died (stretched, the
-        failover of a dead node's groups took as long as the survivors' worst stall)."""
-        return 0.0 if self._first_successor else loop_lag
+        self.election_deadline = start + timeout * (0.5 * order.index(self.node) + 0.1 * self._rng.random())
+        return True
 
     def _reset_election_timer(self, now: float) -> None:
         timeout = self.config.election_timeout
@@ -488,12 +458,6 @@ class Replica:
             self.election_deadline = (
                 self.promise_until + self._rng.random() * 0.1 * self.config.election_timeout
             )
-            return
-        if self._first_successor:
-            # Once: a candidate's answers may wait in this node's buffers as long as its
-            # loop lags, so its own election timeout is stretched again.
-            self._first_successor = False
-            self._campaign(now, force=False)
             return
         self.state = State.PRE_CANDIDATE
         self.leader = None
@@ -571,8 +535,6 @@ class Replica:
             self._pending_reads = []
         self.state = State.FOLLOWER
         self.leader = leader
-        if leader is not None:
-            self._first_successor = False
         self.lease_until = float("-inf")
         self.transfer_target = None
         self._reset_election_timer(now)
@@ -587,7 +549,6 @@ class Replica:
     def _take_leadership(self, now: float) -> None:
         self.state = State.LEADER
         self.leader = self.node
-        self._first_successor = False
         self.counters.leader_terms += 1
         self.progress = {
             peer: Progress(match=0, next=self.log.last_index + 1, last_heard=now)
@@ -895,7 +856,6 @@ class Replica:
     def _accept_leader(self, m: Message, now: float) -> None:
         if self.state != State.FOLLOWER or self.leader != m.src:
             self._become_follower(self.term, m.src, now)
-        self._first_successor = False  # a leader speaks
         self.promise_until = now + self.config.lease_duration
         self._reset_election_timer(now)
 
