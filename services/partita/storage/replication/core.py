@@ -986,7 +986,8 @@ class Replica:
 
 def _stable_rank(group: GroupId, node: NodeId) -> int:
     """A member's place in its group's stable election order (lower goes first)."""
-    return google_crc32c.value(f"{group}/{node}".encode())
+    rank: int = google_crc32c.value(f"{group}/{node}".encode())
+    return rank
 
 
 _HANDLERS = {
