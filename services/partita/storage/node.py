@@ -136,6 +136,8 @@ class StorageService(pb_grpc.StorageServicer):
         for hosted in self.state.hosted.values():
             for p in hosted.partitions:
                 table_id = hosted.record.table_id
+                if request.leaders_only and not self.state.leads(table_id, p):
+                    continue
                 entry = pb.HostedPartition(
                     table_id=table_id,
                     table_name=hosted.record.name,

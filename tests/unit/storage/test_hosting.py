@@ -190,3 +190,14 @@ async def test_status_reports_every_hosted_partition(node_state: NodeState) -> N
     [hosted] = status.partitions
     assert (hosted.table_id, hosted.partition_id, hosted.start) == (1, "p1", END // 2)
     assert hosted.end_exclusive_minus_one == END - 1
+
+
+async def test_status_can_report_only_the_partitions_this_node_leads(node_state: NodeState) -> None:
+    store = MemoryControlStore()
+    await put_record(store, table_record(1, [("a",), ("b", "a")]))  # p1 is led by b
+    await reconcile_hosting(node_state, store, await store.list_tables())
+    service = StorageService(node_state)
+    every = await service.Status(pb.StatusRequest(), None)  # type: ignore[arg-type]
+    led = await service.Status(pb.StatusRequest(leaders_only=True), None)  # type: ignore[arg-type]
+    assert [p.partition_id for p in every.partitions] == ["p0", "p1"]
+    assert [(p.partition_id, p.role) for p in led.partitions] == [("p0", "leader")]

@@ -436,13 +436,17 @@ class Replica:
         a little jitter. False, and nothing set, if this replica is not among them."""
         order = sorted(
             (n for n, role in self.members.items() if role == Role.FULL and n != without),
-            key=lambda n: google_crc32c.value(f"{self.group}/{n}".encode()),
+            key=lambda n: _stable_rank(self.group, n),
         )
         if self.node not in order:
             return False
         timeout = self.config.election_timeout
         self.election_deadline = start + timeout * (0.5 * order.index(self.node) + 0.1 * self._rng.random())
         return True
+
+    def _ranks_ahead(self, node: NodeId) -> bool:
+        """Whether `node` comes before this replica in the group's stable order."""
+        return _stable_rank(self.group, node) < _stable_rank(self.group, self.node)
 
     def _reset_election_timer(self, now: float) -> None:
         timeout = self.config.election_timeout
@@ -503,6 +507,14 @@ class Replica:
         grant = grant and not self.abstaining
         if grant and m.kind == MsgKind.VOTE:
             self.vote = m.src
+            self._reset_election_timer(now)
+        elif grant and self.state == State.PRE_CANDIDATE and self._ranks_ahead(m.src):
+            # Two pre-candidates that grant each other's pre-votes both campaign in the
+            # same term and split the vote: on loaded nodes, where a round trip outlasts
+            # the next successor's turn, a dead node's groups did that by the thousand.
+            # The one later in the group's stable order steps back (the other's request
+            # reached it before the other's answer could, on one node pair's stream).
+            self.state = State.FOLLOWER
             self._reset_election_timer(now)
         # A granted pre-vote answers in the candidate's future term, so it is not taken as
         # "a newer term exists"; a refusal carries ours.
@@ -970,6 +982,12 @@ class Replica:
                 snapshot=snapshot,
             )
         )
+
+
+def _stable_rank(group: GroupId, node: NodeId) -> int:
+    """A member's place in its group's stable election order (lower goes first)."""
+    rank: int = google_crc32c.value(f"{group}/{node}".encode())
+    return rank
 
 
 _HANDLERS = {
