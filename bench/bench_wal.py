@@ -39,6 +39,8 @@ class Result:
     fsyncs: int
     batches: int
     latencies: list[float]
+    loop_cpu: float  # CPU seconds of the event loop's thread (the writers and the log's loop side)
+    process_cpu: float  # CPU seconds of the whole process, the log's sync thread included
 
     @property
     def appends_per_s(self) -> float:
@@ -47,6 +49,14 @@ class Result:
     @property
     def fsyncs_per_s(self) -> float:
         return self.fsyncs / self.seconds
+
+    @property
+    def loop_us_per_batch(self) -> float:
+        return self.loop_cpu / self.batches * 1e6 if self.batches else 0.0
+
+    @property
+    def process_us_per_batch(self) -> float:
+        return self.process_cpu / self.batches * 1e6 if self.batches else 0.0
 
     @property
     def records_per_batch(self) -> float:
@@ -65,17 +75,19 @@ async def run(directory: Path, writers: int, seconds: float, payload: bytes, syn
             await wal.append(payload)
             latencies.append(clock() - start)
 
-    # A short warm-up so the first segment's creation and the executor's thread start
+    # A short warm-up so the first segment's creation and the sync thread's start
     # are not measured.
     for _ in range(20):
         await wal.append(payload)
     fsyncs0, batches0, records0 = wal.metrics.fsyncs, wal.metrics.batches, wal.metrics.records
     started = time.perf_counter()
+    loop_cpu0, process_cpu0 = time.thread_time(), time.process_time()
     tasks = [asyncio.create_task(writer()) for _ in range(writers)]
     await asyncio.sleep(seconds)
     stop = True
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
+    loop_cpu, process_cpu = time.thread_time() - loop_cpu0, time.process_time() - process_cpu0
     result = Result(
         writers=writers,
         seconds=elapsed,
@@ -83,6 +95,8 @@ async def run(directory: Path, writers: int, seconds: float, payload: bytes, syn
         fsyncs=wal.metrics.fsyncs - fsyncs0,
         batches=wal.metrics.batches - batches0,
         latencies=latencies,
+        loop_cpu=loop_cpu,
+        process_cpu=process_cpu,
     )
     await wal.close()
     return result
@@ -124,6 +138,7 @@ def main() -> None:
     loop = "uvloop" if args.uvloop else "asyncio"
     print(f"WAL group commit: {args.payload_bytes}-byte payloads, {mode}, {loop}, in {where}")
     header = f"{'writers':>7} {'appends/s':>10} {'fsyncs/s':>9} {'rec/batch':>9} {'p50 ms':>7} {'p99 ms':>7}"
+    header += f" {'loop µs/batch':>13} {'proc µs/batch':>13}"
     print(header)
     print("-" * len(header))
     for r in results:
@@ -131,7 +146,8 @@ def main() -> None:
         p99 = percentile(r.latencies, 99) * 1000
         print(
             f"{r.writers:>7} {r.appends_per_s:>10.0f} {r.fsyncs_per_s:>9.0f} "
-            f"{r.records_per_batch:>9.1f} {p50:>7.2f} {p99:>7.2f}"
+            f"{r.records_per_batch:>9.1f} {p50:>7.2f} {p99:>7.2f} "
+            f"{r.loop_us_per_batch:>13.1f} {r.process_us_per_batch:>13.1f}"
         )
 
 

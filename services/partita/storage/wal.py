@@ -61,11 +61,11 @@ import os
 import re
 import struct
 import sys
+import threading
 import time
 from array import array
 from collections import deque
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,7 +136,7 @@ class WalMetrics:
     batch_size_bounds: tuple[int, ...] = BATCH_SIZE_BOUNDS
     batch_size_counts: list[int] = field(default_factory=lambda: [0] * (len(BATCH_SIZE_BOUNDS) + 1))
     # Time to write and fdatasync one batch, as the writer (and so every waiting
-    # append) waits for it, executor hop included.
+    # append) waits for it, hand-off to the sync thread and back included.
     sync_seconds: HistogramCell = field(default_factory=lambda: HistogramCell(FSYNC_BUCKETS))
 
     def observe_batch(self, records: int, nbytes: int) -> None:
@@ -187,14 +187,14 @@ class WriteAheadLog:
         self._segment_bytes = segment_bytes
         self._sync = sync
         self._pending: deque[_Append] = deque()
-        self._wakeup = asyncio.Event()
-        self._writer: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # bound by the first append
+        self._batch_scheduled = False  # a call to _start_batch is due this loop turn
+        self._in_flight = False  # a batch is with the sync thread; it alone owns _fd then
+        self._idle: asyncio.Future[None] | None = None  # close() waits on it to drain
         self._closing = False
         self._close_task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
-        # A private thread so a batch's fdatasync never queues behind unrelated blocking
-        # work in the loop's default executor (RocksDB flushes, for one).
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wal-sync")
+        self._sync_thread: _SyncThread | None = None
         self.metrics = WalMetrics()
 
     # --- opening and recovery -----------------------------------------------------------
@@ -297,50 +297,107 @@ class WriteAheadLog:
                 raise TypeError(f"WAL payloads are bytes, not {type(payload).__name__}")
             if len(payload) > MAX_PAYLOAD_BYTES:
                 raise ValueError(f"WAL payload of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[list[int]] = loop.create_future()
         self._pending.append(_Append(payloads, future))
-        self._wakeup.set()
-        if self._writer is None:
-            self._writer = loop.create_task(self._run(), name="wal-writer")
+        if not self._in_flight and not self._batch_scheduled:
+            # On the next turn, not now: the appends of this turn share the batch.
+            self._batch_scheduled = True
+            loop.call_soon(self._start_batch)
         return future
 
-    async def _run(self) -> None:
-        """The single writer: drain the queue, write, sync, acknowledge; repeat."""
-        loop = asyncio.get_running_loop()
-        batch: list[_Append] = []
-        try:
-            while True:
-                if not self._pending:
-                    if self._closing:
-                        return
-                    self._wakeup.clear()
-                    await self._wakeup.wait()
-                    continue
-                if self._segment_size >= self._segment_bytes:
-                    await self._roll(loop)
-                data, count, batch = self._take_batch()
-                if count == 0:
-                    continue  # every caller waiting had been cancelled
-                if self._sync:
-                    # Appends keep arriving while this runs; they form the next batch.
-                    started = time.perf_counter()
-                    await loop.run_in_executor(self._executor, _write_and_sync, self._fd, data)
-                    self.metrics.sync_seconds.observe(time.perf_counter() - started)
-                    self.metrics.fsyncs += 1
-                else:
-                    _write_all(self._fd, data)
-                self._segment_size += len(data)
-                self._last_lsn = self._next_lsn - 1
-                self.metrics.observe_batch(count, len(data))
-                for entry in batch:
-                    if len(entry.lsns) == len(entry.payloads) and not entry.future.done():
-                        entry.future.set_result(entry.lsns)
-                batch = []
-        except BaseException as exc:
-            self._fail(exc, batch)
-            if not isinstance(exc, Exception):
-                raise
+    def _start_batch(self) -> None:
+        """Encode what is queued and hand it to the sync thread (or, unsynced, write it).
+
+        Called on the loop when no batch is in flight. The sync thread answers through
+        `_batch_synced`, which starts the next batch at once if appends queued up behind
+        this one: one thread wake-up and one loop wake-up per batch, no task or executor
+        future in between."""
+        self._batch_scheduled = False
+        if self._in_flight:
+            return
+        if self._failure is not None:
+            self._notify_idle()
+            return
+        roll = self._segment_size >= self._segment_bytes
+        data, count, batch = self._take_batch()
+        if count == 0:  # every caller waiting had been cancelled, or nothing is queued
+            self._notify_idle()
+            return
+        segment: _Segment | None = None
+        if roll:  # the new segment is named after the batch's first record
+            first = self._next_lsn - count
+            segment = _Segment(first, self._directory / _segment_name(first))
+        if not self._sync:
+            try:
+                if segment is not None:
+                    self._switch_segment(_create_segment(segment.path, sync=False), segment)
+                _write_all(self._fd, data)
+            except BaseException as exc:
+                self._batch_failed(exc, batch)
+                if not isinstance(exc, Exception):
+                    raise
+                return
+            self._batch_done(data, count, batch)
+            return
+        thread = self._sync_thread
+        if thread is None:
+            assert self._loop is not None
+            thread = self._sync_thread = _SyncThread(self._loop, self._fd)
+        self._in_flight = True
+        thread.hand(
+            _SyncJob(
+                data,
+                None if segment is None else segment.path,
+                time.perf_counter(),
+                self._batch_synced,
+                (data, count, batch, segment),
+            )
+        )
+
+    def _batch_synced(self, job: _SyncJob, error: BaseException | None) -> None:
+        """The sync thread's answer, on the loop."""
+        self._in_flight = False
+        data, count, batch, segment = job.context
+        if segment is not None and job.new_fd is not None:
+            self._switch_segment(job.new_fd, segment, close_old=False)
+        if error is not None:
+            self._batch_failed(error, batch)
+            return
+        self.metrics.sync_seconds.observe(time.perf_counter() - job.started)
+        self.metrics.fsyncs += 1
+        self._batch_done(data, count, batch)
+
+    def _switch_segment(self, fd: int, segment: _Segment, close_old: bool = True) -> None:
+        # The current segment's last batch was synced before a roll, so the old
+        # descriptor can simply be closed.
+        if close_old:
+            os.close(self._fd)
+        self._fd = fd
+        self._segments.append(segment)
+        self._segment_size = 0
+
+    def _batch_done(self, data: bytes, count: int, batch: list[_Append]) -> None:
+        self._segment_size += len(data)
+        self._last_lsn = self._next_lsn - 1
+        self.metrics.observe_batch(count, len(data))
+        for entry in batch:
+            if len(entry.lsns) == len(entry.payloads) and not entry.future.done():
+                entry.future.set_result(entry.lsns)
+        if self._pending:
+            self._start_batch()
+        else:
+            self._notify_idle()
+
+    def _batch_failed(self, exc: BaseException, batch: list[_Append]) -> None:
+        self._fail(exc, batch)
+        self._notify_idle()
+
+    def _notify_idle(self) -> None:
+        if self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
 
     def _take_batch(self) -> tuple[bytes, int, list[_Append]]:
         """Encode queued records into one write of at most MAX_BATCH_BYTES."""
@@ -377,19 +434,6 @@ class WriteAheadLog:
                 pending.popleft()
         self._next_lsn = lsn
         return b"".join(parts), count, batch
-
-    async def _roll(self, loop: asyncio.AbstractEventLoop) -> None:
-        # The current segment's last batch was synced before we got here, so the old
-        # descriptor can simply be closed.
-        segment = _Segment(self._next_lsn, self._directory / _segment_name(self._next_lsn))
-        if self._sync:
-            fd = await loop.run_in_executor(self._executor, _create_segment, segment.path, True)
-        else:
-            fd = _create_segment(segment.path, sync=False)
-        os.close(self._fd)
-        self._fd = fd
-        self._segments.append(segment)
-        self._segment_size = 0
 
     def _fail(self, exc: BaseException, batch: list[_Append]) -> None:
         # No retry: after a failed fsync the kernel may have dropped the dirty pages
@@ -461,21 +505,102 @@ class WriteAheadLog:
 
     async def _close(self) -> None:
         self._closing = True
-        if self._writer is not None:
-            self._wakeup.set()
-            await asyncio.wait([self._writer])
+        loop = asyncio.get_running_loop()
+        if self._in_flight or self._batch_scheduled or (self._pending and self._failure is None):
+            self._idle = loop.create_future()
+            if not self._in_flight and not self._batch_scheduled:
+                self._start_batch()
+            await self._idle
         try:
             if self._failure is None:
                 # Makes a clean shutdown durable even with sync=False.
-                await asyncio.get_running_loop().run_in_executor(self._executor, _datasync, self._fd)
+                await loop.run_in_executor(None, _datasync, self._fd)
         finally:
-            # After the executor: a cancelled writer may have left a write running there.
-            self._executor.shutdown(wait=True)
+            if self._sync_thread is not None:
+                # It is idle: nothing is in flight once the queue drained.
+                await loop.run_in_executor(None, self._sync_thread.stop)
             os.close(self._fd)
             os.close(self._lock_fd)
 
 
-# --- file helpers (the blocking ones run in the log's executor) ---------------------------
+class _SyncJob:
+    """One batch for the sync thread: optionally start a new segment, then write and
+    fdatasync `data`; `done(job, error)` is then called on the loop."""
+
+    __slots__ = ("context", "data", "done", "new_fd", "roll_to", "started")
+
+    def __init__(
+        self,
+        data: bytes,
+        roll_to: Path | None,
+        started: float,
+        done: Callable[[_SyncJob, BaseException | None], None],
+        context: tuple[bytes, int, list[_Append], _Segment | None],
+    ) -> None:
+        self.data = data
+        self.roll_to = roll_to
+        self.started = started
+        self.done = done
+        self.context = context
+        self.new_fd: int | None = None  # the new segment's descriptor, once created
+
+
+class _SyncThread:
+    """The log's own thread for writes and fdatasyncs, one batch at a time.
+
+    A dedicated thread blocking on a lock instead of an executor: handing a batch over
+    is one lock release, and the answer one `call_soon_threadsafe`, where an executor
+    hop per batch cost a work item, a concurrent future chained to an asyncio future and
+    a task wake-up (19% of a replica's loop under YCSB A, docs/benchmarks.md). Private,
+    so a batch's fdatasync never queues behind unrelated blocking work (RocksDB flushes).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        self._loop = loop
+        self._fd = fd  # the thread's own copy: the loop's changes only between batches
+        self._job: _SyncJob | None = None
+        self._stopping = False
+        # Held while there is no job: the thread blocks acquiring it, `hand` releases it.
+        self._ready = threading.Lock()
+        self._ready.acquire()
+        self._thread = threading.Thread(target=self._run, name="wal-sync", daemon=True)
+        self._thread.start()
+
+    def hand(self, job: _SyncJob) -> None:
+        """Give the idle thread its next batch (never while one is in flight)."""
+        self._job = job
+        self._ready.release()
+
+    def stop(self) -> None:
+        """Blocking: end the idle thread and wait for it."""
+        self._stopping = True
+        self._ready.release()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self._ready.acquire()
+            job, self._job = self._job, None
+            if job is None:
+                if self._stopping:
+                    return
+                continue
+            error: BaseException | None = None
+            try:
+                if job.roll_to is not None:
+                    job.new_fd = _create_segment(job.roll_to, sync=True)
+                    os.close(self._fd)
+                    self._fd = job.new_fd
+                _write_and_sync(self._fd, job.data)
+            except BaseException as exc:  # reported to the loop, which fails the log
+                error = exc
+            try:
+                self._loop.call_soon_threadsafe(job.done, job, error)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                return
+
+
+# --- file helpers (the blocking ones run in the log's sync thread) ------------------------
 
 
 def _segment_name(first_lsn: int) -> str:

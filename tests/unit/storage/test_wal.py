@@ -186,6 +186,20 @@ async def test_close_writes_queued_appends_and_refuses_new_ones(tmp_path: Path) 
     await reopened.close()
 
 
+async def test_close_writes_what_is_queued_and_ends_the_sync_thread(tmp_path: Path) -> None:
+    before = {t.ident for t in threading.enumerate() if t.name == "wal-sync"}
+    wal = WriteAheadLog.open(tmp_path)
+    assert await wal.append(b"first") == 1
+    assert [t for t in threading.enumerate() if t.name == "wal-sync" and t.ident not in before]
+    queued = [asyncio.ensure_future(wal.append(_payload(i))) for i in range(20)]
+    await wal.close()  # appended this turn, not yet taken: close still writes them
+    assert sorted([await q for q in queued]) == list(range(2, 22))
+    assert not [t for t in threading.enumerate() if t.name == "wal-sync" and t.ident not in before]
+    reopened = WriteAheadLog.open(tmp_path)
+    assert reopened.last_lsn == 21
+    await reopened.close()
+
+
 async def test_unsafe_mode_without_fsync_still_logs_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
