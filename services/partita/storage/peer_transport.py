@@ -459,31 +459,17 @@ class PeerTransport:
         old, state.address = state.address, address
         if not old:  # merely learnt
             return
-        if state.retry is not None:
-            state.retry.cancel()
-            state.retry = None
-        if state.dial_task is not None:
-            state.dial_task.cancel()
-            state.dial_task = None
-        if state.dialing is not None:
-            state.dialing.retire()
-            state.dialing = None
+        _stop_dialing(state)
         if state.current is not None and state.current.dialed:
             state.current.retire()
             state.current = None
         state.queue.clear()
 
     def _forget(self, state: _Peer) -> None:
-        if state.retry is not None:
-            state.retry.cancel()
-            state.retry = None
-        if state.dial_task is not None:
-            state.dial_task.cancel()
-            state.dial_task = None
-        for stream in (state.current, state.dialing):
-            if stream is not None:
-                stream.retire()
-        state.current = state.dialing = None
+        _stop_dialing(state)
+        if state.current is not None:
+            state.current.retire()
+            state.current = None
         state.queue.clear()
 
     def _received(self, frame: bytes) -> NodeId | None:
@@ -551,3 +537,16 @@ async def _dial(address: str, timeout: float) -> asyncio.StreamWriter:
     host, port = parse_endpoint(address)
     _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
     return writer
+
+
+def _stop_dialing(state: _Peer) -> None:
+    """Cancel a pending redial and a dial in progress, retiring its stream."""
+    if state.retry is not None:
+        state.retry.cancel()
+        state.retry = None
+    if state.dial_task is not None:
+        state.dial_task.cancel()
+        state.dial_task = None
+    if state.dialing is not None:
+        state.dialing.retire()
+        state.dialing = None
