@@ -34,7 +34,6 @@ from partita.storage.group_log import (
     group_of,
 )
 from partita.storage.node import NodeState, erase_removed, sync_groups
-from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.types import Entry, EntryKind, HardState, make_entry
 from tests.unit import records
 
@@ -236,15 +235,6 @@ async def test_a_crash_while_erasing_leaves_the_old_replica_or_none(tmp_path: Pa
 
 def table(*partitions: Partition) -> list[TableRecord]:
     return [records.table_record(*partitions, name="t1", table_id=1)]
-
-
-@pytest.fixture
-async def node_d(tmp_path: Path) -> AsyncIterator[NodeState]:
-    engine = Engine.open(tmp_path / "d", sync=False)
-    state = NodeState("d", "zone-d", engine)
-    state.replicas = ReplicaHost("d", engine, lambda envelopes: None)
-    yield state
-    await engine.close()
 
 
 def item(h: int, name: bytes) -> bytes:

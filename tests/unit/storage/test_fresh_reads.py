@@ -15,7 +15,7 @@ is committed, so a strongly consistent read right after it finds that write.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.coalesce import Envelope
 from partita.storage.replication.config import ReplicationConfig
 from tests.unit.records import put_record, table_record
+from tests.unit.storage.polling import wait_until
 
 TABLE_ID = 0x5EED_0003
 GROUP = group_of(TABLE_ID, "p0")
@@ -93,14 +94,6 @@ class Cluster:
         leader = next(n for n in self.nodes.values() if n.host.is_leader(GROUP))
         await wait_until(lambda: leader.host.ready_to_plan(GROUP))
         return leader
-
-
-async def wait_until(predicate: Callable[[], bool]) -> None:
-    for _ in range(200):
-        if predicate():
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError("condition never became true within 5 s")
 
 
 @pytest.fixture

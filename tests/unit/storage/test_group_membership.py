@@ -4,20 +4,13 @@ goes on erases its replica there; single-replica partitions are not touched."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from partita._proto import storage_pb2 as pb
 from partita.common.partition_map import Partition
 from partita.control.model import TableRecord
 from partita.storage.data_server import DataPlane
-from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
 from partita.storage.hosting import desired_hosting
 from partita.storage.node import RETIRING_PATIENCE_SECONDS, NodeState, erase_removed, sync_groups
-from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.types import Role
 from tests.unit import records
 
@@ -28,15 +21,6 @@ GROUP = group_of(1, "p0")
 def table(p0: Partition) -> list[TableRecord]:
     single = Partition("p1", END // 2, END, ("d",), "d")
     return [records.table_record(p0, single, name="t1", table_id=1)]
-
-
-@pytest.fixture
-async def node_d(tmp_path: Path) -> AsyncIterator[NodeState]:
-    engine = Engine.open(tmp_path / "d", sync=False)
-    state = NodeState("d", "zone-d", engine)
-    state.replicas = ReplicaHost("d", engine, lambda envelopes: None)
-    yield state
-    await engine.close()
 
 
 async def test_a_node_named_log_only_member_hosts_the_group_as_a_newcomer_outside_its_membership(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from partita.storage.effects import Effect, Kind
@@ -20,6 +20,7 @@ from partita.storage.replication.coalesce import Envelope, coalesce, expand
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.types import Message, MsgKind, Role, snapshot_meta
 from partita.storage.snapshot import chunks, encode_chunk
+from tests.unit.storage.polling import wait_until
 
 INSTALLED = "7/p0"  # a follower here, sent a snapshot by node-a
 OTHER = "7/p1"  # this node alone: it commits on its own
@@ -27,14 +28,6 @@ RANGE = (b"t", b"u")
 CONFIG = ReplicationConfig(
     heartbeat_interval=0.05, election_timeout=0.4, lease_duration=0.3, quiesce_after=60
 )
-
-
-async def until(predicate: Callable[[], bool]) -> None:
-    for _ in range(400):
-        if predicate():
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError("condition never became true within 10 s")
 
 
 def snapshot_messages(index: int, term: int) -> list[Message]:
@@ -81,12 +74,12 @@ async def test_other_groups_commit_while_a_snapshot_is_installed_and_the_install
     host.add_group(OTHER, ["node-d"])
     host.start()
     try:
-        await until(lambda: host.is_leader(OTHER))
+        await wait_until(lambda: host.is_leader(OTHER))
         before = len(sent)  # what the group sent before (pre-votes, no leader yet)
         for m in snapshot_messages(40, 3):
             for envelope in coalesce([m]):
                 host.receive(envelope)
-        await until(started.is_set)
+        await wait_until(started.is_set)
         # The install is under way in its thread: the range is not served, its position
         # is gone, and the group has not answered the snapshot yet.
         assert engine.installing(INSTALLED) and engine.applied_index(INSTALLED) == 0
@@ -102,8 +95,8 @@ async def test_other_groups_commit_while_a_snapshot_is_installed_and_the_install
         await asyncio.sleep(0.1)
         assert not any(m.group == INSTALLED for m in sent[before:])
         gate.set()
-        await until(lambda: engine.applied_index(INSTALLED) == 40 and not engine.installing(INSTALLED))
-        await until(
+        await wait_until(lambda: engine.applied_index(INSTALLED) == 40 and not engine.installing(INSTALLED))
+        await wait_until(
             lambda: any(m.group == INSTALLED and m.kind == MsgKind.APPEND_RESP for m in sent[before:])
         )
         answered = [m for m in sent[before:] if m.group == INSTALLED]

@@ -9,7 +9,7 @@ control store is a recorder of the partition objects written."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from partita.storage.repair_driver import RepairDriver
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.types import HardState, Role
 from tests.unit import records
+from tests.unit.storage.polling import wait_until
 from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster, Member
 
 END = 2**64
@@ -58,14 +59,6 @@ class Recorder:
         stats: Sequence[tuple[str, PartitionStats]] = (),
     ) -> None:
         self.written.extend(put)
-
-
-async def wait_until(predicate: Callable[[], bool]) -> None:
-    for _ in range(400):
-        if predicate():
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError("condition never became true within 10 s")
 
 
 def tables(p0: Partition) -> list[TableRecord]:

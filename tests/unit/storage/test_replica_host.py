@@ -21,6 +21,7 @@ from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.core import NotLeader
 from partita.storage.replication.types import HardState, Ready
+from tests.unit.storage.polling import wait_until
 
 GROUP = "7/p0"
 NODES = ("node-a", "node-b", "node-c")
@@ -81,14 +82,6 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     yield c
     for node in list(c.members):
         await c.stop(node)
-
-
-async def wait_until(predicate: Callable[[], bool]) -> None:
-    for _ in range(200):
-        if predicate():
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError("condition never became true within 5 s")
 
 
 def put(key: bytes, value: bytes) -> list[Effect]:

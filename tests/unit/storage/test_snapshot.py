@@ -28,6 +28,7 @@ from partita.storage.snapshot import (
     decode_chunk,
     encode_chunk,
 )
+from tests.unit.storage.polling import wait_until
 
 # --- chunks ---------------------------------------------------------------------------
 
@@ -176,14 +177,6 @@ async def nodes(tmp_path: Path) -> AsyncIterator[Nodes]:
         await n.stop(node)
 
 
-async def until(predicate: Callable[[], bool]) -> None:
-    for _ in range(400):
-        if predicate():
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError("condition never became true within 10 s")
-
-
 async def test_a_member_added_behind_the_leaders_log_base_is_built_by_a_snapshot_then_the_log(
     nodes: Nodes,
 ) -> None:
@@ -192,7 +185,7 @@ async def test_a_member_added_behind_the_leaders_log_base_is_built_by_a_snapshot
     leader = await nodes.leader()
     for i in range(300):
         await asyncio.wait_for(leader.propose(GROUP, _put(b"t%04d" % i, b"v%d" % i)), 5)
-    await until(lambda: len({h.engine.applied_index(GROUP) for _, h, _ in nodes.hosts.values()}) == 1)
+    await wait_until(lambda: len({h.engine.applied_index(GROUP) for _, h, _ in nodes.hosts.values()}) == 1)
     # Restart every node: each replica's log now begins at its applied index, so a new
     # member cannot be caught up from the log alone.
     for node in NODES:
@@ -208,12 +201,14 @@ async def test_a_member_added_behind_the_leaders_log_base_is_built_by_a_snapshot
 
     newcomer = await nodes.start("node-d", newcomer=True, before=stale)
     members = {**leader.members(GROUP), "node-d": Role.FULL}  # type: ignore[dict-item]
-    await until(lambda: leader.membership_settled(GROUP))
+    await wait_until(lambda: leader.membership_settled(GROUP))
     leader.change_membership(GROUP, members)
     await asyncio.wait_for(leader.propose(GROUP, _put(b"t-after", b"a")), 5)  # needs 3 of 4
     d = newcomer.engine
     # (The install writes RocksDB from a thread: its keys show before it has ended.)
-    await until(lambda: d.get(b"t-after") == b"a" and not d.installing(GROUP) and d.applied_index(GROUP) > 0)
+    await wait_until(
+        lambda: d.get(b"t-after") == b"a" and not d.installing(GROUP) and d.applied_index(GROUP) > 0
+    )
     assert newcomer.snapshots_installed == 1
     # The data came in chunks from the group's leader (whichever it was by then).
     senders = [h for _, h, _ in nodes.hosts.values() if (GROUP, "node-d") in h._streamed]
@@ -246,15 +241,15 @@ async def test_a_log_only_member_gets_the_position_without_the_data(nodes: Nodes
         await nodes.start(node)
     leader = await nodes.leader()
     log_member = await nodes.start("node-d", newcomer=True)
-    await until(lambda: leader.membership_settled(GROUP))
+    await wait_until(lambda: leader.membership_settled(GROUP))
     # The log member's host knows its role from the partition object (the node passes it).
     log_member.add_group(GROUP, list(NODES), ["node-d"], newcomer=True)
     leader.change_membership(GROUP, {**leader.members(GROUP), "node-d": Role.LOG})  # type: ignore[dict-item]
     await asyncio.wait_for(leader.propose(GROUP, _put(b"t-after", b"a")), 5)
-    await until(lambda: log_member.snapshots_installed == 1)
+    await wait_until(lambda: log_member.snapshots_installed == 1)
     d = log_member.engine
     assert d.get(b"t0000") is None and d.get(b"t-after") is None  # a log member holds no data
-    await until(lambda: d.applied_index(GROUP) >= leader.multi.replicas[GROUP].log.base.index)
+    await wait_until(lambda: d.applied_index(GROUP) >= leader.multi.replicas[GROUP].log.base.index)
 
 
 async def test_the_same_snapshot_received_twice_keeps_the_staged_data(tmp_path: Path) -> None:
@@ -306,7 +301,7 @@ async def test_a_follower_a_few_entries_behind_after_a_restart_is_caught_up_from
     for i in range(20):
         await asyncio.wait_for(leader.propose(GROUP, _put(b"t%04d" % i, b"v%d" % i)), 5)
     laggard = next(n for n, (_, h, _) in nodes.hosts.items() if h is not leader)
-    await until(
+    await wait_until(
         lambda: nodes.hosts[laggard][1].engine.applied_index(GROUP) == leader.engine.applied_index(GROUP)
     )
     await nodes.stop(laggard)
@@ -318,6 +313,6 @@ async def test_a_follower_a_few_entries_behind_after_a_restart_is_caught_up_from
         await nodes.start(node)
     leader = await nodes.leader()
     behind = nodes.hosts[laggard][1]
-    await until(lambda: behind.engine.get(b"t-late2") == b"x")
+    await wait_until(lambda: behind.engine.get(b"t-late2") == b"x")
     assert all(h.snapshots_sent == 0 and not h._streamed for _, h, _ in nodes.hosts.values())
     assert behind.snapshots_installed == 0

@@ -87,6 +87,26 @@ async def test_a_snapshot_larger_than_a_batch_goes_in_bounded_batches(tmp_path: 
         await e.close()
 
 
+def _crashing(count: int = PAIRS // 2) -> Iterator[tuple[bytes, bytes]]:
+    """`count` pairs of the snapshot, then the sender's crash."""
+    yield from pairs(count)
+    raise RuntimeError("crash")
+
+
+async def reopened_after_a_cut_short_install(directory: Path) -> Engine:
+    """An old replica whose install of a new snapshot crashed halfway, reopened.
+
+    Stopped without finishing: closing RocksDB flushes the half install (the worst
+    case: its first half and the marker are on disk)."""
+    e = Engine.open(directory, sync=False)
+    await old_replica(e)
+    with pytest.raises(RuntimeError):
+        e.install_snapshot(GROUP, b"t", b"u", _crashing(), 40, 3, batch_bytes=BATCH)
+    await e._wal.close()
+    e._db.close()
+    return Engine.open(directory, sync=False)
+
+
 def assert_cut_short(e: Engine) -> None:
     assert e.installing(GROUP)
     assert list(e.scan(b"t", b"u")) == []  # neither the old data nor part of the new
@@ -99,20 +119,7 @@ def assert_cut_short(e: Engine) -> None:
 
 async def test_a_reopen_after_an_install_cut_short_finds_the_range_empty_and_unserved(tmp_path: Path) -> None:
     directory = tmp_path / "node"
-    e = Engine.open(directory, sync=False)
-    await old_replica(e)
-
-    def crashing() -> Iterator[tuple[bytes, bytes]]:
-        yield from pairs(PAIRS // 2)
-        raise RuntimeError("crash")
-
-    with pytest.raises(RuntimeError):
-        e.install_snapshot(GROUP, b"t", b"u", crashing(), 40, 3, batch_bytes=BATCH)
-    # Stop without finishing: closing RocksDB flushes the half install (the worst case:
-    # its first half and the marker are on disk).
-    await e._wal.close()
-    e._db.close()
-    e = Engine.open(directory, sync=False)
+    e = await reopened_after_a_cut_short_install(directory)
     try:
         assert_cut_short(e)
         # The install again: it completes.
@@ -187,14 +194,7 @@ async def test_a_replica_restarted_from_an_install_cut_short_abstains_from_elect
 ) -> None:
     """Its log is empty: voting, it could help elect a leader that lacks entries it once
     acknowledged. It votes again once the log has applied as far as the snapshot."""
-    directory = tmp_path / "node"
-    e = Engine.open(directory, sync=False)
-    await old_replica(e)
-    with pytest.raises(RuntimeError):
-        e.install_snapshot(GROUP, b"t", b"u", _raising(), 40, 3, batch_bytes=BATCH)
-    await e._wal.close()
-    e._db.close()
-    e = Engine.open(directory, sync=False)
+    e = await reopened_after_a_cut_short_install(tmp_path / "node")
     try:
         host = ReplicaHost("b", e, lambda envelopes: None)
         host.add_group(GROUP, ["a", "b", "c"])
@@ -207,11 +207,6 @@ async def test_a_replica_restarted_from_an_install_cut_short_abstains_from_elect
         assert not replica.abstaining and not e.installing(GROUP)
     finally:
         await e.close()
-
-
-def _raising() -> Iterator[tuple[bytes, bytes]]:
-    yield from pairs(PAIRS // 2)
-    raise RuntimeError("crash")
 
 
 async def test_an_install_cut_short_is_over_once_the_log_has_applied_as_far(tmp_path: Path) -> None:
@@ -240,33 +235,22 @@ async def test_an_install_cut_short_is_over_once_the_log_has_applied_as_far(tmp_
         await e.close()
 
 
-async def test_the_data_plane_serves_nothing_of_a_range_whose_install_was_cut_short(tmp_path: Path) -> None:
+async def test_the_data_plane_serves_nothing_of_a_range_whose_install_was_cut_short(
+    node_d: NodeState,
+) -> None:
     end = 2**64
-    engine = Engine.open(tmp_path / "d", sync=False)
-    try:
-        state = NodeState("d", "zone-d", engine)
-        state.replicas = ReplicaHost("d", engine, lambda envelopes: None)
-        tables = [records.table_record(Partition("p0", 0, end, ("a", "b", "d"), "a"), name="t1", table_id=1)]
-        sync_groups(state, tables)
-        state.hosted = desired_hosting(tables, "d")
-        plane = DataPlane(state)
-        group = group_of(1, "p0")
-        lo, hi = keys.hash_range_bounds(1, 0, end)
-        read = pb.Request(id=9, op=pb.GET, table_id=1, partition_id="p0", key_hash=1, key=b"k")
-        assert plane.plan(read).response.status == pb.NOT_FOUND  # served: no item "k"
-
-        def crashing() -> Iterator[tuple[bytes, bytes]]:
-            raise RuntimeError("crash")
-            yield b"", b""
-
-        with pytest.raises(RuntimeError):
-            engine.install_snapshot(group, lo, hi, crashing(), 10, 2)
-        assert engine.installing(group)
-        assert plane.plan(read).response.status == pb.NOT_LEADER
-        floor = pb.Request(
-            id=10, op=pb.GET, table_id=1, partition_id="p0", key_hash=1, key=b"k", read_floor=1
-        )
-        gated = plane.read_gate(floor)
-        assert isinstance(gated, pb.Response) and gated.status == pb.NOT_LEADER
-    finally:
-        await engine.close()
+    tables = [records.table_record(Partition("p0", 0, end, ("a", "b", "d"), "a"), name="t1", table_id=1)]
+    sync_groups(node_d, tables)
+    node_d.hosted = desired_hosting(tables, "d")
+    plane = DataPlane(node_d)
+    group = group_of(1, "p0")
+    lo, hi = keys.hash_range_bounds(1, 0, end)
+    read = pb.Request(id=9, op=pb.GET, table_id=1, partition_id="p0", key_hash=1, key=b"k")
+    assert plane.plan(read).response.status == pb.NOT_FOUND  # served: no item "k"
+    with pytest.raises(RuntimeError):
+        node_d.engine.install_snapshot(group, lo, hi, _crashing(0), 10, 2)
+    assert node_d.engine.installing(group)
+    assert plane.plan(read).response.status == pb.NOT_LEADER
+    floor = pb.Request(id=10, op=pb.GET, table_id=1, partition_id="p0", key_hash=1, key=b"k", read_floor=1)
+    gated = plane.read_gate(floor)
+    assert isinstance(gated, pb.Response) and gated.status == pb.NOT_LEADER
