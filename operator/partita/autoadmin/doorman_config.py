@@ -102,6 +102,10 @@ def load_templates(path: Path) -> list[dict[str, Any]]:
     return [dict(r) for r in loaded["resources"]]
 
 
+def _same(specs: Sequence[TableSpec], before: Sequence[TableSpec]) -> bool:
+    return len(specs) == len(before) and all(a is b or a == b for a, b in zip(specs, before, strict=True))
+
+
 class DoormanConfigFile:
     """Writes the configuration to the file the Doorman servers read (`--config`),
     atomically (a reader never sees half a file) and only when it changed."""
@@ -109,9 +113,20 @@ class DoormanConfigFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._written: str | None = None
+        self._rendered_from: tuple[TableSpec, ...] | None = None
 
-    def publish(self, specs: Iterable[TableSpec]) -> bool:
-        text = doorman_config(specs)
+    def publish(self, specs: Sequence[TableSpec]) -> bool:
+        # The autoadmin publishes on every pass; rendering a thousand tables every second
+        # to find nothing changed cost more than the rest of an idle pass. The store
+        # hands back the same spec objects while nothing changed, so this is cheap.
+        rendered = tuple(specs)
+        if self._rendered_from is not None and _same(rendered, self._rendered_from):
+            return False
+        written = self._write(doorman_config(rendered))
+        self._rendered_from = rendered
+        return written
+
+    def _write(self, text: str) -> bool:
         if text == self._written:
             return False
         try:

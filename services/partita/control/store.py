@@ -28,8 +28,8 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol, TypeVar, cast
 
 import orjson
 
@@ -56,8 +56,13 @@ STATS = b"/partita-stats/"
 # Who leads a role (the local autoadmin): outside /partita/ so that campaigning and
 # keeping a lease alive wake no watcher.
 LEADERS = b"/partita-leaders/"
+# A key nothing writes: reading it costs etcd next to nothing and its answer's header
+# carries the store's revision, which moves with every write anywhere.
+REVISION_PROBE = b"/partita-revision-probe"
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class Watchable(Protocol):
@@ -120,6 +125,9 @@ class Statistics(Protocol):
 
 class AutoadminStore(TableCatalog, PartitionMapStore, NodeMembership, Statistics, Watchable, Protocol):
     async def list_table_specs(self) -> list[TableSpec]: ...
+    async def list_all_partition_stats(self) -> dict[int, dict[str, PartitionStats]]:
+        """Every table's partition statistics, by table id (one read, not one a table)."""
+
     async def list_table_states(self) -> list[TableState]: ...
     async def put_table_state(self, state: TableState) -> bool:
         """Create the state (revision NO_REVISION: only if absent) or replace it (only
@@ -164,6 +172,53 @@ def _join(
     return [TableRecord.of(s, by_name.get(s.name), parts.get(s.table_id, [])) for s in specs]
 
 
+def _prefix_end(prefix: bytes) -> bytes:
+    """The end of the key range of every key that starts with `prefix`."""
+    return prefix[:-1] + bytes([prefix[-1] + 1])
+
+
+# Decoders of one etcd key-value each. The specs and states the autoadmin compares and
+# swaps carry their key's revision; the joined table records do not need it.
+def _spec_of(kv: Any) -> TableSpec:
+    return TableSpec.from_json(orjson.loads(kv.value))
+
+
+def _state_of(kv: Any) -> TableState:
+    return TableState.from_json(orjson.loads(kv.value))
+
+
+def _partition_of(kv: Any) -> Partition:
+    return partition_from_json(orjson.loads(kv.value))
+
+
+def _revised_spec_of(kv: Any) -> TableSpec:
+    return TableSpec.from_json(orjson.loads(kv.value), Revision(str(kv.mod_revision)))
+
+
+def _revised_state_of(kv: Any) -> TableState:
+    return TableState.from_json(orjson.loads(kv.value), Revision(str(kv.mod_revision)))
+
+
+class DecodedKeys:
+    """The records decoded from one listing's etcd keys, each decoded again only when its
+    key's mod revision moved."""
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, tuple[int, Any]] = {}
+        self._seen: dict[bytes, tuple[int, Any]] = {}
+
+    def record(self, kv: Any, decode: Callable[[Any], T]) -> T:
+        known = self._known.get(kv.key)
+        if known is None or known[0] != kv.mod_revision:
+            known = (kv.mod_revision, decode(kv))
+        self._seen[kv.key] = known
+        return cast(T, known[1])
+
+    def forget_unseen(self) -> None:
+        """End of a read: keep only the keys it saw (the others were deleted)."""
+        self._known, self._seen = self._seen, {}
+
+
 class EtcdControlStore:
     """ControlStore over a real etcd, through aetcd (asyncio, current grpcio/protobuf)."""
 
@@ -177,6 +232,10 @@ class EtcdControlStore:
         self._changed = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
         self._leadership: asyncio.Task[None] | None = None
+        # Listings by name: the store's revision as of the read, and what was read; and
+        # each listing's decoded keys.
+        self._listings: dict[str, tuple[int, list[Any]]] = {}
+        self._decoded: dict[str, DecodedKeys] = {}
 
     async def _cas_put(self, key: bytes, value: dict[str, Any], revision: Revision) -> bool:
         tx = self._client.transactions
@@ -208,8 +267,7 @@ class EtcdControlStore:
         return await self._cas_put(TABLES + spec.name.encode(), spec.to_json(), spec.revision)
 
     async def list_table_specs(self) -> list[TableSpec]:
-        result = await self._client.get_prefix(TABLES)
-        return [TableSpec.from_json(orjson.loads(kv.value), Revision(str(kv.mod_revision))) for kv in result]
+        return await self._listing("specs", lambda keys: self._read_prefix(TABLES, _revised_spec_of, keys))
 
     async def get_table_state(self, name: str) -> TableState | None:
         kv = await self._client.get(STATES + name.encode())
@@ -218,8 +276,7 @@ class EtcdControlStore:
         return TableState.from_json(orjson.loads(kv.value), Revision(str(kv.mod_revision)))
 
     async def list_table_states(self) -> list[TableState]:
-        result = await self._client.get_prefix(STATES)
-        return [TableState.from_json(orjson.loads(kv.value), Revision(str(kv.mod_revision))) for kv in result]
+        return await self._listing("states", lambda keys: self._read_prefix(STATES, _revised_state_of, keys))
 
     async def put_table_state(self, state: TableState) -> bool:
         return await self._cas_put(STATES + state.name.encode(), state.to_json(), state.revision)
@@ -242,21 +299,59 @@ class EtcdControlStore:
         return bool(ok)
 
     async def list_tables(self) -> list[TableRecord]:
-        # One range read of the whole prefix: specs, states and partitions as of one
-        # revision, so no reader sees a state without its partitions.
+        # Specs, states and partitions as of one revision (one transaction), so no
+        # reader sees a state without its partitions; not the ready markers, three times
+        # as many keys, which nobody here needs.
+        return await self._listing("tables", self._read_tables)
+
+    async def _read_tables(self, keys: DecodedKeys) -> tuple[int | None, list[TableRecord]]:
+        tx = self._client.transactions
+        ranges = [(prefix, _prefix_end(prefix)) for prefix in (TABLES, STATES, PARTITIONS)]
+        _, responses = await self._client.transaction(
+            compare=[], success=[tx.get(start, range_end=end) for start, end in ranges], failure=[]
+        )
         specs: list[TableSpec] = []
         states: list[TableState] = []
         parts: dict[int, list[Partition]] = {}
-        for kv in await self._client.get_prefix(PREFIX):
-            key: bytes = kv.key
-            if key.startswith(TABLES):
-                specs.append(TableSpec.from_json(orjson.loads(kv.value)))
-            elif key.startswith(STATES):
-                states.append(TableState.from_json(orjson.loads(kv.value)))
-            elif key.startswith(PARTITIONS):
-                table_id = int(key[len(PARTITIONS) :].split(b"/", 1)[0])
-                parts.setdefault(table_id, []).append(partition_from_json(orjson.loads(kv.value)))
-        return _join(specs, states, parts)
+        revision: int | None = None
+        for (start, _), found in zip(ranges, responses, strict=True):
+            for _, kv in found:
+                revision = kv.header.revision
+                if start == TABLES:
+                    specs.append(keys.record(kv, _spec_of))
+                elif start == STATES:
+                    states.append(keys.record(kv, _state_of))
+                else:
+                    table_id = int(kv.key[len(PARTITIONS) :].split(b"/", 1)[0])
+                    parts.setdefault(table_id, []).append(keys.record(kv, _partition_of))
+        return revision, _join(specs, states, parts)
+
+    async def _read_prefix(
+        self, prefix: bytes, decode: Callable[[Any], T], keys: DecodedKeys
+    ) -> tuple[int | None, list[T]]:
+        result = await self._client.get_prefix(prefix)
+        return result.header.revision, [keys.record(kv, decode) for kv in result]
+
+    async def _listing(
+        self, name: str, read: Callable[[DecodedKeys], Awaitable[tuple[int | None, list[T]]]]
+    ) -> list[T]:
+        """A listing of many keys, read again only when the store has changed since the
+        last read (its revision moved), and each key decoded again only when it changed:
+        routers, nodes and the autoadmin re-list every table every second or so, and at
+        a thousand tables reading and decoding them all was a tenth of a core per
+        process, at idle. Returns a new list of the same (immutable) records."""
+        probe = await self._client.get_range(REVISION_PROBE, REVISION_PROBE + b"\0")
+        now = probe.header.revision
+        cached = self._listings.get(name)
+        if cached is not None and cached[0] == now:
+            return list(cached[1])
+        keys = self._decoded.setdefault(name, DecodedKeys())
+        revision, records = await read(keys)
+        keys.forget_unseen()
+        # The read is as of its own revision, at least the probe's: an empty read has no
+        # header here, and the probe's (older or equal) revision is then the safe one.
+        self._listings[name] = (revision if revision is not None else now, records)
+        return list(records)
 
     # --- partition map ----------------------------------------------------------
 
@@ -349,6 +444,13 @@ class EtcdControlStore:
         return {
             kv.key[len(start) :].decode(): PartitionStats.from_json(orjson.loads(kv.value)) for kv in result
         }
+
+    async def list_all_partition_stats(self) -> dict[int, dict[str, PartitionStats]]:
+        out: dict[int, dict[str, PartitionStats]] = {}
+        for kv in await self._client.get_prefix(STATS):
+            table, _, partition_id = kv.key[len(STATS) :].decode().partition("/")
+            out.setdefault(int(table), {})[partition_id] = PartitionStats.from_json(orjson.loads(kv.value))
+        return out
 
     async def clear_partition_stats(self, table_id: int) -> None:
         start, end = _id_range(STATS, table_id)
@@ -572,6 +674,12 @@ class MemoryControlStore:
 
     async def list_partition_stats(self, table_id: int) -> dict[str, PartitionStats]:
         return {p: s for (t, p), s in self._stats.items() if t == table_id}
+
+    async def list_all_partition_stats(self) -> dict[int, dict[str, PartitionStats]]:
+        out: dict[int, dict[str, PartitionStats]] = {}
+        for (table_id, partition_id), stats in self._stats.items():
+            out.setdefault(table_id, {})[partition_id] = stats
+        return out
 
     async def clear_partition_stats(self, table_id: int) -> None:
         self.writes += 1

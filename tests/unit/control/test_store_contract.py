@@ -265,6 +265,49 @@ async def test_partition_stats_are_kept_per_table_and_the_latest_wins(store: Con
     await store.clear_partition_stats(5)
     assert await store.list_partition_stats(5) == {}
     assert await store.list_partition_stats(51) == {"p0": PartitionStats(7, 700, 20.0)}
+    assert await store.list_all_partition_stats() == {51: {"p0": PartitionStats(7, 700, 20.0)}}
+
+
+async def test_every_tables_statistics_come_in_one_listing_by_table(store: ControlStore) -> None:
+    assert await store.list_all_partition_stats() == {}
+    await store.put_partition_stats(5, "p0", PartitionStats(3, 300, 10.0))
+    await store.put_partition_stats(5, "p1", PartitionStats(1, 99, 20.0))
+    await store.put_partition_stats(51, "p0", PartitionStats(7, 700, 20.0))
+    assert await store.list_all_partition_stats() == {
+        5: {"p0": PartitionStats(3, 300, 10.0), "p1": PartitionStats(1, 99, 20.0)},
+        51: {"p0": PartitionStats(7, 700, 20.0)},
+    }
+
+
+async def test_listings_follow_every_change_made_between_them(store: ControlStore) -> None:
+    # Routers and nodes list the tables again and again; a listing must never be older
+    # than the writes made before it (the etcd store re-reads only when the store moved).
+    await store.create_table_spec(table("A", 1))
+    await store.change_partitions(1, TWO_PARTITIONS[:1], ())
+    assert [(r.name, r.status) for r in await store.list_tables()] == [("A", "CREATING")]
+    assert [(r.name, r.status) for r in await store.list_tables()] == [("A", "CREATING")]
+    await store.put_table_state(TableState("A", 1, "ACTIVE", 1))
+    assert [(r.name, r.status) for r in await store.list_tables()] == [("A", "ACTIVE")]
+    await store.change_partitions(1, TWO_PARTITIONS, ())
+    (record,) = await store.list_tables()
+    assert record.partitions == TWO_PARTITIONS
+    spec = await store.get_table_spec("A")
+    assert spec is not None
+    assert await store.replace_table_spec(dataclasses.replace(spec, read_capacity=9))
+    assert [s.read_capacity for s in await store.list_table_specs()] == [9]
+    (record,) = await store.list_tables()
+    assert record.read_capacity == 9
+    # The specs listed carry the revision a compare-and-swap needs, the latest one.
+    (listed,) = await store.list_table_specs()
+    assert await store.replace_table_spec(dataclasses.replace(listed, write_capacity=3))
+    (state,) = await store.list_table_states()
+    assert await store.put_table_state(dataclasses.replace(state, observed_generation=2))
+    assert [s.observed_generation for s in await store.list_table_states()] == [2]
+    current = await store.get_table_spec("A")
+    assert current is not None and await store.remove_table(current)
+    assert await store.list_tables() == []
+    assert await store.list_table_specs() == []
+    assert await store.list_table_states() == []
 
 
 async def test_remove_table_removes_its_statistics_and_no_others(store: ControlStore) -> None:

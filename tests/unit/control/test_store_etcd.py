@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator
 import aetcd
 import pytest
 
-from partita.control.model import NodeRecord
-from partita.control.store import LEADERS, NODES, EtcdControlStore
-from tests.unit.control.conftest import Etcd, eventually, table
+from partita.control.model import NodeRecord, TableState
+from partita.control.store import LEADERS, NODES, TABLES, EtcdControlStore
+from tests.unit.control.conftest import TWO_PARTITIONS, Etcd, eventually, table
 
 
 @pytest.fixture
@@ -24,6 +24,29 @@ async def store(etcd: Etcd, raw: aetcd.Client) -> AsyncIterator[EtcdControlStore
 
 
 # --- tables -----------------------------------------------------------------------
+
+
+async def test_a_listing_with_nothing_changed_since_gives_the_same_records_without_decoding_again(
+    store: EtcdControlStore, raw: aetcd.Client
+) -> None:
+    for name, table_id in (("A", 1), ("B", 2)):
+        await store.create_table_spec(table(name, table_id))
+        await store.change_partitions(table_id, TWO_PARTITIONS, ())
+    first = await store.list_tables()
+    again = await store.list_tables()
+    assert again == first and all(a is b for a, b in zip(again, first, strict=True))
+    # A write elsewhere in etcd moves the revision: read again, but the records of keys
+    # that did not change are the ones decoded before.
+    await raw.put(b"/elsewhere", b"x")
+    await store.put_table_state(TableState("B", 2, "ACTIVE", 1))
+    moved = {r.name: r for r in await store.list_tables()}
+    before = {r.name: r for r in first}
+    assert moved["B"].status == "ACTIVE" and before["B"].status == "CREATING"
+    assert moved["A"].partitions[0] is before["A"].partitions[0]
+    assert moved["B"].partitions[0] is before["B"].partitions[0]
+    # Another process's writes count as much as this store's own.
+    await raw.delete(TABLES + b"A")
+    assert [r.name for r in await store.list_tables()] == ["B"]
 
 
 async def test_two_writers_racing_on_one_revision_only_one_wins(store: EtcdControlStore, etcd: Etcd) -> None:
