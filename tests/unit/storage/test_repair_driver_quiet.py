@@ -1,0 +1,91 @@
+"""The repair driver looks at a quiesced, healthy group once, not on every pass: at
+thousands of groups a node, repairing each twice a second was most of an idle node's
+CPU. It looks again as soon as anything its repair depends on moves: a node's
+registration (the only sign of a dead member a quiesced group has), the partition
+object, or the group's log.
+
+Three in-process nodes: real engines, the real node-pair transport on 127.0.0.1, the
+real consensus core and repair driver; the control store records what is written."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from partita.common.partition_map import Partition
+from partita.storage.effects import Effect, Kind
+from partita.storage.repair import GroupView
+from partita.storage.repair_driver import RepairDriver
+from partita.storage.replication.config import ReplicationConfig
+from partita.storage.replication.types import GroupId, NodeId, Role
+from tests.unit.storage.polling import wait_until
+from tests.unit.storage.test_removal_safety import TABLE, Recorder
+from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster
+
+END = 2**64
+SPARE = "node-d"  # registered, outside the group: where a log member can go
+ZONES = {n: f"zone-{n}" for n in (*NODES, SPARE)}
+CONFIG = ReplicationConfig(
+    heartbeat_interval=0.05, election_timeout=1.5, lease_duration=1.2, quiesce_after=0.3
+)
+
+
+class CountingDriver(RepairDriver):
+    """Counts the groups each pass actually looked at."""
+
+    looked = 0
+
+    def view(self, group: GroupId, zones: Mapping[NodeId, str], registered: frozenset[NodeId]) -> GroupView:
+        self.looked += 1
+        return super().view(group, zones, registered)
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    c = Cluster(tmp_path, CONFIG)
+    for node in NODES:
+        await c.start(node)
+    yield c
+    for node in list(c.members):
+        await c.stop(node)
+
+
+async def test_a_quiesced_healthy_group_is_repaired_once_until_what_repair_depends_on_moves(
+    cluster: Cluster,
+) -> None:
+    leader = await cluster.leader(seconds=10.0)
+    replica = leader.host.multi.replicas[GROUP]
+    await wait_until(lambda: replica.quiesced)
+    partition = Partition("p0", 0, END, NODES, leader.node)
+    store = Recorder()
+    driver = CountingDriver(leader.host, store)
+    everyone = frozenset((*NODES, SPARE))
+
+    async def passes(n: int, registered: frozenset[str] = everyone, p: Partition = partition) -> int:
+        before = driver.looked
+        for _ in range(n):
+            await driver.pass_once({GROUP: (TABLE, p)}, ZONES, registered)
+        return driver.looked - before
+
+    assert await passes(3) == 1  # looked at once, then skipped
+    assert store.written == []
+
+    # A write wakes the group: looked at while awake, once more when quiet again.
+    await asyncio.wait_for(leader.host.propose(GROUP, [Effect(Kind.PUT, b"k", b"v")]), 10)
+    assert await passes(1) == 1
+    await wait_until(lambda: replica.quiesced)
+    assert await passes(3) == 1
+
+    # The partition object changed under it (another writer): looked at again.
+    moved = Partition("p0", 0, END, tuple(reversed(NODES)), leader.node)
+    assert await passes(2, p=moved) == 1
+
+    # A follower's node lost its registration: the next pass repairs around it at once,
+    # adding a log member on the spare node.
+    gone = max(n for n in NODES if n != leader.node)
+    assert await passes(1, registered=everyone - {gone}) == 1
+    assert store.written and store.written[-1].log_replicas == (SPARE,)
+    assert leader.host.members(GROUP) == {**{n: Role.FULL for n in NODES}, SPARE: Role.LOG}
