@@ -133,9 +133,14 @@ class RouterContext:
                     skip = 0
                     continue  # follow the hint now: no pause, no route refresh
                 if len(partition.replicas) > 1 and response.status != pb.WRONG_PARTITION:
-                    # No leader known (an election), or the node is down: the next replica.
+                    # No leader known (an election), or the node is down: the next replica,
+                    # at once while this round has not asked them all. The routes are not
+                    # what is wrong, so re-reading them first only delayed the answer (a
+                    # failed-over node's every partition paid for a refresh).
                     self._leaders.pop(key, None)
                     skip += 1
+                    if skip % len(partition.replicas):
+                        continue
             elif len(partition.replicas) > 1:
                 # The node is not registered (down for longer than its lease): the next
                 # replica, or a node held down would be asked for ever.

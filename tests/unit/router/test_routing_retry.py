@@ -125,3 +125,45 @@ async def test_storage_errors_keep_their_dynamodb_namespace() -> None:
         await ctx.send(ctx.tables.require_active("t"), pb.Request(op=pb.GET, key_hash=1))
     assert err.value.type_name == "com.amazon.coral.validate#ValidationException"
     assert err.value.status == 400 and not err.value.retriable
+
+
+class CountingCache(TableCache):
+    refreshes = 0
+
+    async def refresh(self, reason: str = "request") -> None:
+        self.refreshes += 1
+        await super().refresh(reason)
+
+
+async def _replicated_context(storage: ScriptedStorage) -> RouterContext:
+    store = MemoryControlStore()
+    await put_record(store, _record((Partition("p0", 0, 2**64, ("a", "b"), "a"),)))
+    ctx = await _context(store, storage)
+    ctx.tables = CountingCache(store)
+    await ctx.tables.refresh()
+    ctx.tables.refreshes = 0
+    return ctx
+
+
+async def test_a_replicated_partitions_next_replica_is_asked_at_once_without_rereading_the_routes() -> None:
+    # The recorded leader's node is down (a failover): the routes are right, the leader
+    # is elsewhere; asking the next replica finds it, with no pause and no refresh.
+    storage = ScriptedStorage({"a": [pb.UNAVAILABLE], "b": []})
+    ctx = await _replicated_context(storage)
+    response = await ctx.send(ctx.tables.require_active("t"), pb.Request(op=pb.PUT, key_hash=1))
+    assert response.status == pb.OK
+    assert [entry[0] for entry in storage.log] == ["a", "b"]
+    assert isinstance(ctx.tables, CountingCache) and ctx.tables.refreshes == 0
+
+
+async def test_when_every_replica_refuses_each_round_of_them_ends_with_a_refresh_and_the_attempts_stay_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(context_module, "RETRY_PAUSE_SECONDS", 0)
+    storage = ScriptedStorage({"a": [pb.NOT_LEADER] * 100, "b": [pb.NOT_LEADER] * 100})
+    ctx = await _replicated_context(storage)
+    with pytest.raises(DynamoError) as err:
+        await ctx.send(ctx.tables.require_active("t"), pb.Request(op=pb.PUT, key_hash=1))
+    assert err.value.status == 500 and err.value.retriable
+    assert [entry[0] for entry in storage.log] == ["a", "b"] * context_module.SEND_ATTEMPTS
+    assert isinstance(ctx.tables, CountingCache) and ctx.tables.refreshes == context_module.SEND_ATTEMPTS
