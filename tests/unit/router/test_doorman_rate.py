@@ -120,5 +120,8 @@ async def test_an_on_demand_tables_allowance_is_global_and_rises_with_demand() -
         assert idle.on_demand_rate(ON_DEMAND, "write", 4000) == 1000
         held = sum(lease.has for _, lease in server.core.resources["table/Lazy/wcu"].store.items())
         assert held <= capacity() + 1e-9
-        # Global, not per router: far below two routers' own allowances of 2 x 2 x 3,000.
-        assert capacity() <= 2 * 3000 * 1.25 + 1000
+        # Global, not per router: below two routers' own allowances of 2 x 2 x 3,000. (A
+        # router still held back asks for twice its grant, wants.PROBE_FACTOR, so on a
+        # slow machine whose refreshes lag the ramp the peak can reach 2 x 4,000 plus
+        # the idle router's 1,000; 2 x 3,000 x 1.25 + 1,000 held only on a quiet one.)
+        assert capacity() <= 2 * 4000 + 1000 < 2 * 2 * 3000
