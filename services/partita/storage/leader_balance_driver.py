@@ -55,9 +55,9 @@ class LeaderBalanceDriver:
         if not self.balancer.may_transfer(now):
             return 0
         multi = self.replicas.multi
-        led = [self._view(group, r) for group, r in list(multi.replicas.items()) if r.is_leader]
+        led = [(group, r.members) for group, r in list(multi.replicas.items()) if r.is_leader]
         started = 0
-        for transfer in self.balancer.plan(led, now):
+        for transfer in self.balancer.plan(led, lambda group: self._view(group, multi.replicas[group]), now):
             try:
                 multi.transfer_leadership(transfer.group, transfer.target, now)
             except (NotLeader, ValueError) as exc:

@@ -64,6 +64,11 @@ def balancer(alive: Mapping[str, float] = {"b": 0.0, "c": 0.0}, per_pass: int = 
     return out
 
 
+def plan(planner: LeaderBalancer, views: list[LedGroup], now: float) -> list[Transfer]:
+    by_group = {v.group: v for v in views}
+    return planner.plan([(v.group, v.members) for v in views], by_group.__getitem__, now)
+
+
 CASES = [
     # (name, group, peers alive since, expected target)
     (
@@ -123,7 +128,7 @@ def test_the_transfer_planned_for_one_group(
     name: str, view: LedGroup, alive: dict[str, float] | None, expected: str | None
 ) -> None:
     planner = balancer(alive) if alive is not None else balancer()
-    planned = planner.plan([view], SETTLED)
+    planned = plan(planner, [view], SETTLED)
     assert planned == ([Transfer(view.group, expected)] if expected else [])
 
 
@@ -135,19 +140,19 @@ def test_at_most_per_pass_transfers_a_pass_in_the_order_given_then_the_next() ->
         LedGroup(g, {"a": F, "b": F, "c": F}, {"b": 50, "c": 50}, 50, False, False, False) for g in groups
     ]
     planner = balancer(per_pass=4)
-    first = planner.plan(views, SETTLED)
+    first = plan(planner, views, SETTLED)
     assert first == [Transfer(g, "b") for g in groups[:4]]
     # The groups whose transfer started are left alone (in flight, then retried later).
-    second = planner.plan(views, SETTLED + 1)
+    second = plan(planner, views, SETTLED + 1)
     assert second == [Transfer(g, "b") for g in groups[4:8]]
 
 
 def test_a_transfer_that_did_not_take_is_tried_again_only_after_the_retry_delay() -> None:
     view = led(["b", "a", "c"])
     planner = balancer()
-    assert planner.plan([view], SETTLED) == [Transfer(view.group, "b")]
-    assert planner.plan([view], SETTLED + 4.9) == []
-    assert planner.plan([view], SETTLED + 5.0) == [Transfer(view.group, "b")]
+    assert plan(planner, [view], SETTLED) == [Transfer(view.group, "b")]
+    assert plan(planner, [view], SETTLED + 4.9) == []
+    assert plan(planner, [view], SETTLED + 5.0) == [Transfer(view.group, "b")]
 
 
 def test_nothing_moves_for_a_hold_off_after_a_peer_is_lost() -> None:
@@ -156,8 +161,8 @@ def test_nothing_moves_for_a_hold_off_after_a_peer_is_lost() -> None:
     planner = balancer()
     planner.liveness.observe({"b": "127.0.0.1:b"}, SETTLED)  # c is gone
     assert not planner.may_transfer(SETTLED + 9.9)
-    assert planner.plan([view], SETTLED + 9.9) == []
-    assert planner.plan([view], SETTLED + 10.0) == [Transfer(view.group, "b")]
+    assert plan(planner, [view], SETTLED + 9.9) == []
+    assert plan(planner, [view], SETTLED + 10.0) == [Transfer(view.group, "b")]
 
 
 def test_a_peer_with_a_new_address_came_back_just_now() -> None:
@@ -178,15 +183,15 @@ def test_a_peer_first_seen_is_in_its_hold_off() -> None:
     view = led(["b", "a", "c"])
     planner = LeaderBalancer("a", hold_off=HOLD_OFF)
     planner.liveness.observe({"b": "x:2", "c": "x:3"}, 1000.0)
-    assert planner.plan([view], 1005.0) == []
-    assert planner.plan([view], 1010.0) == [Transfer(view.group, "b")]
+    assert plan(planner, [view], 1005.0) == []
+    assert plan(planner, [view], 1010.0) == [Transfer(view.group, "b")]
 
 
 def test_the_same_inputs_give_the_same_plan() -> None:
     groups = [f"7/p{i}" for i in range(200)]
     members = {"a": F, "b": F, "c": F}
     views = [LedGroup(g, members, {"b": 50, "c": 50}, 50, False, False, False) for g in groups]
-    plans = [balancer(per_pass=16).plan(views, SETTLED) for _ in range(2)]
+    plans = [plan(balancer(per_pass=16), views, SETTLED) for _ in range(2)]
     assert plans[0] == plans[1] and len(plans[0]) == 16
     assert all(t.target == stable_order(t.group, members)[0] for t in plans[0])
 
@@ -202,7 +207,7 @@ def test_leadership_only_moves_earlier_in_the_order_so_the_nodes_agree() -> None
             planner = LeaderBalancer(node, hold_off=HOLD_OFF)
             planner.liveness.observe({n: n for n in members}, 0.0)
             match = {n: 50 for n in members if n != node}
-            planned = planner.plan([LedGroup(group, members, match, 50, False, False, False)], SETTLED)
+            planned = plan(planner, [LedGroup(group, members, match, 50, False, False, False)], SETTLED)
             assert planned == ([] if node == preferred else [Transfer(group, preferred)])
 
 
@@ -221,3 +226,19 @@ def test_every_order_and_every_first_member_comes_about_equally_often(nodes: tup
     counts = preferred_counts((g, members) for g in groups)
     assert sum(counts.values()) == 4000
     assert all(1200 <= counts[n] <= 1470 for n in nodes), counts  # 1333 each
+
+
+def test_a_membership_change_gives_the_group_its_new_order() -> None:
+    """The order is remembered between passes, but only for the same membership."""
+    before, after = {"a": F, "b": F, "c": F}, {"a": F, "c": F, "d": F}
+    group = next(
+        g
+        for g in (f"7/p{i}" for i in range(10_000))
+        if stable_order(g, before)[0] == "a" and stable_order(g, after)[0] == "d"
+    )
+    planner = balancer({"b": 0.0, "c": 0.0, "d": 0.0})
+    assert (
+        plan(planner, [LedGroup(group, before, {"b": 50, "c": 50}, 50, False, False, False)], SETTLED) == []
+    )
+    moved = LedGroup(group, after, {"c": 50, "d": 50}, 50, False, False, False)
+    assert plan(planner, [moved], SETTLED + 1) == [Transfer(group, "d")]
