@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from partita.storage import metrics
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.leader_balance import LeaderBalancer, preferred_counts
 from partita.storage.leader_balance_driver import LeaderBalanceDriver
+from partita.storage.node import NodeState
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.replica_host import ReplicaHost, Superseded
 from partita.storage.replication.core import NotLeader
@@ -156,6 +158,15 @@ async def test_every_node_comes_to_lead_its_preferred_groups_while_writes_go_on(
     assert not failures, failures
     assert during > 0 and len(written) > during  # writes went on through it and after
     assert sum(d.started for d in nodes.drivers.values()) >= len(GROUPS) - PREFERRED["node-a"]
+    a = nodes.nodes["node-a"]
+    metrics.watch_leader_balance(
+        NodeState("node-a", "zone-a", a.engine, replicas=a.host), nodes.drivers["node-a"]
+    )
+    assert metrics.LEADER_BALANCE_TRANSFERS.read is not None
+    assert list(metrics.LEADER_BALANCE_TRANSFERS.read()) == [
+        (("node-a",), float(nodes.drivers["node-a"].started))
+    ]
+    assert nodes.drivers["node-a"].started > 0
     for node in nodes.nodes.values():
         await wait_until(lambda node=node: all(node.engine.get(k) == v for k, v in written.items()))  # type: ignore[misc]
 
