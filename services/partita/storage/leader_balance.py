@@ -14,7 +14,8 @@ order (`replication.core.stable_rank`, the order of its start-up and failover
 elections: balanced across nodes in expectation), that is alive and has been for a
 hold-off; a dead member is passed over (the next stands in for it), a member that came
 back less than a hold-off ago is waited for (moving the group to the next one and back
-again would cost two elections). Leadership only ever moves to a member earlier in the
+again would cost two elections). A group this node has led for less than a hold-off
+stays where it is. Leadership only ever moves to a member earlier in the
 order, so the nodes, each deciding for its own groups, never move a group back and forth.
 """
 
@@ -118,34 +119,48 @@ class LeaderBalancer:
         # balanced node's pass then costs about a microsecond per group (computing the
         # orders again took most of the pass, ~1% of a core at 1,300 led groups).
         self._orders: dict[GroupId, tuple[tuple[tuple[NodeId, Role], ...], list[NodeId]]] = {}
+        # Since when this node leads each group it leads: (term, first pass it was seen).
+        self._led_since: dict[GroupId, tuple[int, float]] = {}
 
     def may_transfer(self, now: float) -> bool:
         """False while no transfer can be planned whatever the groups: a peer was lost
-        less than a hold-off ago. Lets the driver skip looking at its groups."""
+        less than a hold-off ago."""
         return now - self.liveness.last_loss >= self.hold_off
 
     def plan(
         self,
-        led: Iterable[tuple[GroupId, Mapping[NodeId, Role]]],
+        led: Iterable[tuple[GroupId, int, Mapping[NodeId, Role]]],
         view: Callable[[GroupId], LedGroup],
         now: float,
     ) -> list[Transfer]:
         """The transfers to start now, at most `per_pass`, in the order of `led` (each
-        group this node leads, with its members). `view` tells the rest about a group;
-        it is asked only for the groups that belong elsewhere."""
+        group this node leads, with its term and members; every pass shows all of them,
+        so that the balancer knows since when it leads each). `view` tells the rest
+        about a group; it is asked only for the groups that belong elsewhere."""
         self._attempted = {g: t for g, t in self._attempted.items() if now - t < self.retry_after}
-        if not self.may_transfer(now):
-            return []
+        settled = self.may_transfer(now)
         out: list[Transfer] = []
         orders, self._orders = self._orders, {}
-        for group, members in led:
-            if len(out) >= self.per_pass:
-                break
+        led_since, self._led_since = self._led_since, {}
+        for group, term, members in led:
+            began = led_since.get(group)
+            if began is None or began[0] != term:
+                began = (term, now)
+            self._led_since[group] = began
             key = tuple(members.items())
             known = orders.get(group)
-            order = known[1] if known is not None and known[0] == key else stable_order(group, members)
-            self._orders[group] = (key, order)
-            if self._preferred(order, now) is None or group in self._attempted:
+            if known is not None and known[0] == key:
+                self._orders[group] = known
+            # Leadership younger than a hold-off stays: a group just handed here by a
+            # node shutting down (SIGTERM) would otherwise go straight back to it while
+            # it still runs, and a group just elected in a failover is left to settle.
+            if not settled or len(out) >= self.per_pass or now - began[1] < self.hold_off:
+                continue
+            if group in self._attempted:
+                continue
+            if known is None or known[0] != key:
+                known = self._orders[group] = (key, stable_order(group, members))
+            if self._preferred(known[1], now) is None:
                 continue
             target = self.target(view(group), now)
             if target is not None:

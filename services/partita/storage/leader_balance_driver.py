@@ -52,10 +52,8 @@ class LeaderBalanceDriver:
         """One pass; returns the transfers started."""
         now = self._clock()
         self.balancer.liveness.observe(self.live_peers(), now)
-        if not self.balancer.may_transfer(now):
-            return 0
         multi = self.replicas.multi
-        led = [(group, r.members) for group, r in list(multi.replicas.items()) if r.is_leader]
+        led = [(group, r.term, r.members) for group, r in list(multi.replicas.items()) if r.is_leader]
         started = 0
         for transfer in self.balancer.plan(led, lambda group: self._view(group, multi.replicas[group]), now):
             try:

@@ -64,9 +64,16 @@ def balancer(alive: Mapping[str, float] = {"b": 0.0, "c": 0.0}, per_pass: int = 
     return out
 
 
-def plan(planner: LeaderBalancer, views: list[LedGroup], now: float) -> list[Transfer]:
+def plan(
+    planner: LeaderBalancer, views: list[LedGroup], now: float, term: int = 1, first: bool = True
+) -> list[Transfer]:
+    """Plan a pass; a `first` pass is shown the groups at time 0 before, so this node
+    has led them for long enough (at 0 every peer is in its hold-off: nothing planned)."""
     by_group = {v.group: v for v in views}
-    return planner.plan([(v.group, v.members) for v in views], by_group.__getitem__, now)
+    led = [(v.group, term, v.members) for v in views]
+    if first:
+        assert planner.plan(led, by_group.__getitem__, 0.0) == []
+    return planner.plan(led, by_group.__getitem__, now)
 
 
 CASES = [
@@ -143,7 +150,7 @@ def test_at_most_per_pass_transfers_a_pass_in_the_order_given_then_the_next() ->
     first = plan(planner, views, SETTLED)
     assert first == [Transfer(g, "b") for g in groups[:4]]
     # The groups whose transfer started are left alone (in flight, then retried later).
-    second = plan(planner, views, SETTLED + 1)
+    second = plan(planner, views, SETTLED + 1, first=False)
     assert second == [Transfer(g, "b") for g in groups[4:8]]
 
 
@@ -151,8 +158,8 @@ def test_a_transfer_that_did_not_take_is_tried_again_only_after_the_retry_delay(
     view = led(["b", "a", "c"])
     planner = balancer()
     assert plan(planner, [view], SETTLED) == [Transfer(view.group, "b")]
-    assert plan(planner, [view], SETTLED + 4.9) == []
-    assert plan(planner, [view], SETTLED + 5.0) == [Transfer(view.group, "b")]
+    assert plan(planner, [view], SETTLED + 4.9, first=False) == []
+    assert plan(planner, [view], SETTLED + 5.0, first=False) == [Transfer(view.group, "b")]
 
 
 def test_nothing_moves_for_a_hold_off_after_a_peer_is_lost() -> None:
@@ -162,7 +169,7 @@ def test_nothing_moves_for_a_hold_off_after_a_peer_is_lost() -> None:
     planner.liveness.observe({"b": "127.0.0.1:b"}, SETTLED)  # c is gone
     assert not planner.may_transfer(SETTLED + 9.9)
     assert plan(planner, [view], SETTLED + 9.9) == []
-    assert plan(planner, [view], SETTLED + 10.0) == [Transfer(view.group, "b")]
+    assert plan(planner, [view], SETTLED + 10.0, first=False) == [Transfer(view.group, "b")]
 
 
 def test_a_peer_with_a_new_address_came_back_just_now() -> None:
@@ -184,7 +191,7 @@ def test_a_peer_first_seen_is_in_its_hold_off() -> None:
     planner = LeaderBalancer("a", hold_off=HOLD_OFF)
     planner.liveness.observe({"b": "x:2", "c": "x:3"}, 1000.0)
     assert plan(planner, [view], 1005.0) == []
-    assert plan(planner, [view], 1010.0) == [Transfer(view.group, "b")]
+    assert plan(planner, [view], 1010.0, first=False) == [Transfer(view.group, "b")]
 
 
 def test_the_same_inputs_give_the_same_plan() -> None:
@@ -241,4 +248,17 @@ def test_a_membership_change_gives_the_group_its_new_order() -> None:
         plan(planner, [LedGroup(group, before, {"b": 50, "c": 50}, 50, False, False, False)], SETTLED) == []
     )
     moved = LedGroup(group, after, {"c": 50, "d": 50}, 50, False, False, False)
-    assert plan(planner, [moved], SETTLED + 1) == [Transfer(group, "d")]
+    assert plan(planner, [moved], SETTLED + 1, first=False) == [Transfer(group, "d")]
+
+
+def test_a_group_led_here_for_less_than_a_hold_off_stays() -> None:
+    """A group just handed here by a node shutting down would go straight back to it
+    while it still runs; one just elected in a failover is left to settle."""
+    view = led(["b", "a", "c"])
+    planner = balancer()
+    assert plan(planner, [view], SETTLED, term=3, first=False) == []  # led since now
+    assert plan(planner, [view], SETTLED + 9.9, term=3, first=False) == []
+    # A new term (elected again) is a new leadership: its hold-off starts again.
+    assert plan(planner, [view], SETTLED + 9.9, term=4, first=False) == []
+    assert plan(planner, [view], SETTLED + 19.8, term=4, first=False) == []
+    assert plan(planner, [view], SETTLED + 19.9, term=4, first=False) == [Transfer(view.group, "b")]
