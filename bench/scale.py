@@ -312,11 +312,17 @@ def restart_everything(
         workdir=workdir, table=table_names[0], replication_factor=3, extra_args=extra_args
     )
     up = time.monotonic() - started
-    wait_for_leaders(workdir / "data", groups, pause=0.5)
-    led = time.monotonic() - started
-    print(f"restart: every group led {led:.1f} s after the start", flush=True)
-    print(f"restart: leaders per node {leaders_per_node(_leaders(workdir / 'data'))}", flush=True)
-    served = serve_all(restarted, table_names, RECOVER_TIMEOUT)
+    try:
+        wait_for_leaders(workdir / "data", groups, pause=0.5)
+        led = time.monotonic() - started
+        print(f"restart: every group led {led:.1f} s after the start", flush=True)
+        print(f"restart: leaders per node {leaders_per_node(_leaders(workdir / 'data'))}", flush=True)
+        served = serve_all(restarted, table_names, RECOVER_TIMEOUT)
+    except BaseException:
+        # The caller stops the cluster it knows, the one stopped above: this one would
+        # run on after the bench.
+        stop_process_group(restarted.proc)
+        raise
     total = time.monotonic() - started
     print(
         f"restart: router up after {up:.1f} s; every group led after {led:.1f} s; "
