@@ -32,7 +32,8 @@ from partita.storage.replication.types import GroupId, NodeId, Role
 # long: it is still catching its replicas up and answering the elections of its
 # restart, and the groups it led have only just failed over. The same quiet holds after
 # a peer is lost: the survivors are electing its groups, each on its first surviving
-# member already, and transfers would only compete with that for the CPU.
+# member already, and transfers would only compete with that for the CPU. And a group
+# this node has led for less than this stays (`LeaderBalancer.plan`).
 HOLD_OFF_SECONDS = 10.0
 # Seconds between two passes of the driver.
 PASS_SECONDS = 1.0
