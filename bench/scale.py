@@ -19,6 +19,12 @@ every group, and then measures, in order:
    node's Status RPC, polled; the killed node answers once restarted), then until every such table answered a strongly
    consistent Scan. The supervisor restarts the node between rounds.
 
+Leaders per node are printed after the restart and after each kill's recovery, and
+before each kill the bench waits (at most `--balance-wait` seconds) until leadership
+rebalancing has put all but 0.5% of the groups on their preferred leader
+(`storage/leader_balance.py`), printing the counts again: a kill then fails over the
+share of groups a balanced node leads, not whatever the restarts left.
+
 Everything on 127.0.0.1; every wait is bounded. Prints each figure as it comes and a
 JSON summary at the end (`--out` writes it to a file too).
 """
@@ -49,6 +55,8 @@ from bench.failover import _status
 from bench.peers import Peer, start_partita, stop_process_group
 from bench.proc_cpu import CLOCK_TICKS, read_stat
 from partita._proto import storage_pb2, storage_pb2_grpc
+from partita.storage.leader_balance import stable_order
+from partita.storage.replication.types import Role
 
 STORAGE = ("storage-a", "storage-b", "storage-c")
 CREATE_WORKERS = 8
@@ -64,6 +72,9 @@ QUIET_SECONDS = 5.0
 # takes 0.1-0.3 s itself on the loaded machine, so this adds little to the resolution;
 # at 50 ms the bench kept the nodes busy answering it.
 FAILOVER_POLL_PAUSE = 0.1
+# Groups that may stay off their preferred leader when the bench calls leadership
+# balanced (a group busy with a transfer, or whose target is a moment behind).
+BALANCE_SLACK = 0.005
 
 Group = tuple[int, str]  # (table id, partition id)
 
@@ -205,6 +216,43 @@ def wait_for_leaders(data_dir: Path, expected: int, pause: float = 2.0) -> float
     return _until("every group led", led, SETTLE_TIMEOUT, pause=pause)
 
 
+def leaders_per_node(led: dict[Group, str]) -> dict[str, int]:
+    counts = Counter(led.values())
+    return {name: counts.get(name, 0) for name in STORAGE}
+
+
+def preferred_leaders(groups: Iterable[Group]) -> dict[Group, str]:
+    """Each group's preferred leader with every node alive: the first of its members in
+    the group's stable order (every node holds a replica of every group here)."""
+    members = {name: Role.FULL for name in STORAGE}
+    return {(t, p): stable_order(f"{t}/{p}", members)[0] for t, p in groups}
+
+
+def wait_for_balance(
+    data_dir: Path, preferred: dict[Group, str], timeout: float, when: str
+) -> dict[str, Any]:
+    """Wait (at most `timeout`) until all but BALANCE_SLACK of the groups are led by
+    their preferred leader; returns the leaders per node then and the seconds taken."""
+    started = time.monotonic()
+    slack = math.floor(len(preferred) * BALANCE_SLACK)
+    target = dict(Counter(preferred.values()))
+    while True:
+        led = _leaders(data_dir)
+        misplaced = sum(1 for g, node in preferred.items() if led.get(g) != node)
+        waited = time.monotonic() - started
+        if misplaced <= slack or waited >= timeout:
+            break
+        time.sleep(1.0)
+    counts = leaders_per_node(led)
+    balanced = misplaced <= slack
+    print(
+        f"{when}: leaders per node {counts} (preferred {target}); {misplaced} groups off their "
+        f"preferred leader; {'balanced' if balanced else 'NOT balanced'} after {waited:.1f} s",
+        flush=True,
+    )
+    return {"leaders": counts, "misplaced": misplaced, "balanced": balanced, "seconds": waited}
+
+
 def idle_cpu(data_dir: Path, seconds: float) -> dict[str, float]:
     """Each storage process's CPU share of one core over `seconds` of idleness."""
     pids = {name: int(p["pid"]) for name, p in _storage_processes(data_dir).items()}
@@ -256,16 +304,25 @@ def serve_all(peer: Peer, names: Iterable[str], timeout: float) -> float:
 
 
 def restart_everything(
-    peer: Peer, workdir: Path, table_names: list[str], groups: int
+    peer: Peer, workdir: Path, table_names: list[str], groups: int, extra_args: tuple[str, ...] = ()
 ) -> tuple[Peer, dict[str, float]]:
     stop_process_group(peer.proc)
     started = time.monotonic()
-    restarted = start_partita(workdir=workdir, table=table_names[0], replication_factor=3)
+    restarted = start_partita(
+        workdir=workdir, table=table_names[0], replication_factor=3, extra_args=extra_args
+    )
     up = time.monotonic() - started
-    wait_for_leaders(workdir / "data", groups, pause=0.5)
-    led = time.monotonic() - started
-    print(f"restart: every group led {led:.1f} s after the start", flush=True)
-    served = serve_all(restarted, table_names, RECOVER_TIMEOUT)
+    try:
+        wait_for_leaders(workdir / "data", groups, pause=0.5)
+        led = time.monotonic() - started
+        print(f"restart: every group led {led:.1f} s after the start", flush=True)
+        print(f"restart: leaders per node {leaders_per_node(_leaders(workdir / 'data'))}", flush=True)
+        served = serve_all(restarted, table_names, RECOVER_TIMEOUT)
+    except BaseException:
+        # The caller stops the cluster it knows, the one stopped above: this one would
+        # run on after the bench.
+        stop_process_group(restarted.proc)
+        raise
     total = time.monotonic() - started
     print(
         f"restart: router up after {up:.1f} s; every group led after {led:.1f} s; "
@@ -334,10 +391,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--skip-restart", action="store_true")
     parser.add_argument(
+        "--balance-wait",
+        type=float,
+        default=120.0,
+        help="before each kill, wait at most this long for leadership to be balanced (0: do not wait)",
+    )
+    parser.add_argument(
         "--skip-failover-reads",
         action="store_true",
         help="time only the leaders after each kill, not the consistent Scans of the tables "
         "(at 1,000 tables those take minutes a kill: one read-index round per partition)",
+    )
+    parser.add_argument(
+        "--no-leader-rebalance",
+        action="store_true",
+        help="run the cluster with leadership rebalancing off (the figures before it)",
     )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -348,24 +416,31 @@ def main(argv: list[str] | None = None) -> int:
     names = [_table_name(i) for i in range(args.tables)]
     result: dict[str, Any] = {"tables": args.tables, "partitions": args.partitions, "groups": 0}
     print(f"bench.scale: {args.tables} tables x {args.partitions} partitions, RF=3, in {workdir}", flush=True)
-    peer = start_partita(workdir=workdir, table=names[0], replication_factor=3)
+    extra_args = ("--no-leader-rebalance",) if args.no_leader_rebalance else ()
+    peer = start_partita(workdir=workdir, table=names[0], replication_factor=3, extra_args=extra_args)
     try:
         result["create"] = create_tables(peer, args.tables, args.partitions)
-        result["groups"] = len(_groups(data_dir))
+        hosted = _groups(data_dir)
+        result["groups"] = len(hosted)
+        preferred = preferred_leaders(hosted)
         print(f"groups hosted: {result['groups']}", flush=True)
         result["create"]["all_led_seconds"] = wait_for_leaders(data_dir, result["groups"])
         time.sleep(QUIET_SECONDS)
         result["idle_cpu_share"] = idle_cpu(data_dir, args.idle_seconds)
         print(f"idle: CPU share of one core per storage node {result['idle_cpu_share']}", flush=True)
         if not args.skip_restart:
-            peer, result["restart"] = restart_everything(peer, workdir, names, result["groups"])
+            peer, result["restart"] = restart_everything(peer, workdir, names, result["groups"], extra_args)
             time.sleep(QUIET_SECONDS)
         names_by_id = _table_ids(data_dir, set(names))
         rounds = []
-        for _ in range(args.kills):
+        balance = []
+        for i in range(args.kills):
+            balance.append(wait_for_balance(data_dir, preferred, args.balance_wait, f"before kill {i + 1}"))
             rounds.append(failover(peer, data_dir, names_by_id, reads=not args.skip_failover_reads))
             wait_for_leaders(data_dir, result["groups"])
+            print(f"after kill {i + 1}: leaders per node {leaders_per_node(_leaders(data_dir))}", flush=True)
             time.sleep(QUIET_SECONDS)
+        result["balance"] = balance
         if rounds:
             result["failover"] = {
                 "rounds": rounds,

@@ -120,6 +120,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         split_size_bytes=args.split_size_bytes,
         split_hot_seconds=args.split_hot_seconds,
         split_replicated_groups=args.split_replicated_groups,
+        leader_rebalance=not args.no_leader_rebalance,
     )
 
     async def main() -> int:
@@ -210,6 +211,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
                 config.parse_endpoint(args.replication_listen) if args.replication_listen else None
             ),
             replication_advertise=args.replication_advertise,
+            leader_rebalance=not args.no_leader_rebalance,
         )
     )
     return 0
@@ -471,6 +473,11 @@ def build_parser() -> argparse.ArgumentParser:
         "and node buckets at the storage nodes; local (one router admits each table's whole "
         "rate); off (nothing throttled) (%(default)s)",
     )
+    up.add_argument(
+        "--no-leader-rebalance",
+        action="store_true",
+        help="storage nodes never hand led groups back to their preferred leaders",
+    )
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -554,6 +561,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=arg_types.host_port,
         help="the HOST:PORT peers dial for this node's replication streams, registered in the "
         "control store (default: the listener's; Kubernetes: the pod's DNS name)",
+    )
+    storage.add_argument(
+        "--no-leader-rebalance",
+        action="store_true",
+        help="never hand led groups back to their preferred leaders (default: this node "
+        "transfers each group it leads to the first live member in the group's stable order)",
     )
     logs.add_flags(storage)
     storage.set_defaults(func=cmd_storage)

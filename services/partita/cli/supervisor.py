@@ -152,6 +152,8 @@ class ClusterLayout:
     # doorman.yaml; storage nodes hold partitions and themselves to theirs), local (one
     # router admits each table's whole rate), or off.
     admission: str = "doorman"
+    # Storage nodes hand the groups they lead back to their preferred leaders.
+    leader_rebalance: bool = True
 
     def doorman_children(self, py: list[str]) -> list[Child]:
         out = []
@@ -218,6 +220,8 @@ class ClusterLayout:
         argv += ["--log-level", self.log_level]
         if self.replication_factor > 1:
             argv += ["--replication", "--replica-down-after", str(self.replica_down_after)]
+            if not self.leader_rebalance:
+                argv.append("--no-leader-rebalance")
         if self.admission != "off":
             argv.append("--admission")
         return Child(f"storage-{zone}", "storage", argv, ports, zone=zone)

@@ -29,6 +29,7 @@ async def serve(
     hosting: str = "control",
     replication_listen: tuple[str, int] | None = None,
     replication_advertise: str | None = None,
+    leader_rebalance: bool = True,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -49,4 +50,5 @@ async def serve(
         hosting=hosting,
         replication_listen=replication_listen,
         replication_advertise=replication_advertise,
+        leader_rebalance=leader_rebalance,
     )

@@ -21,6 +21,7 @@ from partita.common.metrics import CounterCell
 
 if TYPE_CHECKING:
     from partita.storage.admission import StorageAdmission
+    from partita.storage.leader_balance_driver import LeaderBalanceDriver
     from partita.storage.node import NodeState
     from partita.storage.ttl_sweeper import TtlSweeper
 
@@ -170,6 +171,13 @@ MEMBERSHIP_CHANGES = metrics.Snapshot(
     "partita_storage_replication_membership_changes_total",
     "Membership changes this node proposed as a group's leader (repair), by kind and role",
     ("node", "kind", "role"),
+    "counter",
+)
+LEADER_BALANCE_TRANSFERS = metrics.Snapshot(
+    "partita_storage_replication_balance_transfers_total",
+    "Leadership transfers this node started to hand a group it led to its preferred leader "
+    "(leadership rebalancing)",
+    ("node",),
     "counter",
 )
 
@@ -323,6 +331,11 @@ def watch_replication(state: NodeState) -> None:
         ((node, kind, role), float(n))
         for (kind, role), n in (state.repair.changes if state.repair else {}).items()
     ]
+
+
+def watch_leader_balance(state: NodeState, driver: LeaderBalanceDriver) -> None:
+    """Read leadership rebalancing's counter from the node's driver when scraped."""
+    LEADER_BALANCE_TRANSFERS.read = lambda: _one(state, float(driver.started))
 
 
 def watch_admission(admission: StorageAdmission) -> None:

@@ -32,6 +32,7 @@ from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
 from partita.storage.heat import PartitionHeat
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
+from partita.storage.leader_balance_driver import LeaderBalanceDriver
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.repair import RepairConfig
 from partita.storage.repair_driver import RepairDriver
@@ -524,12 +525,14 @@ async def serve(
     hosting: str = "control",
     replication_listen: tuple[str, int] | None = None,
     replication_advertise: str | None = None,
+    leader_rebalance: bool = True,
 ) -> None:
     """`hosting`: "control" follows the control store's placement (the local cluster);
     "admin" hosts exactly what the admin RPC assigned (Kubernetes: the operator).
     `replication_listen`: where peers' replication streams are accepted (default: `host`
     and a free port); `replication_advertise`: the host:port registered for them
-    (default: the listener's; Kubernetes: the pod's DNS name and the fixed port)."""
+    (default: the listener's; Kubernetes: the pod's DNS name and the fixed port).
+    `leader_rebalance`: hand led groups back to their preferred leaders (`leader_balance`)."""
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
@@ -613,6 +616,13 @@ async def serve(
         if by_assignment is None
         else None
     )
+    balancer = LeaderBalanceDriver(
+        replicas,
+        lambda: {n: a for n, a in peers.addresses.items() if n not in transport.suspected},
+        lambda group: group in state.groups and bool(state.groups[group][1].split_at),
+    )
+    metrics.watch_leader_balance(state, balancer)
+    rebalancing = asyncio.create_task(balancer.run()) if leader_rebalance and replication else None
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
     # The sweeper plans its deletes through a plane of its own without buckets: DynamoDB
     # does not charge TTL deletes, and they must not crowd out the clients' throughput.
@@ -634,6 +644,8 @@ async def serve(
     await stop.wait()
     started = time.monotonic()
     await admin_server.set_serving(checker, False)
+    if rebalancing is not None:
+        rebalancing.cancel()  # before the handoff, which it would work against
     await hand_off_leadership(replicas)
     if repairing is not None:
         repairing.cancel()

@@ -102,3 +102,16 @@ def test_replicated_groups_split_at_a_log_index_by_default_and_the_flag_turns_it
     assert "--no-split-replicated-groups" in kept and "--split-replicated-groups" not in kept
     assert autoadmin_parser().parse_args([]).split_replicated_groups is True
     assert autoadmin_parser().parse_args(["--no-split-replicated-groups"]).split_replicated_groups is False
+
+
+def test_leadership_rebalancing_is_on_by_default_and_the_flag_turns_it_off(tmp_path: Path) -> None:
+    assert build_parser().parse_args(["up"]).no_leader_rebalance is False
+    assert build_parser().parse_args(["up", "--no-leader-rebalance"]).no_leader_rebalance is True
+    storage = [c for c in ClusterLayout(tmp_path).children() if c.role == "storage"]
+    assert storage and all("--no-leader-rebalance" not in c.argv for c in storage)
+    off = [c for c in ClusterLayout(tmp_path, leader_rebalance=False).children() if c.role == "storage"]
+    assert off and all("--no-leader-rebalance" in c.argv for c in off)
+    node = build_parser().parse_args(
+        ["storage", "--node-id", "n", "--zone", "z", "--port", "1", "--data-port", "2", "--data-dir", "d"]
+    )
+    assert node.no_leader_rebalance is False
