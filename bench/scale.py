@@ -297,10 +297,34 @@ def serve_all(peer: Peer, names: Iterable[str], timeout: float) -> float:
             if pending:
                 time.sleep(0.05)
     if pending:
+        _report_stuck(peer, pending)
         raise TimeoutError(
             f"{len(pending)} tables never served a consistent read; e.g. {_last_errors.get(pending[0])}"
         )
     return time.monotonic() - started
+
+
+def _report_stuck(peer: Peer, names: list[str], most: int = 3) -> None:
+    """Each node's view of the groups of a few tables that never served: who they
+    think leads, in which term, how far each has committed and applied."""
+    data_dir = peer.workdir / "data"
+    ids = {name: table_id for table_id, name in _table_ids(data_dir, set(names)).items()}
+    processes = _storage_processes(data_dir)
+    statuses = {name: _node_status(f"127.0.0.1:{p['ports']['grpc']}") for name, p in processes.items()}
+    for name in names[:most]:
+        print(f"stuck: {name} (table {ids.get(name)}): {_last_errors.get(name)}", flush=True)
+        for node, status in statuses.items():
+            if status is None:
+                print(f"  {node}: no status", flush=True)
+                continue
+            for p in status.partitions:
+                if p.table_id == ids.get(name):
+                    print(
+                        f"  {node} {p.partition_id}: {p.role}, leader {p.leader or '-'}, term {p.term}, "
+                        f"commit {p.commit_index}, applied {p.applied_index}, lease {p.has_lease}, "
+                        f"lag {dict(p.follower_lag)}, members {list(p.members)}",
+                        flush=True,
+                    )
 
 
 def restart_everything(

@@ -24,7 +24,7 @@ from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.types import HardState, Role
 from tests.unit import records
 from tests.unit.storage.polling import wait_until
-from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster, Member
+from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster, Member, three_nodes
 
 END = 2**64
 TABLE = 7
@@ -37,12 +37,8 @@ CONFIG = ReplicationConfig(
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(tmp_path, CONFIG)
-    for node in NODES:
-        await c.start(node)
-    yield c
-    for node in list(c.members):
-        await c.stop(node)
+    async with three_nodes(tmp_path, CONFIG) as c:
+        yield c
 
 
 class Recorder:

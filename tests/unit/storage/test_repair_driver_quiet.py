@@ -23,7 +23,7 @@ from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.types import GroupId, NodeId, Role
 from tests.unit.storage.polling import wait_until
 from tests.unit.storage.test_removal_safety import TABLE, Recorder
-from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster
+from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster, three_nodes
 
 END = 2**64
 SPARE = "node-d"  # registered, outside the group: where a log member can go
@@ -45,12 +45,8 @@ class CountingDriver(RepairDriver):
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(tmp_path, CONFIG)
-    for node in NODES:
-        await c.start(node)
-    yield c
-    for node in list(c.members):
-        await c.stop(node)
+    async with three_nodes(tmp_path, CONFIG) as c:
+        yield c
 
 
 async def test_a_quiesced_healthy_group_is_repaired_once_until_what_repair_depends_on_moves(

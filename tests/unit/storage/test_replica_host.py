@@ -6,6 +6,7 @@ real-process SIGKILL tests run whole storage nodes)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,14 +75,23 @@ class Cluster:
         raise AssertionError(f"no single leader within {seconds} s")
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(tmp_path)
+@contextlib.asynccontextmanager
+async def three_nodes(root: Path, config: ReplicationConfig = FAST) -> AsyncIterator[Cluster]:
+    """A Cluster of NODES, all started, all stopped at the end."""
+    c = Cluster(root, config)
     for node in NODES:
         await c.start(node)
-    yield c
-    for node in list(c.members):
-        await c.stop(node)
+    try:
+        yield c
+    finally:
+        for node in list(c.members):
+            await c.stop(node)
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with three_nodes(tmp_path) as c:
+        yield c
 
 
 def put(key: bytes, value: bytes) -> list[Effect]:
