@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -218,6 +219,32 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
     # Every round waited for an acknowledged increment before its kill, and once more
     # after the last one.
     assert sum(acked) >= KILLS + 1
+
+
+def test_stopping_the_whole_cluster_keeps_each_groups_leader_and_every_write_for_the_restart(
+    tmp_path: Path,
+) -> None:
+    # `partita up` stops its storage nodes together with SIGINT: none hands its groups to
+    # nodes that are stopping too (one at a time, every group ended on the last node to
+    # stop, which then led nearly all of them after the restart).
+    with running(tmp_path / "whole") as cluster:
+        ddb = cluster.client()
+        name = f"keep-{uuid.uuid4().hex[:8]}"
+        _create(ddb, name)
+        for i in range(20):
+            ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}})
+        _until(lambda: all(p["leader"] is not None for p in _partitions(cluster, name)))
+        groups = len(_partitions(cluster, name))
+        assert cluster.stop() == 0
+        logs = [(cluster.data_dir / "logs" / f"storage-{z}.log").read_text() for z in "abc"]
+        assert not any("handed off leadership" in log for log in logs)
+        kept = [re.findall(r"keeping the leadership of (\d+) groups", log) for log in logs]
+        assert all(kept) and sum(int(k[-1]) for k in kept) >= groups, kept
+        cluster.start()
+        _until(lambda: all(p["leader"] is not None for p in _partitions(cluster, name)), timeout=60)
+        for i in range(20):
+            item = ddb.get_item(TableName=name, Key={"pk": {"S": f"k{i}"}}, ConsistentRead=True)
+            assert item["Item"] == {"pk": {"S": f"k{i}"}}
 
 
 def test_sigterm_hands_leadership_off_before_the_node_exits_and_no_write_fails(rf3: Cluster) -> None:

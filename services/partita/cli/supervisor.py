@@ -3,9 +3,10 @@
 etcd, three storage nodes (zones a, b, c), a router and the autoadmin, with every piece
 of state under one data directory. A child that dies is reported and restarted (with
 backoff); SIGINT or SIGTERM stops the children in dependency order (autoadmin, router,
-storage, etcd), each with
-SIGTERM first and SIGKILL only past a grace period. Children are told by the kernel to
-exit if the supervisor itself dies (PR_SET_PDEATHSIG), so no orphan keeps a port.
+storage, etcd), each with a signal first (SIGTERM; SIGINT to the storage nodes, all at
+once: they keep their groups' leadership for the restart) and SIGKILL only past a grace
+period. Children are told by the kernel to exit if the supervisor itself dies
+(PR_SET_PDEATHSIG), so no orphan keeps a port.
 `cluster.json` in the data directory says which process is where, for `partita status`.
 """
 
@@ -493,17 +494,26 @@ class Supervisor:
         return started
 
     async def stop(self) -> None:
+        """Autoadmin, router and Doorman servers, then the storage nodes together, then
+        etcd. The storage nodes get SIGINT, all at once: the whole cluster is stopping, so
+        each keeps the leadership of its groups for the restart (one at a time with
+        SIGTERM, each would hand its groups to the ones still running)."""
         self._stopping = True
-        for child in reversed(self.children):  # autoadmin, router, storage nodes, then etcd
-            await self._stop_child(child)
+        ordered = list(reversed(self.children))
+        storage = [c for c in ordered if c.role == "storage"]
+        for child in ordered:
+            if child.role != "storage":
+                await self._stop_child(child)
+            elif child is storage[0]:
+                await asyncio.gather(*(self._stop_child(c, signal.SIGINT) for c in storage))
         log.info("all processes stopped")
 
-    async def _stop_child(self, child: Child) -> None:
+    async def _stop_child(self, child: Child, sig: signal.Signals = signal.SIGTERM) -> None:
         proc = child.process
         if proc is None or proc.returncode is not None:
             return
         child.stopping = True
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         try:
             await asyncio.wait_for(proc.wait(), STOP_GRACE_SECONDS)
         except TimeoutError:

@@ -638,15 +638,33 @@ async def serve(
         f"http://{host}:{metrics_port}/metrics" if metrics_port is not None else "off",
     )
     stop = asyncio.Event()
+    # SIGTERM stops this node alone (a rolling restart, a pod deleted): its groups' leadership
+    # moves to the others first. SIGINT says the whole cluster is stopping (`partita up`
+    # stops its storage nodes together): handing off to nodes that are going down too
+    # would only pile every group on the last one to stop, and the cluster would start
+    # again with one node leading nearly all of them; kept, each leader resumes its term
+    # on restart, so the cluster comes back as balanced as it stopped. (PostgreSQL's
+    # "smart" and "fast" shutdowns are the same two signals.)
+    handing_off = [True]
+
+    def stop_with_the_cluster() -> None:
+        handing_off[0] = False
+        stop.set()
+
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop_with_the_cluster)
     await stop.wait()
     started = time.monotonic()
     await admin_server.set_serving(checker, False)
     if rebalancing is not None:
         rebalancing.cancel()  # before the handoff, which it would work against
-    await hand_off_leadership(replicas)
+    if handing_off[0]:
+        await hand_off_leadership(replicas)
+    else:
+        log.info(
+            "the cluster is stopping: keeping the leadership of %d groups", len(replicas.multi.leading())
+        )
     if repairing is not None:
         repairing.cancel()
     watching_peers.cancel()
