@@ -221,6 +221,17 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
     assert sum(acked) >= KILLS + 1
 
 
+def _led_table(cluster: Cluster, prefix: str, keys: list[str]) -> str:
+    """A new table holding `keys`, once every partition has a leader; its name."""
+    ddb = cluster.client()
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    _create(ddb, name)
+    for key in keys:
+        ddb.put_item(TableName=name, Item={"pk": {"S": key}})
+    _until(lambda: all(p["leader"] is not None for p in _partitions(cluster, name)))
+    return name
+
+
 def test_stopping_the_whole_cluster_keeps_each_groups_leader_and_every_write_for_the_restart(
     tmp_path: Path,
 ) -> None:
@@ -229,11 +240,7 @@ def test_stopping_the_whole_cluster_keeps_each_groups_leader_and_every_write_for
     # stop, which then led nearly all of them after the restart).
     with running(tmp_path / "whole") as cluster:
         ddb = cluster.client()
-        name = f"keep-{uuid.uuid4().hex[:8]}"
-        _create(ddb, name)
-        for i in range(20):
-            ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}})
-        _until(lambda: all(p["leader"] is not None for p in _partitions(cluster, name)))
+        name = _led_table(cluster, "keep", [f"k{i}" for i in range(20)])
         groups = len(_partitions(cluster, name))
         assert cluster.stop() == 0
         logs = [(cluster.data_dir / "logs" / f"storage-{z}.log").read_text() for z in "abc"]
@@ -248,12 +255,7 @@ def test_stopping_the_whole_cluster_keeps_each_groups_leader_and_every_write_for
 
 
 def test_sigterm_hands_leadership_off_before_the_node_exits_and_no_write_fails(rf3: Cluster) -> None:
-    ddb = rf3.client()
-    name = f"rf3t-{uuid.uuid4().hex[:8]}"
-    _create(ddb, name)
-    for i in range(8):
-        ddb.put_item(TableName=name, Item={"pk": {"S": f"warm{i}"}})
-    _until(lambda: all(p["leader"] is not None for p in _partitions(rf3, name)))
+    name = _led_table(rf3, "rf3t", [f"warm{i}" for i in range(8)])
     leaders = Counter(p["leader"] for p in _partitions(rf3, name))
     victim = leaders.most_common(1)[0][0]
     failures: list[str] = []
