@@ -161,22 +161,11 @@ class LeaderBalancer:
                 continue
             if known is None or known[0] != key:
                 known = self._orders[group] = (key, stable_order(group, members))
-            if self._preferred(known[1], now) is None:
-                continue
-            target = self.target(view(group), now)
-            if target is not None:
+            target = self._preferred(known[1], now)
+            if target is not None and _ready_for(view(group), target):
                 out.append(Transfer(group, target))
                 self._attempted[group] = now
         return out
-
-    def target(self, view: LedGroup, now: float) -> NodeId | None:
-        """Where `view`'s group should go now (None: stay, or not yet)."""
-        if view.transferring or view.membership_pending or view.sealed or view.group in self._attempted:
-            return None
-        member = self._preferred(stable_order(view.group, view.members), now)
-        # Only to a member holding the whole log: its TIMEOUT_NOW goes at once and its
-        # election cannot fail for a log behind the others'.
-        return member if member is not None and view.match.get(member) == view.last_index else None
 
     def _preferred(self, order: list[NodeId], now: float) -> NodeId | None:
         """The member to hand the group to by order and liveness alone (None: this
@@ -191,6 +180,15 @@ class LeaderBalancer:
                 return None  # back a moment ago: wait for it rather than move twice
             return member
         return None
+
+
+def _ready_for(view: LedGroup, target: NodeId) -> bool:
+    """Whether the group may go to `target` now: nothing in flight, not splitting, and
+    only to a member holding the whole log (its TIMEOUT_NOW goes at once and its election
+    cannot fail for a log behind the others')."""
+    if view.transferring or view.membership_pending or view.sealed:
+        return False
+    return view.match.get(target) == view.last_index
 
 
 def preferred_counts(groups: Iterable[tuple[GroupId, Mapping[NodeId, Role]]]) -> dict[NodeId, int]:

@@ -645,10 +645,11 @@ async def serve(
     # again with one node leading nearly all of them; kept, each leader resumes its term
     # on restart, so the cluster comes back as balanced as it stopped. (PostgreSQL's
     # "smart" and "fast" shutdowns are the same two signals.)
-    handing_off = [True]
+    handing_off = True
 
     def stop_with_the_cluster() -> None:
-        handing_off[0] = False
+        nonlocal handing_off
+        handing_off = False
         stop.set()
 
     loop = asyncio.get_running_loop()
@@ -659,7 +660,7 @@ async def serve(
     await admin_server.set_serving(checker, False)
     if rebalancing is not None:
         rebalancing.cancel()  # before the handoff, which it would work against
-    if handing_off[0]:
+    if handing_off:
         await hand_off_leadership(replicas)
     else:
         log.info(

@@ -111,11 +111,22 @@ class RepairDriver:
                 await self.splits.drive(group, table_id, partition)
                 continue
             replica = self.replicas.multi.replicas[group]
-            seen = _QuietView(partition, registered, zones_now, replica.term, replica.commit)
-            if replica.quiesced and self._quiet.get(group) == seen:
+            # Only a group quiet before this pass's repair is remembered, with what the
+            # repair saw (an awake group is repaired every pass: nothing to build).
+            seen = (
+                _QuietView(partition, registered, zones_now, replica.term, replica.commit)
+                if replica.quiesced
+                else None
+            )
+            if seen is not None and self._quiet.get(group) == seen:
                 continue
             acted = await self._repair(group, table_id, partition, zones, registered)
-            if replica.quiesced and not acted and self.replicas.membership_settled(group):
+            if (
+                seen is not None
+                and replica.quiesced
+                and not acted
+                and self.replicas.membership_settled(group)
+            ):
                 self._quiet[group] = seen
             else:
                 self._quiet.pop(group, None)
