@@ -358,9 +358,16 @@ def start_partita(
 # The default set: Partita as `partita up` runs it (replication factor 3), and with one
 # replica per partition beside it. "partita-nofsync" is extra: Partita without fsync, to
 # compare like with like against dynalite-disk (LevelDB does not fsync each write either).
+# "partita-colocated" is `partita up --routers colocated`: a router in each storage node's
+# process, on one shared port, instead of a router process of its own.
 TARGETS = ("partita", "partita-rf1", "dynalite", "dynalite-disk")
-ALL_TARGETS = (*TARGETS, "partita-nofsync")
-_PARTITA = {"partita": (True, 3), "partita-rf1": (True, 1), "partita-nofsync": (False, 3)}
+ALL_TARGETS = (*TARGETS, "partita-nofsync", "partita-colocated")
+_PARTITA = {
+    "partita": (True, 3, ()),
+    "partita-rf1": (True, 1, ()),
+    "partita-nofsync": (False, 3, ()),
+    "partita-colocated": (True, 3, ("--routers", "colocated")),
+}
 
 
 @contextlib.contextmanager
@@ -378,14 +385,15 @@ def running(
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{target}-"))
     try:
         if target in _PARTITA:
-            fsync, replication_factor = _PARTITA[target]
+            fsync, replication_factor, layout_args = _PARTITA[target]
             peer = start_partita(
                 workdir=workdir,
                 table=table,
                 fsync=fsync,
                 replication_factor=replication_factor,
-                extra_args=partita_args,
+                extra_args=(*layout_args, *partita_args),
             )
+            peer.name = target
         else:
             peer = start_dynalite(disk=target == "dynalite-disk", workdir=workdir)
         try:

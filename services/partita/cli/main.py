@@ -9,10 +9,14 @@ import logging
 import os
 import shutil
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from partita.common import arg_types, config, logs
+
+if TYPE_CHECKING:
+    from partita.storage.node import Attach
 
 _STATS_INTERVAL: dict[str, Any] = {
     "type": arg_types.positive_seconds,
@@ -96,6 +100,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     from partita.cli.supervisor import ClusterLayout, Supervisor
 
     _setup_logging(args, "up")
+    if args.routers == "colocated" and args.admission == "local":
+        # Each router would admit every table's whole rate: three times it in all.
+        print("partita up: --admission local needs one router; with --routers colocated use doorman or off")
+        return 2
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     _ensure_credentials(data_dir)
@@ -121,6 +129,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         split_hot_seconds=args.split_hot_seconds,
         split_replicated_groups=args.split_replicated_groups,
         leader_rebalance=not args.no_leader_rebalance,
+        routers=args.routers,
     )
 
     async def main() -> int:
@@ -212,9 +221,41 @@ def cmd_storage(args: argparse.Namespace) -> int:
             ),
             replication_advertise=args.replication_advertise,
             leader_rebalance=not args.no_leader_rebalance,
+            attach=_router_beside(args, etcd_host, etcd_port) if args.router_port is not None else None,
         )
     )
     return 0
+
+
+def _router_beside(args: argparse.Namespace, etcd_host: str, etcd_port: int) -> Attach:
+    """How a storage node starts a router in its own process (`--router-port`): it reaches
+    this node through the node's in-process channel and the others over their sockets."""
+    from partita.router.context import RouterSettings, endpoint_address
+    from partita.router.main import start
+    from partita.storage.data_server import LocalDataChannel
+
+    async def attach(channel: LocalDataChannel, data_address: str) -> Callable[[], Awaitable[None]]:
+        settings = RouterSettings(
+            region=args.region,
+            endpoint_address=endpoint_address(args.host, args.router_port),
+            replication=args.replication,
+            local_node=args.node_id,
+        )
+        router = await start(
+            host=args.host,
+            port=args.router_port,
+            etcd_host=etcd_host,
+            etcd_port=etcd_port,
+            data_dir=Path(args.credentials_dir),
+            settings=settings,
+            admission=args.router_admission,
+            doorman=[a for a in args.doorman.split(",") if a],
+            local={data_address: channel},
+            reuse_port=True,
+        )
+        return router.close
+
+    return attach
 
 
 def cmd_doorman(args: argparse.Namespace) -> int:
@@ -478,6 +519,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="storage nodes never hand led groups back to their preferred leaders",
     )
+    up.add_argument(
+        "--routers",
+        choices=("separate", "colocated"),
+        default="separate",
+        help="serve the DynamoDB endpoint from a router process of its own (separate), or from a "
+        "router in every storage node's process sharing the port (colocated: eventually "
+        "consistent reads served by the node's own replicas, no socket between) (%(default)s)",
+    )
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -567,6 +616,29 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never hand led groups back to their preferred leaders (default: this node "
         "transfers each group it leads to the first live member in the group's stable order)",
+    )
+    storage.add_argument(
+        "--router-port",
+        type=int,
+        help="also serve the DynamoDB API on this port, from this process (a router beside the "
+        "node: reads its replicas serve cost no socket); the port is shared with the other "
+        "processes serving it (SO_REUSEPORT), and the kernel spreads connections over them",
+    )
+    storage.add_argument(
+        "--router-admission",
+        choices=("off", "local", "doorman"),
+        default="off",
+        help="with --router-port: the router's table throughput enforcement, as `partita router "
+        "--admission` (%(default)s)",
+    )
+    storage.add_argument(
+        "--doorman", default="", help="Doorman servers host:port,... for --router-admission doorman"
+    )
+    storage.add_argument("--region", default=config.DEFAULT_REGION, help="with --router-port (%(default)s)")
+    storage.add_argument(
+        "--credentials-dir",
+        default=config.DEFAULT_DATA_DIR,
+        help="with --router-port: the directory holding credentials.json (%(default)s)",
     )
     logs.add_flags(storage)
     storage.set_defaults(func=cmd_storage)

@@ -155,6 +155,12 @@ class ClusterLayout:
     admission: str = "doorman"
     # Storage nodes hand the groups they lead back to their preferred leaders.
     leader_rebalance: bool = True
+    # Where the DynamoDB endpoint is served: a router process of its own ("separate", as
+    # DynamoDB's request routers), or a router in every storage node's process sharing the
+    # port ("colocated", as ScyllaDB's Alternator: each serves eventually consistent reads
+    # from its node's replicas without a socket between, and a SIGKILLed node takes only
+    # its share of the connections with it).
+    routers: str = "separate"
 
     def doorman_children(self, py: list[str]) -> list[Child]:
         out = []
@@ -225,7 +231,26 @@ class ClusterLayout:
                 argv.append("--no-leader-rebalance")
         if self.admission != "off":
             argv.append("--admission")
+        if self.routers == "colocated":
+            argv += ["--router-port", str(self.router_port), "--credentials-dir", str(self.data_dir)]
+            argv += ["--region", self.region]
+            argv += [arg.replace("--admission", "--router-admission") for arg in self.router_admission_args()]
+            ports = {**ports, "http": self.router_port}
         return Child(f"storage-{zone}", "storage", argv, ports, zone=zone)
+
+    def router_child(self, py: list[str]) -> Child:
+        argv = [
+            *py, "router",
+            "--host", self.host,
+            "--port", str(self.router_port),
+            "--etcd", f"{self.host}:{self.etcd_port}",
+            "--data-dir", str(self.data_dir),
+            "--region", self.region,
+            "--log-level", self.log_level,
+            *(["--replication"] if self.replication_factor > 1 else []),
+            *self.router_admission_args(),
+        ]  # fmt: skip
+        return Child("router", "router", argv, {"http": self.router_port})
 
     def children(self) -> list[Child]:
         py = python_argv()
@@ -262,31 +287,8 @@ class ClusterLayout:
         for i, zone in enumerate(self.zones):
             out.append(self.storage_child(py, zone, i))
         out += self.doorman_children(py)
-        out.append(
-            Child(
-                "router",
-                "router",
-                [
-                    *py,
-                    "router",
-                    "--host",
-                    self.host,
-                    "--port",
-                    str(self.router_port),
-                    "--etcd",
-                    etcd_arg,
-                    "--data-dir",
-                    str(self.data_dir),
-                    "--region",
-                    self.region,
-                    "--log-level",
-                    self.log_level,
-                    *(["--replication"] if self.replication_factor > 1 else []),
-                    *self.router_admission_args(),
-                ],
-                {"http": self.router_port},
-            )
-        )
+        if self.routers == "separate":
+            out.append(self.router_child(py))
         # The autoadmin talks only to etcd; its one port is /metrics. `partita autoadmin`
         # starts it as its own interpreter (services never import the control plane).
         autoadmin_metrics = self.storage_base_port + config.AUTOADMIN_METRICS_PORT_OFFSET
@@ -373,16 +375,17 @@ class Supervisor:
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         if not child.ports:
             return
-        port = next(iter(child.ports.values()))
-        while not _port_open(self.layout.host, port):
-            assert child.process is not None
-            if child.process.returncode is not None:
-                raise RuntimeError(
-                    f"{child.name} exited with code {child.process.returncode}; see {child.log_path}"
-                )
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{child.name} did not open port {port}; see {child.log_path}")
-            await asyncio.sleep(0.05)
+        # Every port: a storage node with a router beside it opens the DynamoDB port last.
+        for port in child.ports.values():
+            while not _port_open(self.layout.host, port):
+                assert child.process is not None
+                if child.process.returncode is not None:
+                    raise RuntimeError(
+                        f"{child.name} exited with code {child.process.returncode}; see {child.log_path}"
+                    )
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{child.name} did not open port {port}; see {child.log_path}")
+                await asyncio.sleep(0.05)
 
     def metrics_endpoints(self) -> list[tuple[str, str]]:
         """(process, URL) of every /metrics endpoint: the router serves it on the

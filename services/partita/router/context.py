@@ -8,7 +8,7 @@ route is stale or it is unavailable. A replicated partition's writes and strongl
 consistent reads go to its leader as the nodes report it: a NOT_LEADER answer names the
 leader (`leader_hint`), which the router remembers per partition and retries at once,
 without refreshing its routes; eventually consistent reads go to any replica, spreading
-the load.
+the load (a router in a storage node's process: to that node's replica when it has one).
 
 Read-your-writes through one router: a replicated write's answer carries its entry's
 index in the partition's log, and the router keeps the highest it has seen per bucket of
@@ -66,6 +66,9 @@ class RouterSettings:
     # Partitions with several replicas are replication groups (`--replication`): spread
     # eventually consistent reads over them. Off: every request goes to the leader.
     replication: bool = False
+    # The storage node in this router's process, if any (`partita storage --router-port`):
+    # its replicas serve this router's eventually consistent reads, with no socket between.
+    local_node: str = ""
 
 
 class RouterContext:
@@ -169,6 +172,8 @@ class RouterContext:
         if len(replicas) == 1:
             return replicas[0]
         if request.op in _READS and not request.consistent and self.settings.replication and not to_leader:
+            if skip == 0 and self.settings.local_node in replicas:
+                return self.settings.local_node
             self._spread += 1
             return replicas[self._spread % len(replicas)]
         leader = self._leaders.get(key)

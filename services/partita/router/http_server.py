@@ -444,11 +444,18 @@ class _HeadersTooLarge(Exception):
 
 
 async def start_http_server(
-    handler: Handler, host: str, port: int, limits: HttpLimits | None = None
+    handler: Handler, host: str, port: int, limits: HttpLimits | None = None, reuse_port: bool = False
 ) -> asyncio.Server:
+    """`reuse_port`: several processes listen on the port (SO_REUSEPORT), and the kernel
+    spreads new connections over them."""
     loop = asyncio.get_running_loop()
     chosen = limits or HttpLimits()
     in_flight = InFlight()
     return await loop.create_server(
-        lambda: HttpProtocol(handler, chosen, in_flight), host, port, reuse_address=True, backlog=1024
+        lambda: HttpProtocol(handler, chosen, in_flight),
+        host,
+        port,
+        reuse_address=True,
+        reuse_port=reuse_port or None,
+        backlog=1024,
     )

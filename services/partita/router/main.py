@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from partita.control.kubernetes import KubernetesRouteSource, KubernetesTableCatalog
 from partita.control.store import EtcdControlStore, RouteSource, TableCatalog
@@ -16,8 +19,11 @@ from partita.router.app import DynamoApp
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.credentials import CredentialStore
 from partita.router.http_server import start_http_server
-from partita.router.storage_client import StorageClient
+from partita.router.storage_client import DataChannel, StorageClient
 from partita.router.table_cache import TableCache
+
+if TYPE_CHECKING:
+    from partita.doorman.client import Client as DoormanClient
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,81 @@ def control_store(
     return catalog, KubernetesRouteSource(catalog, store)
 
 
+class RunningRouter:
+    """A router started in this process: `close` stops serving and releases its leases."""
+
+    def __init__(
+        self,
+        server: asyncio.AbstractServer,
+        storage: StorageClient,
+        refresher: asyncio.Task[None],
+        routes: RouteSource,
+        doorman_client: DoormanClient | None,
+    ) -> None:
+        self._server = server
+        self._storage = storage
+        self._refresher = refresher
+        self._routes = routes
+        self._doorman_client = doorman_client
+
+    async def close(self) -> None:
+        for address, requests, batches in self._storage.batching():
+            log.info("data path to %s: %d requests in %d batches", address, requests, batches)
+        self._server.close()
+        self._refresher.cancel()
+        await self._storage.close()
+        if self._doorman_client is not None:
+            await self._doorman_client.close()  # releases this router's leases at once
+        await self._routes.close()
+        log.info("router stopped")
+
+
+async def start(
+    *,
+    host: str,
+    port: int,
+    etcd_host: str,
+    etcd_port: int,
+    data_dir: Path,
+    settings: RouterSettings,
+    store_kind: str = "etcd",
+    namespace: str | None = None,
+    admission: str = "off",
+    doorman: list[str] | None = None,
+    local: Mapping[str, DataChannel] | None = None,
+    reuse_port: bool = False,
+) -> RunningRouter:
+    """`local`: in-process data channels by storage node data address (a router in a
+    storage node's process); `reuse_port`: share the port with the other processes
+    serving it (SO_REUSEPORT: the kernel spreads connections over them)."""
+    catalog, routes = control_store(store_kind, etcd_host, etcd_port, namespace)
+    tables = TableCache(routes)
+    watch_tables(tables)
+    await tables.refresh()
+    refresher = asyncio.create_task(tables.run())
+    storage = StorageClient(local)
+    ctx = RouterContext(tables, catalog, storage, settings)
+    doorman_client: DoormanClient | None = None
+    source: RateSource = ProvisionedRate()
+    if admission == "doorman":
+        if not doorman:
+            raise SystemExit("--admission doorman needs --doorman host:port,...")
+        from partita.doorman.client import Client
+        from partita.router.doorman_rate import DoormanRate
+
+        # Routers sharing a port are told apart by their process; a lone router keeps its
+        # name across restarts, and so its leases.
+        name = f"router-{socket.gethostname()}:{port}" + (f":{os.getpid()}" if reuse_port else "")
+        doorman_client = Client(doorman, name)
+        doorman_client.start()
+        source = DoormanRate(doorman_client)
+    admitter = Admission(source, table_arn=ctx.table_arn, start_full=True) if admission != "off" else None
+    app = DynamoApp(ctx, CredentialStore.from_data_dir(data_dir), admitter)
+    server = await start_http_server(app, host, port, reuse_port=reuse_port)
+    log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
+    return RunningRouter(server, storage, refresher, routes, doorman_client)
+
+
 async def serve(
     *,
     host: str,
@@ -68,39 +149,21 @@ async def serve(
     admission: str = "off",
     doorman: list[str] | None = None,
 ) -> None:
-    catalog, routes = control_store(store_kind, etcd_host, etcd_port, namespace)
-    tables = TableCache(routes)
-    watch_tables(tables)
-    await tables.refresh()
-    refresher = asyncio.create_task(tables.run())
-    storage = StorageClient()
-    ctx = RouterContext(tables, catalog, storage, settings)
-    doorman_client = None
-    source: RateSource = ProvisionedRate()
-    if admission == "doorman":
-        if not doorman:
-            raise SystemExit("--admission doorman needs --doorman host:port,...")
-        from partita.doorman.client import Client
-        from partita.router.doorman_rate import DoormanRate
-
-        doorman_client = Client(doorman, f"router-{socket.gethostname()}:{port}")
-        doorman_client.start()
-        source = DoormanRate(doorman_client)
-    admitter = Admission(source, table_arn=ctx.table_arn, start_full=True) if admission != "off" else None
-    app = DynamoApp(ctx, CredentialStore.from_data_dir(data_dir), admitter)
-    server = await start_http_server(app, host, port)
-    log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
+    router = await start(
+        host=host,
+        port=port,
+        etcd_host=etcd_host,
+        etcd_port=etcd_port,
+        data_dir=data_dir,
+        settings=settings,
+        store_kind=store_kind,
+        namespace=namespace,
+        admission=admission,
+        doorman=doorman,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    for address, requests, batches in storage.batching():
-        log.info("data path to %s: %d requests in %d batches", address, requests, batches)
-    server.close()
-    refresher.cancel()
-    await storage.close()
-    if doorman_client is not None:
-        await doorman_client.close()  # releases this router's leases at once
-    await routes.close()
-    log.info("router stopped")
+    await router.close()

@@ -19,6 +19,7 @@ import asyncio
 import itertools
 import logging
 import time
+from collections.abc import Mapping
 from typing import Protocol, cast
 
 from partita._proto import storage_pb2 as pb
@@ -225,10 +226,15 @@ class NodeChannel:
 class StorageClient:
     """Channels to storage nodes by data address, created on first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, local: Mapping[str, DataChannel] | None = None) -> None:
         self._channels: dict[str, NodeChannel] = {}
+        # Storage nodes in this process, by data address: called, not reached by socket.
+        self._local: dict[str, DataChannel] = dict(local or {})
 
-    def channel(self, address: str) -> NodeChannel:
+    def channel(self, address: str) -> DataChannel:
+        local = self._local.get(address)
+        if local is not None:
+            return local
         ch = self._channels.get(address)
         if ch is None:
             ch = self._channels[address] = NodeChannel(address)

@@ -30,6 +30,7 @@ async def serve(
     replication_listen: tuple[str, int] | None = None,
     replication_advertise: str | None = None,
     leader_rebalance: bool = True,
+    attach: node.Attach | None = None,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -51,4 +52,5 @@ async def serve(
         replication_listen=replication_listen,
         replication_advertise=replication_advertise,
         leader_rebalance=leader_rebalance,
+        attach=attach,
     )

@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from partita.control.store import NodeStore
 from partita.storage import admin_server, metrics
 from partita.storage.admission import StorageAdmission, partition_rate
 from partita.storage.assignments import AssignmentBook
-from partita.storage.data_server import DataPlane, start_data_server
+from partita.storage.data_server import DataPlane, LocalDataChannel, start_data_server
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
@@ -43,6 +43,9 @@ from partita.storage.ttl_sweep import SweepPacer
 from partita.storage.ttl_sweeper import TtlSweeper
 
 log = logging.getLogger(__name__)
+# What `serve` starts beside the node in its process, given the node's in-process data
+# channel and data address; returns how to stop it.
+Attach = Callable[[LocalDataChannel, str], Awaitable[Callable[[], Awaitable[None]]]]
 
 # The node re-reads the control store when a watch says it changed, and at least this
 # often regardless (a lost watch event delays a change, never loses it). Not every
@@ -526,13 +529,17 @@ async def serve(
     replication_listen: tuple[str, int] | None = None,
     replication_advertise: str | None = None,
     leader_rebalance: bool = True,
+    attach: Attach | None = None,
 ) -> None:
     """`hosting`: "control" follows the control store's placement (the local cluster);
     "admin" hosts exactly what the admin RPC assigned (Kubernetes: the operator).
     `replication_listen`: where peers' replication streams are accepted (default: `host`
     and a free port); `replication_advertise`: the host:port registered for them
     (default: the listener's; Kubernetes: the pod's DNS name and the fixed port).
-    `leader_rebalance`: hand led groups back to their preferred leaders (`leader_balance`)."""
+    `leader_rebalance`: hand led groups back to their preferred leaders (`leader_balance`).
+    `attach`: started with this node's in-process data channel and data address once the
+    node serves (a router in the same process, `partita storage --router-port`); what it
+    returns is awaited first when the node stops."""
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
@@ -606,6 +613,7 @@ async def serve(
         await reconcile_hosting(state, store, await store.list_tables())
         poller = asyncio.create_task(control_loop(state, store))
     await admin_server.set_serving(checker, True)
+    detach = await attach(LocalDataChannel(plane), record.data_address) if attach is not None else None
     watching_peers = asyncio.create_task(peers.follow(store, replicas))
     # Repair rewrites partition objects in the control store; in admin hosting the
     # operator owns membership (Partition resources), and does not repair yet.
@@ -657,6 +665,8 @@ async def serve(
     loop.add_signal_handler(signal.SIGINT, stop_with_the_cluster)
     await stop.wait()
     started = time.monotonic()
+    if detach is not None:
+        await detach()
     await admin_server.set_serving(checker, False)
     if rebalancing is not None:
         rebalancing.cancel()  # before the handoff, which it would work against

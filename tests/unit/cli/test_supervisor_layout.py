@@ -115,3 +115,47 @@ def test_leadership_rebalancing_is_on_by_default_and_the_flag_turns_it_off(tmp_p
         ["storage", "--node-id", "n", "--zone", "z", "--port", "1", "--data-port", "2", "--data-dir", "d"]
     )
     assert node.no_leader_rebalance is False
+
+
+def test_colocated_routers_serve_the_endpoint_from_every_storage_node_and_no_router_process(
+    tmp_path: Path,
+) -> None:
+    layout = ClusterLayout(tmp_path, router_port=8123, region="eu-west-1", admission="doorman")
+    children = layout.children()
+    assert "router" in [c.role for c in children]  # the default: a router process of its own
+    layout.routers = "colocated"
+    children = layout.children()
+    assert "router" not in [c.role for c in children]
+    storage = [c for c in children if c.role == "storage"]
+    assert len(storage) == 3
+    for child in storage:
+        assert _argv_after(child.argv, "--router-port") == "8123"
+        assert _argv_after(child.argv, "--credentials-dir") == str(tmp_path)
+        assert _argv_after(child.argv, "--region") == "eu-west-1"
+        assert _argv_after(child.argv, "--router-admission") == "doorman"
+        assert _argv_after(child.argv, "--doorman").count(",") == 1  # both Doorman servers
+        assert child.ports["http"] == 8123  # `up` waits for it before saying it runs
+        args = build_parser().parse_args(child.argv[child.argv.index("storage") :])
+        assert (args.router_port, args.router_admission, args.node_id) == (8123, "doorman", child.name)
+    added = layout.storage_child(["python"], "d", None)  # `partita node add` joins the port too
+    assert _argv_after(added.argv, "--router-port") == "8123"
+
+
+def test_the_routers_flag_parses_and_refuses_other_layouts() -> None:
+    assert build_parser().parse_args(["up"]).routers == "separate"
+    assert build_parser().parse_args(["up", "--routers", "colocated"]).routers == "colocated"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["up", "--routers", "everywhere"])
+
+
+def test_colocated_routers_refuse_local_admission_which_would_admit_each_rate_three_times(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from partita.cli.main import cmd_up
+
+    args = build_parser().parse_args(
+        ["up", "--data-dir", str(tmp_path), "--routers", "colocated", "--admission", "local"]
+    )
+    assert cmd_up(args) == 2
+    assert "--admission local needs one router" in capsys.readouterr().out
+    assert not (tmp_path / "cluster.json").exists()  # nothing was started

@@ -30,9 +30,9 @@ from partita.control.model import NodeRecord
 from partita.control.store import MemoryControlStore
 from partita.router import metrics as router_metrics
 from partita.router.context import RouterContext, RouterSettings
-from partita.router.storage_client import NodeChannel, StorageClient
+from partita.router.storage_client import DataChannel, NodeChannel, StorageClient
 from partita.router.table_cache import TableCache
-from partita.storage.data_server import DataPlane, start_data_server
+from partita.storage.data_server import DataPlane, LocalDataChannel, start_data_server
 from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
 from partita.storage.hosting import desired_hosting
@@ -63,8 +63,8 @@ class StorageNode:
 class RecordingStorage:
     """The router's real StorageClient; notes which node answered each request how."""
 
-    def __init__(self, node_of: dict[str, str]) -> None:
-        self.client = StorageClient()
+    def __init__(self, node_of: dict[str, str], local: dict[str, LocalDataChannel] | None = None) -> None:
+        self.client = StorageClient(local)
         self.node_of = node_of
         self.answers: list[tuple[str, int, int]] = []  # (node, op, status)
 
@@ -73,7 +73,7 @@ class RecordingStorage:
 
 
 class RecordingChannel:
-    def __init__(self, owner: RecordingStorage, channel: NodeChannel, node: str) -> None:
+    def __init__(self, owner: RecordingStorage, channel: DataChannel, node: str) -> None:
         self.owner, self.channel, self.node = owner, channel, node
 
     async def call(self, request: pb.Request) -> pb.Response:
@@ -98,10 +98,25 @@ class Cluster:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async for c in _cluster(tmp_path, in_process=False):
+        yield c
+
+
+@pytest.fixture
+async def in_process(tmp_path: Path) -> AsyncIterator[Cluster]:
+    """The same three nodes, every one reached by the router through its in-process
+    channel (`partita storage --router-port`); which is the router's own node is set per
+    test (`settings.local_node`)."""
+    async for c in _cluster(tmp_path, in_process=True):
+        yield c
+
+
+async def _cluster(tmp_path: Path, in_process: bool) -> AsyncIterator[Cluster]:
     record = table_record(Partition("p0", 0, 2**64, NODES, NODES[0]), name="fresh", table_id=TABLE_ID)
     addresses: dict[str, str] = {}
     nodes: dict[str, StorageNode] = {}
     cut_off: set[str] = set()
+    local: dict[str, LocalDataChannel] = {}
     for node in NODES:
         engine = Engine.open(tmp_path / node, sync=False)
         holder: list[ReplicaHost] = []
@@ -118,16 +133,20 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
         state.hosted = desired_hosting([record], node)
         host.add_group(GROUP, list(NODES))
         host.start()
-        server = await start_data_server(DataPlane(state), "127.0.0.1", 0)
+        plane = DataPlane(state)
+        server = await start_data_server(plane, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         nodes[node] = StorageNode(node, engine, host, transport, server, f"127.0.0.1:{port}")
+        local[f"127.0.0.1:{port}"] = LocalDataChannel(plane)
     store = MemoryControlStore()
     for n in nodes.values():
         await store.register_node(NodeRecord(n.node, "zone", "unused:0", n.data_address), ttl=10)
     await put_record(store, record)
     tables = TableCache(store)
     await tables.refresh()
-    storage = RecordingStorage({n.data_address: n.node for n in nodes.values()})
+    storage = RecordingStorage(
+        {n.data_address: n.node for n in nodes.values()}, local if in_process else None
+    )
     router = RouterContext(tables, store, storage, RouterSettings(replication=True))
     yield Cluster(nodes, router, storage, cut_off)
     await storage.client.close()
@@ -263,3 +282,69 @@ async def test_a_failed_condition_waits_for_the_write_it_read_to_be_committed(cl
     consistent = get(7)
     consistent.consistent = True
     assert (await cluster.router.send(table, consistent)).value == b'{"pk":{"S":"a"}}'
+
+
+async def test_a_router_beside_a_node_serves_eventual_reads_from_that_nodes_replica_in_process(
+    in_process: Cluster,
+) -> None:
+    """`partita storage --router-port`: the router's eventually consistent reads go to its
+    own node's replica, called in process (the channel is no socket: nothing is framed),
+    and a read right after a write through it still sees the write."""
+    leader = await in_process.leader()
+    own = next(n for n in in_process.nodes.values() if n is not leader)
+    in_process.router.settings.local_node = own.node
+    assert not isinstance(in_process.storage.client.channel(own.data_address), NodeChannel)
+    table = in_process.router.tables.require_active("fresh")
+    last = 0
+    for n in range(40):
+        written = await in_process.router.send(table, put(500 + n, b"v%d" % n))
+        last = written.log_index
+        read = await in_process.router.send(table, get(500 + n))
+        assert read.value == b"v%d" % n, f"write {n} acknowledged but the read right after missed it"
+    writes = {node for node, op, status in in_process.storage.answers if op == pb.PUT and status == pb.OK}
+    assert writes == {leader.node}
+    # Right after its write, a read detours to the leader until the commit reaches this
+    # node; once it has, every read is served here.
+    await wait_until(lambda: own.engine.applied_index(GROUP) >= last)
+    in_process.storage.answers.clear()
+    for n in range(40):
+        assert (await in_process.router.send(table, get(500 + n))).value == b"v%d" % n
+    assert in_process.storage.answers == [(own.node, pb.GET, pb.OK)] * 40
+
+
+async def test_a_router_beside_a_lagging_node_sends_its_reads_to_the_leader_never_answering_stale(
+    in_process: Cluster,
+) -> None:
+    leader = await in_process.leader()
+    own = next(n for n in in_process.nodes.values() if n is not leader)
+    in_process.router.settings.local_node = own.node
+    in_process.cut_off.add(own.node)
+    table = in_process.router.tables.require_active("fresh")
+    for n in range(20):
+        assert (await in_process.router.send(table, put(600 + n, b"v%d" % n))).status == pb.OK
+        assert (await in_process.router.send(table, get(600 + n))).value == b"v%d" % n
+    assert own.engine.get(key_of(600)[1]) is None  # it really is behind
+    refused = [status for node, op, status in in_process.storage.answers if node == own.node and op == pb.GET]
+    assert refused and all(status == pb.NOT_LEADER for status in refused)
+    consistent = get(600)
+    consistent.consistent = True
+    assert (await in_process.router.send(table, consistent)).value == b"v0"
+
+
+async def test_the_in_process_channel_answers_a_failed_condition_and_a_follower_names_the_leader(
+    in_process: Cluster,
+) -> None:
+    leader = await in_process.leader()
+    table = in_process.router.tables.require_active("fresh")
+    in_process.router.settings.local_node = leader.node
+    assert (await in_process.router.send(table, put_if_absent(9, b'{"pk":{"S":"a"}}'))).status == pb.OK
+    with pytest.raises(DynamoError) as failed:
+        await in_process.router.send(table, put_if_absent(9, b'{"pk":{"S":"b"}}'))
+    assert failed.value.code == "ConditionalCheckFailedException"
+    follower = next(n for n in in_process.nodes.values() if n is not leader)
+    await wait_until(lambda: follower.host.leader_of(GROUP) == leader.node)
+    strong = get(9)
+    strong.consistent = True
+    strong.table_id, strong.partition_id = TABLE_ID, "p0"
+    answer = await in_process.storage.client.channel(follower.data_address).call(strong)
+    assert (answer.status, answer.leader_hint) == (pb.NOT_LEADER, leader.node)
