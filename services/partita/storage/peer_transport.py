@@ -352,9 +352,7 @@ class PeerTransport:
             )
         except (OSError, TimeoutError, ValueError) as exc:
             log.debug("peer %s unreachable: %s", state.address, exc)
-            if state.dialing is stream:
-                state.dialing = None
-                state.queue.clear()  # the core resends what still matters
+            _dial_failed(state, stream)
 
     def _greeted(self, stream: _Stream, frame: bytes) -> None:
         """The first frame of a stream: a hello (accepted) or the ack (dialed)."""
@@ -537,6 +535,16 @@ async def _dial(address: str, timeout: float) -> asyncio.StreamWriter:
     host, port = parse_endpoint(address)
     _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
     return writer
+
+
+def _dial_failed(state: _Peer, stream: _Stream) -> None:
+    """Forget a dial that could not connect, unless another stream took its place while
+    it was connecting. Not inline in `_connect`: there mypy narrows `state.dialing` to
+    the stream it set before the await, and the compiled read of it, None by then (the
+    peer's own stream adopted), raised a TypeError."""
+    if state.dialing is stream:
+        state.dialing = None
+        state.queue.clear()  # the core resends what still matters
 
 
 def _stop_dialing(state: _Peer) -> None:

@@ -6,6 +6,7 @@ one; a loop turn's frames to a peer in one write."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import time
 from collections.abc import Callable, Coroutine
@@ -332,3 +333,67 @@ async def test_a_dial_refused_without_an_ack_is_never_written_on(monkeypatch: py
     finally:
         await cluster.close()
         server.close()
+
+
+@on_both_loops
+async def test_a_dial_that_fails_after_the_peers_own_stream_was_taken_ends_cleanly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The peer's dial is adopted while this node's own dial is still connecting (which
+    forgets that dial), and then this node's dial fails (refused, or timed out). Compiled,
+    the failure's handler took the forgotten dial for the one it had set (mypy narrows
+    the attribute across the await) and died with a TypeError, one "Task exception was
+    never retrieved" per such race in the storage logs after a SIGKILL."""
+    cluster = Cluster()
+    a = await cluster.start("a")
+    cluster.addresses["b"] = "127.0.0.1:9"  # never reached: the connection is faked
+    problems: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: problems.append(context))
+
+    async def adopted_then_refused(connecting: Any, timeout: float) -> None:
+        connecting.close()
+        a._peers["b"].dialing = None  # what adopting the peer's stream does
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(asyncio, "wait_for", adopted_then_refused)
+    try:
+        a.send([_marked("a", "b", 1)])
+        assert await _until(lambda: a._peers["b"].dial_task is None and a._peers["b"].last_attempt > 0)
+        await asyncio.sleep(0)
+        gc.collect()  # a task whose exception nobody retrieved reports it when collected
+        assert problems == []
+    finally:
+        monkeypatch.undo()
+        await cluster.close()
+
+
+@on_both_loops
+@pytest.mark.parametrize("down", ["a", "b"])  # the refused dialer ranks above the peer, then below
+async def test_a_dial_refused_while_the_peer_is_down_is_dialed_again_once_it_is_back(down: str) -> None:
+    """A peer down on its address: the survivor's dials are refused and forgotten, and
+    once the peer is back on the same address the pair has one stream again, written
+    both ways, whichever of the two outranks the other's dials."""
+    cluster = Cluster()
+    await cluster.start("a")
+    await cluster.start("b")
+    survivor = "b" if down == "a" else "a"
+    try:
+        port = cluster.kill(down)
+        cluster.received[down].clear()
+        for mark in range(3):  # refused: nothing listens on the peer's address
+            cluster.transports[survivor].send([_marked(survivor, down, mark)])
+            await asyncio.sleep(0.25)
+        assert await _until(lambda: not cluster.transports[survivor]._peers[down].dialing)
+        assert cluster.transports[survivor]._peers[down].dial_task is None
+        await cluster.start(down, port)  # back on the same address
+        for mark in range(10, 30):
+            cluster.transports[survivor].send([_marked(survivor, down, mark)])
+            cluster.transports[down].send([_marked(down, survivor, mark)])
+            await asyncio.sleep(0.1)
+            if cluster.received[down] and cluster.received[survivor]:
+                break
+        assert cluster.received[down], "the survivor never reached the peer back on its address"
+        assert cluster.received[survivor], "the peer back on its address never reached the survivor"
+        assert await _until(lambda: cluster.one_stream("a", "b"))
+    finally:
+        await cluster.close()
