@@ -61,6 +61,8 @@ from partita.storage.replication.types import Role
 STORAGE = ("storage-a", "storage-b", "storage-c")
 CREATE_WORKERS = 8
 PROBE_WORKERS = 8
+# Longer than a group takes to quiesce after its last request (quiesce_after, 2 s).
+QUIESCE_WAIT = 5.0
 # Bounds on each phase's waits (seconds).
 CREATE_TIMEOUT = 3600.0
 SETTLE_TIMEOUT = 600.0
@@ -269,15 +271,34 @@ def idle_cpu(data_dir: Path, seconds: float) -> dict[str, float]:
 
 
 _last_errors: dict[str, str] = {}
+# (seconds, error type or "") of every probe of the current serve_all
+_probes: list[tuple[float, str]] = []
 
 
 def _scan_ok(ddb: Any, name: str) -> bool:
+    started = time.monotonic()
     try:
         ddb.scan(TableName=name, ConsistentRead=True, Limit=1)
+        _probes.append((time.monotonic() - started, ""))
         return True
     except Exception as exc:
         _last_errors[name] = repr(exc)
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code") or type(exc).__name__
+        _probes.append((time.monotonic() - started, code))
         return False
+
+
+def _probe_summary() -> str:
+    """How the Scans of one serve_all went: their count, slowest, and failures by type."""
+    if not _probes:
+        return "no probes"
+    took = sorted(t for t, _ in _probes)
+    failed = Counter(e for _, e in _probes if e)
+    slow = sum(t > 1.0 for t in took)
+    return (
+        f"{len(took)} Scans, p50 {took[len(took) // 2] * 1000:.0f} ms, p99 {took[int(len(took) * 0.99)] * 1000:.0f} ms, "
+        f"max {took[-1]:.2f} s, {slow} over 1 s, failed {dict(failed) or 0}"
+    )
 
 
 def serve_all(peer: Peer, names: Iterable[str], timeout: float) -> float:
@@ -285,6 +306,7 @@ def serve_all(peer: Peer, names: Iterable[str], timeout: float) -> float:
     started = time.monotonic()
     pending = list(names)
     local = threading.local()
+    _probes.clear()
 
     def probe(name: str) -> bool:
         if not hasattr(local, "ddb"):
@@ -296,6 +318,7 @@ def serve_all(peer: Peer, names: Iterable[str], timeout: float) -> float:
             pending = [name for name, ok in zip(pending, pool.map(probe, pending), strict=True) if not ok]
             if pending:
                 time.sleep(0.05)
+    print(f"  probes: {_probe_summary()}", flush=True)
     if pending:
         _report_stuck(peer, pending)
         raise TimeoutError(
@@ -365,6 +388,16 @@ def failover(peer: Peer, data_dir: Path, names_by_id: dict[int, str], reads: boo
     victim = Counter(led.values()).most_common(1)[0][0]
     victims_groups = {g for g, n in led.items() if n == victim}
     pid = int(_storage_processes(data_dir)[victim]["pid"])
+    tables = sorted({names_by_id[t] for t, _ in victims_groups})
+    healthy = math.nan
+    if reads:
+        # The same Scans with nothing wrong: the probe's own pace, against which the
+        # time after the kill is read.
+        healthy = serve_all(peer, tables, FAILOVER_TIMEOUT)
+        print(
+            f"failover: {len(tables)} tables of {victim}'s groups answer consistent Scans in {healthy:.2f} s healthy"
+        )
+        time.sleep(QUIESCE_WAIT)  # the groups quiet again, as idle groups are when a node dies
     killed = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     remaining = set(victims_groups)
@@ -378,7 +411,6 @@ def failover(peer: Peer, data_dir: Path, names_by_id: dict[int, str], reads: boo
 
     _until(f"groups of {victim} led elsewhere", moved, FAILOVER_TIMEOUT, pause=FAILOVER_POLL_PAUSE)
     all_led = time.monotonic() - killed
-    tables = sorted({names_by_id[t] for t, _ in victims_groups})
     print(
         f"failover: {victim} killed leading {len(victims_groups)} groups; all led again after {all_led:.2f} s"
     )
@@ -399,6 +431,7 @@ def failover(peer: Peer, data_dir: Path, names_by_id: dict[int, str], reads: boo
         "groups": float(len(victims_groups)),
         "all_led_seconds": all_led,
         "all_served_seconds": all_served,
+        "healthy_served_seconds": healthy,
     }
 
 
