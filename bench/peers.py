@@ -101,6 +101,21 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float, log_
     raise PeerUnavailable(f"port {port} not open after {timeout:.0f}s; log: {_tail(log_path)}")
 
 
+# What `partita up` prints once every process it starts is serving.
+RUNNING_BANNER = "Partita is running"
+
+
+def wait_for_log(text: str, proc: subprocess.Popen[bytes], timeout: float, log_path: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise PeerUnavailable(f"exited with status {proc.returncode}; log: {_tail(log_path)}")
+        if log_path.exists() and text in log_path.read_text(errors="replace"):
+            return
+        time.sleep(0.1)
+    raise PeerUnavailable(f"{text!r} not logged after {timeout:.0f}s; log: {_tail(log_path)}")
+
+
 def _tail(path: Path, limit: int = 800) -> str:
     try:
         return path.read_text(errors="replace")[-limit:].strip() or "(empty)"
@@ -325,6 +340,10 @@ def start_partita(
         )
     try:
         wait_for_port(port, proc, STARTUP_TIMEOUT_S, log_path)
+        # The port opens with the first process serving it; with routers in the storage
+        # nodes (`--routers colocated`) the others join it later, and connections made
+        # before then would all stay on the first.
+        wait_for_log(RUNNING_BANNER, proc, STARTUP_TIMEOUT_S, log_path)
         creds_path = data_dir / "credentials.json"
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while not creds_path.exists():
@@ -360,8 +379,8 @@ def start_partita(
 # compare like with like against dynalite-disk (LevelDB does not fsync each write either).
 # "partita-colocated" is `partita up --routers colocated`: a router in each storage node's
 # process, on one shared port, instead of a router process of its own.
-TARGETS = ("partita", "partita-rf1", "dynalite", "dynalite-disk")
-ALL_TARGETS = (*TARGETS, "partita-nofsync", "partita-colocated")
+TARGETS = ("partita", "partita-colocated", "partita-rf1", "dynalite", "dynalite-disk")
+ALL_TARGETS = (*TARGETS, "partita-nofsync")
 _PARTITA = {
     "partita": (True, 3, ()),
     "partita-rf1": (True, 1, ()),
