@@ -167,7 +167,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_router(args: argparse.Namespace) -> int:
     from partita.router.context import RouterSettings, endpoint_address
-    from partita.router.main import serve
+    from partita.router.main import serve, start
 
     _setup_logging(args, "router")
     etcd_host, etcd_port = config.parse_endpoint(args.etcd)
@@ -178,16 +178,18 @@ def cmd_router(args: argparse.Namespace) -> int:
     )
     _run_loop(
         serve(
-            host=args.host,
-            port=args.port,
-            etcd_host=etcd_host,
-            etcd_port=etcd_port,
-            data_dir=Path(args.data_dir),
-            settings=settings,
-            admission=args.admission,
-            doorman=[a for a in args.doorman.split(",") if a],
-            store_kind=args.control_store,
-            namespace=args.namespace,
+            start(
+                host=args.host,
+                port=args.port,
+                etcd_host=etcd_host,
+                etcd_port=etcd_port,
+                data_dir=Path(args.data_dir),
+                settings=settings,
+                admission=args.admission,
+                doorman=[a for a in args.doorman.split(",") if a],
+                store_kind=args.control_store,
+                namespace=args.namespace,
+            )
         )
     )
     return 0

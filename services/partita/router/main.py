@@ -7,7 +7,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -136,31 +136,9 @@ async def start(
     return RunningRouter(server, storage, refresher, routes, doorman_client)
 
 
-async def serve(
-    *,
-    host: str,
-    port: int,
-    etcd_host: str,
-    etcd_port: int,
-    data_dir: Path,
-    settings: RouterSettings,
-    store_kind: str = "etcd",
-    namespace: str | None = None,
-    admission: str = "off",
-    doorman: list[str] | None = None,
-) -> None:
-    router = await start(
-        host=host,
-        port=port,
-        etcd_host=etcd_host,
-        etcd_port=etcd_port,
-        data_dir=data_dir,
-        settings=settings,
-        store_kind=store_kind,
-        namespace=namespace,
-        admission=admission,
-        doorman=doorman,
-    )
+async def serve(starting: Awaitable[RunningRouter]) -> None:
+    """`partita router`: the router `start` starts, until SIGINT or SIGTERM."""
+    router = await starting
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -178,6 +178,12 @@ def get(n: int, floor: int = 0) -> pb.Request:
     return pb.Request(op=pb.GET, key_hash=h, key=k, read_floor=floor)
 
 
+def strong_get(n: int) -> pb.Request:
+    request = get(n)
+    request.consistent = True
+    return request
+
+
 async def test_an_eventually_consistent_read_right_after_a_write_sees_it(cluster: Cluster) -> None:
     await cluster.leader()
     table = cluster.router.tables.require_active("fresh")
@@ -279,9 +285,7 @@ async def test_a_failed_condition_waits_for_the_write_it_read_to_be_committed(cl
     with pytest.raises(DynamoError) as lost:
         await second
     assert lost.value.code == "ConditionalCheckFailedException"
-    consistent = get(7)
-    consistent.consistent = True
-    assert (await cluster.router.send(table, consistent)).value == b'{"pk":{"S":"a"}}'
+    assert (await cluster.router.send(table, strong_get(7))).value == b'{"pk":{"S":"a"}}'
 
 
 async def test_a_router_beside_a_node_serves_eventual_reads_from_that_nodes_replica_in_process(
@@ -326,9 +330,7 @@ async def test_a_router_beside_a_lagging_node_sends_its_reads_to_the_leader_neve
     assert own.engine.get(key_of(600)[1]) is None  # it really is behind
     refused = [status for node, op, status in in_process.storage.answers if node == own.node and op == pb.GET]
     assert refused and all(status == pb.NOT_LEADER for status in refused)
-    consistent = get(600)
-    consistent.consistent = True
-    assert (await in_process.router.send(table, consistent)).value == b"v0"
+    assert (await in_process.router.send(table, strong_get(600))).value == b"v0"
 
 
 async def test_the_in_process_channel_answers_a_failed_condition_and_a_follower_names_the_leader(
@@ -343,8 +345,7 @@ async def test_the_in_process_channel_answers_a_failed_condition_and_a_follower_
     assert failed.value.code == "ConditionalCheckFailedException"
     follower = next(n for n in in_process.nodes.values() if n is not leader)
     await wait_until(lambda: follower.host.leader_of(GROUP) == leader.node)
-    strong = get(9)
-    strong.consistent = True
+    strong = strong_get(9)
     strong.table_id, strong.partition_id = TABLE_ID, "p0"
     answer = await in_process.storage.client.channel(follower.data_address).call(strong)
     assert (answer.status, answer.leader_hint) == (pb.NOT_LEADER, leader.node)
