@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 from botocore.config import Config
 
 from tests.integration.cluster import Cluster, running, wait_active
+from tests.integration.test_replication import _led_table, _partitions
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-colocated")]
 
@@ -85,3 +88,51 @@ def test_every_storage_node_serves_the_endpoint_and_a_sigkilled_one_loses_no_wri
         else:
             raise AssertionError(f"{victim}'s router never answered after its restart")
         assert client.scan(TableName="beside", Select="COUNT", ConsistentRead=True)["Count"] == 90
+
+
+def test_sigterm_of_a_node_finishes_its_connections_and_hands_off_and_no_write_fails(tmp_path: Path) -> None:
+    """A rolling restart with routers beside the nodes: the node's router answers what its
+    connections asked and closes them (clients reconnect to the other two), then the node
+    hands its groups' leadership off; writers on every router see no failure."""
+    with running(tmp_path / "cluster", "--routers", "colocated") as cluster:
+        table = _led_table(cluster, "rolling", [f"warm{i}" for i in range(8)])
+        # The node leading the most of its partitions: it has leadership to hand off.
+        victim = Counter(p["leader"] for p in _partitions(cluster, table)).most_common(1)[0][0]
+        failures: list[str] = []
+        written: list[str] = []
+        stop = threading.Event()
+
+        def writer(w: int) -> None:
+            client = cluster.client()  # its own connections, on any of the three routers
+            deadline = time.monotonic() + 60
+            i = 0
+            while not stop.is_set() and time.monotonic() < deadline:
+                key = f"w{w}-{i}"
+                try:
+                    client.put_item(TableName=table, Item={"pk": {"S": key}})
+                    written.append(key)
+                except Exception as exc:
+                    failures.append(repr(exc))
+                i += 1
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        try:
+            time.sleep(1.0)
+            pid = cluster.pid_of(victim)
+            os.kill(pid, signal.SIGTERM)
+            cluster.wait_restarted(victim, pid, timeout=60)
+            time.sleep(0.5)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(60)
+        log = (cluster.data_dir / "logs" / f"{victim}.log").read_text()
+        handed = [line for line in log.splitlines() if "handed off leadership" in line]
+        assert "router stopped" in log and handed and "of 0 of" not in handed[-1], handed
+        assert failures == []
+        assert written
+        client = cluster.client()
+        for key in written[:: max(1, len(written) // 50)]:
+            assert "Item" in client.get_item(TableName=table, Key={"pk": {"S": key}}, ConsistentRead=True)

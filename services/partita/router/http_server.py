@@ -102,15 +102,41 @@ class InFlight:
         self.count = 0
 
 
+class Connections:
+    """The connections a server has open, so that a stopping router lets each one finish
+    what it was asked before it closes (`finish`)."""
+
+    __slots__ = ("open",)
+
+    def __init__(self) -> None:
+        self.open: set[HttpProtocol] = set()
+
+    async def finish(self, timeout: float) -> None:
+        """Close idle connections now and the others once their requests are answered
+        (the last answer says `Connection: close`, so the client opens its next
+        connection elsewhere instead of finding this one reset); wait at most `timeout`."""
+        for connection in list(self.open):
+            connection.finish()
+        deadline = time.monotonic() + timeout
+        while self.open and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+
 # Connection phases, for the timeouts.
 _IDLE, _HEADERS, _BODY, _BUSY = 0, 1, 2, 3
 
 
 class HttpProtocol(asyncio.Protocol):
     def __init__(
-        self, handler: Handler, limits: HttpLimits | None = None, in_flight: InFlight | None = None
+        self,
+        handler: Handler,
+        limits: HttpLimits | None = None,
+        in_flight: InFlight | None = None,
+        connections: Connections | None = None,
     ) -> None:
         self._handler = handler
+        self._connections = connections
+        self._last = False  # finish(): close once what was asked is answered
         self._limits = limits or HttpLimits()
         self._in_flight = in_flight or InFlight()
         self._pending = 0  # this connection's requests parsed and not yet answered
@@ -149,6 +175,14 @@ class HttpProtocol(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self._transport.set_write_buffer_limits(high=self._limits.write_high_water)
         self._enter(_IDLE)
+        if self._connections is not None:
+            self._connections.open.add(self)
+
+    def finish(self) -> None:
+        """Answer the requests already received, then close: at once if there are none."""
+        self._last = True
+        if self._pending == 0 and not self._queue and self._message_phase == _IDLE:
+            self._close()
 
     # --- timeouts -------------------------------------------------------------------
 
@@ -238,6 +272,8 @@ class HttpProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        if self._connections is not None:
+            self._connections.open.discard(self)
         if self._worker is not None:
             self._worker.cancel()
         if self._timer is not None:
@@ -375,6 +411,8 @@ class HttpProtocol(asyncio.Protocol):
                 self._pending -= 1
                 self._in_flight.count -= 1
             self._enter(self._message_phase)  # the next request may be partly there
+            if self._last and not self._queue and self._message_phase == _IDLE:
+                keep_alive = False  # finishing: this was the last request asked
             self._write(response, keep_alive, send_body=request.method != "HEAD")
             if not keep_alive:
                 self._close()
@@ -444,15 +482,21 @@ class _HeadersTooLarge(Exception):
 
 
 async def start_http_server(
-    handler: Handler, host: str, port: int, limits: HttpLimits | None = None, reuse_port: bool = False
+    handler: Handler,
+    host: str,
+    port: int,
+    limits: HttpLimits | None = None,
+    reuse_port: bool = False,
+    connections: Connections | None = None,
 ) -> asyncio.Server:
     """`reuse_port`: several processes listen on the port (SO_REUSEPORT), and the kernel
-    spreads new connections over them."""
+    spreads new connections over them. `connections`: kept up to date with the open
+    connections (for `Connections.finish`)."""
     loop = asyncio.get_running_loop()
     chosen = limits or HttpLimits()
     in_flight = InFlight()
     return await loop.create_server(
-        lambda: HttpProtocol(handler, chosen, in_flight),
+        lambda: HttpProtocol(handler, chosen, in_flight, connections),
         host,
         port,
         reuse_address=True,

@@ -18,7 +18,7 @@ from partita.router.admission import Admission, ProvisionedRate, RateSource
 from partita.router.app import DynamoApp
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.credentials import CredentialStore
-from partita.router.http_server import start_http_server
+from partita.router.http_server import Connections, start_http_server
 from partita.router.storage_client import DataChannel, StorageClient
 from partita.router.table_cache import TableCache
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from partita.doorman.client import Client as DoormanClient
 
 log = logging.getLogger(__name__)
+# A stopping router answers what its connections already asked for, this long at most.
+FINISH_SECONDS = 5.0
 
 
 def watch_tables(tables: TableCache) -> None:
@@ -62,17 +64,20 @@ def control_store(
 
 
 class RunningRouter:
-    """A router started in this process: `close` stops serving and releases its leases."""
+    """A router started in this process: `close` stops taking connections, answers what
+    the open ones asked and closes them, and releases its leases."""
 
     def __init__(
         self,
         server: asyncio.AbstractServer,
+        connections: Connections,
         storage: StorageClient,
         refresher: asyncio.Task[None],
         routes: RouteSource,
         doorman_client: DoormanClient | None,
     ) -> None:
         self._server = server
+        self._connections = connections
         self._storage = storage
         self._refresher = refresher
         self._routes = routes
@@ -82,6 +87,7 @@ class RunningRouter:
         for address, requests, batches in self._storage.batching():
             log.info("data path to %s: %d requests in %d batches", address, requests, batches)
         self._server.close()
+        await self._connections.finish(FINISH_SECONDS)
         self._refresher.cancel()
         await self._storage.close()
         if self._doorman_client is not None:
@@ -131,9 +137,10 @@ async def start(
         source = DoormanRate(doorman_client)
     admitter = Admission(source, table_arn=ctx.table_arn, start_full=True) if admission != "off" else None
     app = DynamoApp(ctx, CredentialStore.from_data_dir(data_dir), admitter)
-    server = await start_http_server(app, host, port, reuse_port=reuse_port)
+    connections = Connections()
+    server = await start_http_server(app, host, port, reuse_port=reuse_port, connections=connections)
     log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
-    return RunningRouter(server, storage, refresher, routes, doorman_client)
+    return RunningRouter(server, connections, storage, refresher, routes, doorman_client)
 
 
 async def serve(starting: Awaitable[RunningRouter]) -> None:

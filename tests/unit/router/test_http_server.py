@@ -270,3 +270,69 @@ async def test_a_malformed_request_arriving_while_one_is_handled_waits_for_its_a
     assert (await read_response(reader)).status == 400
     assert await read_to_eof(reader) == b""
     writer.close()
+
+
+async def test_finishing_closes_idle_connections_at_once_and_busy_ones_after_their_answer() -> None:
+    """A stopping router (SIGTERM, a rolling restart): a client on an idle keep-alive
+    connection sees it closed, not reset mid-request later; a request under way is
+    answered, marked `Connection: close`, and only then is its connection closed."""
+    release = asyncio.Event()
+
+    async def handler(request: HttpRequest) -> HttpResponse:
+        if request.body == b"wait":
+            await release.wait()
+        return HttpResponse(200, b"done:" + request.body)
+
+    connections = http_server.Connections()
+    srv = await start_http_server(handler, "127.0.0.1", 0, connections=connections)
+    port = srv.sockets[0].getsockname()[1]
+    try:
+        idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", port)
+        idle_writer.write(post(b"first"))
+        assert (await read_response(idle_reader)).headers.get("connection") is None  # kept alive
+        busy_reader, busy_writer = await asyncio.open_connection("127.0.0.1", port)
+        busy_writer.write(post(b"wait"))
+        while len(connections.open) < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # the busy request reaches the handler
+        srv.close()
+        finishing = asyncio.create_task(connections.finish(timeout=10))
+        assert await read_to_eof(idle_reader) == b""  # closed with nothing sent
+        assert not finishing.done()  # the busy connection is still being answered
+        release.set()
+        answer = await read_response(busy_reader)
+        assert (answer.status, answer.body, answer.headers["connection"]) == (200, b"done:wait", "close")
+        assert await read_to_eof(busy_reader) == b""
+        await asyncio.wait_for(finishing, 5)
+        assert connections.open == set()
+        idle_writer.close()
+        busy_writer.close()
+    finally:
+        srv.close()
+        await srv.wait_closed()
+
+
+async def test_finishing_waits_no_longer_than_its_timeout_for_an_unanswered_request() -> None:
+    async def never(request: HttpRequest) -> HttpResponse:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    connections = http_server.Connections()
+    srv = await start_http_server(never, "127.0.0.1", 0, connections=connections)
+    port = srv.sockets[0].getsockname()[1]
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(post(b"stuck"))
+        while not connections.open:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(connections.finish(timeout=0.2), 5)
+        assert len(connections.open) == 1  # left to the process's exit
+        writer.close()
+        for _ in range(500):  # the client's close ends it
+            if not connections.open:
+                break
+            await asyncio.sleep(0.01)
+        assert connections.open == set()
+    finally:
+        srv.close()
