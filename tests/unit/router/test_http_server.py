@@ -272,6 +272,15 @@ async def test_a_malformed_request_arriving_while_one_is_handled_waits_for_its_a
     writer.close()
 
 
+async def _counted_server(
+    handler: http_server.Handler,
+) -> tuple[asyncio.Server, http_server.Connections, int]:
+    """A server on a free port that keeps its open connections (for finish())."""
+    connections = http_server.Connections()
+    srv = await start_http_server(handler, "127.0.0.1", 0, connections=connections)
+    return srv, connections, srv.sockets[0].getsockname()[1]
+
+
 async def test_finishing_closes_idle_connections_at_once_and_busy_ones_after_their_answer() -> None:
     """A stopping router (SIGTERM, a rolling restart): a client on an idle keep-alive
     connection sees it closed, not reset mid-request later; a request under way is
@@ -283,9 +292,7 @@ async def test_finishing_closes_idle_connections_at_once_and_busy_ones_after_the
             await release.wait()
         return HttpResponse(200, b"done:" + request.body)
 
-    connections = http_server.Connections()
-    srv = await start_http_server(handler, "127.0.0.1", 0, connections=connections)
-    port = srv.sockets[0].getsockname()[1]
+    srv, connections, port = await _counted_server(handler)
     try:
         idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", port)
         idle_writer.write(post(b"first"))
@@ -317,9 +324,7 @@ async def test_finishing_waits_no_longer_than_its_timeout_for_an_unanswered_requ
         await asyncio.sleep(3600)
         raise AssertionError("unreachable")
 
-    connections = http_server.Connections()
-    srv = await start_http_server(never, "127.0.0.1", 0, connections=connections)
-    port = srv.sockets[0].getsockname()[1]
+    srv, connections, port = await _counted_server(never)
     try:
         _, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(post(b"stuck"))
