@@ -188,6 +188,33 @@ class DataPlane:
             return None
         return Held(request, plan.response, engine.latest(request.key), engine.settled(request.key))
 
+    def begin(self, request: pb.Request) -> pb.Response | Plan | Coroutine[Any, Any, pb.Response]:
+        """A request's first, synchronous step, the same whichever path brought it: its
+        answer now; or a write's plan to commit (`commit`, with the others of its batch);
+        or what yields its answer once a wait ends (a gated read, a held answer)."""
+        if request.consistent or request.read_floor:
+            gate = self.read_gate(request)
+            if gate is not None:
+                return gate if isinstance(gate, pb.Response) else self._read_after(gate, request)
+        plan = self.plan(request)
+        if plan.effects:
+            return plan
+        held = self.hold(request, plan)
+        return plan.response if held is None else self._held_answer(held)
+
+    async def _read_after(self, gate: asyncio.Future[None], request: pb.Request) -> pb.Response:
+        """A gated read's answer once its gate opens (the lease, the read's floor applied)."""
+        try:
+            await asyncio.wait_for(gate, PROPOSAL_TIMEOUT_SECONDS)
+        except NotLeader as exc:
+            return not_leader(request.id, exc.leader)
+        except Exception:
+            return pb.Response(id=request.id, status=pb.UNAVAILABLE)
+        return self.plan(request).response
+
+    async def _held_answer(self, held: Held) -> pb.Response:
+        return (await self.answer_held(held))[0]
+
     async def answer_held(self, held: Held) -> list[pb.Response]:
         """The held answer once the value it read is committed; if that write was
         dropped (a failed commit, a lost leadership), the request planned again."""
@@ -341,17 +368,6 @@ def _retrieve(future: asyncio.Future[None]) -> None:
         future.exception()
 
 
-async def read_after(plane: DataPlane, gate: asyncio.Future[None], request: pb.Request) -> pb.Response:
-    """A gated read's answer once its gate opens (the lease, the read's floor applied)."""
-    try:
-        await asyncio.wait_for(gate, PROPOSAL_TIMEOUT_SECONDS)
-    except NotLeader as exc:
-        return not_leader(request.id, exc.leader)
-    except Exception:
-        return pb.Response(id=request.id, status=pb.UNAVAILABLE)
-    return plane.plan(request).response
-
-
 class LocalDataChannel:
     """The data path to this node from a router in the same process (`partita storage
     --router-port`): each request goes to the plane as a call, not framed over a socket,
@@ -363,20 +379,12 @@ class LocalDataChannel:
         self._plane = plane
 
     async def call(self, request: pb.Request) -> pb.Response:
-        plane = self._plane
-        if request.consistent or request.read_floor:
-            gate = plane.read_gate(request)
-            if gate is not None:
-                if isinstance(gate, pb.Response):
-                    return gate
-                return await read_after(plane, gate, request)
-        plan = plane.plan(request)
-        if plan.effects:
-            return (await plane.commit([plan]))[0]
-        held = plane.hold(request, plan)
-        if held is None:
-            return plan.response
-        return (await plane.answer_held(held))[0]
+        step = self._plane.begin(request)
+        if isinstance(step, pb.Response):
+            return step
+        if isinstance(step, Plan):
+            return (await self._plane.commit([step]))[0]
+        return await step
 
 
 class DataProtocol(asyncio.Protocol):
@@ -414,22 +422,13 @@ class DataProtocol(asyncio.Protocol):
                 return
             writes: list[Plan] = []
             for request in batch.requests:
-                gate = self._plane.read_gate(request) if request.consistent or request.read_floor else None
-                if gate is not None:
-                    if isinstance(gate, pb.Response):
-                        self._send([gate])
-                    else:
-                        self._spawn(self._read_after(gate, request))
-                    continue
-                plan = self._plane.plan(request)
-                if plan.effects:
-                    writes.append(plan)
-                    continue
-                held = self._plane.hold(request, plan)
-                if held is None:
-                    self._send([plan.response])
+                step = self._plane.begin(request)
+                if isinstance(step, pb.Response):
+                    self._send([step])
+                elif isinstance(step, Plan):
+                    writes.append(step)
                 else:
-                    self._spawn(self._answer_held(held))
+                    self._spawn(self._answer_later(step))
             if writes:
                 self._spawn(self._commit(writes))
 
@@ -441,11 +440,8 @@ class DataProtocol(asyncio.Protocol):
     async def _commit(self, plans: list[Plan]) -> None:
         self._send(await self._plane.commit(plans))
 
-    async def _answer_held(self, held: Held) -> None:
-        self._send(await self._plane.answer_held(held))
-
-    async def _read_after(self, gate: asyncio.Future[None], request: pb.Request) -> None:
-        self._send([await read_after(self._plane, gate, request)])
+    async def _answer_later(self, answer: Coroutine[Any, Any, pb.Response]) -> None:
+        self._send([await answer])
 
     def _send(self, responses: list[pb.Response]) -> None:
         self._outbox.extend(responses)
