@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from partita.common import arg_types, config, logs
 
 if TYPE_CHECKING:
+    from partita.router.main import RunningRouter
+    from partita.router.storage_client import DataChannel
     from partita.storage.node import Attach
 
 _STATS_INTERVAL: dict[str, Any] = {
@@ -166,33 +168,62 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_router(args: argparse.Namespace) -> int:
-    from partita.router.context import RouterSettings, endpoint_address
-    from partita.router.main import serve, start
+    from partita.router.main import serve
 
     _setup_logging(args, "router")
     etcd_host, etcd_port = config.parse_endpoint(args.etcd)
+    starting = _start_router(
+        args,
+        etcd_host,
+        etcd_port,
+        port=args.port,
+        data_dir=Path(args.data_dir),
+        admission=args.admission,
+        store_kind=args.control_store,
+        namespace=args.namespace,
+    )
+    _run_loop(serve(starting))
+    return 0
+
+
+def _start_router(
+    args: argparse.Namespace,
+    etcd_host: str,
+    etcd_port: int,
+    *,
+    port: int,
+    data_dir: Path,
+    admission: str,
+    store_kind: str = "etcd",
+    namespace: str | None = None,
+    beside: tuple[str, str, DataChannel] | None = None,
+) -> Awaitable[RunningRouter]:
+    """A router from the flags `partita router` and `partita storage --router-port` share
+    (--host, --region, --replication, --doorman). `beside`: the storage node in this
+    process (its id, data address and in-process channel); the port is then shared."""
+    from partita.router.context import RouterSettings, endpoint_address
+    from partita.router.main import start
+
     settings = RouterSettings(
         region=args.region,
-        endpoint_address=endpoint_address(args.host, args.port),
+        endpoint_address=endpoint_address(args.host, port),
         replication=args.replication,
+        local_node=beside[0] if beside is not None else "",
     )
-    _run_loop(
-        serve(
-            start(
-                host=args.host,
-                port=args.port,
-                etcd_host=etcd_host,
-                etcd_port=etcd_port,
-                data_dir=Path(args.data_dir),
-                settings=settings,
-                admission=args.admission,
-                doorman=[a for a in args.doorman.split(",") if a],
-                store_kind=args.control_store,
-                namespace=args.namespace,
-            )
-        )
+    return start(
+        host=args.host,
+        port=port,
+        etcd_host=etcd_host,
+        etcd_port=etcd_port,
+        data_dir=data_dir,
+        settings=settings,
+        store_kind=store_kind,
+        namespace=namespace,
+        admission=admission,
+        doorman=[a for a in args.doorman.split(",") if a],
+        local={beside[1]: beside[2]} if beside is not None else None,
+        reuse_port=beside is not None,
     )
-    return 0
 
 
 def cmd_storage(args: argparse.Namespace) -> int:
@@ -232,28 +263,17 @@ def cmd_storage(args: argparse.Namespace) -> int:
 def _router_beside(args: argparse.Namespace, etcd_host: str, etcd_port: int) -> Attach:
     """How a storage node starts a router in its own process (`--router-port`): it reaches
     this node through the node's in-process channel and the others over their sockets."""
-    from partita.router.context import RouterSettings, endpoint_address
-    from partita.router.main import start
     from partita.storage.data_server import LocalDataChannel
 
     async def attach(channel: LocalDataChannel, data_address: str) -> Callable[[], Awaitable[None]]:
-        settings = RouterSettings(
-            region=args.region,
-            endpoint_address=endpoint_address(args.host, args.router_port),
-            replication=args.replication,
-            local_node=args.node_id,
-        )
-        router = await start(
-            host=args.host,
+        router = await _start_router(
+            args,
+            etcd_host,
+            etcd_port,
             port=args.router_port,
-            etcd_host=etcd_host,
-            etcd_port=etcd_port,
             data_dir=Path(args.credentials_dir),
-            settings=settings,
             admission=args.router_admission,
-            doorman=[a for a in args.doorman.split(",") if a],
-            local={data_address: channel},
-            reuse_port=True,
+            beside=(args.node_id, data_address, channel),
         )
         return router.close
 

@@ -180,10 +180,12 @@ class ClusterLayout:
             out.append(Child(f"doorman-{i}", "doorman", argv, {"grpc": port, "metrics": metrics}))
         return out
 
-    def router_admission_args(self) -> list[str]:
+    def router_admission_args(self, flag: str = "--admission") -> list[str]:
+        """A router's admission flags; `flag`: its name (`--router-admission` for a
+        router beside a storage node)."""
         if self.admission == "off":
             return []
-        args = ["--admission", self.admission]
+        args = [flag, self.admission]
         if self.admission == "doorman":
             servers = ",".join(
                 f"{self.host}:{self.doorman_base_port + i}" for i in range(self.doorman_servers)
@@ -234,7 +236,7 @@ class ClusterLayout:
         if self.routers == "colocated":
             argv += ["--router-port", str(self.router_port), "--credentials-dir", str(self.data_dir)]
             argv += ["--region", self.region]
-            argv += [arg.replace("--admission", "--router-admission") for arg in self.router_admission_args()]
+            argv += self.router_admission_args("--router-admission")
             ports = {**ports, "http": self.router_port}
         return Child(f"storage-{zone}", "storage", argv, ports, zone=zone)
 

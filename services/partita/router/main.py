@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,36 +64,28 @@ def control_store(
     return catalog, KubernetesRouteSource(catalog, store)
 
 
+@dataclass
 class RunningRouter:
     """A router started in this process: `close` stops taking connections, answers what
     the open ones asked and closes them, and releases its leases."""
 
-    def __init__(
-        self,
-        server: asyncio.AbstractServer,
-        connections: Connections,
-        storage: StorageClient,
-        refresher: asyncio.Task[None],
-        routes: RouteSource,
-        doorman_client: DoormanClient | None,
-    ) -> None:
-        self._server = server
-        self._connections = connections
-        self._storage = storage
-        self._refresher = refresher
-        self._routes = routes
-        self._doorman_client = doorman_client
+    server: asyncio.AbstractServer
+    connections: Connections
+    storage: StorageClient
+    refresher: asyncio.Task[None]
+    routes: RouteSource
+    doorman_client: DoormanClient | None
 
     async def close(self) -> None:
-        for address, requests, batches in self._storage.batching():
+        for address, requests, batches in self.storage.batching():
             log.info("data path to %s: %d requests in %d batches", address, requests, batches)
-        self._server.close()
-        await self._connections.finish(FINISH_SECONDS)
-        self._refresher.cancel()
-        await self._storage.close()
-        if self._doorman_client is not None:
-            await self._doorman_client.close()  # releases this router's leases at once
-        await self._routes.close()
+        self.server.close()
+        await self.connections.finish(FINISH_SECONDS)
+        self.refresher.cancel()
+        await self.storage.close()
+        if self.doorman_client is not None:
+            await self.doorman_client.close()  # releases this router's leases at once
+        await self.routes.close()
         log.info("router stopped")
 
 
