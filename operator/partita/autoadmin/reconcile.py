@@ -30,7 +30,15 @@ from partita.autoadmin.placement import initial_placement
 from partita.autoadmin.splits import DEFAULT_HOT_SECONDS, Blocked, Cut, Obstacle, consumption_cuts, size_cuts
 from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
-from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TablePhase, TableSpec, TableState
+from partita.control.model import (
+    NO_REVISION,
+    NodeRecord,
+    PartitionStats,
+    SplitParent,
+    TablePhase,
+    TableSpec,
+    TableState,
+)
 
 # Replica node ids of each of `count` new partitions, from the registered nodes and a
 # seed that is stable per table (a pass repeated after a crash places the same way).
@@ -214,7 +222,7 @@ def _change(
         put += children
         counted = stats.get(cut.partition.partition_id)
         if counted is not None:
-            estimates += _shares(children, counted, cut.left_share)
+            estimates += _shares(cut.partition.partition_id, children, counted, cut.left_share)
     return ChangePartitions(
         table_id, tuple(put), tuple(c.partition.partition_id for c in cuts), tuple(estimates), reason
     )
@@ -288,7 +296,9 @@ def finish_splits(
         put += children
         counted = stats.get(p.partition_id)
         if counted is not None:
-            estimates += _shares(children, counted, (p.split_at - p.start) / (p.end - p.start))
+            estimates += _shares(
+                p.partition_id, children, counted, (p.split_at - p.start) / (p.end - p.start)
+            )
     return [
         ChangePartitions(
             table_id, tuple(put), tuple(p.partition_id for p in done), tuple(estimates), "split_committed"
@@ -395,10 +405,19 @@ def estimated_stats(
                     counted.size_bytes * share // width,
                     counted.measured_at,
                     estimated=True,
+                    parent=split_parent(parent.partition_id, counted),
                 ),
             )
         )
     return tuple(out)
+
+
+def split_parent(partition_id: str, counted: PartitionStats) -> SplitParent:
+    """What a split child's estimate started from: the parent's count, or, when that
+    was itself an estimate, the count it started from (the family's last real count)."""
+    if counted.estimated and counted.parent is not None:
+        return counted.parent
+    return SplitParent(partition_id, counted.item_count, counted.size_bytes)
 
 
 def _cut(cut: Cut) -> tuple[Partition, Partition]:
@@ -411,7 +430,7 @@ def _cut(cut: Cut) -> tuple[Partition, Partition]:
 
 
 def _shares(
-    children: tuple[Partition, Partition], counted: PartitionStats, left_share: float
+    parent_id: str, children: tuple[Partition, Partition], counted: PartitionStats, left_share: float
 ) -> list[tuple[str, PartitionStats]]:
     """The children's estimated figures: `left_share` of the parent's on the left."""
     left_items = round(counted.item_count * left_share)
@@ -424,6 +443,7 @@ def _shares(
         hot_seconds=0.0,
         hot_split_hash=None,
         hot_single_key=False,
+        parent=split_parent(parent_id, counted),
     )
     return [
         (children[0].partition_id, replace(base, item_count=left_items, size_bytes=left_bytes)),

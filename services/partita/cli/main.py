@@ -374,6 +374,8 @@ async def _status(data_dir: Path) -> dict[str, Any]:
                             "size_bytes": stats[p.partition_id].size_bytes
                             if p.partition_id in stats
                             else None,
+                            # A split child's share of its parent's count, until counted.
+                            "estimated": stats[p.partition_id].estimated if p.partition_id in stats else None,
                         }
                         for p in record.partitions
                     ],

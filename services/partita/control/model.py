@@ -281,6 +281,15 @@ class NodeRecord:
 
 
 @dataclass(frozen=True)
+class SplitParent:
+    """The count of a partition since split, as its children's estimates started from."""
+
+    partition_id: str
+    item_count: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
 class PartitionStats:
     """What a partition's leader last counted: DescribeTable's ItemCount and
     TableSizeBytes are the sums over a table's partitions."""
@@ -303,6 +312,9 @@ class PartitionStats:
     hot_seconds: float = 0.0
     hot_split_hash: int | None = None
     hot_single_key: bool = False
+    # An estimate's parent (None once counted): a child counted before its sibling
+    # leaves the sibling the rest of this count, so the sum neither drops nor overshoots.
+    parent: SplitParent | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -320,7 +332,14 @@ class PartitionStats:
             float(data.get("hot_seconds", 0.0)),
             int(hot_split_hash) if hot_split_hash is not None else None,
             bool(data.get("hot_single_key", False)),
+            _split_parent(data.get("parent")),
         )
+
+
+def _split_parent(data: dict[str, Any] | None) -> SplitParent | None:
+    if data is None:
+        return None
+    return SplitParent(str(data["partition_id"]), int(data["item_count"]), int(data["size_bytes"]))
 
 
 def new_table_id() -> int:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from partita.control.model import PartitionStats, TableRecord
+from partita.control.model import PartitionStats, SplitParent, TableRecord
 
 
 def table_description(
     record: TableRecord, arn: str, stats: Mapping[str, PartitionStats] | None = None
 ) -> dict[str, Any]:
     """`stats` are the partitions' last counts by partition id (none yet: zero)."""
-    counted = [stats[p.partition_id] for p in record.partitions if p.partition_id in stats] if stats else []
+    items, size = table_totals([p.partition_id for p in record.partitions], stats or {})
     key_schema = [{"AttributeName": record.partition_key.name, "KeyType": "HASH"}]
     if record.sort_key is not None:
         key_schema.append({"AttributeName": record.sort_key.name, "KeyType": "RANGE"})
@@ -32,8 +32,8 @@ def table_description(
         },
         # DynamoDB refreshes these about every six hours; storage nodes recount them
         # (storage/table_stats.py), so they lag recent writes as DynamoDB's do.
-        "TableSizeBytes": sum(s.size_bytes for s in counted),
-        "ItemCount": sum(s.item_count for s in counted),
+        "TableSizeBytes": size,
+        "ItemCount": items,
         "TableArn": arn,
         "TableId": str(uuid.UUID(int=record.table_id)),
         "DeletionProtectionEnabled": False,
@@ -44,6 +44,34 @@ def table_description(
             "LastUpdateToPayPerRequestDateTime": record.created_at,
         }
     return out
+
+
+def table_totals(partition_ids: Sequence[str], stats: Mapping[str, PartitionStats]) -> tuple[int, int]:
+    """ItemCount and TableSizeBytes: the sums of the partitions' counts, where the split
+    children not counted yet carry together what their counted relatives leave of the
+    count they were estimated from (children are named after their parent, so a
+    family is the partitions whose ids extend its id)."""
+    items = size = 0
+    families: dict[str, SplitParent] = {}
+    for pid in partition_ids:
+        s = stats.get(pid)
+        if s is None:
+            continue
+        if s.estimated and s.parent is not None:
+            families[s.parent.partition_id] = s.parent
+        else:
+            items += s.item_count
+            size += s.size_bytes
+    for parent in families.values():
+        prefix = parent.partition_id + "-"
+        counted = [
+            s
+            for pid in partition_ids
+            if pid.startswith(prefix) and (s := stats.get(pid)) is not None and s.parent is None
+        ]
+        items += max(0, parent.item_count - sum(s.item_count for s in counted))
+        size += max(0, parent.size_bytes - sum(s.size_bytes for s in counted))
+    return items, size
 
 
 # DynamoDB describes a table it has begun deleting without its schema and creation

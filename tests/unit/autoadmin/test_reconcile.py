@@ -24,7 +24,15 @@ from partita.autoadmin.reconcile import (
     split_for_throughput,
 )
 from partita.common.partition_map import Partition, PartitionMap, split_evenly
-from partita.control.model import KeyElement, NodeRecord, PartitionStats, Revision, TableSpec, TableState
+from partita.control.model import (
+    KeyElement,
+    NodeRecord,
+    PartitionStats,
+    Revision,
+    SplitParent,
+    TableSpec,
+    TableState,
+)
 
 NODES = [NodeRecord(f"storage-{z}", z, f"127.0.0.1:{i}") for i, z in enumerate("abc")]
 SETTINGS = Settings(on_demand_partitions=4)
@@ -213,6 +221,7 @@ def test_split_children_start_with_their_share_of_the_parents_last_count() -> No
         assert sum(h.item_count for h in halves) in (1000, 1001)  # floors of the two shares
         assert sum(h.size_bytes for h in halves) in (100_000, 100_001)
         assert all(h.measured_at == 5.0 for h in halves)
+        assert all(h.parent == SplitParent(parent.partition_id, 1001, 100_001) for h in halves)
     assert not any(pid.startswith(parts[3].partition_id) for pid in estimates)
 
 
@@ -290,6 +299,33 @@ def test_a_marked_split_waits_for_its_leader_then_children_name_the_parent_and_i
         (marked.partition_id, 42, marked.replicas)
     }
     PartitionMap([*action.put, *parts[1:]])
+
+
+def test_children_of_a_split_estimate_start_from_the_count_it_was_estimated_from() -> None:
+    # A throughput raise marks a child before its leader has counted it: its children's
+    # estimates name the last real count (the grandparent's), so a describe subtracts
+    # their counted relatives from that count.
+    parts = list(replicated(spec()))
+    root = SplitParent("root", 40, 4000)
+    committed = dataclasses.replace(parts[0], split_at=_middle_of(parts[0]), split_index=9)
+    stats = {parts[0].partition_id: PartitionStats(20, 2000, 1.0, estimated=True, parent=root)}
+    observed = Observed(
+        spec(write_capacity=6000, generation=2),
+        state("ACTIVE", 1),
+        (committed, *parts[1:]),
+        frozenset(),
+        stats,
+    )
+    [action] = decide(observed, NODES, GROUPS)
+    assert isinstance(action, ChangePartitions)
+    assert [(pid, s.item_count, s.parent) for pid, s in action.stats] == [
+        (f"{parts[0].partition_id}-0", 10, root),
+        (f"{parts[0].partition_id}-1", 10, root),
+    ]
+
+
+def _middle_of(p: Partition) -> int:
+    return p.start + (p.end - p.start) // 2
 
 
 def test_with_group_splits_a_too_large_replicated_partition_is_marked_at_its_median() -> None:

@@ -14,7 +14,9 @@ from partita.control.model import (
     HASH_SPACE_END,
     KeyElement,
     NodeRecord,
+    PartitionStats,
     Revision,
+    SplitParent,
     TableRecord,
     TableSpec,
     TableState,
@@ -142,6 +144,16 @@ def test_with_status_changes_only_the_status() -> None:
 def test_node_record_round_trips() -> None:
     node = NodeRecord("node-a", "a", "127.0.0.1:7001", "127.0.0.1:7101", 1234)
     assert NodeRecord.from_json(orjson.loads(orjson.dumps(node.to_json()))) == node
+
+
+def test_partition_stats_round_trip_with_and_without_a_split_parent() -> None:
+    counted = PartitionStats(4, 400, 1.5, split_hash=7, hot_seconds=2.0)
+    estimate = PartitionStats(2, 200, 1.5, estimated=True, parent=SplitParent("p1", 4, 400))
+    for stats in (counted, estimate):
+        assert PartitionStats.from_json(orjson.loads(orjson.dumps(stats.to_json()))) == stats
+    # Figures stored before estimates named their parent read back without one.
+    older = {k: v for k, v in estimate.to_json().items() if k != "parent"}
+    assert PartitionStats.from_json(older) == dataclasses.replace(estimate, parent=None)
 
 
 def test_new_table_ids_are_odd_positive_63_bit_and_distinct() -> None:

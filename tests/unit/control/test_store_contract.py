@@ -15,7 +15,7 @@ import pytest
 
 from partita.common.partition_map import Partition
 from partita.control.kubernetes import KubernetesTableCatalog
-from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, TableSpec, TableState
+from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, SplitParent, TableSpec, TableState
 from partita.control.store import PREFIX, STATS, ControlStore, EtcdControlStore, MemoryControlStore
 from tests.unit.autoadmin.kube.emulator import NS, register_resources
 from tests.unit.control.conftest import TWO_PARTITIONS, table
@@ -226,7 +226,11 @@ async def test_a_split_replaces_the_parent_with_its_markers_and_statistics(store
         Partition("p1-0", 2**63, 3 * 2**62, ("n2",), "n2"),
         Partition("p1-1", 3 * 2**62, 2**64, ("n2",), "n2"),
     )
-    estimates = [("p1-0", PartitionStats(2, 200, 1.0)), ("p1-1", PartitionStats(2, 200, 1.0))]
+    root = SplitParent("p1", 4, 400)
+    estimates = [
+        ("p1-0", PartitionStats(2, 200, 1.0, estimated=True, parent=root)),
+        ("p1-1", PartitionStats(2, 200, 1.0, estimated=True, parent=root)),
+    ]
     await store.change_partitions(5, children, ["p1"], estimates)
     assert await store.list_partitions(5) == [TWO_PARTITIONS[0], *children]
     assert await store.list_ready(5) == {("p0", "n1"), ("p1-0", "n2")}
