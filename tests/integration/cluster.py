@@ -23,6 +23,14 @@ from tests.integration.raw_http import RawHttp
 
 START_TIMEOUT = 180.0  # a shared 2-core machine starts ten processes slowly
 STOP_TIMEOUT = 30.0
+# Layouts tried before giving up: a range free when chosen can be taken before `partita
+# up` binds it (a cluster of the other test worker choosing an overlapping range at the
+# same moment made a whole worker's suite error once).
+LAYOUT_ATTEMPTS = 5
+
+
+class PortTaken(RuntimeError):
+    """`partita up` refused to start: one of its ports was taken (nothing was spawned)."""
 
 
 def _free(port: int) -> bool:
@@ -90,7 +98,9 @@ class Cluster(RawHttp):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"partita up exited: {self.read_log()}")
+                log_text = self.read_log()
+                failure = PortTaken if "is already in use" in log_text[offset:] else RuntimeError
+                raise failure(f"partita up exited: {log_text}")
             if "Partita is running" in self.read_log()[offset:]:
                 return
             time.sleep(0.1)
@@ -183,13 +193,26 @@ class Cluster(RawHttp):
 @contextmanager
 def running(data_dir: Path, *extra_args: str) -> Iterator[Cluster]:
     """A cluster started on free ports, stopped on the way out unless a test already did."""
-    c = Cluster(data_dir, free_port_layout(), extra_args=extra_args)
-    c.start()
+    c = start_on_free_ports(data_dir, extra_args)
     try:
         yield c
     finally:
         if c.process is not None:
             c.stop()
+
+
+def start_on_free_ports(data_dir: Path, extra_args: tuple[str, ...] = ()) -> Cluster:
+    """A started cluster, on another layout each time a port of the last was taken."""
+    for _ in range(LAYOUT_ATTEMPTS - 1):
+        c = Cluster(data_dir, free_port_layout(), extra_args=extra_args)
+        try:
+            c.start()
+            return c
+        except PortTaken:
+            continue
+    c = Cluster(data_dir, free_port_layout(), extra_args=extra_args)
+    c.start()
+    return c
 
 
 def wait_active(client: Any, name: str, timeout: float = 10.0) -> dict[str, Any]:
