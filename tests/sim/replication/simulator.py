@@ -43,6 +43,9 @@ from partita.storage.replication import (
 from tests.sim.replication.linearizability import CAS, READ, WRITE, Operation, check_history, explain
 
 OP_TIMEOUT = 1.0  # true seconds before a client gives up on an operation
+# True seconds after everything healed before each group's liveness probe starts: a
+# healed cluster elects (pre-vote, election timeout, restarted members' grace) within it.
+PROBE_AFTER = 1.0
 
 
 @dataclass
@@ -277,6 +280,10 @@ class Simulation:
         self._op_seq = 0
         self._read_seq = 0
         self._client_ops: dict[int, PendingOp | None] = {}
+        # Liveness probes: one client per group writing its probe key once everything
+        # healed, until a write commits (then the group's entry says when).
+        self._probes: dict[int, str] = {}
+        self.probed: dict[str, float] = {}
         self._client_guess: dict[int, str] = {}
         self.client_targets: dict[int, list[str]] = {}
         self.envelopes_sent = 0
@@ -453,6 +460,10 @@ class Simulation:
             self.at(self.now + self.rng.uniform(0, 0.05), lambda c=client: self._next_op(c))
 
     def _next_op(self, client: int) -> None:
+        probed_group = self._probes.get(client)
+        if probed_group is not None:
+            self._probe(client, probed_group)
+            return
         if self.now >= self._load_until:
             return
         group = self.rng.choice(self.group_ids)
@@ -473,6 +484,20 @@ class Simulation:
                 self.now,
                 uid,
             )
+        self.submit(op, self._target(client))
+
+    def start_probes(self) -> None:
+        for i, group in enumerate(self.group_ids):
+            client = self.config.clients + i
+            self._probes[client] = group
+            self._client_guess[client] = self.rng.choice(self._client_nodes())
+            self.at(self.now, lambda c=client, g=group: self._probe(c, g))
+
+    def _probe(self, client: int, group: str) -> None:
+        if group in self.probed:
+            return
+        self._op_seq += 1
+        op = PendingOp(client, f"{group}/probe", WRITE, self._op_seq, self.now, f"{client}-{self._op_seq}")
         self.submit(op, self._target(client))
 
     def _target(self, client: int) -> str:
@@ -515,6 +540,9 @@ class Simulation:
         self._client_ops[op.client] = None
         output = result if op.kind in (READ, CAS) else None
         self.history.append(Operation(op.client, op.key, op.kind, op.value, output, op.call, self.now))
+        probed_group = self._probes.get(op.client)
+        if probed_group is not None:
+            self.probed.setdefault(probed_group, self.now)
         self._after_op(op.client)
 
     def fail(self, op: PendingOp, hint: str | None = None) -> None:
@@ -538,6 +566,9 @@ class Simulation:
         self._after_op(op.client)
 
     def _after_op(self, client: int, backoff: float = 0.0) -> None:
+        if client in self._probes:  # a probe tries again at once, never idles
+            self.at(self.now + backoff + self.rng.uniform(0, 0.02), lambda: self._next_op(client))
+            return
         pause = self.rng.uniform(1.0, 3.0) if self.rng.random() < self.config.idle else 0.0
         self.at(self.now + backoff + pause + self.rng.uniform(0, 0.02), lambda: self._next_op(client))
 
@@ -616,8 +647,10 @@ class Simulation:
         for name, node in self.nodes.items():
             if not node.alive:
                 self.restart(name)
+        self.at(self.now + PROBE_AFTER, self.start_probes)
         self.run_until(cfg.duration + cfg.settle + OP_TIMEOUT + 0.5)
         self._check_nothing_lost()
+        self._check_live()
         for node in self.nodes.values():
             self.add_counters(node)
         bad_keys = check_history(self.history)
@@ -625,6 +658,18 @@ class Simulation:
             key_ops = [op for op in self.history if op.key == key]
             self.violations.append(f"history of {key} is not linearizable: {explain(key_ops)}")
         return SimResult(self.seed, list(self.violations), len(self.history), self)
+
+    def _check_live(self) -> None:
+        """Every group commits a write once the cluster healed: no election stalls, no
+        member deferring to one that never takes over (probes retry through NOT_LEADER
+        hints and timeouts until the run ends)."""
+        healed = self.config.duration
+        for group in self.group_ids:
+            if group not in self.probed:
+                self.violations.append(
+                    f"{group}: no write committed in the {self.now - healed - PROBE_AFTER:.1f} s after "
+                    "everything healed"
+                )
 
     def _check_nothing_lost(self) -> None:
         for group in self.group_ids:
