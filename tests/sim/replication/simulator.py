@@ -46,6 +46,10 @@ OP_TIMEOUT = 1.0  # true seconds before a client gives up on an operation
 # True seconds after everything healed before each group's liveness probe starts: a
 # healed cluster elects (pre-vote, election timeout, restarted members' grace) within it.
 PROBE_AFTER = 1.0
+# True seconds a probe's strong read may take once its write committed: the leader that
+# committed it confirms its leadership in a heartbeat round (a timed-out try and a
+# second one fit in it).
+READ_AFTER_WRITE = OP_TIMEOUT + 0.5
 
 
 @dataclass
@@ -281,8 +285,10 @@ class Simulation:
         self._read_seq = 0
         self._client_ops: dict[int, PendingOp | None] = {}
         # Liveness probes: one client per group writing its probe key once everything
-        # healed, until a write commits (then the group's entry says when).
+        # healed until a write commits, then reading it strongly until a read is served
+        # (`probed_writes`, `probed` say when each group's did).
         self._probes: dict[int, str] = {}
+        self.probed_writes: dict[str, float] = {}
         self.probed: dict[str, float] = {}
         self._client_guess: dict[int, str] = {}
         self.client_targets: dict[int, list[str]] = {}
@@ -497,7 +503,8 @@ class Simulation:
         if group in self.probed:
             return
         self._op_seq += 1
-        op = PendingOp(client, f"{group}/probe", WRITE, self._op_seq, self.now, f"{client}-{self._op_seq}")
+        kind, value = (READ, None) if group in self.probed_writes else (WRITE, self._op_seq)
+        op = PendingOp(client, f"{group}/probe", kind, value, self.now, f"{client}-{self._op_seq}")
         self.submit(op, self._target(client))
 
     def _target(self, client: int) -> str:
@@ -542,7 +549,8 @@ class Simulation:
         self.history.append(Operation(op.client, op.key, op.kind, op.value, output, op.call, self.now))
         probed_group = self._probes.get(op.client)
         if probed_group is not None:
-            self.probed.setdefault(probed_group, self.now)
+            done = self.probed if op.kind == READ else self.probed_writes
+            done.setdefault(probed_group, self.now)
         self._after_op(op.client)
 
     def fail(self, op: PendingOp, hint: str | None = None) -> None:
@@ -660,15 +668,24 @@ class Simulation:
         return SimResult(self.seed, list(self.violations), len(self.history), self)
 
     def _check_live(self) -> None:
-        """Every group commits a write once the cluster healed: no election stalls, no
-        member deferring to one that never takes over (probes retry through NOT_LEADER
-        hints and timeouts until the run ends)."""
-        healed = self.config.duration
+        """Every group commits a write and then serves a strongly consistent read once
+        the cluster healed: no election stalls, no member deferring to one that never
+        takes over, no leader that cannot confirm its leadership (probes retry through
+        NOT_LEADER hints and timeouts until the run ends)."""
+        window = self.now - self.config.duration - PROBE_AFTER
         for group in self.group_ids:
-            if group not in self.probed:
+            if group not in self.probed_writes:
                 self.violations.append(
-                    f"{group}: no write committed in the {self.now - healed - PROBE_AFTER:.1f} s after "
-                    "everything healed"
+                    f"{group}: no write committed in the {window:.1f} s after everything healed"
+                )
+            elif group not in self.probed:
+                self.violations.append(
+                    f"{group}: no read served in the {window:.1f} s after everything healed"
+                )
+            elif self.probed[group] - self.probed_writes[group] > READ_AFTER_WRITE:
+                waited = self.probed[group] - self.probed_writes[group]
+                self.violations.append(
+                    f"{group}: a strong read waited {waited:.2f} s after a write committed"
                 )
 
     def _check_nothing_lost(self) -> None:

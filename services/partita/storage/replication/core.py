@@ -52,6 +52,13 @@ from .types import (
     snapshot_meta,
 )
 
+# A leadership's heartbeat rounds start at its clock reading times this, so they are
+# above every round an earlier leadership of the node sent, in the same term too (a
+# leader resumes its term after a restart, and answers to its last process's rounds
+# can still arrive: queued on a peer's link, or late). The host's clock is monotonic
+# across the node's restarts; no node sends 2**30 rounds a second.
+ROUNDS_PER_SECOND = 2**30
+
 
 class State(enum.IntEnum):
     FOLLOWER = 1
@@ -152,7 +159,7 @@ class Replica:
         self._votes: dict[NodeId, bool] = {}
         # Leader state.
         self.progress: dict[NodeId, Progress] = {}
-        self.round = 0
+        self.round = self._round_base = 0
         self._round_sent: dict[int, float] = {}
         self._round_in_outbox = False
         self.lease_until = float("-inf")
@@ -567,7 +574,7 @@ class Replica:
             for peer in self.members
             if peer != self.node
         }
-        self.round = 0
+        self.round = self._round_base = max(0, int(now * ROUNDS_PER_SECOND))
         self._round_sent = {}
         self.lease_until = float("-inf")
         self._lease_forfeited = False
@@ -805,7 +812,9 @@ class Replica:
 
     def _heard(self, pr: Progress, round_: int, now: float) -> None:
         pr.last_heard = now
-        if round_ > pr.acked_round:
+        # Only rounds this leadership sent: an answer to another's (this node's before a
+        # restart) says nothing of when the follower last heard this one.
+        if self._round_base < round_ <= self.round and round_ > pr.acked_round:
             pr.acked_round = round_
             self._update_lease()
 
