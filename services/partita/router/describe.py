@@ -48,11 +48,13 @@ def table_description(
 
 def table_totals(partition_ids: Sequence[str], stats: Mapping[str, PartitionStats]) -> tuple[int, int]:
     """ItemCount and TableSizeBytes: the sums of the partitions' counts, where the split
-    children not counted yet carry together what their counted relatives leave of the
-    count they were estimated from (children are named after their parent, so a
-    family is the partitions whose ids extend its id)."""
+    children not counted yet carry together what the rest of their family leaves of the
+    count they were estimated from. Children are named after their parent, so a family
+    is the partitions whose ids extend its id; a child counted and split again is a
+    family inside it, accounted for by the count its own children started from."""
     items = size = 0
     families: dict[str, SplitParent] = {}
+    counted: dict[str, PartitionStats] = {}
     for pid in partition_ids:
         s = stats.get(pid)
         if s is None:
@@ -60,18 +62,29 @@ def table_totals(partition_ids: Sequence[str], stats: Mapping[str, PartitionStat
         if s.estimated and s.parent is not None:
             families[s.parent.partition_id] = s.parent
         else:
+            counted[pid] = s
             items += s.item_count
             size += s.size_bytes
-    for parent in families.values():
-        prefix = parent.partition_id + "-"
-        counted = [
+    for family in families.values():
+        inner = _outermost([f for f in families.values() if _under(f.partition_id, family.partition_id)])
+        held = [
             s
-            for pid in partition_ids
-            if pid.startswith(prefix) and (s := stats.get(pid)) is not None and s.parent is None
+            for pid, s in counted.items()
+            if _under(pid, family.partition_id) and not any(_under(pid, f.partition_id) for f in inner)
         ]
-        items += max(0, parent.item_count - sum(s.item_count for s in counted))
-        size += max(0, parent.size_bytes - sum(s.size_bytes for s in counted))
+        items += max(
+            0, family.item_count - sum(f.item_count for f in inner) - sum(s.item_count for s in held)
+        )
+        size += max(0, family.size_bytes - sum(f.size_bytes for f in inner) - sum(s.size_bytes for s in held))
     return items, size
+
+
+def _under(partition_id: str, ancestor: str) -> bool:
+    return partition_id.startswith(ancestor + "-")
+
+
+def _outermost(families: list[SplitParent]) -> list[SplitParent]:
+    return [f for f in families if not any(_under(f.partition_id, o.partition_id) for o in families)]
 
 
 # DynamoDB describes a table it has begun deleting without its schema and creation

@@ -65,3 +65,17 @@ def test_a_family_spans_every_generation_split_from_its_last_counted_partition()
     stats["p1-0-1"] = PartitionStats(16, 1600, 2.0)
     stats["p10"] = PartitionStats(5, 500, 2.0)  # an id that extends "p1" but not "p1-"
     assert table_totals(["p1-0-0", "p1-0-1", "p1-1", "p10"], stats) == (45, 4500)
+
+
+def test_a_counted_child_split_again_is_a_family_inside_its_parents() -> None:
+    # p1 (40 items) split; p1-0 counted 30 and split again before p1-1 was counted.
+    stats = {
+        **_split("p1", 40, 4000, ("p1-1", 20, 2000)),
+        **_split("p1-0", 30, 3000, ("p1-0-0", 15, 1500), ("p1-0-1", 15, 1500)),
+    }
+    ids = ["p1-0-0", "p1-0-1", "p1-1"]
+    assert table_totals(ids, stats) == (40, 4000)
+    stats["p1-0-0"] = PartitionStats(14, 1400, 2.0)  # counted: its sibling carries the rest of 30
+    assert table_totals(ids, stats) == (40, 4000)
+    stats["p1-1"] = PartitionStats(12, 1200, 2.0)  # every family member of p1 counted or inner
+    assert table_totals(ids, stats) == (14 + 16 + 12, 1400 + 1600 + 1200)
