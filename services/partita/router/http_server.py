@@ -181,8 +181,12 @@ class HttpProtocol(asyncio.Protocol):
     def finish(self) -> None:
         """Answer the requests already received, then close: at once if there are none."""
         self._last = True
-        if self._pending == 0 and not self._queue and self._message_phase == _IDLE:
+        if self._nothing_asked():
             self._close()
+
+    def _nothing_asked(self) -> bool:
+        """No request waits for its answer, and none is partly received."""
+        return self._pending == 0 and not self._queue and self._message_phase == _IDLE
 
     # --- timeouts -------------------------------------------------------------------
 
@@ -411,7 +415,7 @@ class HttpProtocol(asyncio.Protocol):
                 self._pending -= 1
                 self._in_flight.count -= 1
             self._enter(self._message_phase)  # the next request may be partly there
-            if self._last and not self._queue and self._message_phase == _IDLE:
+            if self._last and self._nothing_asked():
                 keep_alive = False  # finishing: this was the last request asked
             self._write(response, keep_alive, send_body=request.method != "HEAD")
             if not keep_alive:
