@@ -156,6 +156,15 @@ class StorageAdmission:
         buckets.throttled = True
         return Refusal.PARTITION
 
+    def holds_table_rate(self, record: TableRecord, partition_id: str, kind: Kind) -> bool:
+        """Whether the partition is allocated its provisioned table's whole rate (the
+        table's only partition, or one adaptive capacity raised that far): its refusal
+        is then the table's, which more provisioned throughput would lift."""
+        if record.billing_mode == "PAY_PER_REQUEST":
+            return False
+        buckets = self.partitions.get((record.table_id, partition_id, kind))
+        return buckets is not None and buckets.allocated.rate >= table_rate(record, kind)
+
     def adapt(self, now: float) -> None:
         """Ends an adaptive-capacity period: every table's partitions on this node get
         their next allocation from what they used and whether they were refused."""

@@ -25,7 +25,7 @@ from partita.common.framing import FrameDecoder, FrameError, encode_frame
 from partita.common.partition_map import Partition
 from partita.common.throughput import Kind
 from partita.storage import metrics
-from partita.storage.admission import StorageAdmission, partition_rate
+from partita.storage.admission import Refusal, StorageAdmission, partition_rate
 from partita.storage.group_log import group_of
 from partita.storage.heat import PartitionHeat
 from partita.storage.operations import PLANNERS, Plan, error_response
@@ -271,10 +271,16 @@ class DataPlane:
             return None
         metrics.THROTTLED.inc((refusal.value, record.name, kind))
         operation = "Write" if kind == "write" else "Read"
-        # Both layers are a key range's limit to the client: more throughput at the
+        # A partition holding its table's whole rate is refused as the table is (the
+        # router, refusing the same load a moment later, would say so too). Otherwise
+        # either layer is a key range's limit to the client: more throughput at the
         # table would not help, spreading the keys would. The router turns the table's
         # name into its ARN (a node knows no region or account).
-        reason = f"Table{operation}KeyRangeThroughputExceeded"
+        whole = refusal is Refusal.PARTITION and self.admission.holds_table_rate(
+            record, request.partition_id, kind
+        )
+        limit = "Provisioned" if whole else "KeyRange"
+        reason = f"Table{operation}{limit}ThroughputExceeded"
         return error_response(request.id, errors.provisioned_throughput_exceeded([(reason, record.name)]))
 
     def _new_meter(self, request: pb.Request) -> metrics.PartitionMeter:

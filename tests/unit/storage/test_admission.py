@@ -137,11 +137,33 @@ async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
     await e.close()
 
 
-async def test_the_data_plane_refuses_a_partition_over_its_rate(engine: Engine) -> None:
-    record = provisioned(wcu=2, name="planehot", table_id=0x77)
+ONE = (Partition("p0", 0, 2**64, ("a",), "a"),)
+
+
+@pytest.mark.parametrize(
+    ("partitions", "wcu", "reason"),
+    [
+        # Half the table's rate: a key range's limit, more provisioning would not lift it.
+        (TWO, 2, "TableWriteKeyRangeThroughputExceeded"),
+        # The table's only partition holds its whole rate: the table's limit.
+        (ONE, 1, "TableWriteProvisionedThroughputExceeded"),
+    ],
+)
+async def test_the_data_plane_refuses_a_partition_over_its_rate(
+    engine: Engine, partitions: tuple[Partition, ...], wcu: int, reason: str
+) -> None:
+    record = records.table_record(
+        *partitions,
+        name="planehot",
+        table_id=0x77,
+        billing_mode="PROVISIONED",
+        read_capacity=10,
+        write_capacity=wcu,
+    )
     state = NodeState(node_id="a", zone="a", engine=engine, hosted=desired_hosting([record], "a"))
     clock = Clock()
     plane = DataPlane(state, StorageAdmission(clock.now), clock)
+    throttled_before = storage_metrics.THROTTLED.cell("partition", "planehot", "write").value
     answers = []
     for i in range(5):  # one second's worth (1 WCU) is there; the rest is refused
         key = keys.item_key(record.table_id, 5, f"k{i}".encode(), None)
@@ -157,9 +179,10 @@ async def test_the_data_plane_refuses_a_partition_over_its_rate(engine: Engine) 
     assert 1 <= len(answers) - len(refused) <= 2
     assert refused and all(a.error_code == "ProvisionedThroughputExceededException" for a in refused)
     assert orjson.loads(refused[0].error_body) == {
-        "ThrottlingReasons": [{"reason": "TableWriteKeyRangeThroughputExceeded", "resource": "planehot"}]
+        "ThrottlingReasons": [{"reason": reason, "resource": "planehot"}]
     }
-    assert storage_metrics.THROTTLED.cell("partition", "planehot", "write").value == len(refused)
+    throttled = storage_metrics.THROTTLED.cell("partition", "planehot", "write").value - throttled_before
+    assert throttled == len(refused)
     assert engine.get(keys.item_key(record.table_id, 5, b"k4", None)) is None  # nothing written
 
 
