@@ -156,10 +156,12 @@ def partition_from_resource(obj: Mapping[str, Any]) -> Partition:
     the half-open [start, last + 1); the leader is the one the members reported (the
     operator's replica director writes it into status), else the first member (the
     placement's choice, which a node leads while no group elects one). A reported leader
-    that is no longer a member (the members just changed) is not routed to."""
+    that is no longer a full member (the members just changed) is not routed to."""
     spec = obj["spec"]
     start, last = int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16)
-    replicas = tuple(m["node"] for m in spec["members"])
+    # Routers send to full members only: a joining one is still being built, a log one
+    # holds no items.
+    replicas = tuple(m["node"] for m in spec["members"] if m.get("role", "full") == "full")
     reported = (obj.get("status") or {}).get("leader")
     leader = reported if reported in replicas else (replicas[0] if replicas else None)
     return Partition(obj["metadata"]["name"], start, last + 1, replicas, leader)

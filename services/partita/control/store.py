@@ -52,6 +52,9 @@ STATES = PREFIX + b"state/"
 PARTITIONS = PREFIX + b"partitions/"
 NODES = PREFIX + b"nodes/"
 READY = PREFIX + b"ready/"
+# Replication groups' memberships as their leaders decided them, by partition (resource)
+# name, on Kubernetes: under /partita/ so that the storage nodes' watch wakes for them.
+MEMBERSHIP = PREFIX + b"membership/"
 STATS = b"/partita-stats/"
 # Who leads a role (the local autoadmin): outside /partita/ so that campaigning and
 # keeping a lease alive wake no watcher.
@@ -138,7 +141,17 @@ class AutoadminStore(TableCatalog, PartitionMapStore, NodeMembership, Statistics
         if the stored spec still has `spec.revision`."""
 
 
-class NodeStore(RouteSource, NodeMembership, Statistics, PartitionMapStore, Protocol):
+class Memberships(Protocol):
+    """Replication groups' memberships their leaders published (Kubernetes repair),
+    by partition name, as opaque records (admin.proto `PublishedMembership`)."""
+
+    async def put_membership(self, partition: str, record: bytes) -> None: ...
+    async def get_membership(self, partition: str) -> bytes | None: ...
+    async def delete_membership(self, partition: str) -> None: ...
+    async def list_memberships(self) -> dict[str, bytes]: ...
+
+
+class NodeStore(RouteSource, NodeMembership, Statistics, PartitionMapStore, Memberships, Protocol):
     """What a storage node uses: it follows the partition objects through the joined
     view, registers itself, reports the replicas it serves and their counts; a group's
     leader writes its partition object's members when it repairs the group."""
@@ -381,6 +394,28 @@ class EtcdControlStore:
         ops += [tx.put(_stats_key(table_id, pid), orjson.dumps(s.to_json())) for pid, s in stats]
         await self._client.transaction(compare=[], success=ops, failure=[])
 
+    # --- published memberships (Kubernetes) --------------------------------------
+    # Opaque bytes here (an admin.proto PublishedMembership): the control layer stores
+    # and lists them; the storage nodes and the operator read them.
+
+    async def put_membership(self, partition: str, record: bytes) -> None:
+        await self._client.put(MEMBERSHIP + partition.encode(), record)
+
+    async def get_membership(self, partition: str) -> bytes | None:
+        value = await self._client.get(MEMBERSHIP + partition.encode())
+        return None if value is None else bytes(value.value)
+
+    async def delete_membership(self, partition: str) -> None:
+        await self._client.delete(MEMBERSHIP + partition.encode())
+
+    async def list_memberships(self) -> dict[str, bytes]:
+        """Every published membership by partition name, re-read only when the store moved."""
+        listed = await self._listing(
+            "memberships",
+            lambda keys: self._read_prefix(MEMBERSHIP, lambda kv: (kv.key, bytes(kv.value)), keys),
+        )
+        return {key[len(MEMBERSHIP) :].decode(): value for key, value in listed}
+
     # --- nodes ------------------------------------------------------------------
 
     async def register_node(self, node: NodeRecord, ttl: int) -> None:
@@ -572,6 +607,7 @@ class MemoryControlStore:
         self._nodes: dict[str, NodeRecord] = {}
         self._ready: set[tuple[int, str, str]] = set()
         self._stats: dict[tuple[int, str], PartitionStats] = {}
+        self._memberships: dict[str, bytes] = {}
         self._revision = 0
         self.writes = 0  # every write of any kind: tests check that idle passes write nothing
 
@@ -579,6 +615,20 @@ class MemoryControlStore:
         self._revision += 1
         self.writes += 1
         return Revision(str(self._revision))
+
+    async def put_membership(self, partition: str, record: bytes) -> None:
+        self._next_revision()
+        self._memberships[partition] = record
+
+    async def get_membership(self, partition: str) -> bytes | None:
+        return self._memberships.get(partition)
+
+    async def delete_membership(self, partition: str) -> None:
+        if self._memberships.pop(partition, None) is not None:
+            self._next_revision()
+
+    async def list_memberships(self) -> dict[str, bytes]:
+        return dict(self._memberships)
 
     async def get_table_spec(self, name: str) -> TableSpec | None:
         return self._specs.get(name)

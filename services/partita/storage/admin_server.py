@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, cast
 
 import grpc
@@ -23,6 +24,8 @@ from partita.common.partition_map import HASH_SPACE
 from partita.control.model import BillingMode, KeyElement
 from partita.storage import metrics
 from partita.storage.assignments import (
+    FULL,
+    ROLES,
     Assignment,
     AssignmentBook,
     TableInfo,
@@ -73,10 +76,49 @@ def assignment_of(request: pb.HostReplicaRequest) -> Assignment:
     members = tuple(m.node for m in request.members)
     if len(set(members)) != len(members):
         raise InvalidAssignment(f"members repeat: {list(members)}")
+    for m in request.members:
+        if m.role and m.role not in ROLES:
+            raise InvalidAssignment(f"member {m.node}: unknown role {m.role!r}")
+    if all(m.role not in ("", FULL) for m in request.members):
+        raise InvalidAssignment("a replica needs at least one full member")
     addresses = tuple(
         (m.node, _address(m.replication_address)) for m in request.members if m.replication_address
     )
-    return Assignment(request.partition, table, request.start, request.last + 1, members, addresses)
+    roles = tuple((m.node, m.role) for m in request.members if m.role not in ("", FULL))
+    return Assignment(request.partition, table, request.start, request.last + 1, members, addresses, roles)
+
+
+def request_of(assignment: Assignment, zones: Mapping[str, str]) -> pb.HostReplicaRequest:
+    """The HostReplica request that gives `assignment` (what a leader publishes)."""
+    t = assignment.table
+    table = pb.TableInfo(
+        table_id=t.table_id,
+        table_name=t.name,
+        partition_key=pb.KeyAttribute(name=t.partition_key.name, type=t.partition_key.type),
+        billing_mode=t.billing_mode,
+        read_capacity=t.read_capacity,
+        write_capacity=t.write_capacity,
+        created_at=t.created_at,
+        ttl_attribute=t.ttl_attribute or "",
+    )
+    if t.sort_key is not None:
+        table.sort_key.CopyFrom(pb.KeyAttribute(name=t.sort_key.name, type=t.sort_key.type))
+    addresses = dict(assignment.addresses)
+    return pb.HostReplicaRequest(
+        partition=assignment.partition,
+        table=table,
+        start=assignment.start,
+        last=assignment.end - 1,
+        members=[
+            pb.Member(
+                node=m,
+                zone=zones.get(m, ""),
+                role=assignment.role_of(m),
+                replication_address=addresses.get(m, ""),
+            )
+            for m in assignment.members
+        ],
+    )
 
 
 def _address(address: str) -> str:
@@ -107,10 +149,16 @@ class AdminHosting:
         self.state = state
         self.book = book
         self.on_peers = on_peers
+        # The memberships the groups' leaders published (`apply_published`), by partition:
+        # a running group's leader, not the operator's placement, says who its members are.
+        self.published: dict[str, Assignment] = {}
 
-    async def start(self) -> None:
-        """Serve what the book holds, and delete the data of tables the node was told
-        to drop (or never given) before a crash let it finish."""
+    async def start(self, published: Mapping[str, bytes] | None = None) -> None:
+        """Serve what the book holds, as the published memberships have changed it
+        while this node was down, and delete the data of tables the node was told to
+        drop (or never given) before a crash let it finish."""
+        if published:
+            await self.apply_published(published, rehost=False)
         self._rehost()
         assigned = {a.table.table_id for a in self.book.assignments.values()}
         for table_id in sorted(self.state.ids_with_data - assigned):
@@ -120,11 +168,69 @@ class AdminHosting:
             log.info("deleted the data of table %d, which no assignment names", table_id)
 
     def host(self, assignment: Assignment) -> None:
+        """The operator's assignment. Of a partition whose leader published its
+        membership, the members are the published ones (the operator adopts them)."""
+        published = self.published.get(assignment.partition)
+        if published is not None:
+            assignment = replace(
+                assignment, members=published.members, addresses=published.addresses, roles=published.roles
+            )
         if self.state.node_id not in assignment.members:
             raise InvalidAssignment(f"{self.state.node_id} is not a member of {assignment.partition}")
+        self._put(assignment)
+
+    def adopt(self, assignment: Assignment) -> None:
+        """A membership this node published as the group's leader: its own replica's
+        assignment follows at once (the other members' follow from the store)."""
+        self.published[assignment.partition] = assignment
+        self._put(assignment)
+
+    def _put(self, assignment: Assignment) -> None:
         if self.book.put(assignment):
             self._rehost()
-            log.info("hosting %s of table %d", assignment.partition, assignment.table.table_id)
+            log.info(
+                "hosting %s of table %d (%s)",
+                assignment.partition,
+                assignment.table.table_id,
+                ", ".join(f"{m} {assignment.role_of(m)}" for m in assignment.members),
+            )
+
+    async def apply_published(self, records: Mapping[str, bytes], rehost: bool = True) -> None:
+        """Follow the memberships the groups' leaders published (docs/kubernetes.md,
+        "Repair"): host a replica a record names this node a member of (a member added
+        by repair starts at once, as a newcomer), take new members and roles into one
+        hosted, and drop (erase) a replica a record no longer names, as the local
+        cluster's nodes do when a partition object stops naming them."""
+        changed = False
+        for partition, data in records.items():
+            try:
+                request = pb.PublishedMembership.FromString(data).assignment
+                published = assignment_of(request)
+            except Exception as exc:  # a damaged record must not stop the others
+                log.warning("published membership of %s unreadable: %s", partition, exc)
+                continue
+            self.published[partition] = published
+            held = self.book.assignments.get(partition)
+            if self.state.node_id in published.members:
+                if held is not None:
+                    # The operator's table settings (throughput, TTL) stay the held ones.
+                    published = replace(
+                        held, members=published.members, addresses=published.addresses, roles=published.roles
+                    )
+                if self.book.put(published):
+                    changed = True
+                    log.info(
+                        "member of %s as %s (published by its leader)",
+                        partition,
+                        published.role_of(self.state.node_id),
+                    )
+            elif held is not None:
+                log.info("removed from %s by its leader: dropping the replica", partition)
+                await self.drop(partition)
+        for partition in [p for p in self.published if p not in records]:
+            del self.published[partition]
+        if changed and rehost:
+            self._rehost()
 
     async def drop(self, partition: str) -> None:
         assignment = self.book.assignments.get(partition)
@@ -177,18 +283,21 @@ class AdminHosting:
         replicas = self.state.replicas
         if replicas is None:
             return
+        # Every group this node is a member of, in any role (`sync_groups` in the local
+        # cluster): a member added to a running group starts empty, as a newcomer.
+        node = self.state.node_id
         wanted = {
-            group_of(table_id, p.partition_id): (table_id, p)
-            for table_id, hosted in self.state.hosted.items()
-            for p in hosted.partitions
-            if len(p.replicas) > 1
+            group_of(a.table.table_id, a.partition): (a.table.table_id, a.as_partition())
+            for a in given
+            if len(a.members) > 1
         }
         for group in [g for g in replicas.multi.replicas if g not in wanted]:
             replicas.remove_group(group)
         # The groups' key ranges (snapshots are read and installed by them).
         self.state.groups = wanted
         for group, (_, p) in wanted.items():
-            replicas.add_group(group, list(p.replicas))
+            newcomer = node in p.joining or node in p.log_replicas
+            replicas.add_group(group, [*p.replicas, *p.joining], p.log_replicas, newcomer=newcomer)
 
 
 class StorageAdminService(pb_grpc.StorageAdminServicer):

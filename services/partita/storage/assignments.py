@@ -22,6 +22,9 @@ from partita.control.model import BillingMode, KeyElement, TableRecord, TimeToLi
 from partita.storage.hosting import HostedTable
 
 FILE_NAME = "assignments.json"
+# A member's role in an assignment (admin.proto `Member.role`).
+FULL, JOINING, LOG = "full", "joining", "log"
+ROLES = (FULL, JOINING, LOG)
 
 
 @dataclass(frozen=True)
@@ -51,10 +54,21 @@ class Assignment:
     # (member, host:port of its replication listener) for the members the operator gave
     # an address: in Kubernetes the group's peers are found there, not in the registry.
     addresses: tuple[tuple[str, str], ...] = ()
+    # (member, role) of the members that are not full replicas: "joining" (a full replica
+    # being built) or "log" (WAL only). Only a group's leader adds them (repair).
+    roles: tuple[tuple[str, str], ...] = ()
+
+    def role_of(self, node: str) -> str:
+        return dict(self.roles).get(node, FULL)
 
     def as_partition(self) -> Partition:
-        # The placement's first member leads while replication does not elect one.
-        return Partition(self.partition, self.start, self.end, self.members, self.members[0])
+        # The placement's first full member leads while replication does not elect one.
+        full = tuple(m for m in self.members if self.role_of(m) == FULL)
+        joining = tuple(m for m in self.members if self.role_of(m) == JOINING)
+        logs = tuple(m for m in self.members if self.role_of(m) == LOG)
+        return Partition(
+            self.partition, self.start, self.end, full, full[0], log_replicas=logs, joining=joining
+        )
 
 
 def peer_addresses(assignments: Iterable[Assignment]) -> dict[str, str]:
@@ -71,7 +85,9 @@ def hosted_tables(assignments: Iterable[Assignment], node_id: str) -> dict[int, 
             by_table.setdefault(a.table.table_id, []).append(a)
     out = {}
     for table_id, given in by_table.items():
-        out[table_id] = HostedTable.of(_record(given[-1].table, [a.as_partition() for a in given]), node_id)
+        hosted = HostedTable.of(_record(given[-1].table, [a.as_partition() for a in given]), node_id)
+        if hosted.partitions:  # a joining or log-only member serves nothing yet
+            out[table_id] = hosted
     return out
 
 
@@ -153,6 +169,7 @@ def _to_json(a: Assignment) -> dict[str, Any]:
         "last": a.end - 1,  # inclusive: the last partition's end (2**64) is past JSON's ints
         "members": list(a.members),
         "addresses": dict(a.addresses),
+        "roles": dict(a.roles),
         "table": {
             "table_id": t.table_id,
             "name": t.name,
@@ -183,6 +200,7 @@ def _from_json(e: Mapping[str, Any]) -> Assignment:
     )
     # Files written before members carried addresses have none.
     addresses = tuple((str(n), str(a)) for n, a in e.get("addresses", {}).items())
+    roles = tuple((str(n), str(r)) for n, r in e.get("roles", {}).items())
     return Assignment(
-        str(e["partition"]), table, int(e["start"]), int(e["last"]) + 1, tuple(e["members"]), addresses
+        str(e["partition"]), table, int(e["start"]), int(e["last"]) + 1, tuple(e["members"]), addresses, roles
     )

@@ -30,9 +30,11 @@ from partita.storage.data_server import DataPlane, LocalDataChannel, start_data_
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
+from partita.storage.group_split import PartitionWriter
 from partita.storage.heat import PartitionHeat
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.leader_balance_driver import LeaderBalanceDriver
+from partita.storage.membership_publisher import MembershipPublisher, follow_memberships
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.repair import RepairConfig
 from partita.storage.repair_driver import RepairDriver
@@ -602,27 +604,39 @@ async def serve(
     await store.register_node(record, NODE_TTL_SECONDS)
     await peers.refresh(store, replicas)
     replicas.start()
-    repair = RepairDriver(replicas, store, RepairConfig(down_after=replica_down_after))
+    # Repair writes what it decides into partition objects in the control store; under
+    # the operator (admin hosting) the Partition resources are the operator's, so the
+    # leader publishes the membership for the nodes and the operator to follow.
+    writer: PartitionWriter = store
+    if by_assignment is not None:
+        writer = MembershipPublisher(
+            store,
+            by_assignment,
+            lambda: peers.zones,
+            peers.replication_address,
+            lambda group: replicas.multi.replicas[group].term,
+        )
+    repair = RepairDriver(replicas, writer, RepairConfig(down_after=replica_down_after))
     state.repair = repair
     # Serve only once the hosting reflects the store, so no request is refused as
     # WRONG_PARTITION merely because the node has just started.
     poller: asyncio.Task[None] | None = None  # the operator drives hosting by assignment
     if by_assignment is not None:
-        await by_assignment.start()
+        try:  # a member removed while this node was down erases its replica before serving it
+            published: dict[str, bytes] | None = await store.list_memberships()
+        except Exception as exc:
+            log.warning("published memberships unavailable at start: %s", exc)
+            published = None
+        await by_assignment.start(published)
+        poller = asyncio.create_task(follow_memberships(by_assignment, store))
     else:
         await reconcile_hosting(state, store, await store.list_tables())
         poller = asyncio.create_task(control_loop(state, store))
     await admin_server.set_serving(checker, True)
     detach = await attach(LocalDataChannel(plane), record.data_address) if attach is not None else None
     watching_peers = asyncio.create_task(peers.follow(store, replicas))
-    # Repair rewrites partition objects in the control store; in admin hosting the
-    # operator owns membership (Partition resources), and does not repair yet.
-    repairing = (
-        asyncio.create_task(
-            repair.run(lambda: led_groups(state), lambda: peers.zones, lambda: frozenset(peers.addresses))
-        )
-        if by_assignment is None
-        else None
+    repairing = asyncio.create_task(
+        repair.run(lambda: led_groups(state), lambda: peers.zones, lambda: frozenset(peers.addresses))
     )
     balancer = LeaderBalanceDriver(
         replicas,
@@ -676,8 +690,7 @@ async def serve(
         log.info(
             "the cluster is stopping: keeping the leadership of %d groups", len(replicas.multi.leading())
         )
-    if repairing is not None:
-        repairing.cancel()
+    repairing.cancel()
     watching_peers.cancel()
     if poller is not None:
         poller.cancel()

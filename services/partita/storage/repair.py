@@ -59,6 +59,9 @@ class RepairConfig:
     catch_up_slack: int = 64
     # A member just added is not judged down before it had this long to answer.
     grace_after_add: float = 5.0
+    # For this long after the node starts, a member whose registration it has not read
+    # is not judged down for that (the registration TTL: a dead node's has lapsed by then).
+    registration_grace: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +86,21 @@ def down_members(
     now: float,
     config: RepairConfig,
 ) -> frozenset[NodeId]:
-    """Members other than the leader that are unreachable: their node's registration is
-    gone (its lease expired), or, while the group is active (a quiesced group sends no
-    heartbeats), the leader has not heard them for `down_after` seconds."""
+    """Members other than the leader that are unreachable: while the group is active,
+    those the leader has not heard for `down_after` seconds; while it is quiesced (no
+    heartbeats to judge by), those whose node's registration is gone (its lease
+    expired). An active group's member that answers is up whatever the registrations
+    say: a node's registration can show late (a leader placed by the operator, on
+    Kubernetes, can lead before it has read its peers') or lapse while it runs."""
     out = set()
     for node in members:
         if node == leader:
             continue
-        silent = not quiesced and now - last_heard.get(node, float("-inf")) > config.down_after
-        if node not in registered or silent:
+        if quiesced:
+            down = node not in registered
+        else:
+            down = now - last_heard.get(node, float("-inf")) > config.down_after
+        if down:
             out.add(node)
     return frozenset(out)
 

@@ -67,6 +67,9 @@ class RepairDriver:
         self.config = config or RepairConfig()
         self._clock = clock
         self._added_at: dict[tuple[GroupId, NodeId], float] = {}
+        self._started = clock()
+        # Members judged down, by group, with when.
+        self._down: dict[GroupId, dict[NodeId, float]] = {}
         self._written: dict[GroupId, Partition] = {}
         # Membership changes proposed, by (kind, role): the metrics read them.
         self.changes: dict[tuple[str, str], int] = {}
@@ -103,6 +106,8 @@ class RepairDriver:
     ) -> None:
         for group in self._quiet.keys() - groups.keys():
             del self._quiet[group]
+        for group in self._down.keys() - groups.keys():
+            del self._down[group]
         zones_now = dict(zones)
         for group, (table_id, partition) in list(groups.items()):
             if not self.replicas.is_leader(group):
@@ -136,6 +141,10 @@ class RepairDriver:
         now = self._clock()
         members = dict(replica.members)
         node = self.replicas.node_id
+        if now - self._started < self.config.registration_grace:
+            # Registrations this node has not read yet (every pod starting at once) are
+            # no sign of a dead member: only silence is, for now.
+            registered = registered | frozenset(members)
         heard = {
             peer: max(
                 pr.last_heard, self._added_at.get((group, peer), float("-inf")) + self.config.grace_after_add
@@ -147,6 +156,16 @@ class RepairDriver:
             if g == group and peer not in heard:
                 heard[peer] = at + self.config.grace_after_add
         down = down_members(members, node, registered | {node}, heard, replica.quiesced, now, self.config)
+        # A member judged down stays down until it is heard again: a group that quiesces
+        # meanwhile (its dead member's registration still alive) must not undo a repair
+        # under way, then redo it once active again.
+        judged = self._down.setdefault(group, {})
+        for peer in list(judged):
+            if peer not in members or heard.get(peer, float("-inf")) > judged[peer]:
+                del judged[peer]
+        for peer in down:
+            judged.setdefault(peer, now)
+        down = frozenset(judged)
         return GroupView(
             leader=node,
             members=members,

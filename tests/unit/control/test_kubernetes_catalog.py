@@ -147,3 +147,15 @@ def test_routes_lead_to_the_reported_leader_only_while_it_is_a_member(
 ) -> None:
     p = kubernetes.partition_from_resource(_partition_resource(status))
     assert (p.leader, p.replicas, p.start, p.end) == (leader, ("s-a-0", "s-b-0", "s-c-0"), 0, 1 << 64)
+
+
+def test_routes_name_only_full_members_a_joining_or_log_member_is_not_read_from() -> None:
+    resource = _partition_resource({"leader": "s-b-0"})
+    resource["spec"]["members"] = [
+        {"node": "s-a-0", "zone": "a", "role": "full"},
+        {"node": "s-b-0", "zone": "b", "role": "full"},
+        {"node": "s-c-1", "zone": "c", "role": "joining"},
+        {"node": "s-a-1", "zone": "a", "role": "log"},
+    ]
+    p = kubernetes.partition_from_resource(resource)
+    assert (p.replicas, p.leader) == (("s-a-0", "s-b-0"), "s-b-0")

@@ -262,3 +262,64 @@ async def test_members_replication_addresses_reach_the_peer_directory_and_the_gr
     async with restarted as n:
         assert restarted.peers.replication_address("n2") == "n2.s.ns.svc:7401"
         assert n.state.replicas is not None and n.state.replicas.hosts(group)
+
+
+def published(request: pb.HostReplicaRequest, *roles: tuple[str, str]) -> bytes:
+    """A leader's PublishedMembership of `request` with its members set to `roles`."""
+    changed = pb.HostReplicaRequest()
+    changed.CopyFrom(request)
+    del changed.members[:]
+    changed.members.extend(pb.Member(node=n, zone="z", role=r) for n, r in roles)
+    return pb.PublishedMembership(term=3, leader="n2", assignment=changed).SerializeToString()
+
+
+async def test_a_published_membership_is_followed_a_newcomer_first_then_a_removal_erases(
+    tmp_path: Path,
+) -> None:
+    """Repair on Kubernetes: a node a leader's published membership names hosts the
+    replica at once, as a newcomer (outside its own membership until the leader's log
+    says otherwise) in the role given; a role change is taken; a record that no longer
+    names the node drops its replica with its data; and the operator's stale assignment
+    afterwards is refused, not hosted again."""
+    group = group_of(TABLE_ID, "orders-0")
+    async with running_node(tmp_path, replication=True) as n:
+        assert n.state.replicas is not None
+        record = published(host_request(), ("n2", "full"), ("n3", "full"), ("n1", "log"))
+        await n.hosting.apply_published({"orders-0": record})
+        assert n.state.replicas.hosts(group)
+        assert n.state.replicas.members(group).get("n1") is None  # a newcomer learns itself
+        p = n.state.groups[group][1]
+        assert (p.replicas, p.log_replicas, p.joining) == (("n2", "n3"), ("n1",), ())
+        assert TABLE_ID not in n.state.hosted  # a log member serves no reads
+
+        rebuilt = published(host_request(), ("n2", "full"), ("n3", "full"), ("n1", "joining"))
+        await n.hosting.apply_published({"orders-0": rebuilt})
+        assert n.state.groups[group][1].joining == ("n1",)
+
+        key = await put(n.state.engine, 5, partition="orders-0")
+        gone = published(host_request(), ("n2", "full"), ("n3", "full"), ("n4", "full"))
+        await n.hosting.apply_published({"orders-0": gone})
+        assert not n.state.replicas.hosts(group)
+        assert "orders-0" not in n.hosting.book.assignments
+        assert n.state.engine.get(key) is None
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await n.stub.HostReplica(host_request(), timeout=5)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert not n.state.replicas.hosts(group)
+
+
+async def test_a_member_removed_while_the_node_was_down_is_erased_before_it_serves(tmp_path: Path) -> None:
+    async with running_node(tmp_path, replication=True) as n:
+        await n.stub.HostReplica(host_request(), timeout=5)
+        assert TABLE_ID in n.state.hosted
+    engine = Engine.open(tmp_path, sync=False)
+    try:
+        state = NodeState(node_id="n1", zone="a", engine=engine, ids_with_data=engine.table_ids())
+        state.replicas = ReplicaHost("n1", engine, lambda envelopes: None)
+        hosting = AdminHosting(state, AssignmentBook.open(tmp_path))
+        gone = published(host_request(), ("n2", "full"), ("n3", "full"), ("n4", "full"))
+        await hosting.start({"orders-0": gone})
+        assert TABLE_ID not in state.hosted and not state.replicas.hosts(group_of(TABLE_ID, "orders-0"))
+        assert hosting.book.assignments == {}
+    finally:
+        await engine.close()

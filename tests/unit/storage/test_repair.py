@@ -149,6 +149,8 @@ def test_the_whole_repair_flow_ends_with_three_serving_full_members_one_change_a
             {"c"},
         ),
         ("never heard at all", {"a", "b", "c"}, {"b": 9.0}, False, {"c"}),
+        # A registration not read yet (or lapsed) while the member answers: up.
+        ("active and heard, not registered", {"a", "b"}, {"b": 9.0, "c": 9.5}, False, set()),
     ],
 )
 def test_down_members(

@@ -17,7 +17,7 @@ import pytest
 
 from partita.common.partition_map import Partition
 from partita.storage.effects import Effect, Kind
-from partita.storage.repair import GroupView
+from partita.storage.repair import GroupView, RepairConfig
 from partita.storage.repair_driver import RepairDriver
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.types import GroupId, NodeId, Role
@@ -57,7 +57,8 @@ async def test_a_quiesced_healthy_group_is_repaired_once_until_what_repair_depen
     await wait_until(lambda: replica.quiesced)
     partition = Partition("p0", 0, END, NODES, leader.node)
     store = Recorder()
-    driver = CountingDriver(leader.host, store)
+    # Judged by registrations from the start (no grace for registrations not yet read).
+    driver = CountingDriver(leader.host, store, RepairConfig(registration_grace=0.0))
     everyone = frozenset((*NODES, SPARE))
 
     async def passes(n: int, registered: frozenset[str] = everyone, p: Partition = partition) -> int:
@@ -85,3 +86,38 @@ async def test_a_quiesced_healthy_group_is_repaired_once_until_what_repair_depen
     assert await passes(1, registered=everyone - {gone}) == 1
     assert store.written and store.written[-1].log_replicas == (SPARE,)
     assert leader.host.members(GROUP) == {**{n: Role.FULL for n in NODES}, SPARE: Role.LOG}
+
+
+async def test_a_member_whose_registration_was_not_read_yet_is_not_repaired_around_at_start(
+    cluster: Cluster,
+) -> None:
+    # Every pod starting at once (Kubernetes): the leader's first passes may come before
+    # it has read its peers' registrations. Within the grace that is no sign of death.
+    leader = await cluster.leader(seconds=10.0)
+    replica = leader.host.multi.replicas[GROUP]
+    await wait_until(lambda: replica.quiesced)
+    store = Recorder()
+    driver = RepairDriver(leader.host, store)  # the default grace: 10 s from its start
+    partition = Partition("p0", 0, END, NODES, leader.node)
+    for _ in range(3):
+        await driver.pass_once({GROUP: (TABLE, partition)}, ZONES, frozenset({leader.node, SPARE}))
+    assert store.written == []
+    assert leader.host.members(GROUP) == {n: Role.FULL for n in NODES}
+
+
+async def test_a_member_judged_down_stays_down_while_its_group_quiesces(cluster: Cluster) -> None:
+    # Judged down by silence while the group was active, a member is not judged up again
+    # by its registration (alive for its TTL) once the group quiesces: the repair under
+    # way is not undone. Heard again, it is up.
+    leader = await cluster.leader(seconds=10.0)
+    replica = leader.host.multi.replicas[GROUP]
+    driver = RepairDriver(leader.host, Recorder(), RepairConfig(registration_grace=0.0))
+    silent = max(n for n in NODES if n != leader.node)
+    everyone = frozenset((*NODES, SPARE))
+    replica.quiesced = False
+    replica.progress[silent].last_heard = -1e9
+    assert silent in driver.view(GROUP, ZONES, everyone).down
+    replica.quiesced = True
+    assert silent in driver.view(GROUP, ZONES, everyone).down
+    replica.progress[silent].last_heard = 1e12  # an answer, later than the judgement
+    assert silent not in driver.view(GROUP, ZONES, everyone).down

@@ -26,11 +26,17 @@ PartitionState = Literal["Pending", "Serving", "Degraded", "Deleting"]
 MemberState = Literal["Requested", "CatchingUp", "Serving", "Failed"]
 
 
+Role = Literal["full", "joining", "log"]
+ROLES: tuple[Role, ...] = ("full", "joining", "log")
+
+
 @dataclass(frozen=True)
 class Member:
     node: str
     zone: str
-    role: Literal["full", "log"] = "full"
+    # full: a replica routers read from; joining: a full replica being built (snapshot
+    # and log catch-up), not read from yet; log: WAL only, keeps the write quorum.
+    role: Role = "full"
 
 
 @dataclass(frozen=True)

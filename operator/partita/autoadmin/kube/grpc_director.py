@@ -18,10 +18,11 @@ import grpc
 
 from partita._proto import admin_pb2 as pb
 from partita._proto import admin_pb2_grpc as pb_grpc
-from partita.autoadmin.kube.decisions import Member, MemberState
+from partita.autoadmin.kube.decisions import ROLES, Member, MemberState
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.replicas import PartitionRef, PartitionReport, ReplicaReport
 from partita.control.model import TableSpec
+from partita.control.store import Memberships
 
 log = logging.getLogger(__name__)
 
@@ -114,17 +115,43 @@ def summarize(reports: dict[str, pb.ReplicaReport | None], failed: set[str]) -> 
     )
 
 
+def published_members(record: bytes) -> tuple[Member, ...]:
+    """The members of a PublishedMembership record (roles full, joining or log)."""
+    published = pb.PublishedMembership.FromString(record)
+    return tuple(
+        Member(m.node, m.zone, m.role if m.role in ROLES else "full") for m in published.assignment.members
+    )
+
+
 class GrpcReplicaDirector:
     def __init__(
         self,
         resolve: Callable[[str], str | None],
         timeout: float = CALL_TIMEOUT_SECONDS,
         replication_address: Callable[[str], str | None] = lambda node: None,
+        memberships: Memberships | None = None,
     ) -> None:
         self.resolve = resolve
         self.replication_address = replication_address
         self.timeout = timeout
+        # Where the groups' leaders publish memberships (the control store's etcd; its
+        # owner closes it); None: nothing published is read (no repair is adopted).
+        self.memberships = memberships
         self._stubs: dict[str, tuple[grpc.aio.Channel, pb_grpc.StorageAdminStub]] = {}
+
+    async def published_members(self, partition: PartitionRef) -> tuple[Member, ...] | None:
+        if self.memberships is None:
+            return None
+        try:
+            record = await asyncio.wait_for(self.memberships.get_membership(partition.name), self.timeout)
+        except Exception as exc:  # the control store unreachable: the spec's members stand
+            log.info("published membership of %s unavailable: %s", partition.name, exc)
+            return None
+        return None if record is None else published_members(record)
+
+    async def forget_members(self, partition: PartitionRef) -> None:
+        if self.memberships is not None:
+            await asyncio.wait_for(self.memberships.delete_membership(partition.name), self.timeout)
 
     def _stub(self, node: str) -> pb_grpc.StorageAdminStub | None:
         address = self.resolve(node)

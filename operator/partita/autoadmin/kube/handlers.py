@@ -414,6 +414,7 @@ def build_registry(
                 table_spec=kubernetes.spec_from_resource(table),
                 replication_factor=int(table["spec"].get("replicationFactor", 3)),
             )
+        members = await adopt_published(body, ref, members, patch)
         report = await director.host(ref, members)
         states = {node: r.state for node, r in report.replicas.items()}
         state = decisions.partition_state(members, states, deleting=False)
@@ -439,6 +440,25 @@ def build_registry(
         if state != status.get("state"):
             _event(body, "Normal", reason=f"Partition{state}", message=_members_text(members, state))
         patch.status.update(new)
+
+    async def adopt_published(
+        body: kopf.Body, ref: PartitionRef, members: tuple[decisions.Member, ...], patch: kopf.Patch
+    ) -> tuple[decisions.Member, ...]:
+        """The members to host: the spec's, or the ones the group's leader published
+        when it changed them (repair), which the spec then adopts. A member the leader
+        removed is asked to drop its replica (best effort: a node also erases a replica a
+        published membership no longer names, when it next starts)."""
+        published = await director.published_members(ref)
+        if published is None or set(published) == set(members):
+            return members
+        patch.spec["members"] = [{"node": m.node, "zone": m.zone, "role": m.role} for m in published]
+        kept = {m.node for m in published}
+        removed = [m for m in members if m.node not in kept]
+        if removed and not await director.drop(ref, removed):
+            log.info("partition %s: removed members %s not dropped yet", ref.name, [m.node for m in removed])
+        autoadmin_metrics.ACTIONS.labels("adopt_members", "repair").inc()
+        _event(body, "Normal", reason="MembersChanged", message=_members_text(published, "adopted"))
+        return published
 
     @kopf.on.create(*partitions, registry=registry)
     @kopf.on.resume(*partitions, registry=registry)
@@ -473,7 +493,13 @@ def build_registry(
         body: kopf.Body, spec: kopf.Spec, namespace: str | None, name: str, **_: Any
     ) -> None:
         members = _plan_of(body).members
-        if not await director.drop(_ref_of(_namespaced(namespace), name, spec), members):
+        ref = _ref_of(_namespaced(namespace), name, spec)
+        # Members the group's leader added but the spec has not adopted yet hold a
+        # replica too. The published membership goes first: nodes host what it names.
+        published = await director.published_members(ref) or ()
+        await director.forget_members(ref)
+        every = [*members, *(m for m in published if m.node not in {n.node for n in members})]
+        if not await director.drop(ref, every):
             raise kopf.TemporaryError("replicas still dropping", delay=config.retry_seconds)
         _event(body, "Normal", reason="ReplicasDropped", message=_members_text(members, "dropped"))
 

@@ -29,6 +29,7 @@ from partita.autoadmin.kube.replicas import ReplicaDirector
 from partita.common import config as common_config
 from partita.common import metrics
 from partita.control.model import TableSpec
+from partita.control.store import EtcdControlStore
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +86,16 @@ async def run_operator(
     settings = operator_settings(chosen, standalone)
     info = login or discover_credentials(settings)
     api = KubeApi(info)
-    # By default the storage pods' admin gRPC, found by their DNS names in the fleet.
+    # By default the storage pods' admin gRPC, found by their DNS names in the fleet,
+    # and the memberships the groups' leaders publish in the control store (repair).
+    control_store = (
+        EtcdControlStore(*common_config.parse_endpoint(config.fleet.etcd)) if director is None else None
+    )
     own_director = (
         GrpcReplicaDirector(
-            fleet_resolver(config.fleet), replication_address=fleet_replication_resolver(config.fleet)
+            fleet_resolver(config.fleet),
+            replication_address=fleet_replication_resolver(config.fleet),
+            memberships=control_store,
         )
         if director is None
         else None
@@ -118,6 +125,8 @@ async def run_operator(
         await api.close()
         if own_director is not None:
             await own_director.close()
+        if control_store is not None:
+            await control_store.close()
         if exporter is not None:
             exporter.close()
             await exporter.wait_closed()

@@ -59,3 +59,13 @@ class ReplicaDirector(Protocol):
     async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
         """Ask each member to drop its replica and data; True once all have."""
         ...
+
+    async def published_members(self, partition: PartitionRef) -> tuple[Member, ...] | None:
+        """The members the partition's replication group leader published (repair:
+        docs/kubernetes.md), or None while it has published none."""
+        ...
+
+    async def forget_members(self, partition: PartitionRef) -> None:
+        """Delete what the group's leader published (the partition is being dropped:
+        nodes follow a published membership, so it must go before the replicas)."""
+        ...

@@ -52,6 +52,9 @@ class ServingDirector:
     def __init__(self) -> None:
         self.hosted: list[tuple[str, tuple[str, ...]]] = []
         self.dropped: list[str] = []
+        self.dropped_members: list[tuple[str, str]] = []
+        # What the groups' leaders published, by partition (repair); tests set it.
+        self.published: dict[str, tuple[Member, ...]] = {}
 
     async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
         self.hosted.append((partition.name, tuple(m.node for m in members)))
@@ -61,7 +64,14 @@ class ServingDirector:
 
     async def drop(self, partition: PartitionRef, members: Sequence[Member]) -> bool:
         self.dropped.append(partition.name)
+        self.dropped_members.extend((partition.name, m.node) for m in members)
         return True
+
+    async def published_members(self, partition: PartitionRef) -> tuple[Member, ...] | None:
+        return self.published.get(partition.name)
+
+    async def forget_members(self, partition: PartitionRef) -> None:
+        self.published.pop(partition.name, None)
 
 
 @pytest.fixture
@@ -307,6 +317,61 @@ async def test_deleting_a_table_drops_its_partitions_then_releases_it(api: Any, 
     assert remaining == []
     # kopf runs handlers at least once (drop is idempotent): every partition was dropped.
     assert sorted(set(director.dropped)) == names
+
+
+async def test_a_membership_the_groups_leader_published_is_adopted_into_the_partition_spec(
+    api: Any, kmock: Any
+) -> None:
+    # Repair (docs/kubernetes.md): a group's leader replaced a member and added a log
+    # member. The operator adopts the members into the spec (which routers read), hosts
+    # them, drops the removed member's replica; deleting the table forgets the record
+    # and drops every member.
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        await api.post(TABLES, json=table_manifest("healed"))
+        await _table_status(api, "healed", "ACTIVE")
+        part = (await partitions_of(api, "healed"))[0]
+        name = part["metadata"]["name"]
+        placed = [Member(m["node"], m["zone"]) for m in part["spec"]["members"]]
+        removed = placed[-1]
+        spare_ordinal = "1" if removed.node.endswith("-0") else "0"
+        rebuilt = Member(f"{removed.node[:-1]}{spare_ordinal}", removed.zone)
+        logged = next(
+            Member(f"{m.node[:-1]}{'1' if m.node.endswith('-0') else '0'}", m.zone, "log")
+            for m in placed[:-1]
+        )
+        director.published[name] = (*placed[:-1], rebuilt, logged)
+
+        async def adopted() -> Any:
+            current = next(p for p in await partitions_of(api, "healed") if p["metadata"]["name"] == name)
+            return (
+                current
+                if {m["node"] for m in current["spec"]["members"]}
+                == {m.node for m in director.published[name]}
+                else None
+            )
+
+        current = await adopted() or await eventually(adopted, "the published members in the spec")
+        roles = {m["node"]: m["role"] for m in current["spec"]["members"]}
+        assert roles == {**{m.node: "full" for m in placed[:-1]}, rebuilt.node: "full", logged.node: "log"}
+        assert (name, removed.node) in director.dropped_members
+        await eventually(
+            lambda: _async_true(any(p == name and rebuilt.node in nodes for p, nodes in director.hosted)),
+            "the rebuilt member hosted",
+        )
+        await api.delete(f"{TABLES}/healed")
+
+        async def released() -> bool:
+            return await get(api, f"{TABLES}/healed") is None
+
+        await eventually(released, "the table to be released")
+
+    assert name not in director.published  # forgotten before the replicas were dropped
+    assert {(name, m.node) for m in (*placed[:-1], rebuilt, logged)} <= set(director.dropped_members)
+
+
+async def _async_true(value: bool) -> bool:
+    return value
 
 
 async def test_deletion_protection_keeps_the_table_until_it_is_switched_off(api: Any, kmock: Any) -> None:

@@ -1,0 +1,230 @@
+"""Repair on Kubernetes, every piece real but the API server: kmock, the real kopf
+operator in-process with the gRPC replica director reading published memberships from a
+real etcd, five real storage processes in admin hosting mode (the three the Table is
+placed on, one per zone, and two spares that only register), and a router process in
+Kubernetes mode.
+
+A member of a three-member group is SIGKILLed and stays down. The group's leader adds a
+log-only member on a spare within seconds, then a full member on the other spare, built
+from the leader (snapshot and log catch-up), and once that one serves removes the dead
+member and the log member: it publishes each step in etcd, the spares host and drop
+their replicas from those records, and the operator adopts the members into the
+Partition's spec (which the router routes by) and drops the log member's replica.
+Every write acknowledged before, during and after the repair reads back strongly
+through the router, and the rebuilt member has applied everything committed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from partita._proto import admin_pb2
+from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector
+from partita.autoadmin.kube.handlers import OperatorConfig
+from partita.control.store import EtcdControlStore
+from partita.router.credentials import create_credential, credentials_path
+from tests.integration.test_kubernetes_e2e import client, start_router, until
+from tests.integration.test_kubernetes_replication import reports
+from tests.unit.autoadmin.kube.emulator import (
+    NS,
+    TABLES,
+    ApiServer,
+    eventually,
+    get,
+    partitions_of,
+    register_resources,
+    table_manifest,
+)
+from tests.unit.autoadmin.kube.storage_nodes import StorageNode
+from tests.unit.autoadmin.kube.test_operator import operator
+from tests.unit.control.conftest import Etcd, etcd  # noqa: F401 (the etcd fixture)
+
+pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(420)]
+# Seconds the whole repair may take once a member is down: noticing it (3 s without
+# hearing it), a log member, a full member built and caught up, two removals, and the
+# operator's adoption; generous for a shared two-core machine.
+REPAIR_TIMEOUT = 120.0
+
+
+def members_of(part: dict[str, Any]) -> dict[str, str]:
+    return {m["node"]: m["role"] for m in part["spec"]["members"]}
+
+
+async def published(store: EtcdControlStore, partition: str) -> dict[str, str]:
+    record = await store.get_membership(partition)
+    if record is None:
+        return {}
+    return {m.node: m.role for m in admin_pb2.PublishedMembership.FromString(record).assignment.members}
+
+
+async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_rebuilt_full_member(
+    kmock: Any,
+    tmp_path: Path,
+    etcd: Etcd,  # noqa: F811
+) -> None:
+    register_resources(kmock)
+    # The operator places on one pod per zone (the -0 pods); the -1 pods are spares.
+    fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"))
+    config = OperatorConfig(fleet=fleet, on_demand_partitions=1, resync_seconds=0.5, retry_seconds=0.5)
+    router_dir = tmp_path / "router"
+    router_dir.mkdir()
+    create_credential(credentials_path(router_dir), name="default", description="e2e")
+    root = tmp_path / "storage"
+    nodes = [
+        StorageNode(
+            f"pt-storage-{zone}-{ordinal}", zone, root / f"node-{zone}-{ordinal}", etcd.port, replication=True
+        )
+        for zone, ordinal in (("a", 0), ("b", 0), ("c", 0), ("a", 1), ("b", 1))
+    ]
+    # The test's own reads of etcd, and the director's (used on the operator's loop).
+    store = EtcdControlStore("127.0.0.1", etcd.port)
+    director_store = EtcdControlStore("127.0.0.1", etcd.port)
+    director = GrpcReplicaDirector(
+        {n.node_id: n.address for n in nodes}.get,
+        timeout=2.0,
+        replication_address={n.node_id: n.replication_address for n in nodes}.get,
+        memberships=director_store,
+    )
+    router = None
+    try:
+        for n in nodes:
+            n.start()
+        for n in nodes:
+            await n.wait_serving()
+        by_id = {n.node_id: n for n in nodes}
+        router, router_port = start_router(router_dir, etcd.port, str(kmock.url), "--replication")
+        async with aiohttp.ClientSession(base_url=str(kmock.url)) as api:
+            peering = {
+                "apiVersion": "kopf.dev/v1",
+                "kind": "KopfPeering",
+                "metadata": {"name": "partita", "namespace": NS},
+            }
+            await api.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
+            async with operator(kmock, director, priority=10, config=config):
+                await api.post(TABLES, json=table_manifest("music", replicationFactor=3))
+
+                async def serving() -> dict[str, Any] | None:
+                    parts = await partitions_of(api, "music")
+                    if len(parts) != 1:
+                        return None
+                    status = parts[0].get("status") or {}
+                    if status.get("state") != "Serving" or not status.get("leader"):
+                        return None
+                    return parts[0]
+
+                part = await eventually(serving, "the partition to serve on three members")
+                name = part["metadata"]["name"]
+                placed = members_of(part)
+                assert set(placed) == {"pt-storage-a-0", "pt-storage-b-0", "pt-storage-c-0"}
+                leader = part["status"]["leader"]
+                victim = by_id[next(n for n in sorted(placed) if n != leader)]
+                spares = {"pt-storage-a-1", "pt-storage-b-1"}
+
+                dynamo = client(router_dir, router_port)
+                acked: dict[str, str] = {}
+
+                def put(pk: str, n: str) -> bool:
+                    dynamo.put_item(TableName="Music", Item={"pk": {"S": pk}, "n": {"N": n}})
+                    acked[pk] = n
+                    return True
+
+                for i in range(20):
+                    await until(lambda i=i: put(f"before-{i}", str(i)), "PutItem through the router")
+
+                victim.kill()
+                killed_at = time.monotonic()
+                seen_log_member: set[str] = set()
+                seen_joining: set[str] = set()
+                during = 0
+
+                async def repaired() -> bool:
+                    nonlocal during
+                    # Writes go on through the repair (the group keeps a majority).
+                    await until(lambda: put(f"during-{during}", str(during)), "PutItem during the repair")
+                    during += 1
+                    roles = await published(store, name)
+                    seen_log_member.update(n for n, r in roles.items() if r == "log")
+                    seen_joining.update(n for n, r in roles.items() if r == "joining")
+                    parts = await partitions_of(api, "music")
+                    spec = members_of(parts[0])
+                    seen_log_member.update(n for n, r in spec.items() if r == "log")
+                    return (
+                        victim.node_id not in spec
+                        and len(spec) == 3
+                        and set(spec.values()) == {"full"}
+                        and roles == spec
+                    )
+
+                deadline = killed_at + REPAIR_TIMEOUT
+                while not await repaired():
+                    assert time.monotonic() < deadline, (
+                        await published(store, name),
+                        members_of((await partitions_of(api, "music"))[0]),
+                    )
+                    await asyncio.sleep(0.3)
+                took = time.monotonic() - killed_at
+                final = members_of((await partitions_of(api, "music"))[0])
+                rebuilt = (set(final) & spares).pop()
+                # A log member kept the quorum first, on the other spare; it is gone now.
+                assert seen_log_member and seen_log_member <= spares - {rebuilt}, seen_log_member
+                print(
+                    f"{victim.node_id} replaced by {rebuilt} (log member {sorted(seen_log_member)}) "
+                    f"{took:.1f}s after its SIGKILL; {during} writes during the repair"
+                )
+
+                for i in range(20):
+                    await until(lambda i=i: put(f"after-{i}", str(i)), "PutItem after the repair")
+                for pk, n in acked.items():
+                    got = await asyncio.to_thread(
+                        dynamo.get_item, TableName="Music", Key={"pk": {"S": pk}}, ConsistentRead=True
+                    )
+                    assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
+
+                async def rebuilt_caught_up() -> bool:
+                    mine = (await reports(by_id[rebuilt])).get(name)
+                    lead = (await reports(by_id[leader])).get(name)
+                    return (
+                        mine is not None
+                        and lead is not None
+                        and mine.state == "Hosted"
+                        and mine.applied_index >= lead.commit_index > 0
+                    )
+
+                await eventually(rebuilt_caught_up, "the rebuilt member to apply everything committed")
+
+                async def log_member_dropped() -> bool:
+                    for n in seen_log_member:
+                        if name in await reports(by_id[n]):
+                            return False
+                    return True
+
+                await eventually(log_member_dropped, "the log member to drop its replica")
+
+                async with api.delete(f"{TABLES}/music") as resp:
+                    assert resp.status < 300
+
+                async def released() -> bool:
+                    return await get(api, f"{TABLES}/music") is None
+
+                await eventually(released, "the Table's finalizer to be released")
+                assert await store.get_membership(name) is None
+                for n in nodes:
+                    if n is not victim:
+                        assert await reports(n) == {}, f"{n.node_id} still hosts a replica"
+    finally:
+        if router is not None:
+            router.terminate()
+            router.wait(timeout=15)
+        await director.close()
+        await store.close()
+        with contextlib.suppress(Exception):  # its channel belongs to the operator's loop
+            await director_store.close()
+        for n in nodes:
+            n.stop()
