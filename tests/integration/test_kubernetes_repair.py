@@ -72,6 +72,8 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
     register_resources(kmock)
     # The operator places on one pod per zone (the -0 pods); the -1 pods are spares.
     fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"))
+    # The operator follows the published memberships in etcd (`etcd_port` below) and
+    # adopts them at its reconciles too.
     config = OperatorConfig(fleet=fleet, on_demand_partitions=1, resync_seconds=0.5, retry_seconds=0.5)
     router_dir = tmp_path / "router"
     router_dir.mkdir()
@@ -107,7 +109,7 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
                 "metadata": {"name": "partita", "namespace": NS},
             }
             await api.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
-            async with operator(kmock, director, priority=10, config=config):
+            async with operator(kmock, director, priority=10, config=config, etcd_port=etcd.port):
                 await api.post(TABLES, json=table_manifest("music", replicationFactor=3))
 
                 async def serving() -> dict[str, Any] | None:

@@ -105,6 +105,13 @@ class KubeApi:
         await self._call("PATCH", f"{collection}/{name}", obj, "application/merge-patch+json")
         return False
 
+    async def patch_spec(
+        self, api_version: str, plural: str, namespace: str, name: str, spec: Mapping[str, Any]
+    ) -> Any:
+        """Merge-patch fields of the object's spec (a list given replaces the list)."""
+        path = f"{collection_path(api_version, plural, namespace)}/{name}"
+        return await self._call("PATCH", path, {"spec": spec}, "application/merge-patch+json")
+
     async def get(self, api_version: str, plural: str, namespace: str, name: str) -> Any:
         """The object, or None if there is none."""
         try:

@@ -27,6 +27,7 @@ from partita.autoadmin.kube import builders, decisions, naming, resources
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.doorman_publisher import TablesPublisher
 from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.membership_watch import MembershipWatch
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
 from partita.common import config as common_config
@@ -119,6 +120,7 @@ def build_registry(
     director: ReplicaDirector,
     login: kopf.ConnectionInfo,
     doorman: TablesPublisher | None = None,
+    memberships: MembershipWatch | None = None,
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     state = _State()
@@ -405,6 +407,8 @@ def build_registry(
     ) -> None:
         if meta.get("deletionTimestamp"):
             return
+        if memberships is not None:
+            memberships.started()
         members = _plan_of(body).members
         table = await api.get(naming.API_VERSION, naming.TABLES, namespace, spec["table"])
         ref = _ref_of(namespace, name, spec)

@@ -25,6 +25,7 @@ from partita.autoadmin.kube.grpc_director import (
     fleet_resolver,
 )
 from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
+from partita.autoadmin.kube.membership_watch import MembershipWatch
 from partita.autoadmin.kube.replicas import ReplicaDirector
 from partita.common import config as common_config
 from partita.common import metrics
@@ -78,6 +79,7 @@ async def run_operator(
     stop_flag: asyncio.Event | None = None,
     ready_flag: asyncio.Event | None = None,
     metrics_port: int | None = None,
+    memberships: EtcdControlStore | None = None,
 ) -> None:
     """Run until `stop_flag` is set (or forever), watching the fleet's namespace."""
     # The autoadmin's metrics (partita.autoadmin.metrics), as the local driver serves them.
@@ -88,9 +90,13 @@ async def run_operator(
     api = KubeApi(info)
     # By default the storage pods' admin gRPC, found by their DNS names in the fleet,
     # and the memberships the groups' leaders publish in the control store (repair).
+    # (`memberships`: the store the published memberships are followed in, given with a
+    # director of the caller's; the caller closes it.)
     control_store = (
         EtcdControlStore(*common_config.parse_endpoint(config.fleet.etcd)) if director is None else None
     )
+    followed = control_store or memberships
+    watch = MembershipWatch(followed, api, config.fleet.namespace) if followed is not None else None
     own_director = (
         GrpcReplicaDirector(
             fleet_resolver(config.fleet),
@@ -102,7 +108,7 @@ async def run_operator(
     )
     in_use: ReplicaDirector = own_director if own_director is not None else cast(ReplicaDirector, director)
     publisher = tables_publisher(config, api)
-    registry = build_registry(config, api, in_use, info, doorman=publisher)
+    registry = build_registry(config, api, in_use, info, doorman=publisher, memberships=watch)
     kwargs: dict[str, Any] = {"peering_name": naming.PEERING_NAME, "priority": chosen}
     if identity is not None:
         # kopf derives one from host and pid; two operators in one process need their own.
@@ -122,6 +128,8 @@ async def run_operator(
     finally:
         if publisher is not None:
             await publisher.close()
+        if watch is not None:
+            await watch.close()
         await api.close()
         if own_director is not None:
             await own_director.close()

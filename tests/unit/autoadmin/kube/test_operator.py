@@ -26,6 +26,7 @@ from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.autoadmin.kube.main import run_operator
 from partita.autoadmin.kube.replicas import PartitionRef, PartitionReport, ReplicaReport
+from partita.control.store import EtcdControlStore
 from tests.unit.autoadmin.kube.emulator import (
     NS,
     TABLES,
@@ -94,7 +95,11 @@ def _config(zones: tuple[str, ...] = ("a", "b", "c")) -> OperatorConfig:
 
 @contextlib.asynccontextmanager
 async def operator(
-    kmock: Any, director: ServingDirector | None, priority: int, config: OperatorConfig | None = None
+    kmock: Any,
+    director: ServingDirector | None,
+    priority: int,
+    config: OperatorConfig | None = None,
+    etcd_port: int | None = None,
 ) -> AsyncIterator[None]:
     """One operator in a thread with its own event loop, as in production (one process,
     one loop): on exit kopf waits for and then cancels every task of its loop that it
@@ -108,15 +113,22 @@ async def operator(
         ready = asyncio.Event()
         watcher = asyncio.create_task(ready.wait())
         watcher.add_done_callback(lambda _: started.set())
-        await run_operator(
-            config or _config(),
-            login=kopf.ConnectionInfo(server=str(kmock.url)),
-            director=director,
-            priority=priority,
-            identity=f"operator-{priority}",
-            stop_flag=box["stop"],
-            ready_flag=ready,
-        )
+        # With `etcd_port`: the published memberships followed there (made on this loop).
+        memberships = EtcdControlStore("127.0.0.1", etcd_port) if etcd_port is not None else None
+        try:
+            await run_operator(
+                config or _config(),
+                login=kopf.ConnectionInfo(server=str(kmock.url)),
+                director=director,
+                priority=priority,
+                identity=f"operator-{priority}",
+                stop_flag=box["stop"],
+                ready_flag=ready,
+                memberships=memberships,
+            )
+        finally:
+            if memberships is not None:
+                await memberships.close()
 
     def thread_main() -> None:
         try:

@@ -1,0 +1,100 @@
+"""Adopting published memberships as soon as they are written.
+
+A group's leader publishes the membership repair decided (docs/kubernetes.md, "Repair");
+the Partition handler adopts it at every reconcile, but a resync comes every 30 s.
+This watch follows the records in etcd and writes a changed one's members into the
+Partition's spec at once: the spec change runs the handler (which hosts the members and
+updates status), and routers, which route by the spec, see a rebuilt member within the
+watch's latency rather than a resync's. Idempotent: it writes only a spec that differs,
+and a passive operator doing the same writes the same members.
+
+Alive only while it has work, like the Doorman publisher: handlers call `started()`,
+and it stops with the operator's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from partita.autoadmin.kube import naming
+from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.decisions import Member
+from partita.autoadmin.kube.grpc_director import published_members
+
+log = logging.getLogger(__name__)
+
+# Seconds between listings when nothing wakes the watch, and after a failed pass.
+IDLE_SECONDS = 5.0
+
+
+class WatchedMemberships(Protocol):
+    async def list_memberships(self) -> dict[str, bytes]: ...
+    async def wait_for_change(self, timeout: float) -> bool: ...
+
+
+def spec_members(members: Sequence[Member]) -> list[dict[str, Any]]:
+    return [{"node": m.node, "zone": m.zone, "role": m.role} for m in members]
+
+
+class MembershipWatch:
+    def __init__(self, store: WatchedMemberships, api: KubeApi, namespace: str) -> None:
+        self.store = store
+        self.api = api
+        self.namespace = namespace
+        self._seen: dict[str, bytes] = {}
+        self._task: asyncio.Task[None] | None = None
+        self.adopted = 0  # specs written (tests wait on it)
+
+    def started(self) -> None:
+        """Start following (from a handler: in the loop the operator runs in)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.pass_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # etcd or the API server unreachable: try again
+                log.warning("following published memberships failed (%s); retrying", exc)
+            await self.store.wait_for_change(IDLE_SECONDS)
+
+    async def pass_once(self) -> None:
+        records = await self.store.list_memberships()
+        for name, record in records.items():
+            if self._seen.get(name) == record:
+                continue
+            await self._adopt(name, published_members(record))
+            self._seen[name] = record
+        for name in self._seen.keys() - records.keys():
+            del self._seen[name]
+
+    async def _adopt(self, name: str, members: Sequence[Member]) -> None:
+        obj = await self.api.get(naming.API_VERSION, naming.PARTITIONS, self.namespace, name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return
+        wanted = spec_members(members)
+        current = obj["spec"]["members"]
+        if sorted(map(_key, current)) == sorted(map(_key, wanted)):
+            return
+        await self.api.patch_spec(
+            naming.API_VERSION, naming.PARTITIONS, self.namespace, name, {"members": wanted}
+        )
+        self.adopted += 1
+        log.info("partition %s: adopted the members its leader published: %s", name, wanted)
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def _key(member: dict[str, Any]) -> tuple[str, str, str]:
+    return (str(member["node"]), str(member["zone"]), str(member.get("role", "full")))
