@@ -4,7 +4,8 @@ real etcd, five real storage processes in admin hosting mode (the three the Tabl
 placed on, one per zone, and two spares that only register), and a router process in
 Kubernetes mode.
 
-A member of a three-member group is SIGKILLed and stays down. The group's leader adds a
+A member of a three-member group (a follower, or the leader) is SIGKILLed and stays
+down. The group's leader (after a leader's death, the survivor elected) adds a
 log-only member on a spare within seconds, then a full member on the other spare, built
 from the leader (snapshot and log catch-up), and once that one serves removes the dead
 member and the log member: it publishes each step in etcd, the spares host and drop
@@ -64,10 +65,12 @@ async def published(store: EtcdControlStore, partition: str) -> dict[str, str]:
     return {m.node: m.role for m in admin_pb2.PublishedMembership.FromString(record).assignment.members}
 
 
+@pytest.mark.parametrize("victim_role", ["follower", "leader"])
 async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_rebuilt_full_member(
     kmock: Any,
     tmp_path: Path,
     etcd: Etcd,  # noqa: F811
+    victim_role: str,
 ) -> None:
     register_resources(kmock)
     # The operator places on one pod per zone (the -0 pods); the -1 pods are spares.
@@ -126,7 +129,9 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
                 placed = members_of(part)
                 assert set(placed) == {"pt-storage-a-0", "pt-storage-b-0", "pt-storage-c-0"}
                 leader = part["status"]["leader"]
-                victim = by_id[next(n for n in sorted(placed) if n != leader)]
+                # A follower, or the leader itself: then a survivor is elected, judges the
+                # old leader down and repairs.
+                victim = by_id[leader] if victim_role == "leader" else by_id[min(set(placed) - {leader})]
                 spares = {"pt-storage-a-1", "pt-storage-b-1"}
 
                 dynamo = client(router_dir, router_port)
@@ -188,6 +193,13 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
                         dynamo.get_item, TableName="Music", Key={"pk": {"S": pk}}, ConsistentRead=True
                     )
                     assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
+
+                async def surviving_leader() -> str | None:
+                    status = (await partitions_of(api, "music"))[0].get("status") or {}
+                    found = status.get("leader")
+                    return found if found and found != victim.node_id else None
+
+                leader = await eventually(surviving_leader, "a surviving leader in status")
 
                 async def rebuilt_caught_up() -> bool:
                     mine = (await reports(by_id[rebuilt])).get(name)
