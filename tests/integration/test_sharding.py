@@ -636,10 +636,13 @@ def admission_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clus
 
 
 # 3,000 WCU: three partitions of 1,000 WCU. Items of ~200 KB cost 200 WCU, so one
-# partition takes 5 writes/s and the table 15/s; the writers offer 7.5/s to one key.
+# partition takes 5 writes/s and the table 15/s; the writers offer 7/s to one key: over
+# one partition's rate, and two thirds of it (a partition holding two of three shards)
+# under it. At 7.5/s two shards of three on one partition drew exactly its rate, and
+# whether the throttles stopped was a coin toss (one fresh-clone run: 8 in the last 15 s).
 HOT_WCU = 3000
 HOT_ITEM_WCU = 200
-HOT_OFFERED_PER_SECOND = 7.5
+HOT_OFFERED_PER_SECOND = 7.0
 
 
 def test_a_hot_key_over_its_partitions_capacity_is_absorbed_by_adding_shards(
@@ -736,7 +739,7 @@ def test_a_hot_key_over_its_partitions_capacity_is_absorbed_by_adding_shards(
     # refused about 2.5 times a second, some 37 times in 15 s.
     assert late_throttles and late_throttles[-1] - late_throttles[0] <= 5, samples[-16:]
     # The accepted rate rose above what one partition allows (5/s, its savings long
-    # spent), towards the offered 7.5/s.
+    # spent), towards the offered 7/s.
     assert len(last_window) / 15 >= 5.5, len(last_window)
     # Never above the table's provisioned rate (what it saved since creation included).
     assert len(accepted_at) * HOT_ITEM_WCU <= HOT_WCU * (lifetime + 1)
