@@ -498,7 +498,7 @@ class ReplicaHost:
         final chunk with the snapshot's position. Abandoned if leadership changes."""
         replica = self.multi.replicas[m.group]
         term = replica.term
-        index, applied_term, pairs = self.engine.snapshot_range(m.group, *rng)
+        index, applied_term, pairs = await self.engine.snapshot_range(m.group, *rng)
         if replica.log.term_at(index) != applied_term:
             self.snapshots_unavailable += 1  # the core's log no longer reaches there
             return
