@@ -131,6 +131,7 @@ class Engine:
         self._bytes_since_checkpoint = 0
         self._checkpointing = False
         self._checkpoint_task: asyncio.Task[None] | None = None
+        self._flushes: set[asyncio.Future[None]] = set()  # snapshots' flushes under way
         self._options: rocksdict.Options | None = None  # set by open: its statistics
         self._directory: Path | None = None
         self._erased: dict[GroupId, int] = {}  # the LSN of each group's newest erasure
@@ -322,7 +323,12 @@ class Engine:
         full memtable held the node's event loop for 35-45 ms per snapshot
         (bench/bench_snapshot_stall.py). What arrives meanwhile is flushed by the
         checkpoint; the position and the checkpoint are still taken in one step."""
-        await asyncio.get_running_loop().run_in_executor(None, self._db.flush, True)
+        flush = asyncio.ensure_future(asyncio.to_thread(self._db.flush, True))
+        # Kept until the thread ends, whoever awaits it: `close` must not close RocksDB
+        # under it (a cancelled snapshot stream does not stop the thread).
+        self._flushes.add(flush)
+        flush.add_done_callback(self._flushes.discard)
+        await asyncio.shield(flush)
         index, term = self.applied_position(group)
         assert self._directory is not None
         path = self._directory / "checkpoints" / f"{uuid.uuid4().hex}"
@@ -882,6 +888,8 @@ class Engine:
             await asyncio.wait([thread])  # RocksDB must not close under an install's writes
         if self._checkpoint_task is not None:
             await self._checkpoint_task  # it flushes and truncates: let it finish first
+        if self._flushes:
+            await asyncio.wait(list(self._flushes))
         floor = self._truncation_floor()
         await self._rewrite_old_hard_states(floor)
         await self._wal.close()
