@@ -41,7 +41,7 @@ async def main() -> None:
         engine = Engine.open(Path(directory) / "node", sync=False)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         gaps: list[float] = []
-        ticking = asyncio.create_task(_tick(gaps))
+        ticking = asyncio.create_task(loop_gaps(gaps))
         await asyncio.sleep(0.05)
         started = time.perf_counter()
         if args.off_loop:
@@ -64,7 +64,9 @@ async def main() -> None:
     )
 
 
-async def _tick(gaps: list[float]) -> None:
+async def loop_gaps(gaps: list[float]) -> None:
+    """Ask for a wake-up every millisecond and record each gap between two: how long
+    the event loop could not run this task."""
     last = time.perf_counter()
     while True:
         await asyncio.sleep(0.001)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import rocksdict
 
+from bench.bench_snapshot_install import loop_gaps
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 
@@ -46,7 +47,7 @@ async def main() -> None:
                 effects = [Effect(Kind.PUT, b"t%09d" % (start + i), VALUE) for i in range(1000)]
                 engine.apply("g", index, effects, term=1)
             gaps: list[float] = []
-            ticking = asyncio.create_task(_tick(gaps))
+            ticking = asyncio.create_task(loop_gaps(gaps))
             await asyncio.sleep(0.05)
             started = time.perf_counter()
             if args.inline_flush:
@@ -72,15 +73,6 @@ def _inline_checkpoint(engine: Engine, directory: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # The old way, for comparison: the checkpoint flushes the memtable itself.
     rocksdict.Checkpoint(engine._db).create_checkpoint(str(path))
-
-
-async def _tick(gaps: list[float]) -> None:
-    last = time.perf_counter()
-    while True:
-        await asyncio.sleep(0.001)
-        now = time.perf_counter()
-        gaps.append(now - last)
-        last = now
 
 
 if __name__ == "__main__":
