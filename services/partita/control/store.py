@@ -151,6 +151,10 @@ class Memberships(Protocol):
     async def list_memberships(self) -> dict[str, bytes]: ...
 
 
+class WatchedMemberships(Memberships, Watchable, Protocol):
+    """Published memberships and a wake-up when any may have changed (their followers)."""
+
+
 class NodeStore(RouteSource, NodeMembership, Statistics, PartitionMapStore, Memberships, Protocol):
     """What a storage node uses: it follows the partition objects through the joined
     view, registers itself, reports the replicas it serves and their counts; a group's

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, cast
 
 import grpc
@@ -172,9 +171,7 @@ class AdminHosting:
         membership, the members are the published ones (the operator adopts them)."""
         published = self.published.get(assignment.partition)
         if published is not None:
-            assignment = replace(
-                assignment, members=published.members, addresses=published.addresses, roles=published.roles
-            )
+            assignment = assignment.with_members_of(published)
         if self.state.node_id not in assignment.members:
             raise InvalidAssignment(f"{self.state.node_id} is not a member of {assignment.partition}")
         self._put(assignment)
@@ -214,9 +211,7 @@ class AdminHosting:
             if self.state.node_id in published.members:
                 if held is not None:
                     # The operator's table settings (throughput, TTL) stay the held ones.
-                    published = replace(
-                        held, members=published.members, addresses=published.addresses, roles=published.roles
-                    )
+                    published = held.with_members_of(published)
                 if self.book.put(published):
                     changed = True
                     log.info(

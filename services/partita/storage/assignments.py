@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -60,6 +60,16 @@ class Assignment:
 
     def role_of(self, node: str) -> str:
         return dict(self.roles).get(node, FULL)
+
+    def with_members_of(self, other: Assignment) -> Assignment:
+        """This assignment (its table, its range) with `other`'s members, their
+        replication addresses and roles."""
+        return replace(self, members=other.members, addresses=other.addresses, roles=other.roles)
+
+    def membership(self) -> dict[str, str]:
+        """Each member's role: what a membership change changes."""
+        roles = dict(self.roles)
+        return {m: roles.get(m, FULL) for m in self.members}
 
     def as_partition(self) -> Partition:
         # The placement's first full member leads while replication does not elect one.

@@ -20,11 +20,11 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol
 
 from partita._proto import admin_pb2 as pb
 from partita.common.partition_map import Partition
 from partita.control.model import PartitionStats
+from partita.control.store import WatchedMemberships
 from partita.storage.admin_server import AdminHosting, request_of
 from partita.storage.assignments import FULL, JOINING, LOG, Assignment
 from partita.storage.group_log import group_of
@@ -34,12 +34,6 @@ log = logging.getLogger(__name__)
 
 # Seconds a follower waits on the store's watch before listing the records anyway.
 FOLLOW_TIMEOUT_SECONDS = 5.0
-
-
-class MembershipStore(Protocol):
-    async def put_membership(self, partition: str, record: bytes) -> None: ...
-    async def list_memberships(self) -> dict[str, bytes]: ...
-    async def wait_for_change(self, timeout: float) -> bool: ...
 
 
 def with_members(
@@ -63,19 +57,13 @@ def with_members(
     )
 
 
-def same_membership(a: Assignment, b: Assignment) -> bool:
-    return set(a.members) == set(b.members) and {m: a.role_of(m) for m in a.members} == {
-        m: b.role_of(m) for m in b.members
-    }
-
-
 class MembershipPublisher:
     """The repair driver's `PartitionWriter` under the operator: publishes what the
     leader decided, then adopts it on this node."""
 
     def __init__(
         self,
-        store: MembershipStore,
+        store: WatchedMemberships,
         hosting: AdminHosting,
         zones: Callable[[], Mapping[str, str]],
         address_of: Callable[[str], str | None],
@@ -86,7 +74,6 @@ class MembershipPublisher:
         self.zones = zones
         self.address_of = address_of
         self.term_of = term_of
-        self.published = 0  # records written (tests and logs)
 
     async def change_partitions(
         self,
@@ -104,7 +91,7 @@ class MembershipPublisher:
             if held is None:
                 continue
             wanted = with_members(held, partition, self.address_of)
-            if same_membership(held, wanted):
+            if held.membership() == wanted.membership():
                 continue
             record = pb.PublishedMembership(
                 term=self.term_of(group_of(table_id, partition.partition_id)),
@@ -112,7 +99,6 @@ class MembershipPublisher:
                 assignment=request_of(wanted, self.zones()),
             )
             await self.store.put_membership(partition.partition_id, record.SerializeToString())
-            self.published += 1
             log.info(
                 "published the membership of %s: %s",
                 partition.partition_id,
@@ -121,7 +107,7 @@ class MembershipPublisher:
             self.hosting.adopt(wanted)
 
 
-async def follow_memberships(hosting: AdminHosting, store: MembershipStore) -> None:
+async def follow_memberships(hosting: AdminHosting, store: WatchedMemberships) -> None:
     """Apply the published memberships whenever the store changes (and at least every
     FOLLOW_TIMEOUT_SECONDS)."""
     while True:

@@ -6,11 +6,11 @@ against the official schemas without a cluster; handlers only send them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from partita.autoadmin.kube import naming
-from partita.autoadmin.kube.decisions import PartitionPlan
+from partita.autoadmin.kube.decisions import Member, PartitionPlan
 from partita.autoadmin.kube.fleet import Fleet
 
 DATA_DIR = "/var/lib/partita/data"
@@ -46,9 +46,19 @@ def partition(table: Mapping[str, Any], plan: PartitionPlan) -> dict[str, Any]:
         "spec": {
             "table": meta["name"],
             "hashRange": {"start": f"{plan.start:016x}", "last": f"{plan.last:016x}"},
-            "members": [{"node": m.node, "zone": m.zone, "role": m.role} for m in plan.members],
+            "members": member_specs(plan.members),
         },
     }
+
+
+def member_specs(members: Sequence[Member]) -> list[dict[str, Any]]:
+    """A Partition's `spec.members`."""
+    return [{"node": m.node, "zone": m.zone, "role": m.role} for m in members]
+
+
+def members_of_spec(items: Sequence[Mapping[str, Any]]) -> tuple[Member, ...]:
+    """The members a Partition's `spec.members` names (a role left out is full)."""
+    return tuple(Member(m["node"], m["zone"], m.get("role", "full")) for m in items)
 
 
 def _ports(fleet: Fleet) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@ def _now() -> str:
 
 def _plan_of(obj: Mapping[str, Any]) -> decisions.PartitionPlan:
     spec = obj["spec"]
-    members = tuple(decisions.Member(m["node"], m["zone"], m.get("role", "full")) for m in spec["members"])
+    members = builders.members_of_spec(spec["members"])
     return decisions.PartitionPlan(
         int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16), members
     )
@@ -455,7 +455,7 @@ def build_registry(
         published = await director.published_members(ref)
         if published is None or set(published) == set(members):
             return members
-        patch.spec["members"] = [{"node": m.node, "zone": m.zone, "role": m.role} for m in published]
+        patch.spec["members"] = builders.member_specs(published)
         kept = {m.node for m in published}
         removed = [m for m in members if m.node not in kept]
         if removed and not await director.drop(ref, removed):

@@ -18,26 +18,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
 
-from partita.autoadmin.kube import naming
+from partita.autoadmin.kube import builders, naming
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.decisions import Member
 from partita.autoadmin.kube.grpc_director import published_members
+from partita.control.store import WatchedMemberships
 
 log = logging.getLogger(__name__)
 
 # Seconds between listings when nothing wakes the watch, and after a failed pass.
 IDLE_SECONDS = 5.0
-
-
-class WatchedMemberships(Protocol):
-    async def list_memberships(self) -> dict[str, bytes]: ...
-    async def wait_for_change(self, timeout: float) -> bool: ...
-
-
-def spec_members(members: Sequence[Member]) -> list[dict[str, Any]]:
-    return [{"node": m.node, "zone": m.zone, "role": m.role} for m in members]
 
 
 class MembershipWatch:
@@ -78,10 +69,9 @@ class MembershipWatch:
         obj = await self.api.get(naming.API_VERSION, naming.PARTITIONS, self.namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return
-        wanted = spec_members(members)
-        current = obj["spec"]["members"]
-        if sorted(map(_key, current)) == sorted(map(_key, wanted)):
+        if set(builders.members_of_spec(obj["spec"]["members"])) == set(members):
             return
+        wanted = builders.member_specs(members)
         await self.api.patch_spec(
             naming.API_VERSION, naming.PARTITIONS, self.namespace, name, {"members": wanted}
         )
@@ -94,7 +84,3 @@ class MembershipWatch:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-def _key(member: dict[str, Any]) -> tuple[str, str, str]:
-    return (str(member["node"]), str(member["zone"]), str(member.get("role", "full")))
