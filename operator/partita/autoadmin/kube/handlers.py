@@ -498,12 +498,13 @@ def build_registry(
     ) -> None:
         members = _plan_of(body).members
         ref = _ref_of(_namespaced(namespace), name, spec)
-        # Members the group's leader added but the spec has not adopted yet hold a
-        # replica too. The published membership goes first: nodes host what it names.
-        published = await director.published_members(ref) or ()
+        # A membership the group's leader published says who holds a replica, whatever
+        # the spec still lists (a member it removed may be gone for good: asking it to
+        # drop would hold the deletion for ever). The record goes first: nodes host what
+        # it names.
+        published = await director.published_members(ref)
         await director.forget_members(ref)
-        every = [*members, *(m for m in published if m.node not in {n.node for n in members})]
-        if not await director.drop(ref, every):
+        if not await director.drop(ref, published or members):
             raise kopf.TemporaryError("replicas still dropping", delay=config.retry_seconds)
         _event(body, "Normal", reason="ReplicasDropped", message=_members_text(members, "dropped"))
 
