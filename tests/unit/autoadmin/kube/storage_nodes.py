@@ -114,7 +114,8 @@ class StorageNode:
         path = self.data_dir.parent / f"{self.node_id}.log"
         with open(path, "rb") as log:
             log.seek(self.log_offset)
-            return b"Address already in use" in log.read()
+            # The kernel's wording (grpc) or uvloop's ("address already in use").
+            return b"address already in use" in log.read().lower()
 
     async def _serving(self) -> bool:
         async with grpc.aio.insecure_channel(self.address) as channel:
