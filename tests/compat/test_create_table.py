@@ -65,7 +65,6 @@ WITH_OTHER = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "
         ),
         ("SSESpecification", {"SSESpecification": {"Enabled": True}}),
         ("TableClass", {"TableClass": "STANDARD_INFREQUENT_ACCESS"}),
-        ("DeletionProtectionEnabled", {"DeletionProtectionEnabled": True}),
     ],
 )
 def test_an_unimplemented_parameter_is_refused_by_name_and_no_table_is_created(

@@ -101,6 +101,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         generation=int(meta.get("generation", 1)),
         deleting=bool(meta.get("deletionTimestamp")),
         time_to_live=TimeToLive.from_json(orjson.loads(ttl)) if ttl else TimeToLive(),
+        deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
     )
 
@@ -118,6 +119,9 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         ],
         "billingMode": spec.billing_mode,
         "tags": [{"key": k, "value": v} for k, v in spec.tags],
+        # The operator holds a kubectl deletion of a protected Table; routers refuse
+        # DeleteTable of one.
+        "deletionProtectionEnabled": spec.deletion_protection,
     }
     if spec.billing_mode == "PROVISIONED":
         body["provisionedThroughput"] = {

@@ -96,6 +96,8 @@ class TableSpec:
     generation: int = 1
     deleting: bool = False
     time_to_live: TimeToLive = TimeToLive()
+    # DynamoDB's DeletionProtectionEnabled: DeleteTable is refused while it is on.
+    deletion_protection: bool = False
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -113,6 +115,7 @@ class TableSpec:
             "generation": self.generation,
             "deleting": self.deleting,
             "time_to_live": self.time_to_live.to_json(),
+            "deletion_protection": self.deletion_protection,
         }
 
     @classmethod
@@ -136,6 +139,7 @@ class TableSpec:
             deleting=bool(data.get("deleting", data.get("status") == "DELETING")),
             # Absent from records written before Time to Live existed: off.
             time_to_live=TimeToLive.from_json(data.get("time_to_live") or {}),
+            deletion_protection=bool(data.get("deletion_protection", False)),
             revision=revision,
         )
 
@@ -229,6 +233,7 @@ class TableRecord:
     partitions: tuple[Partition, ...]  # by start; empty until the autoadmin placed them
     tags: tuple[tuple[str, str], ...] = ()
     time_to_live: TimeToLive = TimeToLive()
+    deletion_protection: bool = False
 
     @classmethod
     def of(cls, spec: TableSpec, state: TableState | None, partitions: list[Partition]) -> TableRecord:
@@ -246,6 +251,7 @@ class TableRecord:
             partitions=tuple(sorted(partitions, key=lambda p: p.start)),
             tags=spec.tags,
             time_to_live=spec.time_to_live,
+            deletion_protection=spec.deletion_protection,
         )
 
     @property

@@ -36,7 +36,7 @@ def table_description(
         "ItemCount": items,
         "TableArn": arn,
         "TableId": str(uuid.UUID(int=record.table_id)),
-        "DeletionProtectionEnabled": False,
+        "DeletionProtectionEnabled": record.deletion_protection,
     }
     if record.billing_mode == "PAY_PER_REQUEST":
         out["BillingModeSummary"] = {

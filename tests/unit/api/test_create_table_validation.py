@@ -486,7 +486,6 @@ def test_a_tag_value_over_256_characters_is_a_constraint_violation() -> None:
         ("StreamSpecification", {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}),
         ("SSESpecification", {"Enabled": True}),
         ("TableClass", "STANDARD_INFREQUENT_ACCESS"),
-        ("DeletionProtectionEnabled", True),
         ("ResourcePolicy", "{}"),
         ("OnDemandThroughput", {"MaxReadRequestUnits": 5}),
         ("WarmThroughput", {"ReadUnitsPerSecond": 5}),
@@ -509,6 +508,12 @@ def test_every_unimplemented_parameter_given_is_named() -> None:
 
 def test_asking_for_what_a_partita_table_is_anyway_is_accepted() -> None:
     create_table.validate(request(TableClass="STANDARD", DeletionProtectionEnabled=False))
+
+
+@pytest.mark.parametrize(("given", "kept"), [(True, True), (False, False), (None, False)])
+def test_deletion_protection_is_taken_from_the_request(given: bool | None, kept: bool) -> None:
+    extra = {} if given is None else {"DeletionProtectionEnabled": given}
+    assert create_table.validate(request(**extra)).deletion_protection is kept
 
 
 def test_every_member_of_the_model_is_implemented_or_refused() -> None:

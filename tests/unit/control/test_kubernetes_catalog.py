@@ -35,6 +35,7 @@ ON_DEMAND = dataclasses.replace(
     write_capacity=0,
     tags=(("team", "a"),),
     time_to_live=TimeToLive("ENABLED", "expires", 12.0),
+    deletion_protection=True,
 )
 
 
@@ -79,6 +80,7 @@ async def test_a_table_made_with_kubectl_is_found_by_its_dynamodb_name(
     assert (spec.partition_key, spec.sort_key) == (KeyElement("Artist", "S"), KeyElement("SongTitle", "S"))
     assert (spec.billing_mode, spec.read_capacity, spec.write_capacity) == ("PROVISIONED", 3000, 1000)
     assert spec.table_id == kubernetes.default_table_id(NS, "music")
+    assert spec.deletion_protection is True  # the example sets deletionProtectionEnabled
     assert await catalog.create_table_spec(dataclasses.replace(table("Music"))) is False  # the name is taken
 
 

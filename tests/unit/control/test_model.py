@@ -61,6 +61,7 @@ def through_json(s: TableSpec, revision: str = "") -> TableSpec:
 def test_spec_json_round_trip_preserves_every_field() -> None:
     assert through_json(spec()) == spec()
     assert through_json(spec(deleting=True)).deleting is True
+    assert through_json(spec(deletion_protection=True)).deletion_protection is True
 
 
 def test_a_spec_without_sort_key_round_trips_with_none() -> None:
@@ -73,10 +74,10 @@ def test_spec_fields_added_later_default_when_absent_and_unknown_ones_are_ignore
     # An older record has neither generation nor deleting; a newer one may carry fields
     # this version does not know (the table spec stays extensible).
     data = spec().to_json()
-    del data["generation"], data["deleting"], data["tags"]
+    del data["generation"], data["deleting"], data["tags"], data["deletion_protection"]
     data["time_to_live"] = {"attribute": "expires"}
     back = TableSpec.from_json(data)
-    assert (back.generation, back.deleting, back.tags) == (1, False, ())
+    assert (back.generation, back.deleting, back.tags, back.deletion_protection) == (1, False, (), False)
 
 
 def test_revision_comes_from_the_store_and_does_not_affect_equality() -> None:

@@ -19,14 +19,21 @@ MAX_KEY_NAME_BYTES = 255  # KeySchemaAttributeName in the service model
 # input shape in DynamoDB's service model is refused by name (never accepted and
 # ignored), unless it asks for exactly what a Partita table is anyway.
 IMPLEMENTED = frozenset(
-    {"TableName", "AttributeDefinitions", "KeySchema", "BillingMode", "ProvisionedThroughput", "Tags"}
+    {
+        "TableName",
+        "AttributeDefinitions",
+        "KeySchema",
+        "BillingMode",
+        "ProvisionedThroughput",
+        "Tags",
+        "DeletionProtectionEnabled",
+    }
 )
 # Streams off and SSE with the service's own key are DynamoDB's defaults, and what a
 # Partita table is (Alternator's test_table_streams_off and test_table_sse_off, recorded
 # against DynamoDB, create tables this way).
 _WHAT_PARTITA_DOES: dict[str, object] = {
     "TableClass": "STANDARD",
-    "DeletionProtectionEnabled": False,
     "StreamSpecification": {"StreamEnabled": False},
     "SSESpecification": {"Enabled": False},
 }
@@ -43,6 +50,7 @@ class CreateTableRequest:
     read_capacity: int
     write_capacity: int
     tags: tuple[tuple[str, str], ...]
+    deletion_protection: bool = False
 
 
 def validate(body: Any) -> CreateTableRequest:
@@ -158,6 +166,7 @@ def validate(body: Any) -> CreateTableRequest:
         read_capacity=int(rcu or 0),
         write_capacity=int(wcu or 0),
         tags=tuple(tags),
+        deletion_protection=body.get("DeletionProtectionEnabled") is True,
     )
 
 

@@ -1,8 +1,8 @@
 """UpdateTable: validate the request into an `UpdateTableRequest`.
 
-Partita acts on BillingMode and ProvisionedThroughput (admission control reads them);
-the other UpdateTable parameters (indexes, streams, SSE, replicas, table class,
-deletion protection) are refused with a clear message until Partita implements them,
+Partita acts on BillingMode and ProvisionedThroughput (admission control reads them)
+and DeletionProtectionEnabled; the other UpdateTable parameters (indexes, streams, SSE,
+replicas, table class) are refused with a clear message until Partita implements them,
 rather than accepted and silently ignored.
 """
 
@@ -23,7 +23,6 @@ _UNSUPPORTED = [
     "SSESpecification",
     "ReplicaUpdates",
     "TableClass",
-    "DeletionProtectionEnabled",
     "OnDemandThroughput",
     "WarmThroughput",
     "MultiRegionConsistency",
@@ -37,6 +36,12 @@ class UpdateTableRequest:
     billing_mode: BillingMode | None
     read_capacity: int | None
     write_capacity: int | None
+    deletion_protection: bool | None = None  # None: left as it is
+
+    @property
+    def changes_throughput(self) -> bool:
+        """Whether the autoadmin has something to apply (the table goes UPDATING)."""
+        return self.billing_mode is not None or self.read_capacity is not None
 
 
 def validate(body: Any) -> UpdateTableRequest:
@@ -59,7 +64,8 @@ def validate(body: Any) -> UpdateTableRequest:
     assert name is not None
 
     unsupported = [p for p in _UNSUPPORTED if body.get(p) is not None]
-    if throughput is None and billing is None and not unsupported:
+    protection = body.get("DeletionProtectionEnabled")
+    if throughput is None and billing is None and protection is None and not unsupported:
         raise errors.validation(
             "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates "
             "or SSESpecification or ReplicaUpdates is required"
@@ -78,4 +84,4 @@ def validate(body: Any) -> UpdateTableRequest:
                 f"cannot exceed {MAX_TABLE_UNITS}"
             )
     mode: BillingMode | None = billing  # type: ignore[assignment]  # checked against the enum above
-    return UpdateTableRequest(name, mode, rcu, wcu)
+    return UpdateTableRequest(name, mode, rcu, wcu, protection if isinstance(protection, bool) else None)

@@ -29,6 +29,7 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         write_capacity=req.write_capacity,
         created_at=round(time.time(), 3),
         tags=req.tags,
+        deletion_protection=req.deletion_protection,
     )
     if not await ctx.catalog.create_table_spec(spec):
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")

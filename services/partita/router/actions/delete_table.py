@@ -8,10 +8,22 @@ from typing import Any
 
 from partita.api.operations import table_name_only
 from partita.common import errors
-from partita.control.model import TableRecord
+from partita.control.model import TableRecord, TableSpec
 from partita.router.actions import table_spec
 from partita.router.context import RouterContext
 from partita.router.describe import deleting_description
+
+PROTECTED = (
+    "Resource cannot be deleted as it is currently protected against deletion. "
+    "Disable deletion protection first."
+)
+
+
+def _deleting(spec: TableSpec) -> TableSpec:
+    # Checked in the compare-and-swap: a protection turned on meanwhile holds.
+    if spec.deletion_protection:
+        raise errors.validation(PROTECTED)
+    return dataclasses.replace(spec, deleting=True)
 
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
@@ -19,7 +31,7 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     spec = await table_spec.change(
         ctx,
         name,
-        lambda spec: dataclasses.replace(spec, deleting=True),
+        _deleting,
         refuse=("CREATING", "UPDATING", "DELETING"),
         missing=lambda: errors.table_not_found(name),
     )

@@ -1,9 +1,10 @@
-"""UpdateTable: billing mode and provisioned throughput, stored in the table spec with
-compare-and-swap.
+"""UpdateTable: billing mode, provisioned throughput and deletion protection, stored in
+the table spec with compare-and-swap.
 
-As in DynamoDB, the table goes through UPDATING: the change moves the spec's
-generation on, and the table is ACTIVE again once the autoadmin has applied it (split
-partitions where the new throughput needs more, and every replica serves them).
+As in DynamoDB, a change of throughput takes the table through UPDATING: it moves the
+spec's generation on, and the table is ACTIVE again once the autoadmin has applied it
+(split partitions where the new throughput needs more, and every replica serves them).
+Deletion protection alone leaves the autoadmin nothing to do, and the table as it was.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from partita.router.describe import table_description
 
 
 def _updated(req: update_table.UpdateTableRequest, spec: TableSpec) -> TableSpec:
+    if req.deletion_protection is not None:
+        spec = dataclasses.replace(spec, deletion_protection=req.deletion_protection)
+    return _throughput_updated(req, spec) if req.changes_throughput else spec
+
+
+def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec) -> TableSpec:
     mode: BillingMode = req.billing_mode or spec.billing_mode
     rcu, wcu = spec.read_capacity, spec.write_capacity
     if req.read_capacity is not None:
@@ -56,7 +63,7 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     )
     cached = ctx.tables.get(spec.name)
     record = TableRecord.of(spec, None, list(cached.record.partitions) if cached else []).with_status(
-        "UPDATING"
+        "UPDATING" if req.changes_throughput else "ACTIVE"
     )
     stats = await ctx.tables.stats_of(spec.table_id)
     return {"TableDescription": table_description(record, ctx.table_arn(spec.name), stats)}
