@@ -74,7 +74,7 @@ def test_names_columns_and_status_subresource(kind: str, plural: str, short: str
 
 def test_immutable_fields_carry_transition_rules() -> None:
     spec = custom_schema("Table")["properties"]["spec"]["properties"]
-    for field in ("tableName", "keySchema", "attributeDefinitions"):
+    for field in ("tableName", "keySchema", "attributeDefinitions", "replicationFactor"):
         rules = spec[field]["x-kubernetes-validations"]
         assert any(r["rule"] == "self == oldSelf" and "immutable" in r["message"] for r in rules), field
     partition = custom_schema("Partition")["properties"]["spec"]["properties"]
