@@ -161,3 +161,17 @@ def test_routes_name_only_full_members_a_joining_or_log_member_is_not_read_from(
     ]
     p = kubernetes.partition_from_resource(resource)
     assert (p.replicas, p.leader) == (("s-a-0", "s-b-0"), "s-b-0")
+
+
+async def test_update_table_turns_the_tables_deletion_protection_on_and_off(
+    catalog: KubernetesTableCatalog, api: aiohttp.ClientSession
+) -> None:
+    assert await catalog.create_table_spec(table())
+    for protected in (True, False):
+        spec = await catalog.get_table_spec("Orders")
+        assert spec is not None
+        assert await catalog.replace_table_spec(dataclasses.replace(spec, deletion_protection=protected))
+        async with api.get(f"{TABLES}/{kubernetes.resource_name('Orders')}") as resp:
+            assert (await resp.json())["spec"]["deletionProtectionEnabled"] is protected
+        stored = await catalog.get_table_spec("Orders")
+        assert stored is not None and stored.deletion_protection is protected
