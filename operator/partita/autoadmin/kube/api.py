@@ -106,11 +106,21 @@ class KubeApi:
         return False
 
     async def patch_spec(
-        self, api_version: str, plural: str, namespace: str, name: str, spec: Mapping[str, Any]
+        self,
+        api_version: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        spec: Mapping[str, Any],
+        resource_version: str | None = None,
     ) -> Any:
-        """Merge-patch fields of the object's spec (a list given replaces the list)."""
+        """Merge-patch fields of the object's spec (a list given replaces the list); with
+        `resource_version`, only while the object is still at it (else 409 Conflict)."""
         path = f"{collection_path(api_version, plural, namespace)}/{name}"
-        return await self._call("PATCH", path, {"spec": spec}, "application/merge-patch+json")
+        body: dict[str, Any] = {"spec": spec}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
+        return await self._call("PATCH", path, body, "application/merge-patch+json")
 
     async def get(self, api_version: str, plural: str, namespace: str, name: str) -> Any:
         """The object, or None if there is none."""

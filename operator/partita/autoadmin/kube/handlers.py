@@ -27,7 +27,7 @@ from partita.autoadmin.kube import builders, decisions, naming, resources
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.doorman_publisher import TablesPublisher
 from partita.autoadmin.kube.fleet import Fleet
-from partita.autoadmin.kube.membership_watch import MembershipWatch
+from partita.autoadmin.kube.membership_watch import MembershipWatch, write_members
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
 from partita.common import config as common_config
@@ -418,7 +418,7 @@ def build_registry(
                 table_spec=kubernetes.spec_from_resource(table),
                 replication_factor=int(table["spec"].get("replicationFactor", 3)),
             )
-        members = await adopt_published(body, ref, members, patch)
+        members = await adopt_published(body, ref, members)
         report = await director.host(ref, members)
         states = {node: r.state for node, r in report.replicas.items()}
         state = decisions.partition_state(members, states, deleting=False)
@@ -446,16 +446,22 @@ def build_registry(
         patch.status.update(new)
 
     async def adopt_published(
-        body: kopf.Body, ref: PartitionRef, members: tuple[decisions.Member, ...], patch: kopf.Patch
+        body: kopf.Body, ref: PartitionRef, members: tuple[decisions.Member, ...]
     ) -> tuple[decisions.Member, ...]:
         """The members to host: the spec's, or the ones the group's leader published
-        when it changed them (repair), which the spec then adopts. A member the leader
+        when it changed them (repair), which the spec then adopts unless the membership
+        watch wrote it first (`membership_watch.write_members`). A member the leader
         removed is asked to drop its replica (best effort: a node also erases a replica a
         published membership no longer names, when it next starts)."""
         published = await director.published_members(ref)
         if published is None or set(published) == set(members):
             return members
-        patch.spec["members"] = builders.member_specs(published)
+        version = str(body["metadata"].get("resourceVersion", ""))
+        if not await write_members(api, ref.namespace, ref.name, published, version):
+            # The watch wrote a newer record's members: the spec change reconciles again,
+            # and that pass drops whom they no longer name.
+            log.info("partition %s: spec changed meanwhile; its newer members stand", ref.name)
+            return published
         kept = {m.node for m in published}
         removed = [m for m in members if m.node not in kept]
         if removed and not await director.drop(ref, removed):
