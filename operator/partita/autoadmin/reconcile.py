@@ -58,9 +58,10 @@ class Settings:
     # A partition hot (consuming at or near its allocation) this long is split.
     split_hot_seconds: float = DEFAULT_HOT_SECONDS
     # Whether the storage nodes run replication groups, which split a replicated
-    # partition at a log index (`MarkSplit`; the local cluster with several replicas).
-    # Off (Kubernetes, where nothing runs the groups yet): a replicated partition is
-    # kept whole, since its children would start from whatever each replica applied.
+    # partition at a log index (`MarkSplit`; the local cluster with several replicas,
+    # and Kubernetes with `storage.replication`). Off (`--no-split-replicated-groups`,
+    # or storage pods without replication): a replicated partition is kept whole, since
+    # its children would start from whatever each replica applied.
     split_replicated: bool = False
 
 

@@ -23,10 +23,10 @@ the split would not help (DynamoDB does not split then either); and never at the
 middle of the range, which says nothing about where the load is.
 
 A replicated partition is cut only where the storage nodes split its group at a log
-index (`replicated_ok`: the local cluster with replication; `reconcile.MarkSplit`,
-`storage/group_split.py`): cut in place, its children would start fresh groups from
-whatever each replica had applied, and a lagging replica would miss acknowledged writes
-for good. Elsewhere (Kubernetes, which does not run the groups yet) it is kept whole
+index (`replicated_ok`: the local cluster and the Kubernetes operator with replication;
+`reconcile.MarkSplit`, `storage/group_split.py`): cut in place, its children would start
+fresh groups from whatever each replica had applied, and a lagging replica would miss
+acknowledged writes for good. Elsewhere (nodes that run no groups) it is kept whole
 (`replicated`), for throughput as well.
 
 Pure: the reconcile core calls `size_cuts` and `consumption_cuts` with what it observed.

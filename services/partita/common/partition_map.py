@@ -178,3 +178,23 @@ def split_evenly(n: int) -> list[tuple[int, int]]:
         raise ValueError("need at least one range")
     cuts = [i * HASH_SPACE // n for i in range(n + 1)]
     return list(itertools.pairwise(cuts))
+
+
+def current_partitions(partitions: Iterable[Partition]) -> list[Partition]:
+    """A split parent or its children, never both: the operator creates a split's
+    children before it deletes their parent, and once they cover its whole range they
+    take its place (until then, one created without the other, the parent stands)."""
+    given = list(partitions)
+    by_id = {p.partition_id: p for p in given}
+    children: dict[str, list[Partition]] = {}
+    for p in given:
+        if p.parent in by_id:
+            children.setdefault(p.parent, []).append(p)
+    hidden: set[str] = set()
+    for parent_id, kids in children.items():
+        parent = by_id[parent_id]
+        kids.sort(key=lambda k: k.start)
+        covered = kids[0].start == parent.start and kids[-1].end == parent.end
+        covered = covered and all(a.end == b.start for a, b in itertools.pairwise(kids))
+        hidden |= {parent_id} if covered else {k.partition_id for k in kids}
+    return [p for p in given if p.partition_id not in hidden]

@@ -34,7 +34,7 @@ from typing import Any, Protocol, cast
 import aiohttp
 import orjson
 
-from partita.common.partition_map import Partition
+from partita.common.partition_map import Partition, current_partitions
 from partita.control.model import (
     NO_REVISION,
     BillingMode,
@@ -168,7 +168,17 @@ def partition_from_resource(obj: Mapping[str, Any]) -> Partition:
     replicas = tuple(m["node"] for m in spec["members"] if m.get("role", "full") == "full")
     reported = (obj.get("status") or {}).get("leader")
     leader = reported if reported in replicas else (replicas[0] if replicas else None)
-    return Partition(obj["metadata"]["name"], start, last + 1, replicas, leader)
+    split_at = spec.get("splitAt")
+    return Partition(
+        obj["metadata"]["name"],
+        start,
+        last + 1,
+        replicas,
+        leader,
+        split_at=int(split_at, 16) if split_at else 0,
+        parent=str(spec.get("parent", "")),
+        parent_index=int(spec.get("parentIndex", 0)),
+    )
 
 
 def join_tables(tables: list[Mapping[str, Any]], partitions: list[Mapping[str, Any]]) -> list[TableRecord]:
@@ -177,6 +187,7 @@ def join_tables(tables: list[Mapping[str, Any]], partitions: list[Mapping[str, A
     for obj in partitions:
         if not obj["metadata"].get("deletionTimestamp"):
             by_table.setdefault(obj["spec"]["table"], []).append(partition_from_resource(obj))
+    by_table = {table: current_partitions(parts) for table, parts in by_table.items()}
     records = []
     for obj in tables:
         spec = spec_from_resource(obj)

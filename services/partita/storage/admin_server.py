@@ -28,8 +28,11 @@ from partita.storage.assignments import (
     Assignment,
     AssignmentBook,
     TableInfo,
+    current,
     hosted_tables,
     peer_addresses,
+    superseded,
+    table_records,
 )
 from partita.storage.effects import Effect, Kind
 from partita.storage.group_log import group_of
@@ -84,7 +87,22 @@ def assignment_of(request: pb.HostReplicaRequest) -> Assignment:
         (m.node, _address(m.replication_address)) for m in request.members if m.replication_address
     )
     roles = tuple((m.node, m.role) for m in request.members if m.role not in ("", FULL))
-    return Assignment(request.partition, table, request.start, request.last + 1, members, addresses, roles)
+    if request.split_at and not request.start < request.split_at <= request.last:
+        raise InvalidAssignment(f"split point {request.split_at:#x} outside the range")
+    if request.parent and not request.parent_index:
+        raise InvalidAssignment("a split child needs its parent's split index")
+    return Assignment(
+        request.partition,
+        table,
+        request.start,
+        request.last + 1,
+        members,
+        addresses,
+        roles,
+        split_at=request.split_at,
+        parent=request.parent,
+        parent_index=request.parent_index,
+    )
 
 
 def request_of(assignment: Assignment, zones: Mapping[str, str]) -> pb.HostReplicaRequest:
@@ -117,6 +135,9 @@ def request_of(assignment: Assignment, zones: Mapping[str, str]) -> pb.HostRepli
             )
             for m in assignment.members
         ],
+        split_at=assignment.split_at,
+        parent=assignment.parent,
+        parent_index=assignment.parent_index,
     )
 
 
@@ -231,6 +252,15 @@ class AdminHosting:
         assignment = self.book.assignments.get(partition)
         if assignment is None:
             return
+        if partition in superseded(self.book.assignments.values()):
+            # A split parent whose children this node hosts: they start from its data at
+            # the split, so nothing is erased; its group runs on while a child waits for
+            # it (`node.sync_groups`).
+            self.book.remove(partition)
+            self.published.pop(partition, None)
+            self._rehost()
+            log.info("retired split parent %s; its children hold its data", partition)
+            return
         table_id = assignment.table.table_id
         # Stop serving first, delete the data, then forget the assignment: a crash in
         # between re-hosts an emptied replica, and the operator's retry drops it again.
@@ -268,6 +298,13 @@ class AdminHosting:
         out.lag = max(0, leadership.commit - leadership.applied)
         return out
 
+    def start_waiting_children(self) -> None:
+        """Start the split children that waited for this replica of their parent to
+        apply the SPLIT entry (or for the patience to run out): nothing else re-runs the
+        hosting while the assignments stand still."""
+        if self.state.retiring:
+            self._rehost()
+
     def _rehost(self, without: str | None = None) -> None:
         """Serve the book's assignments (but `without`, one being dropped)."""
         given = [a for name, a in self.book.assignments.items() if name != without]
@@ -275,24 +312,15 @@ class AdminHosting:
         self.state.ids_with_data |= set(self.state.hosted)
         # Addresses first: a group added below sends its first votes at once.
         self.on_peers(peer_addresses(given))
-        replicas = self.state.replicas
-        if replicas is None:
+        if self.state.replicas is None:
             return
-        # Every group this node is a member of, in any role (`sync_groups` in the local
-        # cluster): a member added to a running group starts empty, as a newcomer.
-        node = self.state.node_id
-        wanted = {
-            group_of(a.table.table_id, a.partition): (a.table.table_id, a.as_partition())
-            for a in given
-            if len(a.members) > 1
-        }
-        for group in [g for g in replicas.multi.replicas if g not in wanted]:
-            replicas.remove_group(group)
-        # The groups' key ranges (snapshots are read and installed by them).
-        self.state.groups = wanted
-        for group, (_, p) in wanted.items():
-            newcomer = node in p.joining or node in p.log_replicas
-            replicas.add_group(group, [*p.replicas, *p.joining], p.log_replicas, newcomer=newcomer)
+        # Every group this node is a member of, in any role, as the local cluster's nodes
+        # run them: a member added to a running group starts empty, as a newcomer; a split
+        # child starts once this replica has applied its parent up to the split (the
+        # parent's group runs on until then). Imported here: node.py builds this class.
+        from partita.storage.node import sync_groups
+
+        sync_groups(self.state, table_records(current(given)))
 
 
 class StorageAdminService(pb_grpc.StorageAdminServicer):

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import orjson
 
-from partita.common.partition_map import Partition
+from partita.common.partition_map import Partition, current_partitions
 from partita.control.model import BillingMode, KeyElement, TableRecord, TimeToLive
 from partita.storage.hosting import HostedTable
 
@@ -57,6 +57,11 @@ class Assignment:
     # (member, role) of the members that are not full replicas: "joining" (a full replica
     # being built) or "log" (WAL only). Only a group's leader adds them (repair).
     roles: tuple[tuple[str, str], ...] = ()
+    # A replicated partition marked for a split at this key hash (0: none).
+    split_at: int = 0
+    # A split child: its parent partition and the index of the parent's SPLIT entry.
+    parent: str = ""
+    parent_index: int = 0
 
     def role_of(self, node: str) -> str:
         return dict(self.roles).get(node, FULL)
@@ -77,7 +82,16 @@ class Assignment:
         joining = tuple(m for m in self.members if self.role_of(m) == JOINING)
         logs = tuple(m for m in self.members if self.role_of(m) == LOG)
         return Partition(
-            self.partition, self.start, self.end, full, full[0], log_replicas=logs, joining=joining
+            self.partition,
+            self.start,
+            self.end,
+            full,
+            full[0],
+            log_replicas=logs,
+            joining=joining,
+            split_at=self.split_at,
+            parent=self.parent,
+            parent_index=self.parent_index,
         )
 
 
@@ -87,10 +101,27 @@ def peer_addresses(assignments: Iterable[Assignment]) -> dict[str, str]:
     return {node: address for a in assignments for node, address in a.addresses}
 
 
+def current(assignments: Iterable[Assignment]) -> list[Assignment]:
+    """A split parent's assignment or its children's, never both: the operator creates
+    the children before it deletes the parent, and once this node holds children that
+    cover the parent's range they take its place (`partition_map.current_partitions`)."""
+    given = list(assignments)
+    kept = {p.partition_id for p in current_partitions(a.as_partition() for a in given)}
+    return [a for a in given if a.partition in kept]
+
+
+def superseded(assignments: Iterable[Assignment]) -> frozenset[str]:
+    """Split parents whose children (covering their range) are assigned too."""
+    given = list(assignments)
+    kept = {a.partition for a in current(given)}
+    parents = {a.parent for a in given}
+    return frozenset(a.partition for a in given if a.partition not in kept and a.partition in parents)
+
+
 def hosted_tables(assignments: Iterable[Assignment], node_id: str) -> dict[int, HostedTable]:
     """The tables (by id) this node serves, each with the partitions it was given."""
     by_table: dict[int, list[Assignment]] = {}
-    for a in assignments:
+    for a in current(assignments):
         if node_id in a.members:
             by_table.setdefault(a.table.table_id, []).append(a)
     out = {}
@@ -99,6 +130,15 @@ def hosted_tables(assignments: Iterable[Assignment], node_id: str) -> dict[int, 
         if hosted.partitions:  # a joining or log-only member serves nothing yet
             out[table_id] = hosted
     return out
+
+
+def table_records(assignments: Iterable[Assignment]) -> list[TableRecord]:
+    """The assignments as table records, each partition with all its members and roles
+    (what `node.sync_groups` reads in the local cluster from the control store)."""
+    by_table: dict[int, list[Assignment]] = {}
+    for a in assignments:
+        by_table.setdefault(a.table.table_id, []).append(a)
+    return [_record(given[-1].table, [a.as_partition() for a in given]) for given in by_table.values()]
 
 
 def _record(table: TableInfo, partitions: list[Partition]) -> TableRecord:
@@ -180,6 +220,9 @@ def _to_json(a: Assignment) -> dict[str, Any]:
         "members": list(a.members),
         "addresses": dict(a.addresses),
         "roles": dict(a.roles),
+        "split_at": f"{a.split_at:x}",
+        "parent": a.parent,
+        "parent_index": a.parent_index,
         "table": {
             "table_id": t.table_id,
             "name": t.name,
@@ -212,5 +255,15 @@ def _from_json(e: Mapping[str, Any]) -> Assignment:
     addresses = tuple((str(n), str(a)) for n, a in e.get("addresses", {}).items())
     roles = tuple((str(n), str(r)) for n, r in e.get("roles", {}).items())
     return Assignment(
-        str(e["partition"]), table, int(e["start"]), int(e["last"]) + 1, tuple(e["members"]), addresses, roles
+        str(e["partition"]),
+        table,
+        int(e["start"]),
+        int(e["last"]) + 1,
+        tuple(e["members"]),
+        addresses,
+        roles,
+        # Absent from files written before replicated partitions split under the operator.
+        split_at=int(e.get("split_at", "0"), 16),
+        parent=str(e.get("parent", "")),
+        parent_index=int(e.get("parent_index", 0)),
     )

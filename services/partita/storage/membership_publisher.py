@@ -12,6 +12,9 @@ The operator adopts the members into the Partition's spec at its next reconcile.
 
 Only membership is published: a record differing from the held assignment in its
 recorded leader alone is not written (every leader's pass would write one otherwise).
+And the split of a replicated partition: once the leader has applied the group's SPLIT
+entry (`group_split.SplitDriver`), the record carries its cut and index, which the
+operator reads to replace the Partition by its children (docs/kubernetes.md, "Splits").
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ log = logging.getLogger(__name__)
 
 # Seconds a follower waits on the store's watch before listing the records anyway.
 FOLLOW_TIMEOUT_SECONDS = 5.0
+# ... and while a split child waits for its parent's group to reach the split here (as
+# the local cluster's control loop does, `node.RETIRING_RESYNC_SECONDS`).
+SPLIT_WAIT_SECONDS = 0.5
 
 
 def with_members(
@@ -83,22 +89,26 @@ class MembershipPublisher:
         stats: Sequence[tuple[str, PartitionStats]] = (),
     ) -> None:
         if remove:
-            # Only a split removes partitions, and the operator keeps replicated
-            # partitions whole (docs/kubernetes.md).
+            # Under the operator a split's children replace their parent by the operator's
+            # hand (the leader publishes the SPLIT entry's index, below).
             raise NotImplementedError("partitions are not removed by a leader under the operator")
         for partition in put:
             held = self.hosting.book.assignments.get(partition.partition_id)
             if held is None:
                 continue
             wanted = with_members(held, partition, self.address_of)
+            if partition.split_index:
+                await self._publish(table_id, wanted, partition.split_at, partition.split_index)
+                log.info(
+                    "published the split of %s at %#x, index %d",
+                    partition.partition_id,
+                    partition.split_at,
+                    partition.split_index,
+                )
+                continue
             if held.membership() == wanted.membership():
                 continue
-            record = pb.PublishedMembership(
-                term=self.term_of(group_of(table_id, partition.partition_id)),
-                leader=self.hosting.state.node_id,
-                assignment=request_of(wanted, self.zones()),
-            )
-            await self.store.put_membership(partition.partition_id, record.SerializeToString())
+            await self._publish(table_id, wanted)
             log.info(
                 "published the membership of %s: %s",
                 partition.partition_id,
@@ -106,10 +116,22 @@ class MembershipPublisher:
             )
             self.hosting.adopt(wanted)
 
+    async def _publish(
+        self, table_id: int, wanted: Assignment, split_at: int = 0, split_index: int = 0
+    ) -> None:
+        record = pb.PublishedMembership(
+            term=self.term_of(group_of(table_id, wanted.partition)),
+            leader=self.hosting.state.node_id,
+            assignment=request_of(wanted, self.zones()),
+            split_at=split_at,
+            split_index=split_index,
+        )
+        await self.store.put_membership(wanted.partition, record.SerializeToString())
+
 
 async def follow_memberships(hosting: AdminHosting, store: WatchedMemberships) -> None:
     """Apply the published memberships whenever the store changes (and at least every
-    FOLLOW_TIMEOUT_SECONDS)."""
+    FOLLOW_TIMEOUT_SECONDS), and start the split children waiting for their parents."""
     while True:
         try:
             await hosting.apply_published(await store.list_memberships())
@@ -117,4 +139,5 @@ async def follow_memberships(hosting: AdminHosting, store: WatchedMemberships) -
             raise
         except Exception as exc:  # the store is down: the held assignments stand
             log.warning("published memberships unavailable: %s", exc)
-        await store.wait_for_change(FOLLOW_TIMEOUT_SECONDS)
+        hosting.start_waiting_children()
+        await store.wait_for_change(SPLIT_WAIT_SECONDS if hosting.state.retiring else FOLLOW_TIMEOUT_SECONDS)

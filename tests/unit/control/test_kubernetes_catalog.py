@@ -175,3 +175,38 @@ async def test_update_table_turns_the_tables_deletion_protection_on_and_off(
             assert (await resp.json())["spec"]["deletionProtectionEnabled"] is protected
         stored = await catalog.get_table_spec("Orders")
         assert stored is not None and stored.deletion_protection is protected
+
+
+def test_routes_take_a_replicated_splits_children_in_place_of_their_parent_once_both_exist() -> None:
+    # The operator creates the children before it deletes the parent (docs/kubernetes.md,
+    # "Splits"): the routes hold the parent or its children, never both, never a hole.
+    table_obj = kubernetes.resource_from_spec(table("Orders"), NS)
+    table_obj["metadata"]["resourceVersion"] = "1"
+    parent = _partition_resource({})
+    parent["metadata"]["name"] = "orders-p"
+    parent["spec"]["table"] = table_obj["metadata"]["name"]
+    parent["spec"]["splitAt"] = "8000000000000000"
+
+    def child(name: str, start: str, last: str) -> dict[str, object]:
+        obj = _partition_resource({})
+        obj["metadata"] = {"name": name}
+        obj["spec"] = {**parent["spec"], "hashRange": {"start": start, "last": last}, "parent": "orders-p"}
+        obj["spec"].pop("splitAt")
+        obj["spec"]["parentIndex"] = 9
+        return obj
+
+    left = child("orders-p-0", "0000000000000000", "7fffffffffffffff")
+    right = child("orders-p-1", "8000000000000000", "ffffffffffffffff")
+
+    def routed(*partitions: dict[str, object]) -> list[str]:
+        (record,) = kubernetes.join_tables([table_obj], list(partitions))
+        assert record.partition_map.partitions  # contiguous and complete, or this raises
+        return [p.partition_id for p in record.partitions]
+
+    assert routed(parent) == ["orders-p"]
+    assert routed(parent, left) == ["orders-p"]  # one child alone would leave a hole
+    assert routed(parent, left, right) == ["orders-p-0", "orders-p-1"]
+    assert routed(left, right) == ["orders-p-0", "orders-p-1"]
+    p = kubernetes.partition_from_resource(left)
+    assert (p.parent, p.parent_index) == ("orders-p", 9)
+    assert kubernetes.partition_from_resource(parent).split_at == 2**63

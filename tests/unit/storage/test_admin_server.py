@@ -323,3 +323,94 @@ async def test_a_member_removed_while_the_node_was_down_is_erased_before_it_serv
         assert hosting.book.assignments == {}
     finally:
         await engine.close()
+
+
+async def test_a_split_parent_gives_way_to_its_children_and_its_drop_keeps_their_data(tmp_path: Path) -> None:
+    # docs/kubernetes.md, "Splits": the operator creates a replicated split's children
+    # (naming the parent and its SPLIT entry's index) before it drops the parent. The
+    # children take the parent's place once they cover its range, start their groups
+    # from its data, and dropping the parent then erases nothing.
+    quarter = HALF // 2
+    parent_group = group_of(TABLE_ID, "orders-0")
+    runner = running_node(tmp_path, replication=True)
+    async with runner as n:
+        marked = host_request("orders-0")
+        marked.split_at = quarter
+        await n.stub.HostReplica(marked, timeout=5)
+        assert n.state.hosted[TABLE_ID].partitions[0].split_at == quarter
+        low = await put(runner.engine, 1, partition="orders-0")
+        high = await put(runner.engine, quarter + 1, partition="orders-0")
+        index = runner.engine.applied_index(parent_group)
+        children = []
+        for name, start, last in (("orders-0-0", 0, quarter - 1), ("orders-0-1", quarter, HALF - 1)):
+            child = host_request(name, start, last)
+            child.parent, child.parent_index = "orders-0", index
+            children.append(child)
+
+        await n.stub.HostReplica(children[0], timeout=5)
+        # One child does not cover the parent's range: the parent still serves it all.
+        assert [p.partition_id for p in n.state.hosted[TABLE_ID].partitions] == ["orders-0"]
+        await n.stub.HostReplica(children[1], timeout=5)
+        hosted = n.state.hosted[TABLE_ID].partitions
+        assert [(p.partition_id, p.parent, p.parent_index) for p in hosted] == [
+            ("orders-0-0", "orders-0", index),
+            ("orders-0-1", "orders-0", index),
+        ]
+        assert n.state.replicas is not None
+        assert n.state.replicas.hosts(group_of(TABLE_ID, "orders-0-0"))
+        assert n.state.replicas.hosts(group_of(TABLE_ID, "orders-0-1"))
+
+        dropped = await n.stub.DropReplica(pb.DropReplicaRequest(partition="orders-0"), timeout=5)
+        assert dropped.dropped
+        assert "orders-0" not in n.hosting.book.assignments
+        assert not n.state.replicas.hosts(parent_group)
+        assert runner.engine.get(low) == b"v" and runner.engine.get(high) == b"v"
+
+    async with running_node(tmp_path, replication=True) as n:  # the children survive a restart
+        assert [p.partition_id for p in n.state.hosted[TABLE_ID].partitions] == ["orders-0-0", "orders-0-1"]
+
+
+async def test_a_split_child_needs_its_parents_index_and_the_cut_must_be_inside_the_range(
+    node: Node,
+) -> None:
+    orphan = host_request("orders-0-0")
+    orphan.parent = "orders-0"
+    outside = host_request("orders-0")
+    outside.split_at = HALF + 5
+    for request in (orphan, outside):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await node.stub.HostReplica(request, timeout=5)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert node.hosting.book.assignments == {}
+
+
+async def test_a_split_child_waits_until_this_replica_of_its_parent_reaches_the_split(
+    tmp_path: Path,
+) -> None:
+    # A lagging member: its copy of the parent is behind the SPLIT entry's index, so its
+    # children wait (the parent's group runs on and catches up), then start from the
+    # parent's data at the split.
+    quarter = HALF // 2
+    parent_group = group_of(TABLE_ID, "orders-0")
+    runner = running_node(tmp_path, replication=True)
+    async with runner as n:
+        await n.stub.HostReplica(host_request("orders-0"), timeout=5)
+        await put(runner.engine, 1, partition="orders-0")
+        split_index = runner.engine.applied_index(parent_group) + 1
+        for name, start, last in (("orders-0-0", 0, quarter - 1), ("orders-0-1", quarter, HALF - 1)):
+            child = host_request(name, start, last)
+            child.parent, child.parent_index = "orders-0", split_index
+            await n.stub.HostReplica(child, timeout=5)
+        replicas = n.state.replicas
+        assert replicas is not None
+        assert replicas.hosts(parent_group) and n.state.retiring == {parent_group}
+        assert not replicas.hosts(group_of(TABLE_ID, "orders-0-0"))
+        n.hosting.start_waiting_children()  # still behind: nothing changes
+        assert not replicas.hosts(group_of(TABLE_ID, "orders-0-1"))
+
+        await put(runner.engine, quarter + 1, partition="orders-0")  # the parent catches up
+        assert runner.engine.applied_index(parent_group) == split_index
+        n.hosting.start_waiting_children()
+        assert replicas.hosts(group_of(TABLE_ID, "orders-0-0"))
+        assert replicas.hosts(group_of(TABLE_ID, "orders-0-1"))
+        assert not replicas.hosts(parent_group) and not n.state.retiring

@@ -34,20 +34,23 @@ def owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:
 def partition(table: Mapping[str, Any], plan: PartitionPlan) -> dict[str, Any]:
     """The Partition resource of one hash range of `table`."""
     meta = table["metadata"]
+    spec: dict[str, Any] = {
+        "table": meta["name"],
+        "hashRange": {"start": f"{plan.start:016x}", "last": f"{plan.last:016x}"},
+        "members": member_specs(plan.members),
+    }
+    if plan.parent:
+        spec |= {"parent": plan.parent, "parentIndex": plan.parent_index}
     return {
         "apiVersion": naming.API_VERSION,
         "kind": naming.PARTITION_KIND,
         "metadata": {
-            "name": naming.partition_name(meta["name"], plan.start),
+            "name": plan.name or naming.partition_name(meta["name"], plan.start),
             "namespace": meta["namespace"],
             "labels": naming.partition_labels(meta["name"]),
             "ownerReferences": [owner_reference(table)],
         },
-        "spec": {
-            "table": meta["name"],
-            "hashRange": {"start": f"{plan.start:016x}", "last": f"{plan.last:016x}"},
-            "members": member_specs(plan.members),
-        },
+        "spec": spec,
     }
 
 

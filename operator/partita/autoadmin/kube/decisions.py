@@ -46,6 +46,12 @@ class PartitionPlan:
     start: int
     last: int
     members: tuple[Member, ...]
+    # A replicated split's child: named after its parent (`reconcile.child_ids`, where
+    # other partitions are named by their first hash), with the index of the parent's
+    # SPLIT entry its members start from.
+    parent: str = ""
+    parent_index: int = 0
+    name: str = ""
 
     def __post_init__(self) -> None:
         if not 0 <= self.start <= self.last < HASH_SPACE:
@@ -83,6 +89,21 @@ def place(
         for zone in chosen
     }
     return [tuple(Member(per_zone[zone][i][0], zone) for zone in chosen) for i in range(count)]
+
+
+def children_hosted(parent: str, partitions: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a replicated split's children exist and a majority of each one's members
+    report it hosted (catching up or serving), from the Partition resources."""
+    children = [p for p in partitions if (p.get("spec") or {}).get("parent") == parent]
+    if len(children) < 2:
+        return False
+    for child in children:
+        members = child["spec"]["members"]
+        reports = {m["node"]: m.get("state") for m in (child.get("status") or {}).get("members", [])}
+        hosted = sum(1 for m in members if reports.get(m["node"]) in ("CatchingUp", "Serving"))
+        if hosted <= len(members) // 2:
+            return False
+    return True
 
 
 # --- status ---------------------------------------------------------------------------

@@ -78,6 +78,9 @@ def host_request(
             for m in members
         ],
         replication_factor=partition.replication_factor,
+        split_at=partition.split_at,
+        parent=partition.parent,
+        parent_index=partition.parent_index,
     )
 
 
@@ -139,15 +142,25 @@ class GrpcReplicaDirector:
         self.memberships = memberships
         self._stubs: dict[str, tuple[grpc.aio.Channel, pb_grpc.StorageAdminStub]] = {}
 
-    async def published_members(self, partition: PartitionRef) -> tuple[Member, ...] | None:
+    async def _record(self, partition: PartitionRef) -> bytes | None:
         if self.memberships is None:
             return None
         try:
-            record = await asyncio.wait_for(self.memberships.get_membership(partition.name), self.timeout)
-        except Exception as exc:  # the control store unreachable: the spec's members stand
+            return await asyncio.wait_for(self.memberships.get_membership(partition.name), self.timeout)
+        except Exception as exc:  # the control store unreachable: the spec stands
             log.info("published membership of %s unavailable: %s", partition.name, exc)
             return None
+
+    async def published_members(self, partition: PartitionRef) -> tuple[Member, ...] | None:
+        record = await self._record(partition)
         return None if record is None else published_members(record)
+
+    async def published_split(self, partition: PartitionRef) -> tuple[int, int] | None:
+        record = await self._record(partition)
+        if record is None:
+            return None
+        published = pb.PublishedMembership.FromString(record)
+        return (published.split_at, published.split_index) if published.split_index else None
 
     async def forget_members(self, partition: PartitionRef) -> None:
         if self.memberships is not None:

@@ -31,6 +31,7 @@ from partita.autoadmin.kube.membership_watch import MembershipWatch, write_membe
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
 from partita.common import config as common_config
+from partita.common.partition_map import Partition
 from partita.control import kubernetes
 from partita.control.model import NodeRecord, TableSpec, TableState
 from partita.control.model import table_status as table_status_of
@@ -85,8 +86,16 @@ def _namespaced(namespace: str | None) -> str:
 
 def _ref_of(namespace: str, name: str, spec: Mapping[str, Any]) -> PartitionRef:
     hash_range = spec["hashRange"]
+    split_at = spec.get("splitAt")
     return PartitionRef(
-        namespace, name, spec["table"], int(hash_range["start"], 16), int(hash_range["last"], 16)
+        namespace,
+        name,
+        spec["table"],
+        int(hash_range["start"], 16),
+        int(hash_range["last"], 16),
+        split_at=int(split_at, 16) if split_at else 0,
+        parent=str(spec.get("parent", "")),
+        parent_index=int(spec.get("parentIndex", 0)),
     )
 
 
@@ -182,7 +191,7 @@ def build_registry(
         observed = reconcile.Observed(
             table,
             state,
-            tuple(resources.partition(o) for o in objs),
+            await with_split_indexes(namespace, name, [resources.partition(o) for o in objs]),
             resources.ready_replicas(objs),
             resources.partition_stats(objs),
         )
@@ -190,6 +199,9 @@ def build_registry(
             on_demand_partitions=config.on_demand_partitions,
             placement=resources.zoned_placement(replication_factor),
             split_size_bytes=config.split_size_bytes,
+            # The storage pods run replication groups: a replicated partition is split at
+            # a log index, as in the local cluster (docs/kubernetes.md, "Splits").
+            split_replicated=config.fleet.replication,
         )
         # Only the active peer runs handlers: this instance acts.
         autoadmin_metrics.LEADER.set(1)
@@ -199,6 +211,8 @@ def build_registry(
                     await ensure_fleet(body)
                     await change_partitions(body, namespace, name, objs, action, nodes)
                     objs = await list_partitions(namespace, name)
+                elif isinstance(action, reconcile.MarkSplit):
+                    await mark_splits(body, namespace, action)
                 elif isinstance(action, reconcile.PutState):
                     state = action.state  # recorded by the status patch below
                 elif isinstance(action, reconcile.CannotSplit):
@@ -212,6 +226,41 @@ def build_registry(
         # Only what changed: an empty patch is not sent, so a settled table's resync
         # writes nothing (and kopf does not wait out its consistency check after it).
         patch.status.update({k: v for k, v in new.items() if status.get(k) != v})
+
+    async def with_split_indexes(
+        namespace: str, table: str, partitions: Sequence[Partition]
+    ) -> tuple[Partition, ...]:
+        """The partitions, each marked one with the index of its SPLIT entry once its
+        group's leader has published it (then the core replaces it by its children)."""
+        out = []
+        for p in partitions:
+            if p.split_at and not p.split_index:
+                ref = PartitionRef(namespace, p.partition_id, table, p.start, p.end - 1)
+                published = await director.published_split(ref)
+                if published is not None and published[0] == p.split_at:
+                    p = dataclasses.replace(p, split_index=published[1])
+            out.append(p)
+        return tuple(out)
+
+    async def mark_splits(body: kopf.Body, namespace: str, action: reconcile.MarkSplit) -> None:
+        """Ask the groups to split: each Partition's `spec.splitAt`, which its members are
+        given in HostReplica; the leader then seals the group and commits a SPLIT entry."""
+        marked = []
+        for p in action.partitions:
+            await api.patch_spec(
+                naming.API_VERSION,
+                naming.PARTITIONS,
+                namespace,
+                p.partition_id,
+                {"splitAt": f"{p.split_at:016x}"},
+            )
+            marked.append(p.partition_id)
+        _event(
+            body,
+            "Normal",
+            reason="PartitionsSplitting",
+            message=f"splitting {', '.join(marked)} at a log index ({action.reason.replace('_', ' ')})",
+        )
 
     def report_kept_whole(body: kopf.Body, namespace: str, action: reconcile.CannotSplit) -> None:
         key = (namespace, action.partition_id, action.obstacle)
@@ -239,15 +288,19 @@ def build_registry(
         put, removed = resources.resource_changes(action, name)
         # New resources before the shortened ones: a split cut short between the two
         # leaves ranges that overlap (decided again next pass), never a hole.
-        put.sort(key=lambda p: naming.partition_name(name, p.start) in existing)
+        put.sort(key=lambda p: resources.resource_name(p, name) in existing)
         for p in put:
             await api.apply(builders.partition(body, resources.partition_plan(p, nodes)))
+        if action.reason == "split_committed":
+            # A replicated split's parent goes once a majority of each child's members
+            # host the child: a member told to drop the parent before it holds the child
+            # erases the range, and the child's data would then live on a minority.
+            objs = await list_partitions(namespace, name)
+            removed = [gone for gone in removed if decisions.children_hosted(gone, objs)]
         for gone in removed:
             await api.delete(naming.API_VERSION, naming.PARTITIONS, namespace, gone)
         after = (
-            len(existing)
-            - len(removed)
-            + sum(naming.partition_name(name, p.start) not in existing for p in put)
+            len(existing) - len(removed) + sum(resources.resource_name(p, name) not in existing for p in put)
         )
         verb = "PartitionsCreated" if not existing else "PartitionsSplit"
         why = {

@@ -26,6 +26,11 @@ class PartitionRef:
     # Table resource is not found (a node cannot host a replica without it).
     table_spec: TableSpec | None = None
     replication_factor: int = 3
+    # A replicated partition marked for a split at this key hash (0: none), and a split
+    # child's parent and the index of the parent's SPLIT entry (the Partition's spec).
+    split_at: int = 0
+    parent: str = ""
+    parent_index: int = 0
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,11 @@ class ReplicaDirector(Protocol):
     async def published_members(self, partition: PartitionRef) -> tuple[Member, ...] | None:
         """The members the partition's replication group leader published (repair:
         docs/kubernetes.md), or None while it has published none."""
+        ...
+
+    async def published_split(self, partition: PartitionRef) -> tuple[int, int] | None:
+        """(cut, index) of the SPLIT entry the group's leader applied and published, or
+        None while it has published none."""
         ...
 
     async def forget_members(self, partition: PartitionRef) -> None:

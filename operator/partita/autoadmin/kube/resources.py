@@ -129,12 +129,22 @@ def zoned_placement(replication_factor: int) -> Placement:
 def partition_plan(p: Partition, nodes: Sequence[NodeRecord]) -> decisions.PartitionPlan:
     zones = {n.node_id: n.zone for n in nodes}
     members = tuple(decisions.Member(node, zones.get(node, "")) for node in p.replicas)
+    if p.parent:  # a replicated split's child, named by its id
+        return decisions.PartitionPlan(
+            p.start, p.end - 1, members, p.parent, p.parent_index, name=p.partition_id
+        )
     return decisions.PartitionPlan(p.start, p.end - 1, members)
+
+
+def resource_name(p: Partition, table: str) -> str:
+    """A replicated split's child is named by its id, every other partition by its first
+    hash (a single replica's split shortens its parent: see the module's notes)."""
+    return p.partition_id if p.parent else naming.partition_name(table, p.start)
 
 
 def resource_changes(change: ChangePartitions, table: str) -> tuple[list[Partition], list[str]]:
     """(partitions to apply, Partition resources to delete) for one ChangePartitions:
     a removed partition whose first hash a new one keeps is patched, not deleted."""
-    kept = {naming.partition_name(table, p.start) for p in change.put}
+    kept = {resource_name(p, table) for p in change.put}
     removed = sorted(name for name in change.remove if name not in kept)
     return list(change.put), removed

@@ -43,6 +43,7 @@ from tests.unit.autoadmin.kube.emulator import (
 pytestmark = [pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(150)]
 
 STOP_TIMEOUT = 10.0
+PARTITIONS = f"/apis/{naming.API_VERSION}/namespaces/{NS}/partitions"
 
 
 class ServingDirector:
@@ -56,6 +57,8 @@ class ServingDirector:
         self.dropped_members: list[tuple[str, str]] = []
         # What the groups' leaders published, by partition (repair); tests set it.
         self.published: dict[str, tuple[Member, ...]] = {}
+        # The (cut, index) of the SPLIT entries the groups' leaders applied; tests set it.
+        self.splits: dict[str, tuple[int, int]] = {}
 
     async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
         self.hosted.append((partition.name, tuple(m.node for m in members)))
@@ -71,8 +74,12 @@ class ServingDirector:
     async def published_members(self, partition: PartitionRef) -> tuple[Member, ...] | None:
         return self.published.get(partition.name)
 
+    async def published_split(self, partition: PartitionRef) -> tuple[int, int] | None:
+        return self.splits.get(partition.name)
+
     async def forget_members(self, partition: PartitionRef) -> None:
         self.published.pop(partition.name, None)
+        self.splits.pop(partition.name, None)
 
 
 @pytest.fixture
@@ -502,8 +509,9 @@ async def test_a_partition_past_the_split_size_becomes_two_partitions_cut_at_its
     config = dataclasses.replace(_config(), split_size_bytes=2000)
     async with operator(kmock, director, priority=10, config=config):
         throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 1}
-        # One replica: a replicated partition is not split for size yet (its children
-        # would start fresh replication groups); the second table shows that.
+        # One replica: split in place. The second table's partition is replicated: it is
+        # marked for a split at the same median, which its group's leader then commits
+        # at a log index (see the replicated split test below).
         await api.post(
             TABLES,
             json=table_manifest(
@@ -551,6 +559,59 @@ async def test_a_partition_past_the_split_size_becomes_two_partitions_cut_at_its
     }
     assert ("PartitionsSplit", "1 -> 2 partitions (a partition passed the split size)") in reasons
     assert len(replicated) == 1 and len(replicated[0]["spec"]["members"]) == 3
-    assert any(
-        reason == "PartitionKeptWhole" and "several replicas" in message for reason, message in reasons
-    )
+    assert replicated[0]["spec"]["splitAt"] == f"{median:016x}"
+    assert any(reason == "PartitionsSplitting" for reason, _ in reasons)
+    assert not any(reason == "PartitionKeptWhole" for reason, _ in reasons)
+
+
+async def test_a_replicated_partition_is_split_at_its_groups_log_index(api: Any, kmock: Any) -> None:
+    # docs/kubernetes.md, "Splits": more throughput than one partition carries. The
+    # operator marks the replicated partition (spec.splitAt); its group's leader commits
+    # a SPLIT entry and publishes its index; the operator then creates the two children,
+    # which name the parent and that index and keep its members, and deletes the parent
+    # once the children are hosted.
+    director = ServingDirector()
+    async with operator(kmock, director, priority=10):
+        one = {"readCapacityUnits": 1, "writeCapacityUnits": 999}
+        await api.post(
+            TABLES, json=table_manifest("hot", billingMode="PROVISIONED", provisionedThroughput=one)
+        )
+        await _table_status(api, "hot", "ACTIVE")
+        (parent,) = await partitions_of(api, "hot")
+        name = parent["metadata"]["name"]
+        headers = {"Content-Type": "application/merge-patch+json"}
+        raised = {"spec": {"provisionedThroughput": {"readCapacityUnits": 1, "writeCapacityUnits": 1500}}}
+        async with api.patch(f"{TABLES}/hot", json=raised, headers=headers) as resp:
+            assert resp.status == 200
+
+        async def marked() -> Any:
+            current = await get(api, f"{PARTITIONS}/{name}")
+            return current if (current or {}).get("spec", {}).get("splitAt") else None
+
+        current = await eventually(marked, "the partition marked for a split")
+        middle = 2**63
+        assert current["spec"]["splitAt"] == f"{middle:016x}"
+        await asyncio.sleep(1.0)  # resyncs: nothing more happens until the leader publishes
+        assert [p["metadata"]["name"] for p in await partitions_of(api, "hot")] == [name]
+        assert (await get(api, f"{TABLES}/hot"))["status"]["tableStatus"] == "UPDATING"
+
+        director.splits[name] = (middle, 42)
+
+        async def children() -> Any:
+            parts = await partitions_of(api, "hot")
+            done = len(parts) == 2 and all(p["spec"].get("parent") == name for p in parts)
+            return parts if done else None
+
+        parts = await eventually(children, "the children in the parent's place")
+        await _table_status(api, "hot", "ACTIVE", generation=2)
+
+    by_start = sorted(parts, key=lambda p: p["spec"]["hashRange"]["start"])
+    assert [p["metadata"]["name"] for p in by_start] == [f"{name}-0", f"{name}-1"]
+    assert [(p["spec"]["hashRange"]["start"], p["spec"]["hashRange"]["last"]) for p in by_start] == [
+        ("0" * 16, f"{middle - 1:016x}"),
+        (f"{middle:016x}", "f" * 16),
+    ]
+    assert all(p["spec"]["parentIndex"] == 42 for p in by_start)
+    assert by_start[0]["spec"]["members"] == by_start[1]["spec"]["members"] == parent["spec"]["members"]
+    assert name in director.dropped  # the parent's members were told to drop it
+    assert name not in director.splits  # its record forgotten first
