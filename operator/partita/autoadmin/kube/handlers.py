@@ -299,9 +299,10 @@ def build_registry(
             removed = [gone for gone in removed if decisions.children_hosted(gone, objs)]
         for gone in removed:
             await api.delete(naming.API_VERSION, naming.PARTITIONS, namespace, gone)
-        after = (
-            len(existing) - len(removed) + sum(resources.resource_name(p, name) not in existing for p in put)
-        )
+        created = sum(resources.resource_name(p, name) not in existing for p in put)
+        if not created and not removed:
+            return  # a split's children waiting to be hosted: nothing new to report
+        after = len(existing) - len(removed) + created
         verb = "PartitionsCreated" if not existing else "PartitionsSplit"
         why = {
             "throughput_raised": " (throughput raised)",
