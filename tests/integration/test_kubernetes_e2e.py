@@ -31,6 +31,7 @@ from tests.unit.autoadmin.kube.emulator import (
     NS,
     TABLES,
     ApiServer,
+    create_peering,
     eventually,
     get,
     partitions_of,
@@ -110,12 +111,7 @@ async def test_a_table_resource_becomes_active_serves_boto3_and_its_deletion_dro
         router, router_port = start_router(router_dir, etcd.port, str(kmock.url))
         try:
             async with aiohttp.ClientSession(base_url=str(kmock.url)) as api:
-                peering = {
-                    "apiVersion": "kopf.dev/v1",
-                    "kind": "KopfPeering",
-                    "metadata": {"name": "partita", "namespace": NS},
-                }
-                await api.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
+                await create_peering(api)
                 async with operator(kmock, director, priority=10, config=config):
                     await api.post(TABLES, json=table_manifest("music", replicationFactor=3))
 

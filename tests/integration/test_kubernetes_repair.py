@@ -17,21 +17,18 @@ through the router, and the rebuilt member has applied everything committed."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from partita._proto import admin_pb2
 from partita.autoadmin.kube.fleet import Fleet
-from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.control.store import EtcdControlStore
-from partita.router.credentials import create_credential, credentials_path
-from tests.integration.test_kubernetes_e2e import client, start_router, until
+from tests.integration.operated_cluster import operated_cluster
+from tests.integration.test_kubernetes_e2e import until
 from tests.integration.test_kubernetes_replication import reports
 from tests.unit.autoadmin.kube.emulator import (
     NS,
@@ -40,11 +37,9 @@ from tests.unit.autoadmin.kube.emulator import (
     eventually,
     get,
     partitions_of,
-    register_resources,
     table_manifest,
 )
 from tests.unit.autoadmin.kube.storage_nodes import StorageNode
-from tests.unit.autoadmin.kube.test_operator import operator
 from tests.unit.control.conftest import Etcd, etcd  # noqa: F401 (the etcd fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(420)]
@@ -72,15 +67,11 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
     etcd: Etcd,  # noqa: F811
     victim_role: str,
 ) -> None:
-    register_resources(kmock)
     # The operator places on one pod per zone (the -0 pods); the -1 pods are spares.
     fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"))
-    # The operator follows the published memberships in etcd (`etcd_port` below) and
-    # adopts them at its reconciles too.
+    # The operator follows the published memberships in etcd and adopts them at its
+    # reconciles too.
     config = OperatorConfig(fleet=fleet, on_demand_partitions=1, resync_seconds=0.5, retry_seconds=0.5)
-    router_dir = tmp_path / "router"
-    router_dir.mkdir()
-    create_credential(credentials_path(router_dir), name="default", description="e2e")
     root = tmp_path / "storage"
     nodes = [
         StorageNode(
@@ -88,157 +79,128 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
         )
         for zone, ordinal in (("a", 0), ("b", 0), ("c", 0), ("a", 1), ("b", 1))
     ]
-    # The test's own reads of etcd, and the director's (used on the operator's loop).
-    store = EtcdControlStore("127.0.0.1", etcd.port)
-    director_store = EtcdControlStore("127.0.0.1", etcd.port)
-    director = GrpcReplicaDirector(
-        {n.node_id: n.address for n in nodes}.get,
-        timeout=2.0,
-        replication_address={n.node_id: n.replication_address for n in nodes}.get,
-        memberships=director_store,
-    )
-    router = None
+    store = EtcdControlStore("127.0.0.1", etcd.port)  # the test's own reads of etcd
     try:
-        for n in nodes:
-            n.start()
-        for n in nodes:
-            await n.wait_serving()
-        by_id = {n.node_id: n for n in nodes}
-        router, router_port = start_router(router_dir, etcd.port, str(kmock.url), "--replication")
-        async with aiohttp.ClientSession(base_url=str(kmock.url)) as api:
-            peering = {
-                "apiVersion": "kopf.dev/v1",
-                "kind": "KopfPeering",
-                "metadata": {"name": "partita", "namespace": NS},
-            }
-            await api.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
-            async with operator(kmock, director, priority=10, config=config, etcd_port=etcd.port):
-                await api.post(TABLES, json=table_manifest("music", replicationFactor=3))
+        async with operated_cluster(kmock, tmp_path, etcd.port, nodes, config) as cluster:
+            api, by_id = cluster.api, cluster.nodes
+            await api.post(TABLES, json=table_manifest("music", replicationFactor=3))
 
-                async def serving() -> dict[str, Any] | None:
-                    parts = await partitions_of(api, "music")
-                    if len(parts) != 1:
-                        return None
-                    status = parts[0].get("status") or {}
-                    if status.get("state") != "Serving" or not status.get("leader"):
-                        return None
-                    return parts[0]
+            async def serving() -> dict[str, Any] | None:
+                parts = await partitions_of(api, "music")
+                if len(parts) != 1:
+                    return None
+                status = parts[0].get("status") or {}
+                if status.get("state") != "Serving" or not status.get("leader"):
+                    return None
+                return parts[0]
 
-                part = await eventually(serving, "the partition to serve on three members")
-                name = part["metadata"]["name"]
-                placed = members_of(part)
-                assert set(placed) == {"pt-storage-a-0", "pt-storage-b-0", "pt-storage-c-0"}
-                leader = part["status"]["leader"]
-                # A follower, or the leader itself: then a survivor is elected, judges the
-                # old leader down and repairs.
-                victim = by_id[leader] if victim_role == "leader" else by_id[min(set(placed) - {leader})]
-                spares = {"pt-storage-a-1", "pt-storage-b-1"}
+            part = await eventually(serving, "the partition to serve on three members")
+            name = part["metadata"]["name"]
+            placed = members_of(part)
+            assert set(placed) == {"pt-storage-a-0", "pt-storage-b-0", "pt-storage-c-0"}
+            leader = part["status"]["leader"]
+            # A follower, or the leader itself: then a survivor is elected, judges the
+            # old leader down and repairs.
+            victim = by_id[leader] if victim_role == "leader" else by_id[min(set(placed) - {leader})]
+            spares = {"pt-storage-a-1", "pt-storage-b-1"}
 
-                dynamo = client(router_dir, router_port)
-                acked: dict[str, str] = {}
+            dynamo = cluster.dynamo()
+            acked: dict[str, str] = {}
 
-                def put(pk: str, n: str) -> bool:
-                    dynamo.put_item(TableName="Music", Item={"pk": {"S": pk}, "n": {"N": n}})
-                    acked[pk] = n
-                    return True
+            def put(pk: str, n: str) -> bool:
+                dynamo.put_item(TableName="Music", Item={"pk": {"S": pk}, "n": {"N": n}})
+                acked[pk] = n
+                return True
 
-                for i in range(20):
-                    await until(lambda i=i: put(f"before-{i}", str(i)), "PutItem through the router")
+            for i in range(20):
+                await until(lambda i=i: put(f"before-{i}", str(i)), "PutItem through the router")
 
-                victim.kill()
-                killed_at = time.monotonic()
-                seen_log_member: set[str] = set()
-                seen_joining: set[str] = set()
-                during = 0
+            victim.kill()
+            killed_at = time.monotonic()
+            seen_log_member: set[str] = set()
+            seen_joining: set[str] = set()
+            during = 0
 
-                async def repaired() -> bool:
-                    nonlocal during
-                    # Writes go on through the repair (the group keeps a majority).
-                    await until(lambda: put(f"during-{during}", str(during)), "PutItem during the repair")
-                    during += 1
-                    roles = await published(store, name)
-                    seen_log_member.update(n for n, r in roles.items() if r == "log")
-                    seen_joining.update(n for n, r in roles.items() if r == "joining")
-                    parts = await partitions_of(api, "music")
-                    spec = members_of(parts[0])
-                    seen_log_member.update(n for n, r in spec.items() if r == "log")
-                    return (
-                        victim.node_id not in spec
-                        and len(spec) == 3
-                        and set(spec.values()) == {"full"}
-                        and roles == spec
-                    )
-
-                deadline = killed_at + REPAIR_TIMEOUT
-                while not await repaired():
-                    assert time.monotonic() < deadline, (
-                        await published(store, name),
-                        members_of((await partitions_of(api, "music"))[0]),
-                    )
-                    await asyncio.sleep(0.3)
-                took = time.monotonic() - killed_at
-                final = members_of((await partitions_of(api, "music"))[0])
-                rebuilt = (set(final) & spares).pop()
-                # A log member kept the quorum first, on the other spare; it is gone now.
-                assert seen_log_member and seen_log_member <= spares - {rebuilt}, seen_log_member
-                print(
-                    f"{victim.node_id} replaced by {rebuilt} (log member {sorted(seen_log_member)}) "
-                    f"{took:.1f}s after its SIGKILL; {during} writes during the repair"
+            async def repaired() -> bool:
+                nonlocal during
+                # Writes go on through the repair (the group keeps a majority).
+                await until(lambda: put(f"during-{during}", str(during)), "PutItem during the repair")
+                during += 1
+                roles = await published(store, name)
+                seen_log_member.update(n for n, r in roles.items() if r == "log")
+                seen_joining.update(n for n, r in roles.items() if r == "joining")
+                parts = await partitions_of(api, "music")
+                spec = members_of(parts[0])
+                seen_log_member.update(n for n, r in spec.items() if r == "log")
+                return (
+                    victim.node_id not in spec
+                    and len(spec) == 3
+                    and set(spec.values()) == {"full"}
+                    and roles == spec
                 )
 
-                for i in range(20):
-                    await until(lambda i=i: put(f"after-{i}", str(i)), "PutItem after the repair")
-                for pk, n in acked.items():
-                    got = await asyncio.to_thread(
-                        dynamo.get_item, TableName="Music", Key={"pk": {"S": pk}}, ConsistentRead=True
-                    )
-                    assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
+            deadline = killed_at + REPAIR_TIMEOUT
+            while not await repaired():
+                assert time.monotonic() < deadline, (
+                    await published(store, name),
+                    members_of((await partitions_of(api, "music"))[0]),
+                )
+                await asyncio.sleep(0.3)
+            took = time.monotonic() - killed_at
+            final = members_of((await partitions_of(api, "music"))[0])
+            rebuilt = (set(final) & spares).pop()
+            # A log member kept the quorum first, on the other spare; it is gone now.
+            assert seen_log_member and seen_log_member <= spares - {rebuilt}, seen_log_member
+            print(
+                f"{victim.node_id} replaced by {rebuilt} (log member {sorted(seen_log_member)}) "
+                f"{took:.1f}s after its SIGKILL; {during} writes during the repair"
+            )
 
-                async def surviving_leader() -> str | None:
-                    status = (await partitions_of(api, "music"))[0].get("status") or {}
-                    found = status.get("leader")
-                    return found if found and found != victim.node_id else None
+            for i in range(20):
+                await until(lambda i=i: put(f"after-{i}", str(i)), "PutItem after the repair")
+            for pk, n in acked.items():
+                got = await asyncio.to_thread(
+                    dynamo.get_item, TableName="Music", Key={"pk": {"S": pk}}, ConsistentRead=True
+                )
+                assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
 
-                leader = await eventually(surviving_leader, "a surviving leader in status")
+            async def surviving_leader() -> str | None:
+                status = (await partitions_of(api, "music"))[0].get("status") or {}
+                found = status.get("leader")
+                return found if found and found != victim.node_id else None
 
-                async def rebuilt_caught_up() -> bool:
-                    mine = (await reports(by_id[rebuilt])).get(name)
-                    lead = (await reports(by_id[leader])).get(name)
-                    return (
-                        mine is not None
-                        and lead is not None
-                        and mine.state == "Hosted"
-                        and mine.applied_index >= lead.commit_index > 0
-                    )
+            leader = await eventually(surviving_leader, "a surviving leader in status")
 
-                await eventually(rebuilt_caught_up, "the rebuilt member to apply everything committed")
+            async def rebuilt_caught_up() -> bool:
+                mine = (await reports(by_id[rebuilt])).get(name)
+                lead = (await reports(by_id[leader])).get(name)
+                return (
+                    mine is not None
+                    and lead is not None
+                    and mine.state == "Hosted"
+                    and mine.applied_index >= lead.commit_index > 0
+                )
 
-                async def log_member_dropped() -> bool:
-                    for n in seen_log_member:
-                        if name in await reports(by_id[n]):
-                            return False
-                    return True
+            await eventually(rebuilt_caught_up, "the rebuilt member to apply everything committed")
 
-                await eventually(log_member_dropped, "the log member to drop its replica")
+            async def log_member_dropped() -> bool:
+                for n in seen_log_member:
+                    if name in await reports(by_id[n]):
+                        return False
+                return True
 
-                async with api.delete(f"{TABLES}/music") as resp:
-                    assert resp.status < 300
+            await eventually(log_member_dropped, "the log member to drop its replica")
 
-                async def released() -> bool:
-                    return await get(api, f"{TABLES}/music") is None
+            async with api.delete(f"{TABLES}/music") as resp:
+                assert resp.status < 300
 
-                await eventually(released, "the Table's finalizer to be released")
-                assert await store.get_membership(name) is None
-                for n in nodes:
-                    if n is not victim:
-                        assert await reports(n) == {}, f"{n.node_id} still hosts a replica"
+            async def released() -> bool:
+                return await get(api, f"{TABLES}/music") is None
+
+            await eventually(released, "the Table's finalizer to be released")
+            assert await store.get_membership(name) is None
+            for n in nodes:
+                if n is not victim:
+                    assert await reports(n) == {}, f"{n.node_id} still hosts a replica"
     finally:
-        if router is not None:
-            router.terminate()
-            router.wait(timeout=15)
-        await director.close()
         await store.close()
-        with contextlib.suppress(Exception):  # its channel belongs to the operator's loop
-            await director_store.close()
-        for n in nodes:
-            n.stop()

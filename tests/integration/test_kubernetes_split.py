@@ -17,20 +17,16 @@ partitions, each with an elected leader, and deleting it drops every replica."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from partita.autoadmin.kube.fleet import Fleet
-from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector
 from partita.autoadmin.kube.handlers import OperatorConfig
-from partita.control.store import EtcdControlStore
-from partita.router.credentials import create_credential, credentials_path
-from tests.integration.test_kubernetes_e2e import client, start_router, until
+from tests.integration.operated_cluster import operated_cluster
+from tests.integration.test_kubernetes_e2e import until
 from tests.integration.test_kubernetes_replication import reports
 from tests.unit.autoadmin.kube.emulator import (
     NS,
@@ -39,11 +35,9 @@ from tests.unit.autoadmin.kube.emulator import (
     eventually,
     get,
     partitions_of,
-    register_resources,
     table_manifest,
 )
 from tests.unit.autoadmin.kube.storage_nodes import StorageNode
-from tests.unit.autoadmin.kube.test_operator import operator
 from tests.unit.control.conftest import Etcd, etcd  # noqa: F401 (the etcd fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(300)]
@@ -58,145 +52,112 @@ async def test_a_replicated_partition_splits_at_a_log_index_under_writes_and_los
     tmp_path: Path,
     etcd: Etcd,  # noqa: F811
 ) -> None:
-    register_resources(kmock)
     fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"))
     config = OperatorConfig(fleet=fleet, resync_seconds=0.5, retry_seconds=0.5)
-    router_dir = tmp_path / "router"
-    router_dir.mkdir()
-    create_credential(credentials_path(router_dir), name="default", description="e2e")
     root = tmp_path / "storage"
     nodes = [
         StorageNode(f"pt-storage-{zone}-0", zone, root / f"node-{zone}", etcd.port, replication=True)
         for zone in ("a", "b", "c")
     ]
-    director_store = EtcdControlStore("127.0.0.1", etcd.port)
-    director = GrpcReplicaDirector(
-        {n.node_id: n.address for n in nodes}.get,
-        timeout=2.0,
-        replication_address={n.node_id: n.replication_address for n in nodes}.get,
-        memberships=director_store,
-    )
-    router = None
-    try:
+    async with operated_cluster(kmock, tmp_path, etcd.port, nodes, config) as cluster:
+        api = cluster.api
+        # 1 RCU + 999 WCU: one partition (DynamoDB's 3,000 RCU / 1,000 WCU each).
+        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 999}
+        manifest = table_manifest(
+            "music", billingMode="PROVISIONED", provisionedThroughput=throughput, replicationFactor=3
+        )
+        await api.post(TABLES, json=manifest)
+
+        async def serving() -> dict[str, Any] | None:
+            parts = await partitions_of(api, "music")
+            if len(parts) != 1:
+                return None
+            status = parts[0].get("status") or {}
+            return parts[0] if status.get("state") == "Serving" and status.get("leader") else None
+
+        parent = await eventually(serving, "the partition to serve on three members")
+        name = parent["metadata"]["name"]
+        members = sorted(m["node"] for m in parent["spec"]["members"])
+        assert members == sorted(cluster.nodes)
+
+        dynamo = cluster.dynamo()
+        acked: dict[str, str] = {}
+
+        def put(pk: str, n: str) -> bool:
+            dynamo.put_item(TableName="Music", Item={"pk": {"S": pk}, "n": {"N": n}})
+            acked[pk] = n
+            return True
+
+        for i in range(40):
+            await until(lambda i=i: put(f"before-{i}", str(i)), "PutItem through the router")
+
+        raised = {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1500}  # two partitions
+        await asyncio.to_thread(dynamo.update_table, TableName="Music", ProvisionedThroughput=raised)
+        started = time.monotonic()
+        during = 0
+        marked = False
+
+        async def split() -> list[dict[str, Any]] | None:
+            nonlocal during, marked
+            await until(lambda: put(f"during-{during}", str(during)), "PutItem during the split")
+            during += 1
+            parts = await partitions_of(api, "music")
+            marked = marked or any(p["spec"].get("splitAt") for p in parts)
+            if len(parts) != 2 or any(p["spec"].get("parent") != name for p in parts):
+                return None
+            for part in parts:
+                status = part.get("status") or {}
+                if status.get("state") != "Serving" or not status.get("leader"):
+                    return None
+            table = await get(api, f"{TABLES}/music")
+            return parts if (table or {}).get("status", {}).get("tableStatus") == "ACTIVE" else None
+
+        children: list[dict[str, Any]] | None = None
+        while children is None:
+            assert time.monotonic() - started < SPLIT_TIMEOUT, await partitions_of(api, "music")
+            children = await split()
+            await asyncio.sleep(0.2)
+        took = time.monotonic() - started
+        print(f"{name} split in {took:.1f}s after UpdateTable; {during} writes during the split")
+        assert marked
+
+        by_start = sorted(children, key=lambda p: p["spec"]["hashRange"]["start"])
+        assert [p["metadata"]["name"] for p in by_start] == [f"{name}-0", f"{name}-1"]
+        assert by_start[0]["spec"]["hashRange"]["start"] == parent["spec"]["hashRange"]["start"]
+        assert by_start[1]["spec"]["hashRange"]["last"] == parent["spec"]["hashRange"]["last"]
+        assert int(by_start[0]["spec"]["hashRange"]["last"], 16) + 1 == int(
+            by_start[1]["spec"]["hashRange"]["start"], 16
+        )
+        index = by_start[0]["spec"]["parentIndex"]
+        assert index > 0 and by_start[1]["spec"]["parentIndex"] == index
+        for child in by_start:
+            assert sorted(m["node"] for m in child["spec"]["members"]) == members
+
+        for i in range(20):
+            await until(lambda i=i: put(f"after-{i}", str(i)), "PutItem after the split")
+        for pk, n in acked.items():
+            got = await asyncio.to_thread(
+                dynamo.get_item, TableName="Music", Key={"pk": {"S": pk}}, ConsistentRead=True
+            )
+            assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
+        described = await asyncio.to_thread(dynamo.describe_table, TableName="Music")
+        assert described["Table"]["ProvisionedThroughput"]["WriteCapacityUnits"] == 1500
+
+        async def parent_dropped() -> bool:
+            for n in nodes:
+                held = await reports(n)
+                if name in held or set(held) != {f"{name}-0", f"{name}-1"}:
+                    return False
+            return True
+
+        await eventually(parent_dropped, "every node to hold the children and not the parent")
+
+        async with api.delete(f"{TABLES}/music") as resp:
+            assert resp.status < 300
+
+        async def released() -> bool:
+            return await get(api, f"{TABLES}/music") is None
+
+        await eventually(released, "the Table's finalizer to be released")
         for n in nodes:
-            n.start()
-        for n in nodes:
-            await n.wait_serving()
-        router, router_port = start_router(router_dir, etcd.port, str(kmock.url), "--replication")
-        async with aiohttp.ClientSession(base_url=str(kmock.url)) as api:
-            peering = {
-                "apiVersion": "kopf.dev/v1",
-                "kind": "KopfPeering",
-                "metadata": {"name": "partita", "namespace": NS},
-            }
-            await api.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
-            async with operator(kmock, director, priority=10, config=config, etcd_port=etcd.port):
-                # 1 RCU + 999 WCU: one partition (DynamoDB's 3,000 RCU / 1,000 WCU each).
-                throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 999}
-                manifest = table_manifest(
-                    "music", billingMode="PROVISIONED", provisionedThroughput=throughput, replicationFactor=3
-                )
-                await api.post(TABLES, json=manifest)
-
-                async def serving() -> dict[str, Any] | None:
-                    parts = await partitions_of(api, "music")
-                    if len(parts) != 1:
-                        return None
-                    status = parts[0].get("status") or {}
-                    return parts[0] if status.get("state") == "Serving" and status.get("leader") else None
-
-                parent = await eventually(serving, "the partition to serve on three members")
-                name = parent["metadata"]["name"]
-                members = sorted(m["node"] for m in parent["spec"]["members"])
-                assert members == sorted(n.node_id for n in nodes)
-
-                dynamo = client(router_dir, router_port)
-                acked: dict[str, str] = {}
-
-                def put(pk: str, n: str) -> bool:
-                    dynamo.put_item(TableName="Music", Item={"pk": {"S": pk}, "n": {"N": n}})
-                    acked[pk] = n
-                    return True
-
-                for i in range(40):
-                    await until(lambda i=i: put(f"before-{i}", str(i)), "PutItem through the router")
-
-                raised = {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1500}  # two partitions
-                await asyncio.to_thread(dynamo.update_table, TableName="Music", ProvisionedThroughput=raised)
-                started = time.monotonic()
-                during = 0
-                marked = False
-
-                async def split() -> list[dict[str, Any]] | None:
-                    nonlocal during, marked
-                    await until(lambda: put(f"during-{during}", str(during)), "PutItem during the split")
-                    during += 1
-                    parts = await partitions_of(api, "music")
-                    marked = marked or any(p["spec"].get("splitAt") for p in parts)
-                    if len(parts) != 2 or any(p["spec"].get("parent") != name for p in parts):
-                        return None
-                    for part in parts:
-                        status = part.get("status") or {}
-                        if status.get("state") != "Serving" or not status.get("leader"):
-                            return None
-                    table = await get(api, f"{TABLES}/music")
-                    return parts if (table or {}).get("status", {}).get("tableStatus") == "ACTIVE" else None
-
-                children: list[dict[str, Any]] | None = None
-                while children is None:
-                    assert time.monotonic() - started < SPLIT_TIMEOUT, await partitions_of(api, "music")
-                    children = await split()
-                    await asyncio.sleep(0.2)
-                took = time.monotonic() - started
-                print(f"{name} split in {took:.1f}s after UpdateTable; {during} writes during the split")
-                assert marked
-
-                by_start = sorted(children, key=lambda p: p["spec"]["hashRange"]["start"])
-                assert [p["metadata"]["name"] for p in by_start] == [f"{name}-0", f"{name}-1"]
-                assert by_start[0]["spec"]["hashRange"]["start"] == parent["spec"]["hashRange"]["start"]
-                assert by_start[1]["spec"]["hashRange"]["last"] == parent["spec"]["hashRange"]["last"]
-                assert int(by_start[0]["spec"]["hashRange"]["last"], 16) + 1 == int(
-                    by_start[1]["spec"]["hashRange"]["start"], 16
-                )
-                index = by_start[0]["spec"]["parentIndex"]
-                assert index > 0 and by_start[1]["spec"]["parentIndex"] == index
-                for child in by_start:
-                    assert sorted(m["node"] for m in child["spec"]["members"]) == members
-
-                for i in range(20):
-                    await until(lambda i=i: put(f"after-{i}", str(i)), "PutItem after the split")
-                for pk, n in acked.items():
-                    got = await asyncio.to_thread(
-                        dynamo.get_item, TableName="Music", Key={"pk": {"S": pk}}, ConsistentRead=True
-                    )
-                    assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
-                described = await asyncio.to_thread(dynamo.describe_table, TableName="Music")
-                assert described["Table"]["ProvisionedThroughput"]["WriteCapacityUnits"] == 1500
-
-                async def parent_dropped() -> bool:
-                    for n in nodes:
-                        held = await reports(n)
-                        if name in held or set(held) != {f"{name}-0", f"{name}-1"}:
-                            return False
-                    return True
-
-                await eventually(parent_dropped, "every node to hold the children and not the parent")
-
-                async with api.delete(f"{TABLES}/music") as resp:
-                    assert resp.status < 300
-
-                async def released() -> bool:
-                    return await get(api, f"{TABLES}/music") is None
-
-                await eventually(released, "the Table's finalizer to be released")
-                for n in nodes:
-                    assert await reports(n) == {}, f"{n.node_id} still hosts a replica"
-    finally:
-        if router is not None:
-            router.terminate()
-            router.wait(timeout=15)
-        await director.close()
-        with contextlib.suppress(Exception):  # its channel belongs to the operator's loop
-            await director_store.close()
-        for n in nodes:
-            n.stop()
+            assert await reports(n) == {}, f"{n.node_id} still hosts a replica"

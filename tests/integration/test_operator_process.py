@@ -19,6 +19,7 @@ from tests.unit.autoadmin.kube.emulator import (
     NS,
     TABLES,
     ApiServer,
+    create_peering,
     eventually,
     partitions_of,
     register_resources,
@@ -44,12 +45,7 @@ async def test_operator_process_reconciles_and_stops_on_sigterm(kmock: Any, tmp_
     env = {**os.environ, "KUBECONFIG": str(_kubeconfig(tmp_path / "kubeconfig", str(kmock.url)))}
     env.pop("POD_NAMESPACE", None)
     async with aiohttp.ClientSession(base_url=str(kmock.url)) as api:
-        peering = {
-            "apiVersion": "kopf.dev/v1",
-            "kind": "KopfPeering",
-            "metadata": {"name": "partita", "namespace": NS},
-        }
-        await api.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
+        await create_peering(api)
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "partita.cli.main", "operator",
             f"--namespace={NS}", "--release=pt", "--image=partita:test", "--resync-seconds=0.5",

@@ -106,21 +106,11 @@ class KubeApi:
         return False
 
     async def patch_spec(
-        self,
-        api_version: str,
-        plural: str,
-        namespace: str,
-        name: str,
-        spec: Mapping[str, Any],
-        resource_version: str | None = None,
+        self, api_version: str, plural: str, namespace: str, name: str, spec: Mapping[str, Any]
     ) -> Any:
-        """Merge-patch fields of the object's spec (a list given replaces the list); with
-        `resource_version`, only while the object is still at it (else 409 Conflict)."""
+        """Merge-patch fields of the object's spec (a list given replaces the list)."""
         path = f"{collection_path(api_version, plural, namespace)}/{name}"
-        body: dict[str, Any] = {"spec": spec}
-        if resource_version is not None:
-            body["metadata"] = {"resourceVersion": resource_version}
-        return await self._call("PATCH", path, body, "application/merge-patch+json")
+        return await self._call("PATCH", path, {"spec": spec}, "application/merge-patch+json")
 
     async def get(self, api_version: str, plural: str, namespace: str, name: str) -> Any:
         """The object, or None if there is none."""

@@ -27,7 +27,7 @@ from partita.autoadmin.kube import builders, decisions, naming, resources
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.doorman_publisher import TablesPublisher
 from partita.autoadmin.kube.fleet import Fleet
-from partita.autoadmin.kube.membership_watch import MembershipWatch, write_members
+from partita.autoadmin.kube.membership_watch import MembershipWatch
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
 from partita.common import config as common_config
@@ -286,6 +286,9 @@ def build_registry(
     ) -> None:
         existing = {o["metadata"]["name"] for o in objs}
         put, removed = resources.resource_changes(action, name)
+        # A replicated split's children are applied once: their members are their groups'
+        # from then on (repair publishes changes), not the parent's this pass would write.
+        put = [p for p in put if not (p.parent and resources.resource_name(p, name) in existing)]
         # New resources before the shortened ones: a split cut short between the two
         # leaves ranges that overlap (decided again next pass), never a hole.
         put.sort(key=lambda p: resources.resource_name(p, name) in existing)
@@ -472,7 +475,7 @@ def build_registry(
                 table_spec=kubernetes.spec_from_resource(table),
                 replication_factor=int(table["spec"].get("replicationFactor", 3)),
             )
-        members = await adopt_published(body, ref, members)
+        members = await adopt_published(body, ref, members, patch)
         report = await director.host(ref, members)
         states = {node: r.state for node, r in report.replicas.items()}
         state = decisions.partition_state(members, states, deleting=False)
@@ -500,22 +503,21 @@ def build_registry(
         patch.status.update(new)
 
     async def adopt_published(
-        body: kopf.Body, ref: PartitionRef, members: tuple[decisions.Member, ...]
+        body: kopf.Body, ref: PartitionRef, members: tuple[decisions.Member, ...], patch: kopf.Patch
     ) -> tuple[decisions.Member, ...]:
         """The members to host: the spec's, or the ones the group's leader published
-        when it changed them (repair), which the spec then adopts unless the membership
-        watch wrote it first (`membership_watch.write_members`). A member the leader
+        when it changed them (repair), which the spec then adopts. A member the leader
         removed is asked to drop its replica (best effort: a node also erases a replica a
-        published membership no longer names, when it next starts)."""
+        published membership no longer names, when it next starts).
+
+        The membership watch writes the spec when it runs (always, beside a control
+        store): one writer, the newest record it listed. A handler writing too raced it
+        with an older record it had read, and left the spec stale."""
         published = await director.published_members(ref)
         if published is None or set(published) == set(members):
             return members
-        version = str(body["metadata"].get("resourceVersion", ""))
-        if not await write_members(api, ref.namespace, ref.name, published, version):
-            # The watch wrote a newer record's members: the spec change reconciles again,
-            # and that pass drops whom they no longer name.
-            log.info("partition %s: spec changed meanwhile; its newer members stand", ref.name)
-            return published
+        if memberships is None:
+            patch.spec["members"] = builders.member_specs(published)
         kept = {m.node for m in published}
         removed = [m for m in members if m.node not in kept]
         if removed and not await director.drop(ref, removed):

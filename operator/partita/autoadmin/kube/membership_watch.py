@@ -11,12 +11,11 @@ and a passive operator doing the same writes the same members.
 Alive only while it has work, like the Doorman publisher: handlers call `started()`,
 and it stops with the operator's loop.
 
-Two writers, one order. The Partition handler also adopts the record it reads at each
-reconcile (a missed watch event), but it may have read an older record than the one the
-watch has already written. So the handler writes only while the Partition is still at
-the resourceVersion it reconciled (`write_members`): a spec the watch changed meanwhile
-is left alone, and the watch, which always writes the newest record it listed and is
-woken by every newer one, has the last word.
+It is the only writer of a published membership into a spec: the Partition handler,
+which may hold an older record than the one listed here, hosts the published members
+but leaves the spec alone while the watch runs. A missed watch event is caught at the
+next listing (every IDLE_SECONDS at most), and a restarted operator adopts every record
+that differs from its spec.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import logging
 from collections.abc import Sequence
 
 from partita.autoadmin.kube import builders, naming
-from partita.autoadmin.kube.api import KubeApi, KubeApiError
+from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.decisions import Member
 from partita.autoadmin.kube.grpc_director import published_members
 from partita.control.store import WatchedMemberships
@@ -36,27 +35,6 @@ log = logging.getLogger(__name__)
 
 # Seconds between listings when nothing wakes the watch, and after a failed pass.
 IDLE_SECONDS = 5.0
-
-
-async def write_members(
-    api: KubeApi, namespace: str, name: str, members: Sequence[Member], resource_version: str
-) -> bool:
-    """Write `members` into the Partition's spec if it is still at `resource_version`;
-    False when another writer changed it first (its spec is then left as it is)."""
-    try:
-        await api.patch_spec(
-            naming.API_VERSION,
-            naming.PARTITIONS,
-            namespace,
-            name,
-            {"members": builders.member_specs(members)},
-            resource_version=resource_version,
-        )
-    except KubeApiError as exc:
-        if exc.status == 409:
-            return False
-        raise
-    return True
 
 
 class MembershipWatch:

@@ -62,6 +62,19 @@ TABLES = f"/apis/{naming.API_VERSION}/namespaces/{NS}/tables"
 TIMEOUT = 45.0
 
 
+PEERINGS = f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings"
+
+
+async def create_peering(session: Any) -> None:
+    """The KopfPeering the operators coordinate through (the chart installs it)."""
+    peering = {
+        "apiVersion": "kopf.dev/v1",
+        "kind": "KopfPeering",
+        "metadata": {"name": "partita", "namespace": NS},
+    }
+    await session.post(PEERINGS, json=peering)
+
+
 def register_resources(server: Any) -> None:
     server.resources[f"{naming.API_VERSION}/tables"] = kmock.ResourceInfo(
         kind="Table",

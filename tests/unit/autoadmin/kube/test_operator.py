@@ -29,9 +29,11 @@ from partita.autoadmin.kube.replicas import PartitionRef, PartitionReport, Repli
 from partita.control.store import EtcdControlStore
 from tests.unit.autoadmin.kube.emulator import (
     NS,
+    PEERINGS,
     TABLES,
     TIMEOUT,
     ApiServer,
+    create_peering,
     eventually,
     get,
     partitions_of,
@@ -86,12 +88,7 @@ class ServingDirector:
 async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
     register_resources(kmock)
     async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
-        peering = {
-            "apiVersion": "kopf.dev/v1",
-            "kind": "KopfPeering",
-            "metadata": {"name": "partita", "namespace": NS},
-        }
-        await session.post(f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings", json=peering)
+        await create_peering(session)
         yield session
 
 
@@ -429,7 +426,7 @@ async def test_a_second_operator_stays_passive_until_the_active_one_leaves(api: 
         async with operator(kmock, active, priority=50):
 
             async def peered() -> bool:
-                body = await get(api, f"/apis/kopf.dev/v1/namespaces/{NS}/kopfpeerings/partita")
+                body = await get(api, f"{PEERINGS}/partita")
                 return len((body or {}).get("status") or {}) >= 2
 
             await eventually(peered, "both operators in the peering object")
