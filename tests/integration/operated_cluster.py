@@ -1,26 +1,47 @@
 """A cluster run by the Kubernetes operator, every piece real but the API server: kmock,
 the real kopf operator in-process with the gRPC replica director reading what the
 groups' leaders publish in a real etcd, the given storage processes in admin hosting
-mode, and a router process in Kubernetes mode. Shared by the repair and split tests."""
+mode, and a router process in Kubernetes mode (the repair and split tests); and the
+nodes' own reports and a Table's deletion, checked to drop every replica (those and the
+replication test)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import grpc
 
+from partita._proto import admin_pb2, admin_pb2_grpc
 from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.control.store import EtcdControlStore
 from partita.router.credentials import create_credential, credentials_path
 from tests.integration.test_kubernetes_e2e import client, start_router
-from tests.unit.autoadmin.kube.emulator import create_peering, register_resources
+from tests.unit.autoadmin.kube.emulator import (
+    TABLES,
+    create_peering,
+    eventually,
+    get,
+    partitions_of,
+    register_resources,
+)
 from tests.unit.autoadmin.kube.storage_nodes import StorageNode
 from tests.unit.autoadmin.kube.test_operator import operator
+
+
+async def reports(node: StorageNode) -> dict[str, admin_pb2.ReplicaReport]:
+    """The node's own view of its replicas (its admin Report RPC), by partition."""
+    async with grpc.aio.insecure_channel(node.address) as channel:
+        stub = admin_pb2_grpc.StorageAdminStub(channel)  # type: ignore[no-untyped-call]
+        answer = await stub.Report(admin_pb2.ReportRequest(), timeout=3)
+    return {r.partition: r for r in answer.replicas}
 
 
 @dataclass
@@ -73,3 +94,45 @@ async def operated_cluster(
             await director_store.close()
         for n in nodes:
             n.stop()
+
+
+async def delete_table(api: aiohttp.ClientSession, table: str, nodes: Sequence[StorageNode]) -> None:
+    """Delete the Table resource, wait until the operator releases it, and check that
+    none of `nodes` hosts a replica any more."""
+    async with api.delete(f"{TABLES}/{table}") as resp:
+        assert resp.status < 300
+
+    async def released() -> bool:
+        return await get(api, f"{TABLES}/{table}") is None
+
+    await eventually(released, "the Table's finalizer to be released")
+    for n in nodes:
+        assert await reports(n) == {}, f"{n.node_id} still hosts a replica"
+
+
+# Seconds a new Table's one partition may take to serve on every member: the members'
+# hosting, the group's election, the operator's reports; the nodes start under the load
+# of a whole `make test` on two cores.
+SERVING_TIMEOUT = 90.0
+
+
+async def one_serving_partition(
+    api: aiohttp.ClientSession, table: str, nodes: Sequence[StorageNode]
+) -> dict[str, Any]:
+    """The Table's only Partition once it serves with an elected leader; on a timeout, the
+    failure shows the Partitions and what every node reports."""
+    deadline = time.monotonic() + SERVING_TIMEOUT
+    parts: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        parts = await partitions_of(api, table)
+        status = (parts[0].get("status") or {}) if len(parts) == 1 else {}
+        if status.get("state") == "Serving" and status.get("leader"):
+            return parts[0]
+        await asyncio.sleep(0.2)
+    seen = {}
+    for n in nodes:
+        try:
+            seen[n.node_id] = {name: str(r).replace("\n", " ") for name, r in (await reports(n)).items()}
+        except Exception as exc:
+            seen[n.node_id] = {"error": repr(exc)}
+    raise AssertionError(f"{table}: no partition serving on its members: {parts}; the nodes report {seen}")

@@ -27,15 +27,13 @@ from partita._proto import admin_pb2
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.control.store import EtcdControlStore
-from tests.integration.operated_cluster import operated_cluster
+from tests.integration.operated_cluster import delete_table, one_serving_partition, operated_cluster, reports
 from tests.integration.test_kubernetes_e2e import until
-from tests.integration.test_kubernetes_replication import reports
 from tests.unit.autoadmin.kube.emulator import (
     NS,
     TABLES,
     ApiServer,
     eventually,
-    get,
     partitions_of,
     table_manifest,
 )
@@ -85,16 +83,7 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
             api, by_id = cluster.api, cluster.nodes
             await api.post(TABLES, json=table_manifest("music", replicationFactor=3))
 
-            async def serving() -> dict[str, Any] | None:
-                parts = await partitions_of(api, "music")
-                if len(parts) != 1:
-                    return None
-                status = parts[0].get("status") or {}
-                if status.get("state") != "Serving" or not status.get("leader"):
-                    return None
-                return parts[0]
-
-            part = await eventually(serving, "the partition to serve on three members")
+            part = await one_serving_partition(api, "music", nodes)
             name = part["metadata"]["name"]
             placed = members_of(part)
             assert set(placed) == {"pt-storage-a-0", "pt-storage-b-0", "pt-storage-c-0"}
@@ -191,16 +180,7 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
 
             await eventually(log_member_dropped, "the log member to drop its replica")
 
-            async with api.delete(f"{TABLES}/music") as resp:
-                assert resp.status < 300
-
-            async def released() -> bool:
-                return await get(api, f"{TABLES}/music") is None
-
-            await eventually(released, "the Table's finalizer to be released")
+            await delete_table(api, "music", [n for n in nodes if n is not victim])
             assert await store.get_membership(name) is None
-            for n in nodes:
-                if n is not victim:
-                    assert await reports(n) == {}, f"{n.node_id} still hosts a replica"
     finally:
         await store.close()

@@ -24,16 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import grpc
 import pytest
 
-from partita._proto import admin_pb2, admin_pb2_grpc
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.common.keys import key_hash
 from partita.control.store import EtcdControlStore
 from partita.router.credentials import create_credential, credentials_path
+from tests.integration.operated_cluster import delete_table, reports
 from tests.integration.test_kubernetes_e2e import client, start_router, until
 from tests.unit.autoadmin.kube.emulator import (
     NS,
@@ -56,14 +55,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.
 FAILOVER_DEADLINE = 20.0
 WRITES_AFTER_KILL = 30
 UNREACHABLE = "127.0.0.1:9"  # the discard port: nothing listens there
-
-
-async def reports(node: StorageNode) -> dict[str, admin_pb2.ReplicaReport]:
-    """The node's own view of its replicas (its admin Report RPC), by partition."""
-    async with grpc.aio.insecure_channel(node.address) as channel:
-        stub = admin_pb2_grpc.StorageAdminStub(channel)  # type: ignore[no-untyped-call]
-        answer = await stub.Report(admin_pb2.ReportRequest(), timeout=3)
-    return {r.partition: r for r in answer.replicas}
 
 
 async def one_elected_leader(parts: list[dict[str, Any]], nodes: list[StorageNode]) -> dict[str, str] | None:
@@ -245,15 +236,7 @@ async def test_a_replicated_table_elects_leaders_and_fails_over_after_sigkill_wi
 
                     await eventually(caught_up, "the restarted member to catch up and serve")
 
-                    async with api.delete(f"{TABLES}/music") as resp:
-                        assert resp.status < 300
-
-                    async def released() -> bool:
-                        return await get(api, f"{TABLES}/music") is None
-
-                    await eventually(released, "the Table's finalizer to be released")
-                    for n in nodes:
-                        assert await reports(n) == {}, f"{n.node_id} still hosts a replica"
+                    await delete_table(api, "music", nodes)
         finally:
             router.terminate()
             router.wait(timeout=15)

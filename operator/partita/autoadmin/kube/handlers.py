@@ -310,6 +310,8 @@ def build_registry(
         why = {
             "throughput_raised": " (throughput raised)",
             "size_exceeded": " (a partition passed the split size)",
+            # The children first, then the parent once they are hosted: two events.
+            "split_committed": " (a replicated split at a log index)",
         }
         _event(
             body,

@@ -124,6 +124,10 @@ def test_table_cross_field_rules(edit: Callable[[dict[str, Any]], Any], message:
             lambda d: d["spec"]["attributeDefinitions"][1].update(attributeType="N"),
             "attributeDefinitions are immutable",
         ),
+        (
+            lambda d: d["spec"].update(replicationFactor=1),
+            "replicationFactor is immutable (changing it on an existing Table is not supported yet)",
+        ),
     ],
 )
 def test_table_key_schema_and_name_are_immutable(edit: Callable[[dict[str, Any]], Any], message: str) -> None:
@@ -171,3 +175,35 @@ def test_a_split_may_shorten_a_range_from_its_end() -> None:
     old = _example("partition.yaml")
     split = _edited("partition.yaml", lambda d: d["spec"]["hashRange"].update(last="3fffffffffffffff"))
     assert violations("Partition", split, old=old) == []
+
+
+def _split_child(d: dict[str, Any]) -> None:
+    d["spec"].update(parent="music-0000000000000000", parentIndex=42)
+
+
+@pytest.mark.parametrize(
+    ("before", "edit", "message"),
+    [
+        (
+            lambda d: d["spec"].update(splitAt="8000000000000000"),
+            lambda d: d["spec"].update(splitAt="4000000000000000"),
+            "splitAt is immutable once set",
+        ),
+        (_split_child, lambda d: d["spec"].update(parent="other"), "parent is immutable"),
+        (_split_child, lambda d: d["spec"].update(parentIndex=43), "parentIndex is immutable"),
+    ],
+)
+def test_a_replicated_splits_fields_never_change_once_set(
+    before: Callable[[dict[str, Any]], Any], edit: Callable[[dict[str, Any]], Any], message: str
+) -> None:
+    old = _edited("partition.yaml", before)
+    new = copy.deepcopy(old)
+    edit(new)
+    assert violations("Partition", old, old=old) == []
+    assert message in violations("Partition", new, old=old)
+
+
+def test_a_partition_may_be_marked_for_a_split() -> None:
+    old = _example("partition.yaml")
+    marked = _edited("partition.yaml", lambda d: d["spec"].update(splitAt="8000000000000000"))
+    assert violations("Partition", marked, old=old) == []

@@ -612,3 +612,12 @@ async def test_a_replicated_partition_is_split_at_its_groups_log_index(api: Any,
     assert by_start[0]["spec"]["members"] == by_start[1]["spec"]["members"] == parent["spec"]["members"]
     assert name in director.dropped  # the parent's members were told to drop it
     assert name not in director.splits  # its record forgotten first
+    reasons = {
+        (o.raw.get("reason"), o.raw.get("message"))
+        for key, o in kmock.objects.items()
+        if key[0].plural == "events" and not o.deleted
+    }
+    assert ("PartitionsSplitting", f"splitting {name} at a log index (throughput raised)") in reasons
+    # The children first; the parent once they are hosted.
+    assert ("PartitionsSplit", "1 -> 3 partitions (a replicated split at a log index)") in reasons
+    assert ("PartitionsSplit", "3 -> 2 partitions (a replicated split at a log index)") in reasons
