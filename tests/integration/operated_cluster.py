@@ -23,7 +23,7 @@ from partita.autoadmin.kube.grpc_director import GrpcReplicaDirector
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.control.store import EtcdControlStore
 from partita.router.credentials import create_credential, credentials_path
-from tests.integration.test_kubernetes_e2e import client, start_router
+from tests.integration.test_kubernetes_e2e import client, start_router, until
 from tests.unit.autoadmin.kube.emulator import (
     TABLES,
     create_peering,
@@ -42,6 +42,32 @@ async def reports(node: StorageNode) -> dict[str, admin_pb2.ReplicaReport]:
         stub = admin_pb2_grpc.StorageAdminStub(channel)  # type: ignore[no-untyped-call]
         answer = await stub.Report(admin_pb2.ReportRequest(), timeout=3)
     return {r.partition: r for r in answer.replicas}
+
+
+class AckedWrites:
+    """Items written through the router, each remembered once acknowledged, and read
+    back strongly: an acknowledged write is never lost."""
+
+    def __init__(self, dynamo: Any, table: str) -> None:
+        self.dynamo = dynamo
+        self.table = table
+        self.acked: dict[str, str] = {}
+
+    def _put(self, pk: str, n: str) -> bool:
+        self.dynamo.put_item(TableName=self.table, Item={"pk": {"S": pk}, "n": {"N": n}})
+        self.acked[pk] = n
+        return True
+
+    async def put(self, pk: str, n: str, what: str) -> None:
+        """Write until acknowledged (retried on errors, bounded in time)."""
+        await until(lambda: self._put(pk, n), what)
+
+    async def read_back(self) -> None:
+        for pk, n in self.acked.items():
+            got = await asyncio.to_thread(
+                self.dynamo.get_item, TableName=self.table, Key={"pk": {"S": pk}}, ConsistentRead=True
+            )
+            assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
 
 
 @dataclass

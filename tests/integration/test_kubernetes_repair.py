@@ -27,8 +27,13 @@ from partita._proto import admin_pb2
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.control.store import EtcdControlStore
-from tests.integration.operated_cluster import delete_table, one_serving_partition, operated_cluster, reports
-from tests.integration.test_kubernetes_e2e import until
+from tests.integration.operated_cluster import (
+    AckedWrites,
+    delete_table,
+    one_serving_partition,
+    operated_cluster,
+    reports,
+)
 from tests.unit.autoadmin.kube.emulator import (
     NS,
     TABLES,
@@ -94,15 +99,10 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
             spares = {"pt-storage-a-1", "pt-storage-b-1"}
 
             dynamo = cluster.dynamo()
-            acked: dict[str, str] = {}
-
-            def put(pk: str, n: str) -> bool:
-                dynamo.put_item(TableName="Music", Item={"pk": {"S": pk}, "n": {"N": n}})
-                acked[pk] = n
-                return True
+            writes = AckedWrites(dynamo, "Music")
 
             for i in range(20):
-                await until(lambda i=i: put(f"before-{i}", str(i)), "PutItem through the router")
+                await writes.put(f"before-{i}", str(i), "PutItem through the router")
 
             victim.kill()
             killed_at = time.monotonic()
@@ -113,7 +113,7 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
             async def repaired() -> bool:
                 nonlocal during
                 # Writes go on through the repair (the group keeps a majority).
-                await until(lambda: put(f"during-{during}", str(during)), "PutItem during the repair")
+                await writes.put(f"during-{during}", str(during), "PutItem during the repair")
                 during += 1
                 roles = await published(store, name)
                 seen_log_member.update(n for n, r in roles.items() if r == "log")
@@ -146,12 +146,8 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
             )
 
             for i in range(20):
-                await until(lambda i=i: put(f"after-{i}", str(i)), "PutItem after the repair")
-            for pk, n in acked.items():
-                got = await asyncio.to_thread(
-                    dynamo.get_item, TableName="Music", Key={"pk": {"S": pk}}, ConsistentRead=True
-                )
-                assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
+                await writes.put(f"after-{i}", str(i), "PutItem after the repair")
+            await writes.read_back()
 
             async def surviving_leader() -> str | None:
                 status = (await partitions_of(api, "music"))[0].get("status") or {}

@@ -26,8 +26,13 @@ import pytest
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.control.store import EtcdControlStore
-from tests.integration.operated_cluster import delete_table, one_serving_partition, operated_cluster, reports
-from tests.integration.test_kubernetes_e2e import until
+from tests.integration.operated_cluster import (
+    AckedWrites,
+    delete_table,
+    one_serving_partition,
+    operated_cluster,
+    reports,
+)
 from tests.unit.autoadmin.kube.emulator import (
     NS,
     TABLES,
@@ -74,15 +79,10 @@ async def test_a_replicated_partition_splits_at_a_log_index_under_writes_and_los
         assert members == sorted(cluster.nodes)
 
         dynamo = cluster.dynamo()
-        acked: dict[str, str] = {}
-
-        def put(pk: str, n: str) -> bool:
-            dynamo.put_item(TableName="Music", Item={"pk": {"S": pk}, "n": {"N": n}})
-            acked[pk] = n
-            return True
+        writes = AckedWrites(dynamo, "Music")
 
         for i in range(40):
-            await until(lambda i=i: put(f"before-{i}", str(i)), "PutItem through the router")
+            await writes.put(f"before-{i}", str(i), "PutItem through the router")
 
         raised = {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1500}  # two partitions
         await asyncio.to_thread(dynamo.update_table, TableName="Music", ProvisionedThroughput=raised)
@@ -92,7 +92,7 @@ async def test_a_replicated_partition_splits_at_a_log_index_under_writes_and_los
 
         async def split() -> list[dict[str, Any]] | None:
             nonlocal during, marked
-            await until(lambda: put(f"during-{during}", str(during)), "PutItem during the split")
+            await writes.put(f"during-{during}", str(during), "PutItem during the split")
             during += 1
             parts = await partitions_of(api, "music")
             marked = marked or any(p["spec"].get("splitAt") for p in parts)
@@ -127,12 +127,8 @@ async def test_a_replicated_partition_splits_at_a_log_index_under_writes_and_los
             assert sorted(m["node"] for m in child["spec"]["members"]) == members
 
         for i in range(20):
-            await until(lambda i=i: put(f"after-{i}", str(i)), "PutItem after the split")
-        for pk, n in acked.items():
-            got = await asyncio.to_thread(
-                dynamo.get_item, TableName="Music", Key={"pk": {"S": pk}}, ConsistentRead=True
-            )
-            assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
+            await writes.put(f"after-{i}", str(i), "PutItem after the split")
+        await writes.read_back()
         described = await asyncio.to_thread(dynamo.describe_table, TableName="Music")
         assert described["Table"]["ProvisionedThroughput"]["WriteCapacityUnits"] == 1500
 
