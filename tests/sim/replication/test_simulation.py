@@ -158,12 +158,12 @@ def test_the_liveness_check_catches_a_group_that_never_commits_again() -> None:
     send = sim.network_send
 
     def lossy(env: Envelope) -> None:
-        if sim.now < 6.0 or env.src != "n0":
+        # Without n0's messages only n1 and n2 can elect: lose theirs to each other as
+        # well. Here, not as a cut: the run's own faults end with cuts healed later.
+        if sim.now < 6.0 or (env.src != "n0" and {env.src, env.dst} != {"n1", "n2"}):
             send(env)
 
     sim.network_send = lossy  # type: ignore[method-assign]
-    # Without n0's messages only n1 and n2 can elect: cut them apart as well.
-    sim.at(6.0 + 0.001, lambda: sim.cut.add(frozenset(("n1", "n2"))))
     result = sim.run()
     assert any("no write committed" in v for v in result.violations), result.violations
 
