@@ -202,6 +202,10 @@ class Config:
     server_pid: int = 0  # for the "external" target: root of its process tree, 0 = unknown
     admission: str = ""  # Partita targets' `partita up --admission`; "" = its default
     rounds: int = 1  # all targets this many times, alternating; medians reported
+    # (RCU, WCU) of a PROVISIONED table instead of PAY_PER_REQUEST: a small rate gives
+    # Partita one partition, so one storage node leads and the others only follow.
+    provisioned: tuple[int, int] | None = None
+    by_process: bool = False  # print each process's server CPU per operation too
 
     @property
     def conn_count(self) -> int:
@@ -313,14 +317,27 @@ async def run_phase(
     return stats, time.monotonic() - start
 
 
-async def create_table(client: LeanClient, table: str, timeout: float = 60.0) -> None:
+async def create_table(
+    client: LeanClient, table: str, timeout: float = 60.0, provisioned: tuple[int, int] | None = None
+) -> None:
+    billing: dict[str, Any] = (
+        {"BillingMode": "PAY_PER_REQUEST"}
+        if provisioned is None
+        else {
+            "BillingMode": "PROVISIONED",
+            "ProvisionedThroughput": {
+                "ReadCapacityUnits": provisioned[0],
+                "WriteCapacityUnits": provisioned[1],
+            },
+        }
+    )
     resp = await client.call(
         "CreateTable",
         {
             "TableName": table,
             "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
             "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
+            **billing,
         },
     )
     # An existing table (an external target run twice) is fine: the load overwrites it.
@@ -440,7 +457,7 @@ async def bench_target(
     )
     await client.start()
     try:
-        await create_table(client, cfg.table)
+        await create_table(client, cfg.table, provisioned=cfg.provisioned)
         result: dict[str, Any] = {"load": await load(client, cfg), "workloads": {}}
         for i, name in enumerate(cfg.workloads):
             wl = WORKLOADS[name]
@@ -592,6 +609,17 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
     p.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT_S)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rounds", type=int, default=1, help="repeat all targets; report medians (%(default)s)")
+    p.add_argument(
+        "--provisioned",
+        default="",
+        metavar="RCU,WCU",
+        help="a PROVISIONED table of this throughput instead of PAY_PER_REQUEST; a small one "
+        "is one Partita partition: one node leads it, the others only follow (run Partita "
+        "targets with --admission off, or the rate is enforced)",
+    )
+    p.add_argument(
+        "--by-process", action="store_true", help="also print each server process's CPU per operation"
+    )
     p.add_argument("--endpoint", default="", help="external target: http://host:port")
     p.add_argument("--access-key", default="bench", help="external target credentials")
     p.add_argument("--secret-key", default="bench-secret")
@@ -642,8 +670,37 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
         server_pid=a.server_pid,
         admission=a.admission,
         rounds=a.rounds,
+        provisioned=_parse_provisioned(p, a.provisioned),
+        by_process=a.by_process,
     )
     return cfg, a.out
+
+
+def _parse_provisioned(p: argparse.ArgumentParser, text: str) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        rcu, wcu = (int(part) for part in text.split(","))
+    except ValueError:
+        p.error("--provisioned takes RCU,WCU, two positive integers")
+    if rcu < 1 or wcu < 1:
+        p.error("--provisioned takes RCU,WCU, two positive integers")
+    return rcu, wcu
+
+
+def render_by_process(results: dict[str, dict[str, Any]], workloads: list[str]) -> str:
+    """Server CPU per operation of each process (µs), busiest first: with a one-partition
+    table (--provisioned) and strong reads, the busiest storage node is the leader."""
+    lines = ["| workload | target | process | CPU µs/op |", "|---|---|---|---:|"]
+    for name in workloads:
+        for target, res in results.items():
+            w = res.get("workloads", {}).get(name)
+            if not w or not w["ops"]:
+                continue
+            for label, seconds in sorted(w["server_cpu_by_process"].items(), key=lambda kv: -kv[1]):
+                if seconds > 0:
+                    lines.append(f"| {name.upper()} | {target} | {label} | {seconds / w['ops'] * 1e6:.0f} |")
+    return "\n".join(lines)
 
 
 def median_of_rounds(
@@ -685,6 +742,9 @@ def main(argv: list[str] | None = None) -> int:
     table = render_table(results, cfg.workloads)
     print()
     print(table)
+    if cfg.by_process:
+        print()
+        print(render_by_process(results, cfg.workloads))
     for target, res in results.items():
         if "error" not in res:
             print(

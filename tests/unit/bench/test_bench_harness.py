@@ -160,6 +160,35 @@ def test_render_table_shows_failed_targets() -> None:
     assert "| B | partita | not run: PeerUnavailable: no cli" in text
 
 
+def test_render_by_process_lists_the_busiest_process_first_per_operation() -> None:
+    run = {
+        "workloads": {
+            "a": {
+                "ops": 2000,
+                "server_cpu_by_process": {
+                    "python storage storage-a": 0.2,
+                    "python storage storage-b": 0.5,
+                    "etcd": 0.0,
+                },
+            }
+        }
+    }
+    lines = ycsb.render_by_process({"partita": run}, ["a"]).splitlines()
+    assert lines[2:] == [
+        "| A | partita | python storage storage-b | 250 |",
+        "| A | partita | python storage storage-a | 100 |",
+    ]
+
+
+def test_provisioned_option_takes_two_positive_integers() -> None:
+    cfg, _ = ycsb.parse_args(["--targets", "dynalite", "--provisioned", "100,50"])
+    assert cfg.provisioned == (100, 50)
+    assert ycsb.parse_args(["--targets", "dynalite"])[0].provisioned is None
+    for bad in ("100", "0,5", "a,b", "1,2,3"):
+        with pytest.raises(SystemExit):
+            ycsb.parse_args(["--targets", "dynalite", "--provisioned", bad])
+
+
 # --- /proc CPU accounting ----------------------------------------------------------------------
 
 
