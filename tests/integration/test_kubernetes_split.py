@@ -47,7 +47,7 @@ from tests.unit.control.conftest import Etcd, etcd  # noqa: F401 (the etcd fixtu
 
 pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(300)]
 # Seconds from UpdateTable until the children replace the parent, at most: the marking,
-# a repair pass on the leader (the SPLIT entry), the operator's resyncs, the children's
+# a repair pass on the leader (the SPLIT entry), the operator's passes, the children's
 # groups electing; generous for a shared two-core machine.
 SPLIT_TIMEOUT = 90.0
 
@@ -58,7 +58,9 @@ async def test_a_replicated_partition_splits_at_a_log_index_under_writes_and_los
     etcd: Etcd,  # noqa: F811
 ) -> None:
     fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"))
-    config = OperatorConfig(fleet=fleet, resync_seconds=0.5, retry_seconds=0.5)
+    # The chart's resync period: the steps that wait for the pods (the published split
+    # index, the children hosted) are followed by the progress timers, not by resyncs.
+    config = OperatorConfig(fleet=fleet, resync_seconds=30.0, retry_seconds=0.5, progress_seconds=1.0)
     root = tmp_path / "storage"
     nodes = [
         StorageNode(f"pt-storage-{zone}-0", zone, root / f"node-{zone}", etcd.port, replication=True)

@@ -73,6 +73,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--on-demand-partitions", type=int, default=OperatorConfig.on_demand_partitions)
     p.add_argument("--resync-seconds", type=float, default=OperatorConfig.resync_seconds)
     p.add_argument(
+        "--progress-seconds",
+        type=float,
+        default=OperatorConfig.progress_seconds,
+        help="re-reconcile a CREATING or UPDATING Table and a Pending Partition this often "
+        "(%(default)s), beside the resync of every object",
+    )
+    p.add_argument(
         "--split-size-bytes",
         type=arg_types.at_least_one,
         default=OperatorConfig.split_size_bytes,
@@ -133,6 +140,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         fleet=fleet,
         on_demand_partitions=args.on_demand_partitions,
         resync_seconds=args.resync_seconds,
+        progress_seconds=args.progress_seconds,
         split_size_bytes=args.split_size_bytes,
         doorman_config_key=args.doorman_config_key,
         doorman_templates=args.doorman_templates,

@@ -44,6 +44,10 @@ class OperatorConfig:
     fleet: Fleet
     on_demand_partitions: int = 4  # partitions of a new PAY_PER_REQUEST table
     resync_seconds: float = 30.0  # level-based re-reconcile of every Table and Partition
+    # Re-reconcile of a Table while it is CREATING or UPDATING and of a Partition while it
+    # is Pending: a step that waits for the storage pods (a split's published index, its
+    # children hosted, new replicas placed) is seen within this, not within a resync.
+    progress_seconds: float = 1.0
     retry_seconds: float = 10.0  # while a deletion waits (protection on, replicas dropping)
     # A partition whose items pass this many bytes is split (DynamoDB's 10 GB).
     split_size_bytes: int = common_config.DEFAULT_SPLIT_SIZE_BYTES
@@ -75,6 +79,17 @@ def _plan_of(obj: Mapping[str, Any]) -> decisions.PartitionPlan:
     return decisions.PartitionPlan(
         int(spec["hashRange"]["start"], 16), int(spec["hashRange"]["last"], 16), members
     )
+
+
+def _table_in_progress(status: kopf.Status, meta: kopf.Meta, **_: Any) -> bool:
+    """A Table whose create or update is under way (kopf starts and stops the timer as
+    this changes), and not being deleted: its deletion handler retries on its own."""
+    return not meta.get("deletionTimestamp") and status.get("tableStatus") in ("CREATING", "UPDATING")
+
+
+def _partition_in_progress(status: kopf.Status, meta: kopf.Meta, **_: Any) -> bool:
+    """A Partition whose members are not yet a serving group (new, or a split's child)."""
+    return not meta.get("deletionTimestamp") and status.get("state", "Pending") == "Pending"
 
 
 def _namespaced(namespace: str | None) -> str:
@@ -394,6 +409,19 @@ def build_registry(
     ) -> None:
         await reconcile_table(body, spec, meta, status, _namespaced(namespace), name, patch)
 
+    @kopf.timer(*tables, interval=config.progress_seconds, when=_table_in_progress, registry=registry)
+    async def table_progress(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
+    ) -> None:
+        await reconcile_table(body, spec, meta, status, _namespaced(namespace), name, patch)
+
     @kopf.on.delete(*tables, registry=registry)
     async def table_deleted(
         body: kopf.Body,
@@ -545,6 +573,19 @@ def build_registry(
 
     @kopf.timer(*partitions, interval=config.resync_seconds, registry=registry)
     async def partition_resync(
+        body: kopf.Body,
+        spec: kopf.Spec,
+        meta: kopf.Meta,
+        status: kopf.Status,
+        namespace: str | None,
+        name: str,
+        patch: kopf.Patch,
+        **_: Any,
+    ) -> None:
+        await reconcile_partition(body, spec, meta, status, _namespaced(namespace), name, patch)
+
+    @kopf.timer(*partitions, interval=config.progress_seconds, when=_partition_in_progress, registry=registry)
+    async def partition_progress(
         body: kopf.Body,
         spec: kopf.Spec,
         meta: kopf.Meta,

@@ -44,14 +44,37 @@ class ApiServer(kmock.KubernetesEmulator):
             elif request.action == kmock.action.UPDATE and request.name and request.subresource is None:
                 key = (request.resource, request.namespace, request.name)
                 if key in self.objects and not self.objects[key].deleted:
-                    spec_before = self.objects[key].raw.get("spec")
+                    current = self.objects[key].raw
+                    spec_before = current.get("spec")
+                    if (
+                        "spec" in request.data
+                        and _merge_patched(spec_before, request.data["spec"]) != spec_before
+                    ):
+                        # In the same write as the spec, as an API server does: a watcher
+                        # must never see the new spec under the old generation.
+                        generation = int(current.get("metadata", {}).get("generation", 1)) + 1
+                        request.data.setdefault("metadata", {})["generation"] = generation
+                        key = None
         response = await super()._handle(request)
         if key is not None and key in self.objects and not self.objects[key].deleted:
             current = self.objects[key].raw
-            if current.get("spec") != spec_before:
+            if current.get("spec") != spec_before:  # a replacement that changed the spec
                 generation = int(current.get("metadata", {}).get("generation", 1)) + 1
                 self.objects[key].patch({"metadata": {"generation": generation}})
         return response
+
+
+def _merge_patched(target: Any, patch: Any) -> Any:
+    """`target` with a JSON merge patch (RFC 7386) applied; neither is changed."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = _merge_patched(out.get(k), v)
+    return out
 
 
 NS = "db"

@@ -92,9 +92,9 @@ async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-def _config(zones: tuple[str, ...] = ("a", "b", "c")) -> OperatorConfig:
+def _config(zones: tuple[str, ...] = ("a", "b", "c"), resync_seconds: float = 0.3) -> OperatorConfig:
     fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=zones, replicas_per_zone=2)
-    return OperatorConfig(fleet=fleet, resync_seconds=0.3, retry_seconds=0.3)
+    return OperatorConfig(fleet=fleet, resync_seconds=resync_seconds, retry_seconds=0.3, progress_seconds=0.3)
 
 
 @contextlib.asynccontextmanager
@@ -561,14 +561,19 @@ async def test_a_partition_past_the_split_size_becomes_two_partitions_cut_at_its
     assert not any(reason == "PartitionKeptWhole" for reason, _ in reasons)
 
 
-async def test_a_replicated_partition_is_split_at_its_groups_log_index(api: Any, kmock: Any) -> None:
+@pytest.mark.parametrize("resync_seconds", [0.3, 3600.0], ids=["with-resyncs", "progress-timers-alone"])
+async def test_a_replicated_partition_is_split_at_its_groups_log_index(
+    api: Any, kmock: Any, resync_seconds: float
+) -> None:
     # docs/kubernetes.md, "Splits": more throughput than one partition carries. The
     # operator marks the replicated partition (spec.splitAt); its group's leader commits
     # a SPLIT entry and publishes its index; the operator then creates the two children,
     # which name the parent and that index and keep its members, and deletes the parent
-    # once the children are hosted.
+    # once the children are hosted. Without resyncs (an hour apart) the steps that wait
+    # for the storage pods are still seen at once: the Table is UPDATING and the children
+    # Pending, so the progress timers follow them.
     director = ServingDirector()
-    async with operator(kmock, director, priority=10):
+    async with operator(kmock, director, priority=10, config=_config(resync_seconds=resync_seconds)):
         one = {"readCapacityUnits": 1, "writeCapacityUnits": 999}
         await api.post(
             TABLES, json=table_manifest("hot", billingMode="PROVISIONED", provisionedThroughput=one)
