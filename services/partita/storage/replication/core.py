@@ -747,9 +747,9 @@ class Replica:
         with the answer (`_on_append_response` sends the rest), so under load a follower
         takes one message, one WAL batch and one acknowledgement per round trip instead of
         one per ready(). The follower's WAL syncs one batch at a time anyway, so an append
-        sent earlier would only have waited there (-25% of a follower's CPU per write,
-        docs/benchmarks.md "P3: RF=3 speed, round 10"). An append or answer lost on the
-        way is resent at the next heartbeat's answer, as before."""
+        sent earlier would only have waited there (a follower's CPU per write -16 to -33%
+        under load, docs/benchmarks.md "P3: RF=3 speed, round 10"). An append or answer
+        lost on the way is resent at the next heartbeat's answer, as before."""
         last = self.log.last_index
         for peer, pr in self.progress.items():
             if pr.awaiting:
@@ -829,8 +829,9 @@ class Replica:
         if self.state != State.LEADER or m.src not in self.progress:
             return
         pr = self.progress[m.src]
-        # A node pair's messages keep their order: an append sent before this round's
-        # heartbeat and still unanswered was lost, or its answer was.
+        # Ends the wait for an append's answer: a node pair keeps its messages' order, so
+        # if the append left before this heartbeat, it or its answer was lost. If it left
+        # after, a second append may follow it: what every append cost before the wait.
         pr.awaiting = False
         self._heard(pr, m.round, now)
         if pr.match < self.log.last_index:
