@@ -397,20 +397,14 @@ def build_registry(
         await reconcile_table(body, spec, meta, status, _namespaced(namespace), name, patch)
 
     @kopf.timer(*tables, interval=config.resync_seconds, registry=registry)
+    @kopf.timer(
+        *tables,
+        id="table_progress",
+        interval=config.progress_seconds,
+        when=_table_in_progress,
+        registry=registry,
+    )
     async def table_resync(
-        body: kopf.Body,
-        spec: kopf.Spec,
-        meta: kopf.Meta,
-        status: kopf.Status,
-        namespace: str | None,
-        name: str,
-        patch: kopf.Patch,
-        **_: Any,
-    ) -> None:
-        await reconcile_table(body, spec, meta, status, _namespaced(namespace), name, patch)
-
-    @kopf.timer(*tables, interval=config.progress_seconds, when=_table_in_progress, registry=registry)
-    async def table_progress(
         body: kopf.Body,
         spec: kopf.Spec,
         meta: kopf.Meta,
@@ -572,20 +566,14 @@ def build_registry(
         await reconcile_partition(body, spec, meta, status, _namespaced(namespace), name, patch)
 
     @kopf.timer(*partitions, interval=config.resync_seconds, registry=registry)
+    @kopf.timer(
+        *partitions,
+        id="partition_progress",
+        interval=config.progress_seconds,
+        when=_partition_in_progress,
+        registry=registry,
+    )
     async def partition_resync(
-        body: kopf.Body,
-        spec: kopf.Spec,
-        meta: kopf.Meta,
-        status: kopf.Status,
-        namespace: str | None,
-        name: str,
-        patch: kopf.Patch,
-        **_: Any,
-    ) -> None:
-        await reconcile_partition(body, spec, meta, status, _namespaced(namespace), name, patch)
-
-    @kopf.timer(*partitions, interval=config.progress_seconds, when=_partition_in_progress, registry=registry)
-    async def partition_progress(
         body: kopf.Body,
         spec: kopf.Spec,
         meta: kopf.Meta,
