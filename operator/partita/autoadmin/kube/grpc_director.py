@@ -108,13 +108,20 @@ def summarize(reports: dict[str, pb.ReplicaReport | None], failed: set[str]) -> 
     named = Counter(r.leader for r in answered.values() if r.leader)
     leader = self_claimed[0] if self_claimed else (named.most_common(1)[0][0] if named else None)
     figures = answered.get(leader) if leader is not None else None
+    if figures is None:
+        return PartitionReport(replicas=replicas, leader=leader)
     return PartitionReport(
         replicas=replicas,
         leader=leader,
-        item_count=int(figures.item_count) if figures is not None else 0,
-        size_bytes=int(figures.size_bytes) if figures is not None else 0,
-        term=int(figures.term) if figures is not None else 0,
-        commit_index=int(figures.commit_index) if figures is not None else 0,
+        item_count=int(figures.item_count),
+        size_bytes=int(figures.size_bytes),
+        split_hash=int(figures.split_hash) if figures.HasField("split_hash") else None,
+        single_key=figures.single_key,
+        term=int(figures.term),
+        commit_index=int(figures.commit_index),
+        hot_seconds=float(figures.hot_seconds),
+        hot_split_hash=int(figures.hot_split_hash) if figures.HasField("hot_split_hash") else None,
+        hot_single_key=figures.hot_single_key,
     )
 
 
@@ -146,7 +153,11 @@ class GrpcReplicaDirector:
         if self.memberships is None:
             return None
         try:
-            return await asyncio.wait_for(self.memberships.get_membership(partition.name), self.timeout)
+            # In this task, not in one of wait_for's: a lookup cancelled as it failed
+            # (the operator stopping) would leave that task's error unretrieved, and
+            # kopf re-raises every failed task of the loop when it stops.
+            async with asyncio.timeout(self.timeout):
+                return await self.memberships.get_membership(partition.name)
         except Exception as exc:  # the control store unreachable: the spec stands
             log.info("published membership of %s unavailable: %s", partition.name, exc)
             return None
@@ -164,7 +175,8 @@ class GrpcReplicaDirector:
 
     async def forget_members(self, partition: PartitionRef) -> None:
         if self.memberships is not None:
-            await asyncio.wait_for(self.memberships.delete_membership(partition.name), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                await self.memberships.delete_membership(partition.name)
 
     def _stub(self, node: str) -> pb_grpc.StorageAdminStub | None:
         address = self.resolve(node)
