@@ -36,6 +36,7 @@ from partita.storage.assignments import (
 )
 from partita.storage.effects import Effect, Kind
 from partita.storage.group_log import group_of
+from partita.storage.table_stats import Figures
 
 if TYPE_CHECKING:
     from partita.storage.node import NodeState
@@ -283,8 +284,9 @@ class AdminHosting:
             return pb.ReplicaReport(partition=partition, state=UNKNOWN)
         table_id = assignment.table.table_id
         out = pb.ReplicaReport(partition=partition, table_id=table_id, state=HOSTED)
-        items, size = self.state.partition_figures.get((table_id, partition), (0, 0))
-        out.item_count, out.size_bytes = items, size
+        figures = self.state.partition_figures.get((table_id, partition))
+        if figures is not None:
+            _report_figures(out, figures)
         p = assignment.as_partition()
         group = self.state.replicated_group(table_id, p)
         leadership = self.state.replicas.leadership(group) if group and self.state.replicas else None
@@ -363,3 +365,15 @@ def add_to_server(server: grpc.aio.Server, hosting: AdminHosting | None) -> heal
 async def set_serving(checker: health.aio.HealthServicer, serving: bool) -> None:
     status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
     await checker.set("", status)
+
+
+def _report_figures(out: pb.ReplicaReport, figures: Figures) -> None:
+    """A count's figures into a report (the operator's split decisions read them)."""
+    out.item_count, out.size_bytes = figures.item_count, figures.size_bytes
+    if figures.split_hash is not None:
+        out.split_hash = figures.split_hash
+    out.single_key = figures.single_key
+    out.hot_seconds = figures.hot_seconds
+    if figures.hot_split_hash is not None:
+        out.hot_split_hash = figures.hot_split_hash
+    out.hot_single_key = figures.hot_single_key

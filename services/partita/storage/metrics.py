@@ -355,17 +355,17 @@ def watch_node(state: NodeState) -> None:
         count = sum(len(h.partitions) for h in state.hosted.values())
         return [((node, "leader"), float(leading)), ((node, "follower"), float(count - leading))]
 
-    def figures(index: int) -> list[tuple[Sequence[str], float]]:
+    def figures(size: bool) -> list[tuple[Sequence[str], float]]:
         names = {table_id: h.record.name for table_id, h in state.hosted.items()}
         return [
-            ((names[table_id], partition), float(f[index]))
+            ((names[table_id], partition), float(f.size_bytes if size else f.item_count))
             for (table_id, partition), f in state.partition_figures.items()
             if table_id in names
         ]
 
     HOSTED.read = hosted
-    PARTITION_ITEMS.read = lambda: figures(0)
-    PARTITION_BYTES.read = lambda: figures(1)
+    PARTITION_ITEMS.read = lambda: figures(size=False)
+    PARTITION_BYTES.read = lambda: figures(size=True)
     APPLIED_LSN.read = lambda: _one(state, float(engine.applied_lsn))
     WAL_RECORDS.read = lambda: _one(state, float(engine.wal_metrics.records))
     WAL_BYTES.read = lambda: _one(state, float(engine.wal_metrics.bytes_written))

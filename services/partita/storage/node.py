@@ -40,7 +40,7 @@ from partita.storage.repair import RepairConfig
 from partita.storage.repair_driver import RepairDriver
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.types import GroupId, Role
-from partita.storage.table_stats import StatsPublisher, leads, measure_partition, next_pass_delay
+from partita.storage.table_stats import Figures, StatsPublisher, leads, measure_partition, next_pass_delay
 from partita.storage.ttl_sweep import SweepPacer
 from partita.storage.ttl_sweeper import TtlSweeper
 
@@ -81,8 +81,9 @@ class NodeState:
     hosted: dict[int, HostedTable] = field(default_factory=dict)
     ready: set[tuple[int, str]] = field(default_factory=set)  # (table_id, partition_id) marked
     ids_with_data: set[int] = field(default_factory=set)
-    # (item count, bytes) of the partitions this node leads, at their last count.
-    partition_figures: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict)
+    # What the last count of each partition this node leads found (items, bytes, where a
+    # split would cut, its heat): for the metrics and the admin Report.
+    partition_figures: dict[tuple[int, str], Figures] = field(default_factory=dict)
     # How hot each partition this node serves runs (split for consumption), by
     # (table_id, partition_id); reported by its leader with the counts.
     heat: dict[tuple[int, str], PartitionHeat] = field(default_factory=dict)
@@ -476,7 +477,7 @@ async def count_items(state: NodeState, publisher: StatsPublisher) -> float:
             if hosted_now is not None and any(
                 p.partition_id == partition.partition_id for p in hosted_now.partitions
             ):
-                state.partition_figures[(table_id, partition.partition_id)] = figures[:2]
+                state.partition_figures[(table_id, partition.partition_id)] = figures
                 await publisher.publish(table_id, partition.partition_id, figures)
     for table_id in {t for t, _ in publisher.published} - set(state.hosted):
         publisher.forget(table_id)

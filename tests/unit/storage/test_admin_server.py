@@ -25,6 +25,7 @@ from partita.storage.group_log import group_of
 from partita.storage.node import NodeState, PeerDirectory
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.types import Role
+from partita.storage.table_stats import Figures
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -133,6 +134,24 @@ async def test_a_hosted_replica_is_served_reported_and_hosting_it_again_changes_
     assert hosted.owner_of(HALF - 1) is not None and hosted.owner_of(HALF) is None
     report = await node.stub.Report(pb.ReportRequest(), timeout=5)
     assert report.node_id == "n1" and [r.partition for r in report.replicas] == ["orders-0"]
+
+
+async def test_a_leaders_count_reaches_its_report_split_points_and_heat_included(node: Node) -> None:
+    """The operator decides splits for size and for consumption from these figures."""
+    await node.stub.HostReplica(host_request(), timeout=5)
+    node.state.partition_figures[(TABLE_ID, "orders-0")] = Figures(
+        12, 3400, split_hash=HALF // 2, hot_seconds=310.5, hot_split_hash=HALF // 3
+    )
+    (counted,) = (await node.stub.Report(pb.ReportRequest(), timeout=5)).replicas
+    assert (counted.item_count, counted.size_bytes, counted.split_hash) == (12, 3400, HALF // 2)
+    assert (counted.hot_seconds, counted.hot_split_hash) == (310.5, HALF // 3)
+    assert not counted.single_key and not counted.hot_single_key
+    node.state.partition_figures[(TABLE_ID, "orders-0")] = Figures(
+        5, 900, single_key=True, hot_single_key=True
+    )
+    (one_key,) = (await node.stub.Report(pb.ReportRequest(), timeout=5)).replicas
+    assert not one_key.HasField("split_hash") and not one_key.HasField("hot_split_hash")
+    assert one_key.single_key and one_key.hot_single_key and one_key.hot_seconds == 0.0
 
 
 async def test_assignments_survive_a_restart(tmp_path: Path) -> None:

@@ -86,6 +86,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="split a partition whose items pass this many bytes (%(default)s: DynamoDB's 10 GB)",
     )
     p.add_argument(
+        "--split-hot-seconds",
+        type=float,
+        default=OperatorConfig.split_hot_seconds,
+        help="split a partition that consumed at or near its allocation this long (%(default)s)",
+    )
+    p.add_argument(
         "--doorman-config-key",
         default=None,
         metavar="KEY",
@@ -142,6 +148,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         resync_seconds=args.resync_seconds,
         progress_seconds=args.progress_seconds,
         split_size_bytes=args.split_size_bytes,
+        split_hot_seconds=args.split_hot_seconds,
         doorman_config_key=args.doorman_config_key,
         doorman_templates=args.doorman_templates,
     )

@@ -51,6 +51,9 @@ class OperatorConfig:
     retry_seconds: float = 10.0  # while a deletion waits (protection on, replicas dropping)
     # A partition whose items pass this many bytes is split (DynamoDB's 10 GB).
     split_size_bytes: int = common_config.DEFAULT_SPLIT_SIZE_BYTES
+    # A partition that consumed at or near its allocation this long is split for
+    # consumption, at the median key hash of its load (300 s, the local cluster's).
+    split_hot_seconds: float = common_config.DEFAULT_SPLIT_HOT_SECONDS
     # The etcd key the Doorman servers read (`partita doorman --config-key`): every
     # Table's throughput is published there as Doorman resources; None: not published.
     doorman_config_key: str | None = None
@@ -214,6 +217,7 @@ def build_registry(
             on_demand_partitions=config.on_demand_partitions,
             placement=resources.zoned_placement(replication_factor),
             split_size_bytes=config.split_size_bytes,
+            split_hot_seconds=config.split_hot_seconds,
             # The storage pods run replication groups: a replicated partition is split at
             # a log index, as in the local cluster (docs/kubernetes.md, "Splits").
             split_replicated=config.fleet.replication,

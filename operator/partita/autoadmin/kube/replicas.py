@@ -51,6 +51,12 @@ class PartitionReport:
     # and whether one key hash holds every item; see storage/table_stats.py.
     split_hash: int | None = None
     single_key: bool = False
+    # Its heat, as the leader measures it on the data path (storage/heat.py): how long it
+    # has consumed near its allocation, where a split for consumption would cut, and
+    # whether one key carries the load. Split for consumption (autoadmin/splits.py).
+    hot_seconds: float = 0.0
+    hot_split_hash: int | None = None
+    hot_single_key: bool = False
     # The leader's term and commit index (0 while no group runs or none is elected).
     term: int = 0
     commit_index: int = 0

@@ -87,6 +87,7 @@ def partition_stats(objs: Iterable[Mapping[str, Any]]) -> dict[str, PartitionSta
         if "sizeBytes" not in status:
             continue
         split_hash = status.get("splitHash")
+        hot_split_hash = status.get("hotSplitHash")
         current = status.get("observedGeneration") == obj["metadata"].get("generation", 1)
         out[obj["metadata"]["name"]] = PartitionStats(
             int(status.get("itemCount", 0)),
@@ -95,6 +96,9 @@ def partition_stats(objs: Iterable[Mapping[str, Any]]) -> dict[str, PartitionSta
             int(split_hash, 16) if split_hash else None,
             bool(status.get("singleKey", False)),
             estimated=not current,
+            hot_seconds=float(status.get("hotSeconds", 0.0)),
+            hot_split_hash=int(hot_split_hash, 16) if hot_split_hash else None,
+            hot_single_key=bool(status.get("hotSingleKey", False)),
         )
     return out
 
@@ -107,6 +111,9 @@ def report_status(report: PartitionReport) -> dict[str, Any]:
         "sizeBytes": report.size_bytes,
         "splitHash": f"{report.split_hash:016x}" if report.split_hash is not None else None,
         "singleKey": report.single_key,
+        "hotSeconds": report.hot_seconds,
+        "hotSplitHash": f"{report.hot_split_hash:016x}" if report.hot_split_hash is not None else None,
+        "hotSingleKey": report.hot_single_key,
         # The replication group's, as its leader reports them (None: no group runs).
         "term": report.term or None,
         "commitIndex": report.commit_index or None,

@@ -154,6 +154,23 @@ def test_the_leaders_term_and_commit_index_are_the_partitions() -> None:
     assert (summary.leader, summary.term, summary.commit_index) == ("b", 3, 95)
 
 
+def test_the_leaders_split_points_and_heat_are_the_partitions() -> None:
+    follower = pb.ReplicaReport(state="Hosted", leader="b", hot_seconds=1.0, split_hash=7)
+    leader = pb.ReplicaReport(
+        state="Hosted",
+        leader="b",
+        split_hash=2**63,
+        hot_seconds=301.0,
+        hot_split_hash=2**62,
+        hot_single_key=True,
+    )
+    summary = summarize({"a": follower, "b": leader}, set())
+    assert (summary.split_hash, summary.single_key) == (2**63, False)
+    assert (summary.hot_seconds, summary.hot_split_hash, summary.hot_single_key) == (301.0, 2**62, True)
+    uncounted = summarize({"b": pb.ReplicaReport(state="Hosted", leader="b")}, set())
+    assert (uncounted.split_hash, uncounted.hot_split_hash, uncounted.hot_seconds) == (None, None, 0.0)
+
+
 def test_every_member_is_sent_the_same_membership_with_each_members_replication_address() -> None:
     """The operator fills each member's replication address from its pod DNS name; a
     node outside the fleet gets none (its registration, if any, says)."""

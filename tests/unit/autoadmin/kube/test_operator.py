@@ -561,6 +561,73 @@ async def test_a_partition_past_the_split_size_becomes_two_partitions_cut_at_its
     assert not any(reason == "PartitionKeptWhole" for reason, _ in reasons)
 
 
+class HotDirector(ServingDirector):
+    """Serving members whose leader reports each partition's heat (`heat`, by table
+    name: seconds hot, the load's median hash, one key carrying it); tests set it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heat: dict[str, tuple[float, int | None, bool]] = {}
+
+    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
+        report = await super().host(partition, members)
+        seconds, at, one_key = self.heat.get(partition.table, (0.0, None, False))
+        return dataclasses.replace(report, hot_seconds=seconds, hot_split_hash=at, hot_single_key=one_key)
+
+
+async def test_a_partition_hot_for_long_enough_is_marked_for_a_split_at_its_loads_median(
+    api: Any, kmock: Any
+) -> None:
+    # Split for consumption on Kubernetes: the leader measures the heat on the data path
+    # and reports it through HostReplica; past splitHotSeconds the operator marks the
+    # replicated partition for a split at the load's median (a log-index split follows,
+    # as in the test above). One key carrying the load keeps its partition whole.
+    director = HotDirector()
+    config = dataclasses.replace(_config(), split_hot_seconds=60.0)
+    async with operator(kmock, director, priority=10, config=config):
+        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 100}
+        for name in ("busy", "onekey"):
+            await api.post(
+                TABLES, json=table_manifest(name, billingMode="PROVISIONED", provisionedThroughput=throughput)
+            )
+            await _table_status(api, name, "ACTIVE")
+        ((busy,), (onekey,)) = [await partitions_of(api, t) for t in ("busy", "onekey")]
+        await asyncio.sleep(1.0)  # cool, or hot for less than 60 s: nothing is marked
+        assert not (await get(api, f"{PARTITIONS}/{busy['metadata']['name']}"))["spec"].get("splitAt")
+        director.heat["busy"] = (30.0, 2**62, False)
+        await asyncio.sleep(1.0)
+        assert not (await get(api, f"{PARTITIONS}/{busy['metadata']['name']}"))["spec"].get("splitAt")
+
+        director.heat["busy"] = (75.0, 2**62, False)
+        director.heat["onekey"] = (75.0, None, True)
+
+        async def marked() -> Any:
+            current = await get(api, f"{PARTITIONS}/{busy['metadata']['name']}")
+            return current if (current or {}).get("spec", {}).get("splitAt") else None
+
+        current = await eventually(marked, "the hot partition marked for a split")
+
+        async def kept_whole() -> Any:
+            return [
+                o.raw
+                for key, o in kmock.objects.items()
+                if key[0].plural == "events" and not o.deleted and o.raw.get("reason") == "PartitionKeptWhole"
+            ] or None
+
+        kept = await eventually(kept_whole, "the one-key partition kept whole")
+
+    assert current["spec"]["splitAt"] == f"{2**62:016x}"
+    assert not (await get(api, f"{PARTITIONS}/{onekey['metadata']['name']}"))["spec"].get("splitAt")
+    assert [onekey["metadata"]["name"] in e["message"] for e in kept] == [True]
+    reasons = {
+        (o.raw.get("reason"), o.raw.get("message"))
+        for key, o in kmock.objects.items()
+        if key[0].plural == "events" and not o.deleted
+    }
+    splitting = f"splitting {busy['metadata']['name']} at a log index (consumption hot)"
+    assert ("PartitionsSplitting", splitting) in reasons
+
+
 @pytest.mark.parametrize("resync_seconds", [0.3, 3600.0], ids=["with-resyncs", "progress-timers-alone"])
 async def test_a_replicated_partition_is_split_at_its_groups_log_index(
     api: Any, kmock: Any, resync_seconds: float

@@ -198,6 +198,19 @@ def test_partition_figures_become_the_cores_statistics_and_stale_ones_are_estima
     assert resources.partition_stats([_reported(1, 1)]) == {}  # never reported: no figures
 
 
+def test_a_partitions_heat_goes_to_status_and_back_to_the_cores_statistics() -> None:
+    """Split for consumption on Kubernetes: the leader's heat, through the Partition."""
+    report = PartitionReport({}, item_count=3, size_bytes=30, hot_seconds=301.5, hot_split_hash=0x8000)
+    fields = resources.report_status(report)
+    assert (fields["hotSeconds"], fields["hotSplitHash"], fields["hotSingleKey"]) == (
+        301.5,
+        "0000000000008000",
+        False,
+    )
+    (stats,) = resources.partition_stats([_reported(1, 1, **fields)]).values()
+    assert (stats.hot_seconds, stats.hot_split_hash, stats.hot_single_key) == (301.5, 0x8000, False)
+
+
 def test_a_replica_report_becomes_status_fields_that_clear_a_split_hash_no_longer_reported() -> None:
     report = PartitionReport({}, item_count=3, size_bytes=30, split_hash=0xAB)
     assert resources.report_status(report) == {
@@ -205,6 +218,9 @@ def test_a_replica_report_becomes_status_fields_that_clear_a_split_hash_no_longe
         "sizeBytes": 30,
         "splitHash": "00000000000000ab",
         "singleKey": False,
+        "hotSeconds": 0.0,
+        "hotSplitHash": None,
+        "hotSingleKey": False,
         "term": None,
         "commitIndex": None,
     }
