@@ -151,3 +151,65 @@ async def test_a_replicated_partition_splits_at_a_log_index_under_writes_and_los
             assert await store.list_memberships() == {}
         finally:
             await store.close()
+
+
+async def test_a_partition_written_past_its_allocation_is_split_for_consumption(
+    kmock: Any,
+    tmp_path: Path,
+    etcd: Etcd,  # noqa: F811
+) -> None:
+    """Split for consumption on Kubernetes: the group's leader measures the partition's
+    heat on the data path and reports it in its HostReplica answers; once it has run hot
+    for `split_hot_seconds` the operator marks it for a split at its load's median, and
+    the split runs at a log index as above. Nothing acknowledged is lost."""
+    fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"))
+    # A heat window is 10 s: the first hot one ends 10 s after the load starts.
+    config = OperatorConfig(
+        fleet=fleet, resync_seconds=1.0, retry_seconds=0.5, progress_seconds=1.0, split_hot_seconds=5.0
+    )
+    root = tmp_path / "storage"
+    nodes = [
+        StorageNode(f"pt-storage-{zone}-0", zone, root / f"node-{zone}", etcd.port, replication=True)
+        for zone in ("a", "b", "c")
+    ]
+    async with operated_cluster(kmock, tmp_path, etcd.port, nodes, config) as cluster:
+        api = cluster.api
+        # 5 WCU: a write or two every second is the partition's whole allocation.
+        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 5}
+        manifest = table_manifest(
+            "music", billingMode="PROVISIONED", provisionedThroughput=throughput, replicationFactor=3
+        )
+        await api.post(TABLES, json=manifest)
+        parent = await one_serving_partition(api, "music", nodes)
+        name = parent["metadata"]["name"]
+        writes = AckedWrites(cluster.dynamo(), "Music")
+
+        started = time.monotonic()
+        written = 0
+        children: list[dict[str, Any]] = []
+        while len(children) != 2:
+            assert time.monotonic() - started < SPLIT_TIMEOUT, await partitions_of(api, "music")
+            for _ in range(10):
+                await writes.put(f"hot-{written}", str(written), "PutItem far past the allocation")
+                written += 1
+            parts = await partitions_of(api, "music")
+            children = [p for p in parts if p["spec"].get("parent") == name]
+        print(
+            f"{name} split for consumption {time.monotonic() - started:.1f}s into the load; {written} writes"
+        )
+
+        reasons = {
+            (o.raw.get("reason"), o.raw.get("message"))
+            for key, o in kmock.objects.items()
+            if key[0].plural == "events" and not o.deleted
+        }
+        assert ("PartitionsSplitting", f"splitting {name} at a log index (consumption hot)") in reasons
+        # The cut is the load's median, not the middle of the range: keys are random
+        # hashes, so it lies near the middle but (almost surely) not on it.
+        cut = int(
+            sorted(children, key=lambda p: p["spec"]["hashRange"]["start"])[1]["spec"]["hashRange"]["start"],
+            16,
+        )
+        assert 0 < cut < 2**64 and cut != 2**63
+        await writes.read_back()
+        await delete_table(api, "music", nodes)
