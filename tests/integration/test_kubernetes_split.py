@@ -50,6 +50,36 @@ pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.
 # a repair pass on the leader (the SPLIT entry), the operator's passes, the children's
 # groups electing; generous for a shared two-core machine.
 SPLIT_TIMEOUT = 90.0
+FLEET = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"))
+
+
+def _three_nodes(tmp_path: Path, etcd_port: int) -> list[StorageNode]:
+    """One replicating storage process per zone."""
+    root = tmp_path / "storage"
+    return [
+        StorageNode(f"pt-storage-{zone}-0", zone, root / f"node-{zone}", etcd_port, replication=True)
+        for zone in ("a", "b", "c")
+    ]
+
+
+async def _one_partition_table(api: Any, wcu: int, nodes: list[StorageNode]) -> dict[str, Any]:
+    """The Table `music` (DynamoDB's `Music`), provisioned 1 RCU and `wcu` WCU: one
+    three-member partition, once it serves."""
+    throughput = {"readCapacityUnits": 1, "writeCapacityUnits": wcu}
+    manifest = table_manifest(
+        "music", billingMode="PROVISIONED", provisionedThroughput=throughput, replicationFactor=3
+    )
+    await api.post(TABLES, json=manifest)
+    parent: dict[str, Any] = await one_serving_partition(api, "music", nodes)
+    return parent
+
+
+def _event_reasons(kmock: Any) -> set[tuple[str, str]]:
+    return {
+        (o.raw.get("reason"), o.raw.get("message"))
+        for key, o in kmock.objects.items()
+        if key[0].plural == "events" and not o.deleted
+    }
 
 
 async def test_a_replicated_partition_splits_at_a_log_index_under_writes_and_loses_nothing(
@@ -57,25 +87,14 @@ async def test_a_replicated_partition_splits_at_a_log_index_under_writes_and_los
     tmp_path: Path,
     etcd: Etcd,  # noqa: F811
 ) -> None:
-    fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"))
     # The chart's resync period: the steps that wait for the pods (the published split
     # index, the children hosted) are followed by the progress timers, not by resyncs.
-    config = OperatorConfig(fleet=fleet, resync_seconds=30.0, retry_seconds=0.5, progress_seconds=1.0)
-    root = tmp_path / "storage"
-    nodes = [
-        StorageNode(f"pt-storage-{zone}-0", zone, root / f"node-{zone}", etcd.port, replication=True)
-        for zone in ("a", "b", "c")
-    ]
+    config = OperatorConfig(fleet=FLEET, resync_seconds=30.0, retry_seconds=0.5, progress_seconds=1.0)
+    nodes = _three_nodes(tmp_path, etcd.port)
     async with operated_cluster(kmock, tmp_path, etcd.port, nodes, config) as cluster:
         api = cluster.api
-        # 1 RCU + 999 WCU: one partition (DynamoDB's 3,000 RCU / 1,000 WCU each).
-        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 999}
-        manifest = table_manifest(
-            "music", billingMode="PROVISIONED", provisionedThroughput=throughput, replicationFactor=3
-        )
-        await api.post(TABLES, json=manifest)
-
-        parent = await one_serving_partition(api, "music", nodes)
+        # 999 WCU: one partition (DynamoDB's 3,000 RCU / 1,000 WCU each).
+        parent = await _one_partition_table(api, 999, nodes)
         name = parent["metadata"]["name"]
         members = sorted(m["node"] for m in parent["spec"]["members"])
         assert members == sorted(cluster.nodes)
@@ -162,25 +181,15 @@ async def test_a_partition_written_past_its_allocation_is_split_for_consumption(
     heat on the data path and reports it in its HostReplica answers; once it has run hot
     for `split_hot_seconds` the operator marks it for a split at its load's median, and
     the split runs at a log index as above. Nothing acknowledged is lost."""
-    fleet = Fleet(release="pt", namespace=NS, image="partita:test", zones=("a", "b", "c"))
     # A heat window is 10 s: the first hot one ends 10 s after the load starts.
     config = OperatorConfig(
-        fleet=fleet, resync_seconds=1.0, retry_seconds=0.5, progress_seconds=1.0, split_hot_seconds=5.0
+        fleet=FLEET, resync_seconds=1.0, retry_seconds=0.5, progress_seconds=1.0, split_hot_seconds=5.0
     )
-    root = tmp_path / "storage"
-    nodes = [
-        StorageNode(f"pt-storage-{zone}-0", zone, root / f"node-{zone}", etcd.port, replication=True)
-        for zone in ("a", "b", "c")
-    ]
+    nodes = _three_nodes(tmp_path, etcd.port)
     async with operated_cluster(kmock, tmp_path, etcd.port, nodes, config) as cluster:
         api = cluster.api
         # 5 WCU: a write or two every second is the partition's whole allocation.
-        throughput = {"readCapacityUnits": 1, "writeCapacityUnits": 5}
-        manifest = table_manifest(
-            "music", billingMode="PROVISIONED", provisionedThroughput=throughput, replicationFactor=3
-        )
-        await api.post(TABLES, json=manifest)
-        parent = await one_serving_partition(api, "music", nodes)
+        parent = await _one_partition_table(api, 5, nodes)
         name = parent["metadata"]["name"]
         writes = AckedWrites(cluster.dynamo(), "Music")
 
@@ -198,12 +207,8 @@ async def test_a_partition_written_past_its_allocation_is_split_for_consumption(
             f"{name} split for consumption {time.monotonic() - started:.1f}s into the load; {written} writes"
         )
 
-        reasons = {
-            (o.raw.get("reason"), o.raw.get("message"))
-            for key, o in kmock.objects.items()
-            if key[0].plural == "events" and not o.deleted
-        }
-        assert ("PartitionsSplitting", f"splitting {name} at a log index (consumption hot)") in reasons
+        splitting = ("PartitionsSplitting", f"splitting {name} at a log index (consumption hot)")
+        assert splitting in _event_reasons(kmock)
         # The cut is the load's median, not the middle of the range: keys are random
         # hashes, so it lies near the middle but (almost surely) not on it.
         cut = int(
