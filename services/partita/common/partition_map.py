@@ -42,6 +42,9 @@ class Partition:
     split_index: int = 0
     parent: str = ""
     parent_index: int = 0
+    # Full members the group keeps (its leader's repair adds or removes members toward
+    # it); 0: the storage node's default. Set per Table on Kubernetes (`replicationFactor`).
+    replication_factor: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.start < self.end <= HASH_SPACE:

@@ -103,6 +103,7 @@ def assignment_of(request: pb.HostReplicaRequest) -> Assignment:
         split_at=request.split_at,
         parent=request.parent,
         parent_index=request.parent_index,
+        replication_factor=request.replication_factor,
     )
 
 
@@ -136,6 +137,7 @@ def request_of(assignment: Assignment, zones: Mapping[str, str]) -> pb.HostRepli
             )
             for m in assignment.members
         ],
+        replication_factor=assignment.replication_factor,
         split_at=assignment.split_at,
         parent=assignment.parent,
         parent_index=assignment.parent_index,

@@ -62,6 +62,10 @@ class Assignment:
     # A split child: its parent partition and the index of the parent's SPLIT entry.
     parent: str = ""
     parent_index: int = 0
+    # Full members the group keeps, the Table's `replicationFactor` (0: the node's
+    # default). A setting of the operator's, as the table's are: `with_members_of`
+    # keeps this assignment's.
+    replication_factor: int = 0
 
     def role_of(self, node: str) -> str:
         return dict(self.roles).get(node, FULL)
@@ -92,6 +96,7 @@ class Assignment:
             split_at=self.split_at,
             parent=self.parent,
             parent_index=self.parent_index,
+            replication_factor=self.replication_factor,
         )
 
 
@@ -223,6 +228,7 @@ def _to_json(a: Assignment) -> dict[str, Any]:
         "split_at": f"{a.split_at:x}",
         "parent": a.parent,
         "parent_index": a.parent_index,
+        "replication_factor": a.replication_factor,
         "table": {
             "table_id": t.table_id,
             "name": t.name,
@@ -266,4 +272,6 @@ def _from_json(e: Mapping[str, Any]) -> Assignment:
         split_at=int(e.get("split_at", "0"), 16),
         parent=str(e.get("parent", "")),
         parent_index=int(e.get("parent_index", 0)),
+        # Absent from files written before a Table's replication factor could change.
+        replication_factor=int(e.get("replication_factor", 0)),
     )

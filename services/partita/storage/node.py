@@ -109,9 +109,9 @@ class NodeState:
         return hosted.owner_of(request.key_hash) if hosted is not None else None
 
     def replicated_group(self, table_id: int, partition: Partition) -> GroupId | None:
-        """The partition's replication group if it has several replicas (and so goes
-        through consensus); None for a single-replica partition."""
-        if self.replicas is None or len(partition.replicas) < 2:
+        """The partition's replication group when this node runs one for it (its
+        writes then go through consensus); None for a single replica."""
+        if self.replicas is None or (len(partition.replicas) < 2 and not partition.replication_factor):
             return None
         group = group_of(table_id, partition.partition_id)
         return group if self.replicas.hosts(group) else None
@@ -119,7 +119,7 @@ class NodeState:
     def awaits_group(self, partition: Partition) -> bool:
         """A replicated partition whose group this node does not run (yet): a split
         child waiting for its parent's SPLIT entry to be applied here."""
-        return self.replicas is not None and len(partition.replicas) > 1
+        return self.replicas is not None and (len(partition.replicas) > 1 or partition.replication_factor > 1)
 
     def leads(self, table_id: int, partition: Partition) -> bool:
         """Whether this node does the partition's leader-only work (TTL, counting): the
@@ -299,6 +299,21 @@ async def hand_off_leadership(replicas: ReplicaHost) -> None:
         )
 
 
+def runs_as_group(partition: Partition, ran_here: bool) -> bool:
+    """Whether a partition runs as a replication group: when it has several members;
+    when its replication factor asks for several (a single replica being grown, whose
+    data becomes the group's starting point: new members are sent a snapshot of it); or
+    when its group ran on this node before (`ran_here`: lowered to one member, it stays
+    a group of one, so a later raise catches the new members up from its log and
+    snapshots, never missing a write made meanwhile)."""
+    return len(members_of(partition)) > 1 or partition.replication_factor > 1 or ran_here
+
+
+def members_of(partition: Partition) -> tuple[str, ...]:
+    """Every member of a partition's group: serving, being built, log-only."""
+    return (*partition.replicas, *partition.joining, *partition.log_replicas)
+
+
 def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None = None) -> None:
     """Host a replica of every partition placed on several nodes that has this node
     among its members (serving, being built, or log-only); stop hosting the groups of
@@ -312,11 +327,10 @@ def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None =
         if record.status == "DELETING":
             continue
         for p in record.partitions:
-            members = (*p.replicas, *p.joining, *p.log_replicas)
             group = group_of(record.table_id, p.partition_id)
-            if len(members) > 1:
+            if runs_as_group(p, state.engine.hard_state(group) is not None):
                 placed[group] = (record.table_id, p)
-                if state.node_id in members:
+                if state.node_id in members_of(p):
                     wanted[group] = (record.table_id, p)
     # A member's split child waiting for its parent is not wanted yet, but not removed.
     members_here = set(wanted)
@@ -344,7 +358,11 @@ def sync_groups(state: NodeState, tables: list[TableRecord], now: float | None =
             [*p.replicas, *p.joining],
             p.log_replicas,
             newcomer=newcomer,
-            inherited=bool(p.parent_index),
+            # A single replica that starts a group (its replication factor raised) starts
+            # it from the data it holds, as a split child does from its parent's: even
+            # with no write of its own yet (a half cut in place from a single-replica
+            # parent holds the parent's items at position 0).
+            inherited=bool(p.parent_index) or len(members_of(p)) == 1,
         )
     state.groups = wanted
     state.retiring = {parent for parent in waiting.values() if parent is not None}

@@ -11,7 +11,14 @@ The paper's flow, one member change at a time:
    can host a full replica: add a full member there; it is built by log catch-up (or a
    snapshot) and counts as serving once it is within `catch_up_slack` of the commit;
 3. once `full_replicas` full members serve again: remove the dead members, then the
-   log-only ones.
+   log-only ones, then full members beyond `full_replicas` (the replication factor was
+   lowered: one being built first, then one sharing its zone, never the leader). Only
+   in a group awake for longer than it takes to judge a member down: a member that died
+   meanwhile is then removed as a dead one first, never left behind in a smaller group
+   whose quorum needs it (3 -> 2 members: both must answer).
+`full_replicas` is the partition's own replication factor when it has one (a Table's
+`replicationFactor` on Kubernetes, which can change), so raising it adds full members
+by step 2 and lowering it removes them by step 3.
 A dead full member that comes back before step 2 simply catches up, and step 3 removes
 the log member. A member is never added back to a group it left (a replica id is one
 incarnation, docs/replication.md), which is why candidates exclude every member.
@@ -26,6 +33,10 @@ from dataclasses import dataclass, replace
 from partita.common import config
 from partita.common.partition_map import Partition
 from partita.storage.replication.types import Members, NodeId, Role
+
+# A group sheds a surplus member only once awake this many `down_after`s: long enough
+# for a member that stopped answering to be judged down (and removed first).
+SHRINK_AWAKE_FACTOR = 1.5
 
 
 class ChangeKind(enum.Enum):
@@ -75,6 +86,9 @@ class GroupView:
     down: frozenset[NodeId]  # members judged unreachable (see `down_members`)
     candidates: Sequence[tuple[NodeId, str]]  # live nodes (id, zone) that could host a member
     zones: Mapping[NodeId, str]  # zone of every known node
+    # Seconds the group has been awake (exchanging heartbeats, so silence means
+    # something) as of this view; 0 while quiesced.
+    awake_for: float = float("inf")
 
 
 def down_members(
@@ -134,7 +148,9 @@ def next_change(view: GroupView, config: RepairConfig) -> MembershipChange | Non
                 return MembershipChange(ChangeKind.REMOVE, node)
         if logs:
             return MembershipChange(ChangeKind.REMOVE, logs[0])
-        return None
+        if not surplus_members(view, config) or view.awake_for < config.down_after * SHRINK_AWAKE_FACTOR:
+            return None
+        return MembershipChange(ChangeKind.REMOVE, _surplus_member(view, ok))
     # A dead log member holds no data: drop it, another can be added.
     dead_logs = [n for n in logs if n in view.down]
     if dead_logs:
@@ -150,6 +166,34 @@ def next_change(view: GroupView, config: RepairConfig) -> MembershipChange | Non
     if logs or len(full) - len([n for n in full if n in view.down]) < config.full_replicas:
         return MembershipChange(ChangeKind.ADD, candidate, Role.FULL)
     return None
+
+
+def surplus_members(view: GroupView, config: RepairConfig) -> bool:
+    """Whether the group has more full members than it keeps (its replication factor
+    was lowered)."""
+    return sum(1 for role in view.members.values() if role == Role.FULL) > config.full_replicas
+
+
+def _surplus_member(view: GroupView, ok: list[NodeId]) -> NodeId:
+    """The full member to remove when there are too many: one still being built first
+    (it serves nobody yet), then one whose zone another serving member shares (zones
+    fail together), then by id; never the leader (a group with too many full members
+    has one besides it)."""
+    zones = [view.zones.get(n) for n in ok]
+    removable = [
+        (n in ok, zones.count(view.zones.get(n)) < 2, n)
+        for n, role in view.members.items()
+        if role == Role.FULL and n != view.leader
+    ]
+    return min(removable)[2]
+
+
+def replication_config(config: RepairConfig, partition: Partition) -> RepairConfig:
+    """The repair settings of one group: its partition's replication factor, when it
+    has one, is the number of full members to keep."""
+    if partition.replication_factor and partition.replication_factor != config.full_replicas:
+        return replace(config, full_replicas=partition.replication_factor)
+    return config
 
 
 def _best_candidate(view: GroupView, ok: list[NodeId]) -> NodeId | None:

@@ -31,7 +31,9 @@ from partita.storage.repair import (
     down_members,
     next_change,
     partition_record,
+    replication_config,
     serving,
+    surplus_members,
 )
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.core import MembershipChangeRefused, NotLeader
@@ -70,6 +72,8 @@ class RepairDriver:
         self._started = clock()
         # Members judged down, by group, with when.
         self._down: dict[GroupId, dict[NodeId, float]] = {}
+        # When each group this node leads was first seen awake, since it last quiesced.
+        self._awake_since: dict[GroupId, float] = {}
         self._written: dict[GroupId, Partition] = {}
         # Membership changes proposed, by (kind, role): the metrics read them.
         self.changes: dict[tuple[str, str], int] = {}
@@ -108,6 +112,8 @@ class RepairDriver:
             del self._quiet[group]
         for group in self._down.keys() - groups.keys():
             del self._down[group]
+        for group in self._awake_since.keys() - groups.keys():
+            del self._awake_since[group]
         zones_now = dict(zones)
         for group, (table_id, partition) in list(groups.items()):
             if not self.replicas.is_leader(group):
@@ -166,6 +172,11 @@ class RepairDriver:
         for peer in down:
             judged.setdefault(peer, now)
         down = frozenset(judged)
+        if replica.quiesced:
+            self._awake_since.pop(group, None)
+            awake_for = 0.0
+        else:
+            awake_for = now - self._awake_since.setdefault(group, now)
         return GroupView(
             leader=node,
             members=members,
@@ -174,6 +185,7 @@ class RepairDriver:
             down=down,
             candidates=sorted((n, z) for n, z in zones.items() if n in registered and n not in members),
             zones=zones,
+            awake_for=awake_for,
         )
 
     async def _repair(
@@ -186,7 +198,8 @@ class RepairDriver:
     ) -> bool:
         """Whether it wrote the partition object or proposed a change."""
         view = self.view(group, zones, registered)
-        ok = serving(view, self.config)
+        config = replication_config(self.config, partition)
+        ok = serving(view, config)
         settled = self.replicas.membership_settled(group)
         # Until the newest change commits, a member it removes stays in the object (an
         # added one is in it already, written before the proposal).
@@ -197,8 +210,10 @@ class RepairDriver:
             await self._write(table_id, group, record)
         if not settled:
             return wrote  # one change at a time: the previous one is not committed yet
-        change = next_change(view, self.config)
+        change = next_change(view, config)
         if change is None:
+            if surplus_members(view, config):
+                self._keep_awake(group)
             return wrote
         if change.kind == ChangeKind.ADD:
             grown = partition_record(record, change.applied_to(view.members), ok, view.leader)
@@ -206,6 +221,15 @@ class RepairDriver:
             self._added_at[(group, change.node)] = self._clock()
         self._propose(group, view, change)
         return True
+
+    def _keep_awake(self, group: GroupId) -> None:
+        """A group due to shed a member is kept awake (a strongly consistent read is
+        client work), so its members' silence shows who is down before one is removed."""
+        try:
+            gate = self.replicas.read_gate(group)
+        except Exception:  # the group is gone: nothing to keep awake
+            return
+        gate.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     async def _write(self, table_id: int, group: GroupId, record: Partition) -> None:
         if self._written.get(group) == record:

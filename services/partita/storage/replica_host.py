@@ -307,8 +307,16 @@ class ReplicaHost:
     def _persisted(self, group: GroupId, members: Members) -> PersistedState:
         hard_state = self.engine.hard_state(group)
         if hard_state is None:
+            # The group's first start here. Data the replica already holds is its log's
+            # base, so a member whose log starts below it is sent a snapshot, never only
+            # the entries after it: a split child's (its parent's data, which index 1 term
+            # 1 stands for), or a single replica's own writes, made outside consensus
+            # (local entries, term 1) before its replication factor was raised. Its
+            # entries continue from there: none of them is taken for one already applied.
             index, term = self.engine.applied_position(group)
-            return inherited_state(members) if (index, term) == (1, 1) else bootstrap_state(members)
+            if index == 0:
+                return bootstrap_state(members)
+            return PersistedState(HardState(), snapshot_meta(index, term, members), [])
         index, term = self.engine.applied_position(group)
         entries = self.engine.read_entries(group, index + 1, self.engine.last_index(group))
         tail = self.engine.take_applied_tail(group)

@@ -327,6 +327,58 @@ async def test_a_published_membership_is_followed_a_newcomer_first_then_a_remova
         assert not n.state.replicas.hosts(group)
 
 
+async def test_the_tables_replication_factor_reaches_the_groups_leader_follows_changes_and_survives_a_restart(
+    tmp_path: Path,
+) -> None:
+    """The Table's replicationFactor, sent in every HostReplica, is what the group's
+    leader keeps (repair): a later HostReplica that changes it alone changes the
+    group's partition; a leader's published membership keeps the operator's; and it is
+    on disk for a restarted pod."""
+    group = group_of(TABLE_ID, "orders-0")
+    async with running_node(tmp_path, replication=True) as n:
+        await n.stub.HostReplica(host_request(), timeout=5)
+        assert n.state.groups[group][1].replication_factor == 3
+        lowered = host_request()
+        lowered.replication_factor = 1
+        await n.stub.HostReplica(lowered, timeout=5)
+        assert n.state.groups[group][1].replication_factor == 1
+        await n.hosting.apply_published(
+            {"orders-0": published(host_request(), ("n1", "full"), ("n2", "full"))}
+        )
+        p = n.state.groups[group][1]
+        assert (p.replicas, p.replication_factor) == (("n1", "n2"), 1)
+    async with running_node(tmp_path, replication=True) as restarted:
+        assert restarted.state.groups[group][1].replication_factor == 1
+
+
+async def test_a_single_replica_whose_replication_factor_is_raised_starts_a_group_from_its_data(
+    tmp_path: Path,
+) -> None:
+    """A Table created with replicationFactor 1 has single replicas outside consensus;
+    raised, the replica starts a group from the data it holds: its log's base is its
+    last write's position (so members added later are sent a snapshot, never only the
+    entries written since, and the group's first entries are not taken for writes
+    already applied), and its writes go through the group."""
+    group = group_of(TABLE_ID, "orders-0")
+    alone = host_request()
+    del alone.members[1:]
+    alone.replication_factor = 1
+    async with running_node(tmp_path, replication=True) as n:
+        assert n.state.replicas is not None
+        await n.stub.HostReplica(alone, timeout=5)
+        (p,) = n.state.hosted[TABLE_ID].partitions
+        assert not n.state.replicas.hosts(group) and n.state.replicated_group(TABLE_ID, p) is None
+        keys_written = [await put(n.state.engine, h, partition="orders-0") for h in (5, 6, 7)]
+        assert n.state.engine.applied_index(group) == 3
+        alone.replication_factor = 3
+        await n.stub.HostReplica(alone, timeout=5)
+        (p,) = n.state.hosted[TABLE_ID].partitions
+        assert n.state.replicas.hosts(group) and n.state.replicated_group(TABLE_ID, p) == group
+        replica = n.state.replicas.multi.replicas[group]
+        assert (replica.log.base.index, replica.log.base.term) == (3, 1)
+        assert all(n.state.engine.get(k) == b"v" for k in keys_written)
+
+
 async def test_a_member_removed_while_the_node_was_down_is_erased_before_it_serves(tmp_path: Path) -> None:
     async with running_node(tmp_path, replication=True) as n:
         await n.stub.HostReplica(host_request(), timeout=5)

@@ -11,7 +11,7 @@ from partita.storage.data_server import DataPlane
 from partita.storage.group_log import group_of
 from partita.storage.hosting import desired_hosting
 from partita.storage.node import RETIRING_PATIENCE_SECONDS, NodeState, erase_removed, sync_groups
-from partita.storage.replication.types import Role
+from partita.storage.replication.types import HardState, Role
 from tests.unit import records
 
 END = 2**64
@@ -63,6 +63,40 @@ async def test_a_node_removed_from_a_group_that_goes_on_stops_hosting_it_and_era
 
 PARENT = Partition("p0", 0, END // 2, ("a", "b", "d"), "a")
 CHILD_GROUP = group_of(1, "p0-0")
+
+
+async def test_a_group_lowered_to_one_member_stays_a_group_of_one_and_the_removed_member_erases(
+    node_d: NodeState,
+) -> None:
+    """A replication factor lowered to 1 leaves the leader alone in its group: it goes on
+    as a group of one (its writes stay in the group's log, so a later raise catches new
+    members up from it), and a member the group removed still erases its replica."""
+    assert node_d.replicas is not None
+    sync_groups(node_d, table(Partition("p0", 0, END // 2, ("d", "a"), "d", replication_factor=2)))
+    await node_d.engine.append_entries(GROUP, [], HardState(2, "d", 0))
+    alone = Partition("p0", 0, END // 2, ("d",), "d", replication_factor=1)
+    sync_groups(node_d, table(alone))
+    assert node_d.replicas.hosts(GROUP) and node_d.groups == {GROUP: (1, alone)}
+    assert node_d.replicated_group(1, alone) == GROUP
+    # The same object seen from a node the group removed: it erases its replica.
+    sync_groups(node_d, table(Partition("p0", 0, END // 2, ("a",), "a", replication_factor=1)))
+    assert not node_d.replicas.hosts(GROUP)
+    await erase_removed(node_d)
+    assert GROUP not in node_d.engine.groups()
+
+
+async def test_a_single_replica_raised_to_a_group_makes_the_data_it_holds_its_logs_base(
+    node_d: NodeState,
+) -> None:
+    """Raised from one replica, a partition's group starts from what the replica holds:
+    with no position of its own (a half cut in place from a single-replica parent holds
+    its items at position 0) index 1 stands for that data, so new members get a snapshot."""
+    assert node_d.replicas is not None
+    raised = Partition("p0", 0, END // 2, ("d",), "d", replication_factor=3)
+    sync_groups(node_d, table(raised))
+    replica = node_d.replicas.multi.replicas[GROUP]
+    assert (replica.log.base.index, replica.log.base.term) == (1, 1)
+    assert node_d.replicated_group(1, raised) == GROUP
 
 
 def children(index: int) -> list[TableRecord]:

@@ -3,6 +3,8 @@ group's leader makes, from what it knows."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from partita.common.partition_map import Partition
@@ -14,6 +16,7 @@ from partita.storage.repair import (
     down_members,
     next_change,
     partition_record,
+    replication_config,
     serving,
 )
 from partita.storage.replication.types import Role
@@ -133,6 +136,108 @@ def test_the_whole_repair_flow_ends_with_three_serving_full_members_one_change_a
         members = change.applied_to(members)
     assert steps == [("add", "d", "LOG"), ("add", "e", "FULL"), ("remove", "c"), ("remove", "d")]
     assert members == {"a": F, "b": F, "e": F}
+
+
+ONE = RepairConfig(down_after=3.0, full_replicas=1, catch_up_slack=10)
+TWO = RepairConfig(down_after=3.0, full_replicas=2, catch_up_slack=10)
+
+
+@pytest.mark.parametrize(
+    ("case", "group", "config", "expected"),
+    [
+        (
+            "replication factor 1: a lone member is a whole group, nothing is added",
+            view({"a": F}, candidates=["b", "c"]),
+            ONE,
+            None,
+        ),
+        (
+            "replication factor 2: two serving members and a free node, nothing is added",
+            view({"a": F, "b": F}, candidates=["c"]),
+            TWO,
+            None,
+        ),
+        (
+            "replication factor 1 with a dead follower: the dead member is removed, no log member",
+            view({"a": F, "b": F}, {"b"}, ["c"]),
+            ONE,
+            MembershipChange(REMOVE, "b"),
+        ),
+        (
+            "lowered to 1: a follower is removed, never the leader",
+            view({"a": F, "b": F, "c": F}),
+            ONE,
+            MembershipChange(REMOVE, "b"),
+        ),
+        (
+            "lowered: a member still being built goes first",
+            view({"a": F, "b": F, "c": F}, match={"b": 100, "c": 20}),
+            TWO,
+            MembershipChange(REMOVE, "c"),
+        ),
+        (
+            "lowered: a member sharing its zone with another goes before one alone in its zone",
+            view({"a": F, "a2": F, "b": F}),
+            TWO,
+            MembershipChange(REMOVE, "a2"),
+        ),
+        (
+            "lowered while a member is down: the dead member goes first",
+            view({"a": F, "b": F, "c": F}, {"c"}),
+            ONE,
+            MembershipChange(REMOVE, "c"),
+        ),
+        (
+            "lowered, but the group has not been awake long enough to judge its members: wait",
+            dataclasses.replace(view({"a": F, "b": F, "c": F}), awake_for=2.0),
+            ONE,
+            None,
+        ),
+        (
+            "raised from 1: a full member on a free node, a new zone first",
+            view({"a": F}, candidates=["a2", "b"]),
+            CONFIG,
+            MembershipChange(ADD, "b", F),
+        ),
+    ],
+)
+def test_next_change_keeps_the_replication_factor(
+    case: str, group: GroupView, config: RepairConfig, expected: MembershipChange | None
+) -> None:
+    assert next_change(group, config) == expected, case
+
+
+def test_raising_the_replication_factor_from_one_to_three_adds_a_member_at_a_time() -> None:
+    members = {"a": F}
+    steps = []
+    for _ in range(10):  # bounded: two additions
+        live = [n for n in ("b", "c", "d") if n not in members]
+        change = next_change(view(members, candidates=live), CONFIG)
+        if change is None:
+            break
+        steps.append((change.kind.value, change.node, change.role.name))
+        members = change.applied_to(members)
+    assert steps == [("add", "b", "FULL"), ("add", "c", "FULL")]
+
+
+def test_lowering_the_replication_factor_from_three_to_one_keeps_the_leader_alone() -> None:
+    members = {"a": F, "b": F, "c": F}
+    for _ in range(10):  # bounded: two removals
+        change = next_change(view(members, candidates=["d"]), ONE)
+        if change is None:
+            break
+        assert change.kind == REMOVE and change.node != "a"
+        members = change.applied_to(members)
+    assert members == {"a": F}
+
+
+def test_a_partitions_own_replication_factor_sets_the_members_to_keep() -> None:
+    assert replication_config(CONFIG, Partition("p", 0, 2**64, ("a",), "a")) is CONFIG  # 0: default
+    assert (
+        replication_config(CONFIG, Partition("p", 0, 2**64, ("a",), "a", replication_factor=1)).full_replicas
+        == 1
+    )
+    assert replication_config(CONFIG, Partition("p", 0, 2**64, ("a",), "a", replication_factor=3)) is CONFIG
 
 
 @pytest.mark.parametrize(
