@@ -38,6 +38,7 @@ def partition(table: Mapping[str, Any], plan: PartitionPlan) -> dict[str, Any]:
         "table": meta["name"],
         "hashRange": {"start": f"{plan.start:016x}", "last": f"{plan.last:016x}"},
         "members": member_specs(plan.members),
+        "replicationFactor": int(table["spec"].get("replicationFactor", 3)),
     }
     if plan.parent:
         spec |= {"parent": plan.parent, "parentIndex": plan.parent_index}

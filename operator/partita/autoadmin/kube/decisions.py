@@ -190,6 +190,15 @@ class TableObservation:
     item_count: int = 0
     size_bytes: int = 0
     problem: tuple[str, str] | None = None  # (reason, message) of a configuration problem
+    # Partitions whose members are not yet `replication_factor` full replicas and nothing
+    # else (a replicationFactor changed, or a repair under way).
+    members_changing: int = 0
+    replication_factor: int = 3
+
+
+def at_replication_factor(members: Sequence[Member], replication_factor: int) -> bool:
+    """Whether a Partition's members are exactly `replication_factor` full replicas."""
+    return len(members) == replication_factor and all(m.role == "full" for m in members)
 
 
 def table_conditions(obs: TableObservation, status: TableStatus) -> list[Condition]:
@@ -207,6 +216,22 @@ def table_conditions(obs: TableObservation, status: TableStatus) -> list[Conditi
         "UPDATING": "SplittingPartitions",
         "DELETING": "Deleting",
     }
+    if status == "ACTIVE" and obs.members_changing:
+        # The table serves throughout; its groups' leaders are moving members.
+        progressing = Condition(
+            "Progressing",
+            True,
+            "ChangingMembers",
+            f"{obs.members_changing} of {obs.wanted_partitions} partitions not yet at "
+            f"{obs.replication_factor} full replicas",
+        )
+    else:
+        progressing = Condition(
+            "Progressing",
+            status != "ACTIVE",
+            progressing_reason.get(status, "Reconciled"),
+            progress if status != "DELETING" else "dropping partitions",
+        )
     return [
         Condition(
             "Available",
@@ -214,12 +239,7 @@ def table_conditions(obs: TableObservation, status: TableStatus) -> list[Conditi
             "AllPartitionsServing" if status == "ACTIVE" else "NotReady",
             progress,
         ),
-        Condition(
-            "Progressing",
-            status != "ACTIVE",
-            progressing_reason.get(status, "Reconciled"),
-            progress if status != "DELETING" else "dropping partitions",
-        ),
+        progressing,
         degraded,
     ]
 

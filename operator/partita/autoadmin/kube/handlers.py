@@ -241,10 +241,52 @@ def build_registry(
                 autoadmin_metrics.record_failed(action, observed.state, "error")
                 raise
             autoadmin_metrics.record_applied(action, observed.state)
+        objs = await apply_replication_factor(body, namespace, objs, replication_factor)
         new = table_status(body, table, state, status, meta, objs, replication_factor, nodes)
         # Only what changed: an empty patch is not sent, so a settled table's resync
         # writes nothing (and kopf does not wait out its consistency check after it).
         patch.status.update({k: v for k, v in new.items() if status.get(k) != v})
+
+    async def apply_replication_factor(
+        body: kopf.Body, namespace: str, objs: Sequence[Mapping[str, Any]], replication_factor: int
+    ) -> list[Mapping[str, Any]]:
+        """Give every Partition the Table's replicationFactor (`spec.replicationFactor`):
+        the spec change runs the Partition handler, whose HostReplica tells the group's
+        members, and the group's leader adds or removes members toward it one at a time
+        (repair, docs/kubernetes.md). The Partitions as they are afterwards."""
+        out = []
+        changed = 0
+        for o in objs:
+            if o["spec"].get("replicationFactor") != replication_factor:
+                # Absent: a Partition made before the field; filled in, not a change.
+                changed += "replicationFactor" in o["spec"]
+                o = await api.patch_spec(
+                    naming.API_VERSION,
+                    naming.PARTITIONS,
+                    namespace,
+                    o["metadata"]["name"],
+                    {"replicationFactor": replication_factor},
+                )
+            out.append(o)
+        if changed and not config.fleet.replication:
+            # Without replication groups there is no leader to change the members.
+            _event(
+                body,
+                "Warning",
+                reason="ReplicationFactorNotApplied",
+                message=f"replicationFactor {replication_factor} needs storage.replication on",
+            )
+        elif changed:
+            _event(
+                body,
+                "Normal",
+                reason="ReplicationFactorChanging",
+                message=(
+                    f"{changed} partitions to {replication_factor} replicas: each group's leader "
+                    "adds or removes one member at a time"
+                ),
+            )
+        return out
 
     async def with_split_indexes(
         namespace: str, table: str, partitions: Sequence[Partition]
@@ -364,6 +406,11 @@ def build_registry(
             item_count=sum(int((o.get("status") or {}).get("itemCount", 0)) for o in objs),
             size_bytes=sum(int((o.get("status") or {}).get("sizeBytes", 0)) for o in objs),
             problem=problem,
+            members_changing=sum(
+                not decisions.at_replication_factor(builders.members_of_spec(o["spec"]["members"]), usable)
+                for o in objs
+            ),
+            replication_factor=usable,
         )
         shown = table_status_of(table, state)
         new = decisions.table_status_patch(

@@ -29,6 +29,7 @@ TABLE = {
     "apiVersion": naming.API_VERSION,
     "kind": "Table",
     "metadata": {"name": "music", "namespace": "db", "uid": "1234"},
+    "spec": {"replicationFactor": 2},
 }
 
 
@@ -131,6 +132,7 @@ def test_partition_object_names_ranges_and_owner(start: int, last: int, name: st
     ]
     assert obj["spec"]["hashRange"] == {"start": f"{start:016x}", "last": f"{last:016x}"}
     assert obj["spec"]["members"][1] == {"node": "pt-storage-b-1", "zone": "b", "role": "log"}
+    assert obj["spec"]["replicationFactor"] == 2  # the Table's, for the group's leader to keep
     assert obj["metadata"]["labels"][naming.TABLE_LABEL] == "music"
 
 

@@ -124,10 +124,6 @@ def test_table_cross_field_rules(edit: Callable[[dict[str, Any]], Any], message:
             lambda d: d["spec"]["attributeDefinitions"][1].update(attributeType="N"),
             "attributeDefinitions are immutable",
         ),
-        (
-            lambda d: d["spec"].update(replicationFactor=1),
-            "replicationFactor is immutable (changing it on an existing Table is not supported yet)",
-        ),
     ],
 )
 def test_table_key_schema_and_name_are_immutable(edit: Callable[[dict[str, Any]], Any], message: str) -> None:
@@ -135,12 +131,13 @@ def test_table_key_schema_and_name_are_immutable(edit: Callable[[dict[str, Any]]
     assert message in violations("Table", _edited("table.yaml", edit), old=old)
 
 
-def test_throughput_and_protection_may_change() -> None:
+def test_throughput_protection_and_replication_factor_may_change() -> None:
     old = _example("table.yaml")
 
     def edit(d: dict[str, Any]) -> None:
         d["spec"]["provisionedThroughput"] = {"readCapacityUnits": 9000, "writeCapacityUnits": 6000}
         d["spec"]["deletionProtectionEnabled"] = False
+        d["spec"]["replicationFactor"] = 1
 
     assert violations("Table", _edited("table.yaml", edit), old=old) == []
 

@@ -74,9 +74,11 @@ def test_names_columns_and_status_subresource(kind: str, plural: str, short: str
 
 def test_immutable_fields_carry_transition_rules() -> None:
     spec = custom_schema("Table")["properties"]["spec"]["properties"]
-    for field in ("tableName", "keySchema", "attributeDefinitions", "replicationFactor"):
+    for field in ("tableName", "keySchema", "attributeDefinitions"):
         rules = spec[field]["x-kubernetes-validations"]
         assert any(r["rule"] == "self == oldSelf" and "immutable" in r["message"] for r in rules), field
+    # A Table's replication factor changes (the groups' leaders move members toward it).
+    assert "x-kubernetes-validations" not in spec["replicationFactor"]
     partition = custom_schema("Partition")["properties"]["spec"]["properties"]
     assert any("oldSelf" in r["rule"] for r in partition["table"]["x-kubernetes-validations"])
     assert any("oldSelf.start" in r["rule"] for r in partition["hashRange"]["x-kubernetes-validations"])
@@ -107,6 +109,7 @@ def _broken(name: str, edit: Any) -> dict[str, Any]:
         _broken("partition.yaml", lambda d: d["spec"]["hashRange"].update(start="0x0")),
         _broken("partition.yaml", lambda d: d["spec"]["members"][0].update(role="witness")),
         _broken("partition.yaml", lambda d: d["spec"].update(members=[])),
+        _broken("partition.yaml", lambda d: d["spec"].update(replicationFactor=0)),
         _broken("partition.yaml", lambda d: d["status"].update(state="Happy")),
     ],
 )

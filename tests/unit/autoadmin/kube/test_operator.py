@@ -390,6 +390,71 @@ async def _async_true(value: bool) -> bool:
     return value
 
 
+class RecordingDirector(ServingDirector):
+    """Also keeps the replication factor each HostReplica carried, by partition."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.factors: dict[str, int] = {}
+
+    async def host(self, partition: PartitionRef, members: Sequence[Member]) -> PartitionReport:
+        self.factors[partition.name] = partition.replication_factor
+        return await super().host(partition, members)
+
+
+async def test_a_changed_replication_factor_reaches_every_group_and_the_table_shows_its_progress(
+    api: Any, kmock: Any
+) -> None:
+    """replicationFactor 3 -> 1 on a serving Table: every Partition's spec takes it, its
+    members are told it (HostReplica, which their group's leader keeps by adding or
+    removing members), and the Table, ACTIVE throughout, says it is Progressing until
+    each group's leader has published its new members and they are adopted."""
+    director = RecordingDirector()
+    async with operator(kmock, director, priority=10):
+        await api.post(TABLES, json=table_manifest("shrunk", replicationFactor=3))
+        await _table_status(api, "shrunk", "ACTIVE")
+        names = sorted(p["metadata"]["name"] for p in await partitions_of(api, "shrunk"))
+        assert all(p["spec"]["replicationFactor"] == 3 for p in await partitions_of(api, "shrunk"))
+        await _patch(api, f"{TABLES}/shrunk", {"spec": {"replicationFactor": 1}})
+
+        async def told() -> bool:
+            parts = await partitions_of(api, "shrunk")
+            return all(p["spec"]["replicationFactor"] == 1 for p in parts) and all(
+                director.factors.get(n) == 1 for n in names
+            )
+
+        await eventually(told, "every group told the new replication factor")
+        body = await _table_status(api, "shrunk", "ACTIVE", generation=2)
+
+        def progressing(table: Any) -> tuple[str, str]:
+            c = next(c for c in table["status"]["conditions"] if c["type"] == "Progressing")
+            return c["status"], c["reason"]
+
+        async def changing() -> Any:
+            table = await get(api, f"{TABLES}/shrunk")
+            return table if progressing(table) == ("True", "ChangingMembers") else None
+
+        body = await eventually(changing, "the table progressing while members change")
+        assert body["status"]["tableStatus"] == "ACTIVE"
+        # Each group's leader removed members down to one; the operator adopts them.
+        for part in await partitions_of(api, "shrunk"):
+            first = part["spec"]["members"][0]
+            director.published[part["metadata"]["name"]] = (Member(first["node"], first["zone"]),)
+
+        async def settled() -> Any:
+            table = await get(api, f"{TABLES}/shrunk")
+            return table if progressing(table) == ("False", "Reconciled") else None
+
+        await eventually(settled, "the table settled at one replica per partition")
+        parts = await partitions_of(api, "shrunk")
+
+    assert all(len(p["spec"]["members"]) == 1 for p in parts)
+    reasons = [
+        o.raw.get("reason") for key, o in kmock.objects.items() if key[0].plural == "events" and not o.deleted
+    ]
+    assert reasons.count("ReplicationFactorChanging") == 1
+
+
 async def test_deletion_protection_keeps_the_table_until_it_is_switched_off(api: Any, kmock: Any) -> None:
     director = ServingDirector()
     async with operator(kmock, director, priority=10):
