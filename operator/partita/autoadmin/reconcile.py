@@ -29,7 +29,7 @@ from partita.autoadmin.partition_count import initial_partition_count, partition
 from partita.autoadmin.placement import initial_placement
 from partita.autoadmin.splits import DEFAULT_HOT_SECONDS, Blocked, Cut, Obstacle, consumption_cuts, size_cuts
 from partita.common import config
-from partita.common.partition_map import HASH_SPACE, Partition, split_evenly
+from partita.common.partition_map import HASH_SPACE, Partition, is_replicated, split_evenly
 from partita.control.model import (
     NO_REVISION,
     NodeRecord,
@@ -204,8 +204,8 @@ def split_for_load(
         (by_load, "consumption_hot"),
     )
     for cuts, reason in reasons:
-        alone = [c for c in cuts if len(c.partition.replicas) <= 1]
-        grouped = tuple(replace(c.partition, split_at=c.at) for c in cuts if len(c.partition.replicas) > 1)
+        alone = [c for c in cuts if not is_replicated(c.partition)]
+        grouped = tuple(replace(c.partition, split_at=c.at) for c in cuts if is_replicated(c.partition))
         if alone:
             actions.append(_change(table_id, alone, stats, reason))
         if grouped:
@@ -356,7 +356,7 @@ def split_for_throughput(partitions: tuple[Partition, ...], spec: TableSpec) -> 
     pending = sorted(partitions, key=lambda p: p.start, reverse=True)
     while pending:
         p = pending.pop()
-        if p.end - p.start > limit and len(p.replicas) <= 1:
+        if p.end - p.start > limit and not is_replicated(p):
             left, right = _halves(p)
             pending += [right, left]
         else:
@@ -370,7 +370,7 @@ def held_whole(partitions: Sequence[Partition], spec: TableSpec) -> list[Partiti
     limit = _throughput_width(partitions, spec)
     if limit is None:
         return []
-    return [p for p in partitions if len(p.replicas) > 1 and p.end - p.start > limit]
+    return [p for p in partitions if is_replicated(p) and p.end - p.start > limit]
 
 
 def _throughput_width(partitions: Sequence[Partition], spec: TableSpec) -> int | None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from partita.common import config
-from partita.common.partition_map import Partition
+from partita.common.partition_map import Partition, is_replicated
 from partita.control.model import PartitionStats
 
 # Why a partition due a split is left whole: all its bytes under one key hash, a range
@@ -90,7 +90,7 @@ def size_cuts(
         counted = stats.get(p.partition_id)
         if counted is None or counted.estimated or counted.size_bytes <= limit:
             continue
-        if len(p.replicas) > 1 and not replicated_ok:
+        if is_replicated(p) and not replicated_ok:
             blocked.append(Blocked(p.partition_id, "replicated"))
             continue
         if counted.single_key:
@@ -135,7 +135,7 @@ def consumption_cuts(
         ):
             continue
         at = counted.hot_split_hash
-        if len(p.replicas) > 1 and not replicated_ok:
+        if is_replicated(p) and not replicated_ok:
             blocked.append(Blocked(p.partition_id, "replicated"))
         elif counted.hot_single_key:
             blocked.append(Blocked(p.partition_id, "single_hot_key"))

@@ -56,6 +56,13 @@ class Partition:
         return isinstance(h, int) and self.start <= h < self.end
 
 
+def is_replicated(partition: Partition) -> bool:
+    """Whether a partition is a replication group's: several full members, or a
+    replication factor above 1 (a single replica being raised to a group). Its split
+    goes through the group's log; a single replica's is cut in place."""
+    return len(partition.replicas) > 1 or partition.replication_factor > 1
+
+
 def _check_hash(h: int) -> None:
     if not 0 <= h < HASH_SPACE:
         raise ValueError(f"hash {h} outside [0, 2**64)")

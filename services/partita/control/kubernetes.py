@@ -178,6 +178,7 @@ def partition_from_resource(obj: Mapping[str, Any]) -> Partition:
         split_at=int(split_at, 16) if split_at else 0,
         parent=str(spec.get("parent", "")),
         parent_index=int(spec.get("parentIndex", 0)),
+        replication_factor=int(spec.get("replicationFactor", 0)),
     )
 
 

@@ -20,7 +20,7 @@ from partita._proto import storage_pb2 as pb
 from partita._proto import storage_pb2_grpc as pb_grpc
 from partita.common import config, keys
 from partita.common.metrics import serve_metrics
-from partita.common.partition_map import Partition
+from partita.common.partition_map import Partition, is_replicated
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import NodeStore
 from partita.storage import admin_server, metrics
@@ -306,7 +306,7 @@ def runs_as_group(partition: Partition, ran_here: bool) -> bool:
     when its group ran on this node before (`ran_here`: lowered to one member, it stays
     a group of one, so a later raise catches the new members up from its log and
     snapshots, never missing a write made meanwhile)."""
-    return len(members_of(partition)) > 1 or partition.replication_factor > 1 or ran_here
+    return is_replicated(partition) or len(members_of(partition)) > 1 or ran_here
 
 
 def members_of(partition: Partition) -> tuple[str, ...]:

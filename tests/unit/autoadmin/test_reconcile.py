@@ -276,6 +276,17 @@ def test_with_group_splits_a_throughput_raise_marks_replicated_partitions_at_the
     )
 
 
+def test_a_single_replica_being_raised_to_a_group_is_split_at_its_log_index_not_in_place() -> None:
+    """One member, but a replication factor above 1 (Kubernetes: a Table raised from 1,
+    its leader still adding members): it runs a group, whose log a cut in place would
+    leave spanning both halves."""
+    raising = tuple(dataclasses.replace(p, replication_factor=3) for p in placed(spec()).put)
+    assert all(len(p.replicas) == 1 for p in raising)
+    raised = spec(write_capacity=6000, generation=2)
+    [action] = decide(Observed(raised, state("ACTIVE", 1), raising, frozenset()), NODES, GROUPS)
+    assert isinstance(action, MarkSplit) and len(action.partitions) == len(raising)
+
+
 def test_a_marked_split_waits_for_its_leader_then_children_name_the_parent_and_index() -> None:
     parts = list(replicated(spec()))
     raised = spec(write_capacity=6000, generation=2)

@@ -406,11 +406,15 @@ def build_registry(
             item_count=sum(int((o.get("status") or {}).get("itemCount", 0)) for o in objs),
             size_bytes=sum(int((o.get("status") or {}).get("sizeBytes", 0)) for o in objs),
             problem=problem,
+            # The groups' leaders keep the Table's factor, in the zones there are (a
+            # fleet short of zones gets a second member in a zone: NotEnoughZones above).
             members_changing=sum(
-                not decisions.at_replication_factor(builders.members_of_spec(o["spec"]["members"]), usable)
+                not decisions.at_replication_factor(
+                    builders.members_of_spec(o["spec"]["members"]), replication_factor
+                )
                 for o in objs
             ),
-            replication_factor=usable,
+            replication_factor=replication_factor,
         )
         shown = table_status_of(table, state)
         new = decisions.table_status_patch(

@@ -119,6 +119,10 @@ def test_table_cross_field_rules(edit: Callable[[dict[str, Any]], Any], message:
     ("edit", "message"),
     [
         (lambda d: d["spec"].update(tableName="Other"), "tableName is immutable"),
+        (
+            lambda d: d["spec"].update(replicationFactor=1),
+            "replicationFactor cannot be lowered to 1 once above 1 (a replicated Table keeps at least two replicas)",
+        ),
         (lambda d: d["spec"]["keySchema"][1].update(keyType="HASH"), "keySchema is immutable"),
         (
             lambda d: d["spec"]["attributeDefinitions"][1].update(attributeType="N"),
@@ -137,9 +141,17 @@ def test_throughput_protection_and_replication_factor_may_change() -> None:
     def edit(d: dict[str, Any]) -> None:
         d["spec"]["provisionedThroughput"] = {"readCapacityUnits": 9000, "writeCapacityUnits": 6000}
         d["spec"]["deletionProtectionEnabled"] = False
-        d["spec"]["replicationFactor"] = 1
+        d["spec"]["replicationFactor"] = 2
 
     assert violations("Table", _edited("table.yaml", edit), old=old) == []
+
+
+def test_a_single_replica_table_may_be_raised() -> None:
+    old = _edited("table.yaml", lambda d: d["spec"].update(replicationFactor=1))
+    assert (
+        violations("Table", _edited("table.yaml", lambda d: d["spec"].update(replicationFactor=3)), old=old)
+        == []
+    )
 
 
 @pytest.mark.parametrize(

@@ -405,7 +405,7 @@ class RecordingDirector(ServingDirector):
 async def test_a_changed_replication_factor_reaches_every_group_and_the_table_shows_its_progress(
     api: Any, kmock: Any
 ) -> None:
-    """replicationFactor 3 -> 1 on a serving Table: every Partition's spec takes it, its
+    """replicationFactor 3 -> 2 on a serving Table: every Partition's spec takes it, its
     members are told it (HostReplica, which their group's leader keeps by adding or
     removing members), and the Table, ACTIVE throughout, says it is Progressing until
     each group's leader has published its new members and they are adopted."""
@@ -415,12 +415,12 @@ async def test_a_changed_replication_factor_reaches_every_group_and_the_table_sh
         await _table_status(api, "shrunk", "ACTIVE")
         names = sorted(p["metadata"]["name"] for p in await partitions_of(api, "shrunk"))
         assert all(p["spec"]["replicationFactor"] == 3 for p in await partitions_of(api, "shrunk"))
-        await _patch(api, f"{TABLES}/shrunk", {"spec": {"replicationFactor": 1}})
+        await _patch(api, f"{TABLES}/shrunk", {"spec": {"replicationFactor": 2}})
 
         async def told() -> bool:
             parts = await partitions_of(api, "shrunk")
-            return all(p["spec"]["replicationFactor"] == 1 for p in parts) and all(
-                director.factors.get(n) == 1 for n in names
+            return all(p["spec"]["replicationFactor"] == 2 for p in parts) and all(
+                director.factors.get(n) == 2 for n in names
             )
 
         await eventually(told, "every group told the new replication factor")
@@ -436,19 +436,19 @@ async def test_a_changed_replication_factor_reaches_every_group_and_the_table_sh
 
         body = await eventually(changing, "the table progressing while members change")
         assert body["status"]["tableStatus"] == "ACTIVE"
-        # Each group's leader removed members down to one; the operator adopts them.
+        # Each group's leader removed a member; the operator adopts the two left.
         for part in await partitions_of(api, "shrunk"):
-            first = part["spec"]["members"][0]
-            director.published[part["metadata"]["name"]] = (Member(first["node"], first["zone"]),)
+            kept = part["spec"]["members"][:2]
+            director.published[part["metadata"]["name"]] = tuple(Member(m["node"], m["zone"]) for m in kept)
 
         async def settled() -> Any:
             table = await get(api, f"{TABLES}/shrunk")
             return table if progressing(table) == ("False", "Reconciled") else None
 
-        await eventually(settled, "the table settled at one replica per partition")
+        await eventually(settled, "the table settled at two replicas per partition")
         parts = await partitions_of(api, "shrunk")
 
-    assert all(len(p["spec"]["members"]) == 1 for p in parts)
+    assert all(len(p["spec"]["members"]) == 2 for p in parts)
     reasons = [
         o.raw.get("reason") for key, o in kmock.objects.items() if key[0].plural == "events" and not o.deleted
     ]
