@@ -110,7 +110,8 @@ class NodeState:
 
     def replicated_group(self, table_id: int, partition: Partition) -> GroupId | None:
         """The partition's replication group when this node runs one for it (its
-        writes then go through consensus); None for a single replica."""
+        writes then go through consensus); None for a single replica. A partition with
+        a replication factor (Kubernetes) may run a group of one member."""
         if self.replicas is None or (len(partition.replicas) < 2 and not partition.replication_factor):
             return None
         group = group_of(table_id, partition.partition_id)
@@ -119,7 +120,7 @@ class NodeState:
     def awaits_group(self, partition: Partition) -> bool:
         """A replicated partition whose group this node does not run (yet): a split
         child waiting for its parent's SPLIT entry to be applied here."""
-        return self.replicas is not None and (len(partition.replicas) > 1 or partition.replication_factor > 1)
+        return self.replicas is not None and is_replicated(partition)
 
     def leads(self, table_id: int, partition: Partition) -> bool:
         """Whether this node does the partition's leader-only work (TTL, counting): the
