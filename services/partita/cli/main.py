@@ -342,7 +342,8 @@ async def _status(data_dir: Path) -> dict[str, Any]:
     store = EtcdControlStore(host, port, timeout=3)
     try:
         nodes = {n.node_id: n for n in await store.list_nodes()}
-        out["nodes"] = [n.to_json() for n in nodes.values()]
+        draining = await store.list_draining()
+        out["nodes"] = [dict(n.to_json(), draining=n.node_id in draining) for n in nodes.values()]
         reports = await _replica_reports(list(nodes.values()))
         for record in sorted(await store.list_tables(), key=lambda r: r.name):
             stats = await store.list_partition_stats(record.table_id)

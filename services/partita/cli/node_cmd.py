@@ -7,6 +7,12 @@
   outside it: docs/replication.md). It is started again with the cluster.
 - `hold NAME`: the supervisor stops restarting NAME when it exits (to keep a node down
   after killing it); `release NAME` starts it again.
+- `drain NAME [--wait SECONDS]`: move every replica off NAME (a mark in the control store
+  that the groups' leaders follow: each builds a full member on another node outside
+  the group, then removes NAME's, a leader on NAME handing over first; no node leads
+  there meanwhile); with `--wait`, until no partition names it, so it can be held and
+  stopped with nothing lost. `undrain NAME` clears the mark (replicas moved stay moved).
+  Needs replication (`--replication-factor 3`) and a node outside each group to move to.
 
 The commands write `<data-dir>/nodes.json`; the running `partita up` follows it within
 a quarter of a second. Output is JSON on stdout.
@@ -26,6 +32,7 @@ from typing import Any
 
 from partita.cli.supervisor import NodeRequests
 from partita.common import config
+from partita.control.model import TableRecord
 
 # How long `node add` waits for the new node to register in the control store.
 ADD_TIMEOUT_SECONDS = 60.0
@@ -108,10 +115,55 @@ def _set_held(args: argparse.Namespace, held: bool) -> int:
     return 0
 
 
+def replicas_on(tables: list[TableRecord], node_id: str) -> int:
+    """How many partitions name `node_id` as a member (serving, being built or log-only)."""
+    return sum(
+        node_id in (*p.replicas, *p.joining, *p.log_replicas)
+        for t in tables
+        if t.status != "DELETING"
+        for p in t.partitions
+    )
+
+
+async def _drain(etcd: str, node_id: str, draining: bool, wait: float | None) -> dict[str, Any]:
+    from partita.control.store import EtcdControlStore
+
+    host, port = config.parse_endpoint(etcd)
+    store = EtcdControlStore(host, port, timeout=3)
+    try:
+        await store.set_draining(node_id, draining)
+        deadline = time.monotonic() + (wait or 0.0)
+        left = replicas_on(await store.list_tables(), node_id)
+        while draining and left and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+            left = replicas_on(await store.list_tables(), node_id)
+        return {"node": node_id, "draining": draining, "replicas": left}
+    finally:
+        await store.close()
+
+
+def _set_draining(args: argparse.Namespace, draining: bool) -> int:
+    data_dir = Path(args.data_dir).resolve()
+    cluster = _cluster(data_dir)
+    if args.name not in _storage_names(cluster) and args.name not in {
+        f"storage-{z}" for z in NodeRequests.read(data_dir).added
+    }:
+        print(f"no storage node {args.name}", file=sys.stderr)
+        return 1
+    wait = getattr(args, "wait", None)
+    result = asyncio.run(_drain(cluster["etcd"], args.name, draining, wait))
+    print(json.dumps(result))
+    if draining and wait is not None and result["replicas"]:
+        print(f"{args.name} still holds {result['replicas']} replicas after {wait:.0f}s", file=sys.stderr)
+        return 1
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
         "node",
-        help="add a storage node to a running local cluster, or hold one down (add, hold, release)",
+        help="add a storage node to a running local cluster, hold one down, or drain one "
+        "(add, hold, release, drain, undrain)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -121,7 +173,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         return 2
 
     parser.set_defaults(func=usage)
-    sub = parser.add_subparsers(dest="node_command", metavar="{add,hold,release}")
+    sub = parser.add_subparsers(dest="node_command", metavar="{add,hold,release,drain,undrain}")
     add = sub.add_parser("add", help="start one more storage node")
     add.add_argument("--zone", help="its zone (default: the next letter no node uses)")
     add.add_argument("--data-dir", default=os.environ.get("PARTITA_DATA_DIR", config.DEFAULT_DATA_DIR))
@@ -134,3 +186,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         cmd.add_argument("name", help="the storage node, e.g. storage-c")
         cmd.add_argument("--data-dir", default=os.environ.get("PARTITA_DATA_DIR", config.DEFAULT_DATA_DIR))
         cmd.set_defaults(func=lambda a, h=held: _set_held(a, h))
+    drain = sub.add_parser("drain", help="move every replica off a storage node")
+    drain.add_argument("name", help="the storage node, e.g. storage-c")
+    drain.add_argument(
+        "--wait", type=float, metavar="SECONDS", help="until no partition names it (exit 1 if not)"
+    )
+    drain.add_argument("--data-dir", default=os.environ.get("PARTITA_DATA_DIR", config.DEFAULT_DATA_DIR))
+    drain.set_defaults(func=lambda a: _set_draining(a, True))
+    undrain = sub.add_parser("undrain", help="clear a storage node's drain mark")
+    undrain.add_argument("name", help="the storage node, e.g. storage-c")
+    undrain.add_argument("--data-dir", default=os.environ.get("PARTITA_DATA_DIR", config.DEFAULT_DATA_DIR))
+    undrain.set_defaults(func=lambda a: _set_draining(a, False))

@@ -55,6 +55,9 @@ READY = PREFIX + b"ready/"
 # Replication groups' memberships as their leaders decided them, by partition (resource)
 # name, on Kubernetes: under /partita/ so that the storage nodes' watch wakes for them.
 MEMBERSHIP = PREFIX + b"membership/"
+# Storage nodes being drained (`partita node drain`): their replicas move to other nodes,
+# each group's leader replacing them as it repairs a dead member (docs/replication.md).
+DRAINING = PREFIX + b"draining/"
 STATS = b"/partita-stats/"
 # Who leads a role (the local autoadmin): outside /partita/ so that campaigning and
 # keeping a lease alive wake no watcher.
@@ -115,6 +118,10 @@ class PartitionMapStore(Protocol):
 class NodeMembership(Protocol):
     async def register_node(self, node: NodeRecord, ttl: int) -> None: ...
     async def list_nodes(self) -> list[NodeRecord]: ...
+    async def set_draining(self, node_id: str, draining: bool) -> None:
+        """Mark a storage node as being drained (its replicas move elsewhere), or clear it."""
+
+    async def list_draining(self) -> frozenset[str]: ...
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def clear_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]: ...
@@ -457,6 +464,17 @@ class EtcdControlStore:
             (NodeRecord.from_json(orjson.loads(kv.value)) for kv in result), key=lambda n: n.node_id
         )
 
+    async def set_draining(self, node_id: str, draining: bool) -> None:
+        # No lease: a drain outlives the node's restarts until it is cleared.
+        if draining:
+            await self._client.put(DRAINING + node_id.encode(), b"1")
+        else:
+            await self._client.delete(DRAINING + node_id.encode())
+
+    async def list_draining(self) -> frozenset[str]:
+        result = await self._client.get_prefix(DRAINING)
+        return frozenset(kv.key[len(DRAINING) :].decode() for kv in result)
+
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
         await self._client.put(_ready_key(table_id, partition_id, node_id), b"1")
 
@@ -612,6 +630,7 @@ class MemoryControlStore:
         self._ready: set[tuple[int, str, str]] = set()
         self._stats: dict[tuple[int, str], PartitionStats] = {}
         self._memberships: dict[str, bytes] = {}
+        self._draining: set[str] = set()
         self._revision = 0
         self.writes = 0  # every write of any kind: tests check that idle passes write nothing
 
@@ -710,6 +729,16 @@ class MemoryControlStore:
 
     async def list_nodes(self) -> list[NodeRecord]:
         return sorted(self._nodes.values(), key=lambda n: n.node_id)
+
+    async def set_draining(self, node_id: str, draining: bool) -> None:
+        self.writes += 1
+        if draining:
+            self._draining.add(node_id)
+        else:
+            self._draining.discard(node_id)
+
+    async def list_draining(self) -> frozenset[str]:
+        return frozenset(self._draining)
 
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
         self.writes += 1

@@ -241,6 +241,8 @@ class PeerDirectory:
     def __init__(self) -> None:
         self.addresses: dict[str, str] = {}
         self.zones: dict[str, str] = {}  # every registered node's zone (repair places by zone)
+        # Nodes being drained (`partita node drain`): repair moves their replicas away.
+        self.draining: frozenset[str] = frozenset()
         # Addresses the operator gave with the assignments (admin hosting: each member's
         # pod DNS name); they take precedence over the registrations.
         self.assigned: dict[str, str] = {}
@@ -254,6 +256,7 @@ class PeerDirectory:
     async def refresh(self, store: NodeStore, replicas: ReplicaHost) -> None:
         records = await store.list_nodes()
         self.zones = {n.node_id: n.zone for n in records}
+        self.draining = await store.list_draining()
         nodes = {n.node_id: n.replication_address for n in records if n.replication_address}
         now = time.monotonic()
         for gone in set(self.addresses) - set(nodes):
@@ -636,7 +639,9 @@ async def serve(
             peers.replication_address,
             lambda group: replicas.multi.replicas[group].term,
         )
-    repair = RepairDriver(replicas, writer, RepairConfig(down_after=replica_down_after))
+    repair = RepairDriver(
+        replicas, writer, RepairConfig(down_after=replica_down_after), draining=lambda: peers.draining
+    )
     state.repair = repair
     # Serve only once the hosting reflects the store, so no request is refused as
     # WRONG_PARTITION merely because the node has just started.
@@ -660,7 +665,12 @@ async def serve(
     )
     balancer = LeaderBalanceDriver(
         replicas,
-        lambda: {n: a for n, a in peers.addresses.items() if n not in transport.suspected},
+        # A draining node is handed no leadership (its own are handed away by repair).
+        lambda: {
+            n: a
+            for n, a in peers.addresses.items()
+            if n not in transport.suspected and n not in peers.draining
+        },
         lambda group: group in state.groups and bool(state.groups[group][1].split_at),
     )
     metrics.watch_leader_balance(state, balancer)

@@ -16,6 +16,11 @@ The paper's flow, one member change at a time:
    in a group awake for longer than it takes to judge a member down: a member that died
    meanwhile is then removed as a dead one first, never left behind in a smaller group
    whose quorum needs it (3 -> 2 members: both must answer).
+A member on a node being drained (`partita node drain`) is replaced the same way, without
+the log-only member (it still answers, so the write quorum holds): a full member is
+built on a node outside the group that is not draining, and once enough others serve
+the draining member is removed; a draining leader hands its leadership over first
+(the driver), since a leader never removes itself.
 `full_replicas` is the partition's own replication factor when it has one (a Table's
 `replicationFactor` on Kubernetes, which can change), so raising it adds full members
 by step 2 and lowering it removes them by step 3.
@@ -89,6 +94,8 @@ class GroupView:
     # Seconds the group has been awake (exchanging heartbeats, so silence means
     # something) as of this view; 0 while quiesced.
     awake_for: float = float("inf")
+    # Nodes being drained: their members are replaced, and none is a candidate.
+    draining: frozenset[NodeId] = frozenset()
 
 
 def down_members(
@@ -140,14 +147,21 @@ def next_change(view: GroupView, config: RepairConfig) -> MembershipChange | Non
     full = [n for n, role in members.items() if role == Role.FULL]
     logs = sorted(n for n, role in members.items() if role == Role.LOG)
     ok = serving(view, config)
-    if len(ok) >= config.full_replicas:
+    # Serving members that stay: a draining node's are on their way out.
+    kept = [n for n in ok if n not in view.draining]
+    if len(kept) >= config.full_replicas:
         # Healthy again: shed the dead first (the quorum shrinks toward live members),
-        # then the log-only members.
+        # then the log-only members, then the draining ones.
         for node in sorted(view.down):
             if node in members and node != view.leader:
                 return MembershipChange(ChangeKind.REMOVE, node)
         if logs:
             return MembershipChange(ChangeKind.REMOVE, logs[0])
+        for node in sorted(view.draining):
+            if node in members and node != view.leader:
+                return MembershipChange(ChangeKind.REMOVE, node)
+        if view.leader in view.draining:
+            return None  # the leader hands over first (the driver); its successor removes it
         if not surplus_members(view, config) or view.awake_for < config.down_after * SHRINK_AWAKE_FACTOR:
             return None
         return MembershipChange(ChangeKind.REMOVE, _surplus_member(view, ok))
@@ -155,15 +169,16 @@ def next_change(view: GroupView, config: RepairConfig) -> MembershipChange | Non
     dead_logs = [n for n in logs if n in view.down]
     if dead_logs:
         return MembershipChange(ChangeKind.REMOVE, dead_logs[0])
-    building = [n for n in full if n not in view.down and n not in ok]
+    building = [n for n in full if n not in view.down and n not in view.draining and n not in ok]
     if building:
         return None  # one rebuild at a time: wait for it to catch up
-    candidate = _best_candidate(view, ok)
+    candidate = _best_candidate(view, kept)
     if candidate is None:
         return None
     if not logs and any(n in view.down for n in full):
         return MembershipChange(ChangeKind.ADD, candidate, Role.LOG)
-    if logs or len(full) - len([n for n in full if n in view.down]) < config.full_replicas:
+    leaving = [n for n in full if n in view.down or n in view.draining]
+    if logs or len(full) - len(leaving) < config.full_replicas:
         return MembershipChange(ChangeKind.ADD, candidate, Role.FULL)
     return None
 
@@ -200,7 +215,11 @@ def _best_candidate(view: GroupView, ok: list[NodeId]) -> NodeId | None:
     """A live node outside the group, in a zone none of the serving members is in when
     there is one (zones fail together), then by id (stable)."""
     used = {view.zones.get(n) for n in ok}
-    eligible = [(zone in used, node) for node, zone in view.candidates if node not in view.members]
+    eligible = [
+        (zone in used, node)
+        for node, zone in view.candidates
+        if node not in view.members and node not in view.draining
+    ]
     return min(eligible)[1] if eligible else None
 
 

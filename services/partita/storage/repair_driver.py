@@ -54,6 +54,7 @@ class _QuietView:
     zones: dict[NodeId, str]
     term: int
     commit: int
+    draining: frozenset[NodeId]
 
 
 class RepairDriver:
@@ -63,8 +64,11 @@ class RepairDriver:
         store: PartitionWriter,
         config: RepairConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
+        draining: Callable[[], frozenset[NodeId]] = frozenset,
     ) -> None:
         self.replicas = replicas
+        # Nodes being drained (`partita node drain`), as the control store says.
+        self.draining = draining
         self.store = store
         self.config = config or RepairConfig()
         self._clock = clock
@@ -115,6 +119,7 @@ class RepairDriver:
         for group in self._awake_since.keys() - groups.keys():
             del self._awake_since[group]
         zones_now = dict(zones)
+        draining = self.draining()
         for group, (table_id, partition) in list(groups.items()):
             if not self.replicas.is_leader(group):
                 continue
@@ -125,13 +130,13 @@ class RepairDriver:
             # Only a group quiet before this pass's repair is remembered, with what the
             # repair saw (an awake group is repaired every pass: nothing to build).
             seen = (
-                _QuietView(partition, registered, zones_now, replica.term, replica.commit)
+                _QuietView(partition, registered, zones_now, replica.term, replica.commit, draining)
                 if replica.quiesced
                 else None
             )
             if seen is not None and self._quiet.get(group) == seen:
                 continue
-            acted = await self._repair(group, table_id, partition, zones, registered)
+            acted = await self._repair(group, table_id, partition, zones, registered, draining)
             if (
                 seen is not None
                 and replica.quiesced
@@ -142,7 +147,13 @@ class RepairDriver:
             else:
                 self._quiet.pop(group, None)
 
-    def view(self, group: GroupId, zones: Mapping[NodeId, str], registered: frozenset[NodeId]) -> GroupView:
+    def view(
+        self,
+        group: GroupId,
+        zones: Mapping[NodeId, str],
+        registered: frozenset[NodeId],
+        draining: frozenset[NodeId] = frozenset(),
+    ) -> GroupView:
         replica = self.replicas.multi.replicas[group]
         now = self._clock()
         members = dict(replica.members)
@@ -183,9 +194,12 @@ class RepairDriver:
             commit=replica.commit,
             match={peer: pr.match for peer, pr in replica.progress.items()},
             down=down,
-            candidates=sorted((n, z) for n, z in zones.items() if n in registered and n not in members),
+            candidates=sorted(
+                (n, z) for n, z in zones.items() if n in registered and n not in members and n not in draining
+            ),
             zones=zones,
             awake_for=awake_for,
+            draining=draining & frozenset(members),
         )
 
     async def _repair(
@@ -195,9 +209,10 @@ class RepairDriver:
         partition: Partition,
         zones: Mapping[NodeId, str],
         registered: frozenset[NodeId],
+        draining: frozenset[NodeId] = frozenset(),
     ) -> bool:
         """Whether it wrote the partition object or proposed a change."""
-        view = self.view(group, zones, registered)
+        view = self.view(group, zones, registered, draining)
         config = replication_config(self.config, partition)
         ok = serving(view, config)
         settled = self.replicas.membership_settled(group)
@@ -212,6 +227,8 @@ class RepairDriver:
             return wrote  # one change at a time: the previous one is not committed yet
         change = next_change(view, config)
         if change is None:
+            if view.leader in view.draining:
+                return self._hand_over(group, view, ok) or wrote
             if surplus_members(view, config):
                 self._keep_awake(group)
             return wrote
@@ -220,6 +237,23 @@ class RepairDriver:
             await self._write(table_id, group, grown)
             self._added_at[(group, change.node)] = self._clock()
         self._propose(group, view, change)
+        return True
+
+    def _hand_over(self, group: GroupId, view: GroupView, ok: list[NodeId]) -> bool:
+        """A draining leader whose group has its replacements serving hands leadership
+        to the most up-to-date member that stays; the new leader removes it."""
+        if self.replicas.multi.replicas[group].transfer_target is not None:
+            return True  # a hand-over under way
+        stays = [(view.match.get(n, 0), n) for n in ok if n != view.leader and n not in view.draining]
+        if not stays:
+            return False
+        target = max(stays)[1]
+        try:
+            self.replicas.multi.transfer_leadership(group, target, self._clock())
+        except (NotLeader, ValueError):
+            return False
+        self.replicas.wake()
+        log.info("group %s: leadership handed to %s (this node is draining)", group, target)
         return True
 
     def _keep_awake(self, group: GroupId) -> None:

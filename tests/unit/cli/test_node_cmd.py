@@ -11,13 +11,32 @@ from pathlib import Path
 import pytest
 
 from partita.cli import main as cli
-from partita.cli.node_cmd import next_zone
+from partita.cli.node_cmd import next_zone, replicas_on
 from partita.cli.supervisor import ClusterLayout, NodeRequests, Supervisor
+from partita.common.partition_map import Partition
+from tests.unit import records
 
 
 def test_next_zone_is_the_first_letter_no_node_uses() -> None:
     assert next_zone({"a", "b", "c"}) == "d"
     assert next_zone({"a", "c"}) == "b"
+
+
+def test_a_drained_node_still_holds_the_partitions_that_name_it_in_any_role() -> None:
+    end = 2**64
+    tables = [
+        records.table_record(
+            Partition("p0", 0, end // 4, ("a", "b"), "a"),
+            Partition("p1", end // 4, end // 2, ("b", "c"), "b", joining=("a",)),
+            Partition("p2", end // 2, 3 * end // 4, ("b", "c"), "b", log_replicas=("a",)),
+            Partition("p3", 3 * end // 4, end, ("b", "c"), "b"),
+            name="t",
+            table_id=1,
+        )
+    ]
+    assert replicas_on(tables, "a") == 3
+    assert replicas_on(tables, "c") == 3
+    assert replicas_on(tables, "d") == 0
 
 
 def test_node_requests_round_trip_through_the_data_dir(tmp_path: Path) -> None:

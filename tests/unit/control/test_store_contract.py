@@ -329,6 +329,17 @@ async def test_remove_table_removes_its_statistics_and_no_others(store: ControlS
 # --- nodes ------------------------------------------------------------------------
 
 
+async def test_a_drain_mark_is_listed_until_cleared(store: ControlStore) -> None:
+    assert await store.list_draining() == frozenset()
+    await store.set_draining("n1", True)
+    await store.set_draining("n2", True)
+    await store.set_draining("n1", True)  # idempotent
+    assert await store.list_draining() == {"n1", "n2"}
+    await store.set_draining("n2", False)
+    await store.set_draining("n3", False)  # never marked: nothing to clear
+    assert await store.list_draining() == {"n1"}
+
+
 async def test_registered_nodes_are_listed_by_id_and_reregistration_replaces(store: ControlStore) -> None:
     await store.register_node(NodeRecord("n2", "b", "h:2"), ttl=10)
     await store.register_node(NodeRecord("n1", "a", "h:1"), ttl=10)

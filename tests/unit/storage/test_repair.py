@@ -207,6 +207,56 @@ def test_next_change_keeps_the_replication_factor(
     assert next_change(group, config) == expected, case
 
 
+def drained(group: GroupView, *nodes: str) -> GroupView:
+    return dataclasses.replace(group, draining=frozenset(nodes))
+
+
+@pytest.mark.parametrize(
+    ("case", "group", "expected"),
+    [
+        (
+            "a draining follower: a full member on a node outside the group, no log member",
+            drained(view({"a": F, "b": F, "c": F}, candidates=["d"]), "c"),
+            MembershipChange(ADD, "d", F),
+        ),
+        (
+            "a draining node is never a candidate",
+            drained(view({"a": F, "b": F, "c": F}, candidates=["d"]), "c", "d"),
+            None,
+        ),
+        (
+            "its replacement still being built: wait",
+            drained(view({"a": F, "b": F, "c": F, "d": F}, match={"b": 100, "c": 100, "d": 10}), "c"),
+            None,
+        ),
+        (
+            "its replacement serves: the draining member is removed",
+            drained(view({"a": F, "b": F, "c": F, "d": F}), "c"),
+            MembershipChange(REMOVE, "c"),
+        ),
+        (
+            "a draining leader whose replacement serves: nothing (it hands over first)",
+            drained(view({"a": F, "b": F, "c": F, "d": F}), "a"),
+            None,
+        ),
+        (
+            "a draining leader: its replacement is built first",
+            drained(view({"a": F, "b": F, "c": F}, candidates=["d"]), "a"),
+            MembershipChange(ADD, "d", F),
+        ),
+        (
+            "a dead member goes before a draining one",
+            drained(view({"a": F, "b": F, "c": F, "d": F, "e": F}, {"b"}), "c"),
+            MembershipChange(REMOVE, "b"),
+        ),
+    ],
+)
+def test_next_change_moves_a_draining_nodes_members_away(
+    case: str, group: GroupView, expected: MembershipChange | None
+) -> None:
+    assert next_change(group, CONFIG) == expected, case
+
+
 def test_raising_the_replication_factor_from_one_to_three_adds_a_member_at_a_time() -> None:
     members = {"a": F}
     steps = []

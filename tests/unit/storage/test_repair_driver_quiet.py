@@ -38,9 +38,15 @@ class CountingDriver(RepairDriver):
 
     looked = 0
 
-    def view(self, group: GroupId, zones: Mapping[NodeId, str], registered: frozenset[NodeId]) -> GroupView:
+    def view(
+        self,
+        group: GroupId,
+        zones: Mapping[NodeId, str],
+        registered: frozenset[NodeId],
+        draining: frozenset[NodeId] = frozenset(),
+    ) -> GroupView:
         self.looked += 1
-        return super().view(group, zones, registered)
+        return super().view(group, zones, registered, draining)
 
 
 @pytest.fixture
@@ -79,6 +85,11 @@ async def test_a_quiesced_healthy_group_is_repaired_once_until_what_repair_depen
     # The partition object changed under it (another writer): looked at again.
     moved = Partition("p0", 0, END, tuple(reversed(NODES)), leader.node)
     assert await passes(2, p=moved) == 1
+
+    # A drain mark moved (here on a node outside the group): looked at again, once.
+    driver.draining = lambda: frozenset({SPARE})
+    assert await passes(2, p=moved) == 1
+    driver.draining = frozenset
 
     # A follower's node lost its registration: the next pass repairs around it at once,
     # adding a log member on the spare node.
