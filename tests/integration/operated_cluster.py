@@ -88,18 +88,23 @@ async def operated_cluster(
 ) -> AsyncIterator[OperatedCluster]:
     """Start `nodes`, a router and the operator (which follows the published memberships
     in etcd); stop them all on exit."""
+    async with (
+        unoperated_cluster(kmock, tmp_path, etcd_port, nodes) as cluster,
+        operating(kmock, etcd_port, nodes, config),
+    ):
+        yield cluster
+
+
+@contextlib.asynccontextmanager
+async def unoperated_cluster(
+    kmock: Any, tmp_path: Path, etcd_port: int, nodes: Sequence[StorageNode]
+) -> AsyncIterator[OperatedCluster]:
+    """`nodes` and a router, no operator: the caller runs one (`operating`), or one
+    after another (a restart with a new configuration)."""
     register_resources(kmock)
     router_dir = tmp_path / "router"
     router_dir.mkdir()
     create_credential(credentials_path(router_dir), name="default", description="e2e")
-    # The director's store is used on the operator's loop (its thread).
-    director_store = EtcdControlStore("127.0.0.1", etcd_port)
-    director = GrpcReplicaDirector(
-        {n.node_id: n.address for n in nodes}.get,
-        timeout=2.0,
-        replication_address={n.node_id: n.replication_address for n in nodes}.get,
-        memberships=director_store,
-    )
     router = None
     try:
         for n in nodes:
@@ -109,17 +114,35 @@ async def operated_cluster(
         router, router_port = start_router(router_dir, etcd_port, str(kmock.url), "--replication")
         async with aiohttp.ClientSession(base_url=str(kmock.url)) as api:
             await create_peering(api)
-            async with operator(kmock, director, priority=10, config=config, etcd_port=etcd_port):
-                yield OperatedCluster(api, {n.node_id: n for n in nodes}, router_dir, router_port)
+            yield OperatedCluster(api, {n.node_id: n for n in nodes}, router_dir, router_port)
     finally:
         if router is not None:
             router.terminate()
             router.wait(timeout=15)
+        for n in nodes:
+            n.stop()
+
+
+@contextlib.asynccontextmanager
+async def operating(
+    kmock: Any, etcd_port: int, nodes: Sequence[StorageNode], config: OperatorConfig
+) -> AsyncIterator[None]:
+    """The operator, with a replica director of its own (its gRPC channels and store are
+    used on the operator's loop, so each operator run gets new ones)."""
+    director_store = EtcdControlStore("127.0.0.1", etcd_port)
+    director = GrpcReplicaDirector(
+        {n.node_id: n.address for n in nodes}.get,
+        timeout=2.0,
+        replication_address={n.node_id: n.replication_address for n in nodes}.get,
+        memberships=director_store,
+    )
+    try:
+        async with operator(kmock, director, priority=10, config=config, etcd_port=etcd_port):
+            yield
+    finally:
         await director.close()
         with contextlib.suppress(Exception):  # its channel belongs to the operator's loop
             await director_store.close()
-        for n in nodes:
-            n.stop()
 
 
 async def delete_table(api: aiohttp.ClientSession, table: str, nodes: Sequence[StorageNode]) -> None:

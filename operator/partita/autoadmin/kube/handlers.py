@@ -23,10 +23,11 @@ import kopf
 
 from partita.autoadmin import metrics as autoadmin_metrics
 from partita.autoadmin import reconcile
-from partita.autoadmin.kube import builders, decisions, naming, resources
+from partita.autoadmin.kube import builders, decisions, fleet_shrink, naming, resources
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.doorman_publisher import TablesPublisher
 from partita.autoadmin.kube.fleet import Fleet
+from partita.autoadmin.kube.fleet_shrink import FleetShrink
 from partita.autoadmin.kube.membership_watch import MembershipWatch
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
@@ -148,6 +149,7 @@ def build_registry(
     login: kopf.ConnectionInfo,
     doorman: TablesPublisher | None = None,
     memberships: MembershipWatch | None = None,
+    shrink: FleetShrink | None = None,
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     state = _State()
@@ -159,16 +161,45 @@ def build_registry(
         return login
 
     async def ensure_fleet(body: kopf.Body) -> None:
+        """The storage fleet as configured, once per operator process (the first Table
+        reconcile: at start, every Table resumes). A zone's StatefulSet larger than
+        configured keeps its size until the pods a scale-down removes hold no replica
+        (`fleet_shrink.py`); without a control store to mark them draining, it shrinks at
+        once and repair rebuilds what the removed pods held."""
         if state.fleet_ensured:
             return
-        created = [
-            obj["metadata"]["name"] for obj in builders.storage_fleet(config.fleet) if await api.apply(obj)
-        ]
+        objs = builders.storage_fleet(config.fleet)
+        larger = await larger_statefulsets() if shrink is not None else {}
+        for obj in objs:
+            zone = obj["metadata"]["labels"].get(naming.ZONE_LABEL)
+            if obj["kind"] == "StatefulSet" and zone in larger:
+                obj["spec"]["replicas"] = larger[zone]
+        created = [obj["metadata"]["name"] for obj in objs if await api.apply(obj)]
         if created:
             _event(
                 body, "Normal", reason="StorageCreated", message=f"created {', '.join(sorted(set(created)))}"
             )
+        if larger and shrink is not None:
+            await shrink.start(larger)
+            _event(
+                body,
+                "Normal",
+                reason="StorageDraining",
+                message=f"draining {', '.join(fleet_shrink.leaving_pods(config.fleet, larger))} "
+                "before the storage fleet shrinks",
+            )
         state.fleet_ensured = True
+
+    async def larger_statefulsets() -> dict[str, int]:
+        """Each zone whose StatefulSet runs more pods than configured, with how many."""
+        out = {}
+        for zone in config.fleet.zones:
+            name = naming.storage_statefulset(config.fleet.release, zone)
+            existing = await api.get("apps/v1", "statefulsets", config.fleet.namespace, name)
+            size = int(((existing or {}).get("spec") or {}).get("replicas", 0))
+            if size > config.fleet.replicas_per_zone:
+                out[zone] = size
+        return out
 
     async def list_partitions(namespace: str, table: str) -> list[Any]:
         return await api.list(
@@ -201,6 +232,7 @@ def build_registry(
         patch: kopf.Patch,
     ) -> None:
         # The local autoadmin's reconcile core decides; this maps resources in and out.
+        await ensure_fleet(body)
         table = resources.table_spec(namespace, name, spec, meta)
         replication_factor = int(spec.get("replicationFactor", 3))
         nodes = config.fleet.nodes()

@@ -19,6 +19,7 @@ from partita.autoadmin.doorman_config import DoormanConfigKey, load_templates
 from partita.autoadmin.kube import naming, resources
 from partita.autoadmin.kube.api import KubeApi
 from partita.autoadmin.kube.doorman_publisher import TablesPublisher
+from partita.autoadmin.kube.fleet_shrink import FleetShrink
 from partita.autoadmin.kube.grpc_director import (
     GrpcReplicaDirector,
     fleet_replication_resolver,
@@ -108,7 +109,9 @@ async def run_operator(
     )
     in_use: ReplicaDirector = own_director if own_director is not None else cast(ReplicaDirector, director)
     publisher = tables_publisher(config, api)
-    registry = build_registry(config, api, in_use, info, doorman=publisher, memberships=watch)
+    # A scale-down drains the leaving pods first, through drain marks in the same store.
+    shrink = FleetShrink(api, followed, config.fleet) if followed is not None else None
+    registry = build_registry(config, api, in_use, info, doorman=publisher, memberships=watch, shrink=shrink)
     kwargs: dict[str, Any] = {"peering_name": naming.PEERING_NAME, "priority": chosen}
     if identity is not None:
         # kopf derives one from host and pid; two operators in one process need their own.
@@ -130,6 +133,8 @@ async def run_operator(
             await publisher.close()
         if watch is not None:
             await watch.close()
+        if shrink is not None:
+            await shrink.close()
         await api.close()
         if own_director is not None:
             await own_director.close()

@@ -1,0 +1,124 @@
+"""Scaling the storage fleet down without losing a replica.
+
+Lowering `storage.replicasPerZone` removes the highest-ordinal pod of each zone's
+StatefulSet. Applied at once, that deletes pods that still hold replicas: a group with
+two of its three members on leaving pods (one per zone, as a scale-down removes them)
+loses its quorum, and each lost member is rebuilt by repair only afterwards. So the
+operator drains them first, as `partita node drain` does in the local cluster:
+
+1. `ensure_fleet` keeps each StatefulSet at its current size and hands the leaving pods
+   to `FleetShrink.start`, which marks them draining in the control store
+   (`/partita/draining/<pod>`, the mark every storage pod reads with the
+   registrations). Each group's leader then builds a full member on a pod that stays and
+   removes the leaving pod's member, a leader there handing over first
+   (docs/replication.md, "Repair"); new partitions are never placed on them (the fleet's
+   node list stops below the new size).
+2. Once no Partition names a leaving pod, it scales each StatefulSet down.
+3. Once the leaving pods' registrations are gone (the pods stopped), it clears their
+   marks, so a later scale-up starts those pods undrained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from partita.autoadmin.kube import naming
+from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.fleet import Fleet
+from partita.control.model import NodeRecord
+
+log = logging.getLogger(__name__)
+
+# Seconds between looks at the Partitions (and then the registrations) while draining.
+CHECK_SECONDS = 1.0
+
+
+class DrainMarks(Protocol):
+    """Where storage pods register and read drain marks (the control store, etcd)."""
+
+    async def set_draining(self, node_id: str, draining: bool) -> None: ...
+    async def list_nodes(self) -> list[NodeRecord]: ...
+
+
+def leaving_pods(fleet: Fleet, current: Mapping[str, int]) -> list[str]:
+    """The pods a scale-down to `fleet.replicas_per_zone` removes, from each zone's
+    current StatefulSet size (the highest ordinals go)."""
+    return [
+        naming.storage_pod(fleet.release, zone, ordinal)
+        for zone, size in sorted(current.items())
+        for ordinal in range(fleet.replicas_per_zone, size)
+    ]
+
+
+def named_members(partitions: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Every storage pod a Partition's spec names, in any role."""
+    return {m["node"] for p in partitions for m in p["spec"]["members"]}
+
+
+class FleetShrink:
+    def __init__(
+        self, api: KubeApi, marks: DrainMarks, fleet: Fleet, check_seconds: float = CHECK_SECONDS
+    ) -> None:
+        self.api = api
+        self.marks = marks
+        self.fleet = fleet
+        self.check_seconds = check_seconds
+        self._task: asyncio.Task[None] | None = None
+        self.scaled_down = asyncio.Event()  # tests wait on it
+
+    async def start(self, current: Mapping[str, int]) -> None:
+        """Drain the pods a scale-down from the zones' `current` sizes removes, then
+        scale down (in the background; idempotent while one runs)."""
+        leaving = leaving_pods(self.fleet, current)
+        if not leaving or (self._task is not None and not self._task.done()):
+            return
+        for pod in leaving:
+            await self.marks.set_draining(pod, True)
+        log.info("draining %s before scaling the storage fleet down", ", ".join(leaving))
+        self._task = asyncio.get_running_loop().create_task(self._run(dict(current), leaving))
+
+    async def _run(self, current: dict[str, int], leaving: list[str]) -> None:
+        while True:
+            try:
+                if await self._step(current, leaving):
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the API server or etcd unreachable: try again
+                log.warning("scaling the storage fleet down: %s; retrying", exc)
+            await asyncio.sleep(self.check_seconds)
+
+    async def _step(self, current: dict[str, int], leaving: list[str]) -> bool:
+        """One look; True once done."""
+        if not self.scaled_down.is_set():
+            partitions = await self.api.list(naming.API_VERSION, naming.PARTITIONS, self.fleet.namespace, {})
+            still = sorted(named_members(partitions) & set(leaving))
+            if still:
+                return False
+            for zone in current:
+                await self.api.patch_spec(
+                    "apps/v1",
+                    "statefulsets",
+                    self.fleet.namespace,
+                    naming.storage_statefulset(self.fleet.release, zone),
+                    {"replicas": self.fleet.replicas_per_zone},
+                )
+            log.info("no partition on %s any more: storage fleet scaled down", ", ".join(leaving))
+            self.scaled_down.set()
+        registered = {n.node_id for n in await self.marks.list_nodes()}
+        if registered & set(leaving):
+            return False  # still stopping: they stay marked, so nothing is placed on them
+        for pod in leaving:
+            await self.marks.set_draining(pod, False)
+        return True
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
