@@ -97,11 +97,11 @@ async def test_a_fleet_scaled_down_drains_the_leaving_pods_before_the_statefulse
                         for z in ZONES
                     ]
                     parts = await partitions_of(api, "music")
+                    if 1 in sizes:
+                        # A StatefulSet shrinks only once nothing is left on the leaving pods.
+                        assert not _named(parts) & leaving, (sizes, parts)
                     if sizes == [1, 1, 1]:
-                        # Shrunk only once nothing was left on the leaving pods.
-                        assert not _named(parts) & leaving, parts
                         break
-                    assert set(sizes) == {2}, sizes  # never shrunk before the drain ended
                     assert time.monotonic() < started + DRAIN_TIMEOUT, (sizes, _named(parts))
                     await asyncio.sleep(0.3)
                 print(

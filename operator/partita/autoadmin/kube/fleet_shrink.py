@@ -7,7 +7,7 @@ loses its quorum, and each lost member is rebuilt by repair only afterwards. So 
 operator drains them first, as `partita node drain` does in the local cluster:
 
 1. `ensure_fleet` keeps each StatefulSet at its current size and hands the leaving pods
-   to `FleetShrink.start`, which marks them draining in the control store
+   to `FleetShrink.begin`, which marks them draining in the control store
    (`/partita/draining/<pod>`, the mark every storage pod reads with the
    registrations). Each group's leader then builds a full member on a pod that stays and
    removes the leaving pod's member, a leader there handing over first
@@ -15,7 +15,9 @@ operator drains them first, as `partita node drain` does in the local cluster:
    node list stops below the new size).
 2. Once no Partition names a leaving pod, it scales each StatefulSet down.
 3. Once the leaving pods' registrations are gone (the pods stopped), it clears their
-   marks, so a later scale-up starts those pods undrained.
+   marks, so a later scale-up starts those pods undrained. An operator that stopped
+   before that leaves marks behind: the next one clears the marks of every pod the
+   fleet keeps when it starts (`begin`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class DrainMarks(Protocol):
     """Where storage pods register and read drain marks (the control store, etcd)."""
 
     async def set_draining(self, node_id: str, draining: bool) -> None: ...
+    async def list_draining(self) -> frozenset[str]: ...
     async def list_nodes(self) -> list[NodeRecord]: ...
 
 
@@ -70,30 +73,46 @@ class FleetShrink:
         self._task: asyncio.Task[None] | None = None
         self.scaled_down = asyncio.Event()  # tests wait on it
 
-    async def start(self, current: Mapping[str, int]) -> None:
-        """Drain the pods a scale-down from the zones' `current` sizes removes, then
-        scale down (in the background; idempotent while one runs)."""
-        leaving = leaving_pods(self.fleet, current)
-        if not leaving or (self._task is not None and not self._task.done()):
+    def begin(self, current: Mapping[str, int]) -> None:
+        """At the operator's start, in the background (the control store may be slow or
+        down; Table reconciles must not wait for it): clear drain marks left on pods the
+        fleet keeps (a drain that ended without its cleanup, then a scale-up), then drain
+        the pods a scale-down from the zones' `current` sizes removes, if any, and scale
+        down. Idempotent while one runs."""
+        if self._task is not None and not self._task.done():
             return
-        for pod in leaving:
-            await self.marks.set_draining(pod, True)
-        log.info("draining %s before scaling the storage fleet down", ", ".join(leaving))
-        self._task = asyncio.get_running_loop().create_task(self._run(dict(current), leaving))
+        self._task = asyncio.get_running_loop().create_task(self._run(dict(current)))
 
-    async def _run(self, current: dict[str, int], leaving: list[str]) -> None:
+    async def _run(self, current: dict[str, int]) -> None:
+        leaving = leaving_pods(self.fleet, current)
+        first = True
         while True:
             try:
+                if first:
+                    await self._mark(leaving)
+                    first = False
                 if await self._step(current, leaving):
                     return
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the API server or etcd unreachable: try again
-                log.warning("scaling the storage fleet down: %s; retrying", exc)
+                log.warning("storage fleet drain marks or scale-down: %s; retrying", exc)
             await asyncio.sleep(self.check_seconds)
 
+    async def _mark(self, leaving: list[str]) -> None:
+        keeps = {n.node_id for n in self.fleet.nodes()}
+        for pod in sorted(await self.marks.list_draining() & keeps):
+            await self.marks.set_draining(pod, False)
+            log.info("cleared the drain mark of %s, which the storage fleet keeps", pod)
+        for pod in leaving:
+            await self.marks.set_draining(pod, True)
+        if leaving:
+            log.info("draining %s before scaling the storage fleet down", ", ".join(leaving))
+
     async def _step(self, current: dict[str, int], leaving: list[str]) -> bool:
-        """One look; True once done."""
+        """One look; True once done (at once when nothing is leaving)."""
+        if not leaving:
+            return True
         if not self.scaled_down.is_set():
             partitions = await self.api.list(naming.API_VERSION, naming.PARTITIONS, self.fleet.namespace, {})
             still = sorted(named_members(partitions) & set(leaving))

@@ -179,8 +179,9 @@ def build_registry(
             _event(
                 body, "Normal", reason="StorageCreated", message=f"created {', '.join(sorted(set(created)))}"
             )
+        if shrink is not None:
+            shrink.begin(larger)
         if larger and shrink is not None:
-            await shrink.start(larger)
             _event(
                 body,
                 "Normal",
