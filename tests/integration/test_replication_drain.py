@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import os
 import signal
-import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import running, wait_active
-from tests.integration.test_replication_repair import Writer, _cli, _partitions, _until
+from tests.integration.cluster import running
+from tests.integration.test_replication_repair import (
+    Writer,
+    _cli,
+    _partitions,
+    _until,
+    table_and_a_fourth_node,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-replication-drain")]
 # Seconds a drain may take: per group a snapshot to storage-d, its catch-up, a removal
@@ -27,15 +32,7 @@ DRAIN_SECONDS = 120
 def test_a_drained_node_holds_no_replica_and_losing_it_loses_nothing(tmp_path: Path) -> None:
     with running(tmp_path, "--replication-factor", "3", "--on-demand-partitions", "2") as cluster:
         ddb = cluster.client()
-        name = f"drain-{uuid.uuid4().hex[:8]}"
-        ddb.create_table(
-            TableName=name,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        wait_active(ddb, name)
-        assert _cli(cluster, "node", "add")["node_id"] == "storage-d"
+        name = table_and_a_fourth_node(cluster, "drain")
         led_by_a = [p["id"] for p in _partitions(cluster, name) if p["leader"] == "storage-a"]
         writer = Writer(cluster, name)
         writer.thread.start()

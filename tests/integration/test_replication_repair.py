@@ -102,20 +102,27 @@ class Writer:
         return len(self.acked) - mark
 
 
+def table_and_a_fourth_node(cluster: Cluster, prefix: str) -> str:
+    """A new on-demand table (its name), then `partita node add`: storage-d, outside
+    every group of the three nodes."""
+    ddb = cluster.client()
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    wait_active(ddb, name)
+    assert _cli(cluster, "node", "add")["node_id"] == "storage-d"
+    return name
+
+
 def test_a_node_down_for_long_gets_a_log_replica_then_a_full_one_rebuilt_on_an_added_node(
     tmp_path: Path,
 ) -> None:
     with running(tmp_path, "--replication-factor", "3", "--on-demand-partitions", "2") as cluster:
-        ddb = cluster.client()
-        name = f"repair-{uuid.uuid4().hex[:8]}"
-        ddb.create_table(
-            TableName=name,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        wait_active(ddb, name)
-        assert _cli(cluster, "node", "add")["node_id"] == "storage-d"
+        name = table_and_a_fourth_node(cluster, "repair")
         writer = Writer(cluster, name)
         writer.thread.start()
         try:

@@ -96,13 +96,19 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _known_node(data_dir: Path, cluster: dict[str, Any], name: str) -> bool:
+    """Whether `name` is one of the cluster's storage nodes (its own or an added one);
+    says so on stderr if not."""
+    if name in _storage_names(cluster) or name in {f"storage-{z}" for z in NodeRequests.read(data_dir).added}:
+        return True
+    print(f"no storage node {name}", file=sys.stderr)
+    return False
+
+
 def _set_held(args: argparse.Namespace, held: bool) -> int:
     data_dir = Path(args.data_dir).resolve()
     cluster = _cluster(data_dir)
-    if args.name not in _storage_names(cluster) and args.name not in {
-        f"storage-{z}" for z in NodeRequests.read(data_dir).added
-    }:
-        print(f"no storage node {args.name}", file=sys.stderr)
+    if not _known_node(data_dir, cluster, args.name):
         return 1
     requests = NodeRequests.read(data_dir)
     names = set(requests.held)
@@ -145,10 +151,7 @@ async def _drain(etcd: str, node_id: str, draining: bool, wait: float | None) ->
 def _set_draining(args: argparse.Namespace, draining: bool) -> int:
     data_dir = Path(args.data_dir).resolve()
     cluster = _cluster(data_dir)
-    if args.name not in _storage_names(cluster) and args.name not in {
-        f"storage-{z}" for z in NodeRequests.read(data_dir).added
-    }:
-        print(f"no storage node {args.name}", file=sys.stderr)
+    if not _known_node(data_dir, cluster, args.name):
         return 1
     wait = getattr(args, "wait", None)
     result = asyncio.run(_drain(cluster["etcd"], args.name, draining, wait))
