@@ -71,7 +71,7 @@ class FleetShrink:
         self.fleet = fleet
         self.check_seconds = check_seconds
         self._task: asyncio.Task[None] | None = None
-        self.scaled_down = asyncio.Event()  # tests wait on it
+        self.scaled_down = False  # the StatefulSets were patched to their new size
 
     def begin(self, current: Mapping[str, int]) -> None:
         """At the operator's start, in the background (the control store may be slow or
@@ -113,7 +113,7 @@ class FleetShrink:
         """One look; True once done (at once when nothing is leaving)."""
         if not leaving:
             return True
-        if not self.scaled_down.is_set():
+        if not self.scaled_down:
             partitions = await self.api.list(naming.API_VERSION, naming.PARTITIONS, self.fleet.namespace, {})
             still = sorted(named_members(partitions) & set(leaving))
             if still:
@@ -127,7 +127,7 @@ class FleetShrink:
                     {"replicas": self.fleet.replicas_per_zone},
                 )
             log.info("no partition on %s any more: storage fleet scaled down", ", ".join(leaving))
-            self.scaled_down.set()
+            self.scaled_down = True
         registered = {n.node_id for n in await self.marks.list_nodes()}
         if registered & set(leaving):
             return False  # still stopping: they stay marked, so nothing is placed on them
