@@ -21,6 +21,7 @@ The lifecycle:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -250,10 +251,24 @@ def initial_id(table_id: int, index: int) -> str:
     return f"{table_id:016x}-{index:04d}"
 
 
+# A partition id is also a Kubernetes resource name (a replicated split's children are
+# named by their ids there), which is at most 253 characters.
+MAX_ID_LENGTH = 253
+# Hex digits of the digest a too-long parent id is shortened to.
+ID_DIGEST_HEX = 12
+
+
 def child_ids(partition_id: str) -> tuple[str, str]:
     """Ids of a split's children: derived from the parent's, so a split decided twice
-    (a driver restarted between its writes) names its children the same way."""
-    return f"{partition_id}-0", f"{partition_id}-1"
+    (a driver restarted between its writes) names its children the same way. Each split
+    adds two characters; a parent id that leaves no room for them keeps its first
+    characters and a digest of the whole of it, so ids stay within MAX_ID_LENGTH however
+    often a partition is split."""
+    base = partition_id
+    if len(base) + 2 > MAX_ID_LENGTH:
+        digest = hashlib.blake2b(partition_id.encode(), digest_size=ID_DIGEST_HEX // 2).hexdigest()
+        base = f"{partition_id[: MAX_ID_LENGTH - 3 - ID_DIGEST_HEX]}-{digest}"
+    return f"{base}-0", f"{base}-1"
 
 
 def all_ready(partitions: Sequence[Partition], ready: frozenset[tuple[str, str]]) -> bool:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from partita.autoadmin.partition_count import partition_count_after_update
 from partita.autoadmin.reconcile import (
+    MAX_ID_LENGTH,
     Action,
     CannotSplit,
     ChangePartitions,
@@ -19,6 +20,7 @@ from partita.autoadmin.reconcile import (
     PutState,
     RemoveTable,
     Settings,
+    child_ids,
     decide,
     is_settled,
     split_for_throughput,
@@ -357,3 +359,16 @@ def test_split_fields_survive_the_control_store_encoding() -> None:
         "c", 5, 2**64, ("a", "b"), "a", split_at=2**63 + 1, split_index=7, parent="p", parent_index=9
     )
     assert partition_from_json(partition_to_json(child)) == child
+
+
+def test_split_children_ids_stay_within_a_resource_names_length_however_often_split() -> None:
+    assert child_ids("music-0000000000000000") == ("music-0000000000000000-0", "music-0000000000000000-1")
+    seen = set()
+    pid = "t" * 236 + "-0000000000000000"  # the longest Table resource name, as partition_name makes
+    for depth in range(40):
+        left, right = child_ids(pid)
+        assert len(left) <= MAX_ID_LENGTH and len(right) <= MAX_ID_LENGTH, depth
+        assert left != right and not {left, right} & seen
+        assert child_ids(pid) == (left, right)  # the same parent, the same names
+        seen |= {left, right}
+        pid = left if depth % 2 else right
