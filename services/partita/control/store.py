@@ -118,10 +118,15 @@ class PartitionMapStore(Protocol):
 class NodeMembership(Protocol):
     async def register_node(self, node: NodeRecord, ttl: int) -> None: ...
     async def list_nodes(self) -> list[NodeRecord]: ...
-    async def set_draining(self, node_id: str, draining: bool) -> None:
-        """Mark a storage node as being drained (its replicas move elsewhere), or clear it."""
+    async def set_draining(self, node_id: str, draining: bool, by: str = "hand") -> None:
+        """Mark a storage node as being drained (its replicas move elsewhere), saying
+        who asked (`by`: "hand" for `partita node drain`, "scale-down" for the operator),
+        or clear the mark."""
 
     async def list_draining(self) -> frozenset[str]: ...
+    async def draining_marks(self) -> dict[str, str]:
+        """Who set each drain mark, by node."""
+
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def clear_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]: ...
@@ -464,16 +469,19 @@ class EtcdControlStore:
             (NodeRecord.from_json(orjson.loads(kv.value)) for kv in result), key=lambda n: n.node_id
         )
 
-    async def set_draining(self, node_id: str, draining: bool) -> None:
+    async def set_draining(self, node_id: str, draining: bool, by: str = "hand") -> None:
         # No lease: a drain outlives the node's restarts until it is cleared.
         if draining:
-            await self._client.put(DRAINING + node_id.encode(), b"1")
+            await self._client.put(DRAINING + node_id.encode(), by.encode())
         else:
             await self._client.delete(DRAINING + node_id.encode())
 
     async def list_draining(self) -> frozenset[str]:
+        return frozenset(await self.draining_marks())
+
+    async def draining_marks(self) -> dict[str, str]:
         result = await self._client.get_prefix(DRAINING)
-        return frozenset(kv.key[len(DRAINING) :].decode() for kv in result)
+        return {kv.key[len(DRAINING) :].decode(): bytes(kv.value).decode() for kv in result}
 
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
         await self._client.put(_ready_key(table_id, partition_id, node_id), b"1")
@@ -630,7 +638,7 @@ class MemoryControlStore:
         self._ready: set[tuple[int, str, str]] = set()
         self._stats: dict[tuple[int, str], PartitionStats] = {}
         self._memberships: dict[str, bytes] = {}
-        self._draining: set[str] = set()
+        self._draining: dict[str, str] = {}
         self._revision = 0
         self.writes = 0  # every write of any kind: tests check that idle passes write nothing
 
@@ -730,15 +738,18 @@ class MemoryControlStore:
     async def list_nodes(self) -> list[NodeRecord]:
         return sorted(self._nodes.values(), key=lambda n: n.node_id)
 
-    async def set_draining(self, node_id: str, draining: bool) -> None:
+    async def set_draining(self, node_id: str, draining: bool, by: str = "hand") -> None:
         self.writes += 1
         if draining:
-            self._draining.add(node_id)
+            self._draining[node_id] = by
         else:
-            self._draining.discard(node_id)
+            self._draining.pop(node_id, None)
 
     async def list_draining(self) -> frozenset[str]:
         return frozenset(self._draining)
+
+    async def draining_marks(self) -> dict[str, str]:
+        return dict(self._draining)
 
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
         self.writes += 1

@@ -338,6 +338,8 @@ async def test_a_drain_mark_is_listed_until_cleared(store: ControlStore) -> None
     await store.set_draining("n2", False)
     await store.set_draining("n3", False)  # never marked: nothing to clear
     assert await store.list_draining() == {"n1"}
+    await store.set_draining("n4", True, by="scale-down")
+    assert await store.draining_marks() == {"n1": "hand", "n4": "scale-down"}
 
 
 async def test_registered_nodes_are_listed_by_id_and_reregistration_replaces(store: ControlStore) -> None:

@@ -16,8 +16,9 @@ operator drains them first, as `partita node drain` does in the local cluster:
 2. Once no Partition names a leaving pod, it scales each StatefulSet down.
 3. Once the leaving pods' registrations are gone (the pods stopped), it clears their
    marks, so a later scale-up starts those pods undrained. An operator that stopped
-   before that leaves marks behind: the next one clears the marks of every pod the
-   fleet keeps when it starts (`begin`).
+   before that leaves marks behind: the next one clears, when it starts (`begin`), the
+   scale-down marks of every pod the fleet keeps. A mark set by hand (an operator
+   emptying one pod) is left alone.
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ log = logging.getLogger(__name__)
 
 # Seconds between looks at the Partitions (and then the registrations) while draining.
 CHECK_SECONDS = 1.0
+# Who set a drain mark, as the mark says: a scale-down's marks are the operator's to clear.
+SCALE_DOWN = "scale-down"
 
 
 class DrainMarks(Protocol):
     """Where storage pods register and read drain marks (the control store, etcd)."""
 
-    async def set_draining(self, node_id: str, draining: bool) -> None: ...
-    async def list_draining(self) -> frozenset[str]: ...
+    async def set_draining(self, node_id: str, draining: bool, by: str = "hand") -> None: ...
+    async def draining_marks(self) -> dict[str, str]: ...
     async def list_nodes(self) -> list[NodeRecord]: ...
 
 
@@ -101,11 +104,12 @@ class FleetShrink:
 
     async def _mark(self, leaving: list[str]) -> None:
         keeps = {n.node_id for n in self.fleet.nodes()}
-        for pod in sorted(await self.marks.list_draining() & keeps):
+        marks = await self.marks.draining_marks()
+        for pod in sorted(p for p, by in marks.items() if by == SCALE_DOWN and p in keeps):
             await self.marks.set_draining(pod, False)
-            log.info("cleared the drain mark of %s, which the storage fleet keeps", pod)
+            log.info("cleared the scale-down drain mark of %s, which the storage fleet keeps", pod)
         for pod in leaving:
-            await self.marks.set_draining(pod, True)
+            await self.marks.set_draining(pod, True, by=SCALE_DOWN)
         if leaving:
             log.info("draining %s before scaling the storage fleet down", ", ".join(leaving))
 

@@ -27,15 +27,17 @@ def test_every_role_a_partition_names_holds_the_pod() -> None:
     assert named_members(parts) == {"p-a-0", "p-b-1", "p-c-1"}
 
 
-async def test_at_start_the_marks_left_on_pods_the_fleet_keeps_are_cleared() -> None:
+async def test_at_start_the_scale_down_marks_left_on_pods_the_fleet_keeps_are_cleared() -> None:
     # An operator stopped between scaling down and clearing the marks, then the fleet
     # was scaled up again: pt-storage-a-1 exists again and must not stay drained.
     fleet = Fleet(release="pt", namespace="db", image="i", zones=("a",), replicas_per_zone=2)
     marks = MemoryControlStore()
     for pod in ("pt-storage-a-1", "pt-storage-a-2"):
-        await marks.set_draining(pod, True)
+        await marks.set_draining(pod, True, by="scale-down")
+    await marks.set_draining("pt-storage-a-0", True)  # by hand: someone empties that pod
     shrink = FleetShrink(cast(KubeApi, None), marks, fleet)  # nothing larger: no API call
     shrink.begin({})
     assert shrink._task is not None
     await asyncio.wait_for(shrink._task, 5)
-    assert await marks.list_draining() == {"pt-storage-a-2"}  # a pod the fleet does not run
+    # a-1 is kept again; a-2 is a pod the fleet does not run; a-0's mark is not the operator's
+    assert await marks.draining_marks() == {"pt-storage-a-2": "scale-down", "pt-storage-a-0": "hand"}
