@@ -13,11 +13,11 @@ tables is one list, not 1,000), and a failed pass is retried.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from partita.autoadmin.doorman_config import DoormanConfigKey
+from partita.autoadmin.kube.background import cancel_and_wait
 from partita.control.model import TableSpec
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,5 @@ class TablesPublisher:
 
     async def close(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(task)
         await self.sink.close()

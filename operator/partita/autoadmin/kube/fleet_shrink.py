@@ -24,13 +24,13 @@ operator drains them first, as `partita node drain` does in the local cluster:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from partita.autoadmin.kube import naming
 from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.background import cancel_and_wait
 from partita.autoadmin.kube.fleet import Fleet
 from partita.control.model import NodeRecord
 
@@ -141,7 +141,4 @@ class FleetShrink:
 
     async def close(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(task)

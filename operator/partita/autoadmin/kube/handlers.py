@@ -181,14 +181,14 @@ def build_registry(
             )
         if shrink is not None:
             shrink.begin(larger)
-        if larger and shrink is not None:
-            _event(
-                body,
-                "Normal",
-                reason="StorageDraining",
-                message=f"draining {', '.join(fleet_shrink.leaving_pods(config.fleet, larger))} "
-                "before the storage fleet shrinks",
-            )
+            if larger:
+                leaving = ", ".join(fleet_shrink.leaving_pods(config.fleet, larger))
+                _event(
+                    body,
+                    "Normal",
+                    reason="StorageDraining",
+                    message=f"draining {leaving} before the storage fleet shrinks",
+                )
         state.fleet_ensured = True
 
     async def larger_statefulsets() -> dict[str, int]:

@@ -21,12 +21,12 @@ that differs from its spec.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 
 from partita.autoadmin.kube import builders, naming
 from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.background import cancel_and_wait
 from partita.autoadmin.kube.decisions import Member
 from partita.autoadmin.kube.grpc_director import published_members
 from partita.control.store import WatchedMemberships
@@ -86,7 +86,4 @@ class MembershipWatch:
 
     async def close(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(task)
