@@ -9,10 +9,6 @@ real consensus core and repair driver; the control store records what is written
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from partita.common.partition_map import Partition
 from partita.storage.effects import Effect, Kind
@@ -20,18 +16,12 @@ from partita.storage.repair import RepairConfig
 from partita.storage.repair_driver import RepairDriver
 from partita.storage.replication.types import Role
 from tests.unit.storage.test_removal_safety import TABLE, Recorder
-from tests.unit.storage.test_repair_driver_quiet import CONFIG, END, SPARE, ZONES
-from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster, three_nodes
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with three_nodes(tmp_path, CONFIG) as c:
-        yield c
+from tests.unit.storage.test_repair_driver_quiet import END, SPARE, ZONES, cluster  # noqa: F401 (its fixture)
+from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster
 
 
 async def test_lowering_the_replication_factor_removes_followers_until_the_leader_is_alone(
-    cluster: Cluster,
+    cluster: Cluster,  # noqa: F811
 ) -> None:
     leader = await cluster.leader(seconds=10.0)
     store = Recorder()
@@ -72,7 +62,9 @@ async def test_lowering_the_replication_factor_removes_followers_until_the_leade
     assert leader.host.members(GROUP) == {leader.node: Role.FULL}
 
 
-async def test_a_partition_without_a_replication_factor_keeps_the_nodes_default(cluster: Cluster) -> None:
+async def test_a_partition_without_a_replication_factor_keeps_the_nodes_default(
+    cluster: Cluster,  # noqa: F811
+) -> None:
     leader = await cluster.leader(seconds=10.0)
     store = Recorder()
     driver = RepairDriver(leader.host, store, RepairConfig(registration_grace=0.0))
