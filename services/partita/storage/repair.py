@@ -156,7 +156,7 @@ def next_change(view: GroupView, config: RepairConfig) -> MembershipChange | Non
             if node in members and node != view.leader:
                 return MembershipChange(ChangeKind.REMOVE, node)
         if logs:
-            return MembershipChange(ChangeKind.REMOVE, logs[0])
+            return MembershipChange(ChangeKind.REMOVE, logs[0], Role.LOG)
         for node in sorted(view.draining):
             if node in members and node != view.leader:
                 return MembershipChange(ChangeKind.REMOVE, node)
@@ -168,7 +168,7 @@ def next_change(view: GroupView, config: RepairConfig) -> MembershipChange | Non
     # A dead log member holds no data: drop it, another can be added.
     dead_logs = [n for n in logs if n in view.down]
     if dead_logs:
-        return MembershipChange(ChangeKind.REMOVE, dead_logs[0])
+        return MembershipChange(ChangeKind.REMOVE, dead_logs[0], Role.LOG)
     building = [n for n in full if n not in view.down and n not in view.draining and n not in ok]
     if building:
         return None  # one rebuild at a time: wait for it to catch up

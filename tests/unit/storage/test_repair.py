@@ -86,12 +86,12 @@ ADD, REMOVE = ChangeKind.ADD, ChangeKind.REMOVE
         (
             "dead member gone: remove the log member",
             view({"a": F, "b": F, "d": L, "e": F}),
-            MembershipChange(REMOVE, "d"),
+            MembershipChange(REMOVE, "d", L),
         ),
         (
             "the dead member came back and caught up: remove the log member",
             view({"a": F, "b": F, "c": F, "d": L}),
-            MembershipChange(REMOVE, "d"),
+            MembershipChange(REMOVE, "d", L),
         ),
         (
             "the dead member came back but lags: wait for it",
@@ -101,7 +101,7 @@ ADD, REMOVE = ChangeKind.ADD, ChangeKind.REMOVE
         (
             "the log member died too: drop it so another can be added",
             view({"a": F, "b": F, "c": F, "d": L}, {"c", "d"}, ["e"]),
-            MembershipChange(REMOVE, "d"),
+            MembershipChange(REMOVE, "d", L),
         ),
         (
             "a group short of full members with nobody down: add a full member",
