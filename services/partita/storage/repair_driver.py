@@ -176,9 +176,12 @@ class RepairDriver:
         # A member judged down stays down until it is heard again: a group that quiesces
         # meanwhile (its dead member's registration still alive) must not undo a repair
         # under way, then redo it once active again.
+        # Only an answer counts as heard again: a leader newly elected, or woken from
+        # quiescence, grants every member a fresh `last_heard`, a dead one too.
+        answered = {peer: pr.last_answer for peer, pr in replica.progress.items()}
         judged = self._down.setdefault(group, {})
         for peer in list(judged):
-            if peer not in members or heard.get(peer, float("-inf")) > judged[peer]:
+            if peer not in members or answered.get(peer, float("-inf")) > judged[peer]:
                 del judged[peer]
         for peer in down:
             judged.setdefault(peer, now)

@@ -19,7 +19,9 @@ from partita.control.model import PartitionStats, TableRecord
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.node import NodeState, erase_removed, sync_groups
+from partita.storage.peer_transport import PeerTransport
 from partita.storage.repair_driver import RepairDriver
+from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.types import HardState, Role
 from tests.unit import records
@@ -175,3 +177,49 @@ async def test_a_node_that_never_held_the_group_has_no_left_replica(tmp_path: Pa
         assert engine.left_replica(GROUP) is None
     finally:
         await engine.close()
+
+
+async def _host_log_member(cluster: Cluster, node: str) -> Member:
+    """`node` started hosting GROUP as a log-only newcomer (as the node does once the
+    leader publishes it a log member)."""
+    engine = Engine.open(cluster.root / node, sync=False)
+    holder: list[ReplicaHost] = []
+    transport = PeerTransport(cluster.addresses.get, lambda env: holder[0].receive(env))
+    host = ReplicaHost(node, engine, transport.send, cluster.config)
+    holder.append(host)
+    port = await transport.listen("127.0.0.1", int(cluster.addresses.get(node, ":0").rpartition(":")[2]))
+    cluster.addresses[node] = f"127.0.0.1:{port}"
+    host.add_group(GROUP, list(NODES), log_members=[node], newcomer=True)
+    host.start()
+    member = cluster.members[node] = Member(node, engine, host, transport, port)
+    return member
+
+
+async def test_an_erased_log_member_added_back_catches_up_and_the_group_commits_without_a_dead_member(
+    cluster: Cluster,
+) -> None:
+    leader = await cluster.leader(seconds=10.0)
+    full = {n: Role.FULL for n in NODES}
+
+    async def write(key: bytes) -> None:
+        await asyncio.wait_for(leader.host.propose(GROUP, [Effect(Kind.PUT, key, b"v")]), 10)
+
+    for i in range(5):
+        await write(b"k%d" % i)
+    spare = await _host_log_member(cluster, "node-d")
+    leader.host.change_membership(GROUP, {**full, "node-d": Role.LOG})
+    await wait_until(lambda: leader.host.membership_settled(GROUP))
+    await write(b"k5")
+    # Removed, and its replica erased, as `sync_groups` and `erase_removed` do.
+    leader.host.change_membership(GROUP, full)
+    await wait_until(lambda: leader.host.membership_settled(GROUP))
+    spare.host.remove_group(GROUP)
+    await spare.engine.erase_group(GROUP)
+    assert spare.engine.left_replica(GROUP) is not None
+    # A full member dies; the log member is added back: 3 of 4 is the quorum.
+    dead = max(n for n in NODES if n != leader.node)
+    await cluster.stop(dead)
+    spare.host.add_group(GROUP, list(NODES), log_members=["node-d"], newcomer=True)
+    leader.host.change_membership(GROUP, {**full, "node-d": Role.LOG})
+    await wait_until(lambda: leader.host.membership_settled(GROUP), seconds=10.0)
+    await write(b"k6")

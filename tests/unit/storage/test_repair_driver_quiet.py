@@ -17,7 +17,7 @@ import pytest
 
 from partita.common.partition_map import Partition
 from partita.storage.effects import Effect, Kind
-from partita.storage.repair import GroupView, RepairConfig
+from partita.storage.repair import ChangeKind, GroupView, MembershipChange, RepairConfig, next_change
 from partita.storage.repair_driver import RepairDriver
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.types import GroupId, NodeId, Role
@@ -130,5 +130,37 @@ async def test_a_member_judged_down_stays_down_while_its_group_quiesces(cluster:
     assert silent in driver.view(GROUP, ZONES, everyone).down
     replica.quiesced = True
     assert silent in driver.view(GROUP, ZONES, everyone).down
-    replica.progress[silent].last_heard = 1e12  # an answer, later than the judgement
+    replica.progress[silent].last_answer = 1e12  # an answer, later than the judgement
     assert silent not in driver.view(GROUP, ZONES, everyone).down
+
+
+async def test_a_member_judged_down_stays_down_when_its_leader_grants_every_member_a_fresh_start(
+    cluster: Cluster,
+) -> None:
+    # A leader newly elected, or waking its quiesced group, sets every member's
+    # `last_heard` to now, a dead one's too. That is no answer: the dead member stays
+    # judged down, so the log member added for it is not removed as surplus. Before, in
+    # a Kubernetes repair test, the leader lost its term once the log member was added,
+    # was elected again, judged the dead member up, removed the log member, then added
+    # it back: an erased replica rejoining, and the group stalled.
+    leader = await cluster.leader(seconds=10.0)
+    replica = leader.host.multi.replicas[GROUP]
+    dead = max(n for n in NODES if n != leader.node)
+    await cluster.stop(dead)
+    config = RepairConfig(down_after=0.5, registration_grace=0.0, grace_after_add=0.5)
+    driver = RepairDriver(leader.host, Recorder(), config)
+    partition = Partition("p0", 0, END, NODES, leader.node)
+    everyone = frozenset((*NODES, SPARE))  # the dead node's registration is still alive
+    await asyncio.wait_for(leader.host.propose(GROUP, [Effect(Kind.PUT, b"k", b"v")]), 10)
+    for _ in range(100):  # awake: the dead member's silence is judged, a log member added
+        await driver.pass_once({GROUP: (TABLE, partition)}, ZONES, everyone)
+        if leader.host.members(GROUP).get(SPARE) == Role.LOG:
+            break
+        await asyncio.sleep(0.1)
+    assert leader.host.members(GROUP).get(SPARE) == Role.LOG
+    # (node-d runs nothing here, so the change never commits: the view alone is checked.)
+    for pr in replica.progress.values():
+        pr.last_heard = driver._clock()  # the fresh start, as `_take_leadership` gives it
+    view = driver.view(GROUP, ZONES, everyone)
+    assert dead in view.down
+    assert next_change(view, config) != MembershipChange(ChangeKind.REMOVE, SPARE)

@@ -90,7 +90,11 @@ class Progress:
     # Entries (or a snapshot) were sent and no answer has come since.
     awaiting: bool = False
     acked_round: int = 0
+    # When the leader last heard the follower, or granted it a fresh start (on taking
+    # leadership, on waking from quiescence): what check-quorum and repair judge by.
     last_heard: float = float("-inf")
+    # When an answer from the follower last arrived: only this says it is alive again.
+    last_answer: float = float("-inf")
 
 
 @dataclass(slots=True)
@@ -564,7 +568,7 @@ class Replica:
 
     def _become_leader(self, now: float) -> None:
         self._take_leadership(now)
-        self._append_local(EntryKind.NOOP, b"")
+        self._append_local(EntryKind.NOOP, b"", now)
         self._broadcast_heartbeat(now)
         self._broadcast_append()
         self._maybe_commit()
@@ -692,30 +696,31 @@ class Replica:
         if self.transfer_target is not None:
             raise NotLeader(self.transfer_target)
         self._wake(now, client_work=True)
-        entry = self._append_local(kind, data)
+        entry = self._append_local(kind, data, now)
         # The APPENDs go out at the next ready(): every proposal until then shares them.
         self._appends_due = True
         self._maybe_commit()
         return entry.term, entry.index
 
-    def _append_local(self, kind: EntryKind, data: bytes) -> Entry:
+    def _append_local(self, kind: EntryKind, data: bytes, now: float) -> Entry:
         entry = make_entry(self.term, self.log.last_index + 1, kind, data)
         self.log.append(entry)
         if self._persist_from is None:
             self._persist_from = entry.index
         if kind == EntryKind.MEMBERSHIP:
-            self._apply_membership_change()
+            self._apply_membership_change(now)
         return entry
 
-    def _apply_membership_change(self) -> None:
+    def _apply_membership_change(self, now: float) -> None:
         self.members = self.log.members_at(self.log.last_index)
         if self.state != State.LEADER:
             return
         for peer in self.members:
             if peer != self.node and peer not in self.progress:
-                self.progress[peer] = Progress(
-                    match=0, next=self.log.last_index + 1, last_heard=float("-inf")
-                )
+                # Counted as heard now: the next check-quorum may come before its first
+                # answer, and a leader of four members with one down that did not count
+                # the member it just added stepped down (and a new term began).
+                self.progress[peer] = Progress(match=0, next=self.log.last_index + 1, last_heard=now)
         for peer in list(self.progress):
             if peer not in self.members:
                 del self.progress[peer]
@@ -845,7 +850,7 @@ class Replica:
             self._send_append(m.src)
 
     def _heard(self, pr: Progress, round_: int, now: float) -> None:
-        pr.last_heard = now
+        pr.last_heard = pr.last_answer = now
         # Only rounds this leadership sent: an answer to another's (this node's before a
         # restart) says nothing of when the follower last heard this one.
         if self._round_base < round_ <= self.round and round_ > pr.acked_round:

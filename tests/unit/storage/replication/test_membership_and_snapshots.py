@@ -109,6 +109,27 @@ def test_the_write_quorum_survives_a_dead_replica_once_a_log_replica_joins() -> 
     assert c["a"].commit == index
 
 
+def test_a_leader_keeps_leading_while_the_member_it_just_added_has_not_answered_yet() -> None:
+    # One of three down: a log member joins, and 3 of the 4 are a quorum. The leader's
+    # next check-quorum may come before the newcomer's first answer; counting it as
+    # unheard there made the leader step down, and a new term began (CI, a Kubernetes
+    # repair test). As in etcd's raft, a member just added counts as recently heard.
+    c = _cluster_with_spare("l")
+    c.elect("a")
+    c.crash("c")
+    c.propose("a", b"w")  # c lacks it: the group stays awake, its checks on schedule
+    c.advance(CONFIG.election_timeout * 1.5)
+    c.cut.add(frozenset(("a", "l")))  # its answers are late
+    c["a"].propose_membership(FULL3 | {"l": Role.LOG}, c.now)
+    c.advance(CONFIG.election_timeout * 0.75)  # a check-quorum falls in this window
+    assert c.leaders() == ["a"]
+    term = c["a"].term
+    c.heal()
+    c.advance(1.0)
+    assert c.leaders() == ["a"] and c["a"].term == term
+    assert c["a"].commit == c["a"].log.last_index and c["a"].members.get("l") == Role.LOG
+
+
 def test_a_removed_member_stops_taking_part() -> None:
     c = Cluster(["a", "b", "c"])
     c.elect("a")
