@@ -185,7 +185,7 @@ async def _host_log_member(cluster: Cluster, node: str) -> Member:
     engine = Engine.open(cluster.root / node, sync=False)
     holder: list[ReplicaHost] = []
     transport = PeerTransport(cluster.addresses.get, lambda env: holder[0].receive(env))
-    host = ReplicaHost(node, engine, transport.send, cluster.config)
+    host = ReplicaHost(node, engine, transport.send, cluster.config, ranges=lambda group: cluster.key_range)
     holder.append(host)
     port = await transport.listen("127.0.0.1", int(cluster.addresses.get(node, ":0").rpartition(":")[2]))
     cluster.addresses[node] = f"127.0.0.1:{port}"
@@ -198,6 +198,10 @@ async def _host_log_member(cluster: Cluster, node: str) -> Member:
 async def test_an_erased_log_member_added_back_catches_up_and_the_group_commits_without_a_dead_member(
     cluster: Cluster,
 ) -> None:
+    # A log member removed (its dead full member came back, or so its leader judged) and
+    # added back once a full member is down: it rejoins as a newcomer that abstains, is
+    # sent a snapshot (the leader's log no longer reaches its start), and then counts
+    # towards the quorum of 3 of 4 that every write now needs.
     leader = await cluster.leader(seconds=10.0)
     full = {n: Role.FULL for n in NODES}
 
@@ -219,7 +223,14 @@ async def test_an_erased_log_member_added_back_catches_up_and_the_group_commits_
     # A full member dies; the log member is added back: 3 of 4 is the quorum.
     dead = max(n for n in NODES if n != leader.node)
     await cluster.stop(dead)
+    for i in range(6, 11):
+        await write(b"k%d" % i)
+    core = leader.host.multi.replicas[GROUP]
+    core.compact(core.applied)  # what it lacks is no longer in the leader's log: a snapshot
+    cluster.key_range = (b"", b"\xff" * 16)
     spare.host.add_group(GROUP, list(NODES), log_members=["node-d"], newcomer=True)
     leader.host.change_membership(GROUP, {**full, "node-d": Role.LOG})
     await wait_until(lambda: leader.host.membership_settled(GROUP), seconds=10.0)
-    await write(b"k6")
+    await write(b"k11")
+    rejoined = spare.host.multi.replicas[GROUP]
+    await wait_until(lambda: not rejoined.abstaining and rejoined.commit == core.commit)

@@ -46,12 +46,15 @@ class Cluster:
         self.config = config
         self.addresses: dict[str, str] = {}
         self.members: dict[str, Member] = {}
+        # The group's key range, as the node knows it from the partition: without one a
+        # leader sends no snapshot (the default here; set it to test them).
+        self.key_range: tuple[bytes, bytes] | None = None
 
     async def start(self, node: str) -> Member:
         engine = Engine.open(self.root / node, sync=False)
         holder: list[ReplicaHost] = []
         transport = PeerTransport(self.addresses.get, lambda env: holder[0].receive(env))
-        host = ReplicaHost(node, engine, transport.send, self.config)
+        host = ReplicaHost(node, engine, transport.send, self.config, ranges=lambda group: self.key_range)
         holder.append(host)
         port = await transport.listen("127.0.0.1", int(self.addresses.get(node, ":0").rpartition(":")[2]))
         self.addresses[node] = f"127.0.0.1:{port}"
