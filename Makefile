@@ -61,7 +61,7 @@ prometheus-tools:
 		|| echo "prometheus/promtool not installed: their tests will be skipped"
 
 test: $(NATIVE_STAMP) prometheus-tools
-	PARTITA_EXPECT_NATIVE=1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --timeout 600 tests $(ARGS)
+	PARTITA_EXPECT_NATIVE=1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --max-worker-restart 0 --timeout 600 tests $(ARGS)
 
 # Every simulation suite under tests/sim reads SEEDS; `make test` runs them with 200.
 SEEDS ?= 200

@@ -1,4 +1,5 @@
-"""Suite-wide guard: compiled modules must match their source.
+"""Suite-wide guards: compiled modules must match their source, and a test past its
+timeout ends (below).
 
 `make native` compiles the modules in native-modules.txt next to their .py files, and
 Python imports the compiled one first. A .py edited after the last build would then go
@@ -7,9 +8,13 @@ untested: refuse to run rather than test stale code.
 
 from __future__ import annotations
 
+import asyncio
 import faulthandler
+import functools
+import inspect
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -43,12 +48,22 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
-# Seconds past a test's own timeout before the worker is ended. pytest-timeout's signal
-# method fails a test by raising in the main thread; a test stuck where that cannot
-# reach (in C code, or in a teardown after the timeout already fired) would otherwise
-# stall the whole run with no word of where. The backstop prints every thread's stack
-# and ends the worker; pytest-xdist reports the test as failed and starts another.
-HARD_STOP_GRACE = 240.0
+# A test's timeout has three layers, each for what the one before cannot reach.
+#
+# 1. An asyncio test runs under `asyncio.timeout` at IN_LOOP_SHARE of its timeout: its
+#    own task is cancelled, so its cleanup runs. pytest-timeout's signal method alone
+#    raises wherever the main thread happens to be: in an asyncio test that is often
+#    another task (kmock's request handler, a server's), which swallows the exception
+#    as that task's result, and the test ran on forever (a CI run stalled so).
+# 2. pytest-timeout's signal, at the timeout: a test blocked in synchronous code.
+# 3. HARD_STOP_GRACE seconds later, faulthandler prints every thread's stack and ends
+#    the worker: a test stuck where no exception reaches (C code, or a teardown after
+#    the timeout fired). pytest-xdist reports it failed; `make test` passes
+#    `--max-worker-restart 0`, as pytest-xdist 3.8's loadgroup scheduling hangs when
+#    it replaces a crashed worker (pytest-xdist issue 1323): the other worker finishes
+#    the run.
+IN_LOOP_SHARE = 0.85
+HARD_STOP_GRACE = float(os.environ.get("PARTITA_TEST_HARD_STOP_GRACE", "240"))
 
 
 def _test_timeout(item: pytest.Item) -> float:
@@ -56,6 +71,29 @@ def _test_timeout(item: pytest.Item) -> float:
     if marker is not None and marker.args:
         return float(marker.args[0])
     return float(item.config.getoption("timeout", None) or 0)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        test = getattr(item, "obj", None)
+        timeout = _test_timeout(item)
+        if inspect.iscoroutinefunction(test) and timeout > 0:
+            item.obj = _in_loop_timeout(test, timeout * IN_LOOP_SHARE)
+
+
+def _in_loop_timeout(test: Callable[..., Awaitable[Any]], seconds: float) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(test)
+    async def bounded(*args: Any, **kwargs: Any) -> Any:
+        deadline = asyncio.timeout(seconds)
+        try:
+            async with deadline:
+                return await test(*args, **kwargs)
+        except TimeoutError:
+            if deadline.expired():
+                pytest.fail(f"Timeout: still running after {seconds:.0f} s (its task was cancelled)")
+            raise
+
+    return bounded
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -26,6 +26,12 @@ import kmock
 from partita.autoadmin.kube import naming
 
 _uids = itertools.count(1)
+# kmock logs every request, and matches each new one against its reactions by walking
+# the whole log: a test running its operator for minutes slowed quadratically, on a
+# loaded machine to the point where the test itself starved (the split-for-consumption
+# test ran 9 minutes). The log keeps this many of the latest requests once it has twice
+# as many; tests that count requests are short.
+REQUEST_LOG_KEEP = 500
 
 
 class ApiServer(kmock.KubernetesEmulator):
@@ -61,6 +67,8 @@ class ApiServer(kmock.KubernetesEmulator):
             if current.get("spec") != spec_before:  # a replacement that changed the spec
                 generation = int(current.get("metadata", {}).get("generation", 1)) + 1
                 self.objects[key].patch({"metadata": {"generation": generation}})
+        if len(self._requests) > 2 * REQUEST_LOG_KEEP:
+            del self._requests[:-REQUEST_LOG_KEEP]
         return response
 
 
