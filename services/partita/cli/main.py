@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from partita.common import arg_types, config, logs
+from partita.common import arg_types, config, gc_policy, logs
 
 if TYPE_CHECKING:
     from partita.router.main import RunningRouter
@@ -41,9 +41,15 @@ def _run_loop(coro: Any) -> None:
     try:
         import uvloop
 
-        uvloop.run(coro)
+        uvloop.run(_serving(coro))
     except ImportError:  # pragma: no cover - uvloop is a dependency
-        asyncio.run(coro)
+        asyncio.run(_serving(coro))
+
+
+async def _serving(coro: Any) -> Any:
+    """A long-running service's main coroutine, with the collector set for serving."""
+    gc_policy.tune_for_serving(asyncio.get_running_loop())
+    return await coro
 
 
 # --- up ------------------------------------------------------------------------------
