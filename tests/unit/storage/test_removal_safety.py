@@ -19,9 +19,7 @@ from partita.control.model import PartitionStats, TableRecord
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.node import NodeState, erase_removed, sync_groups
-from partita.storage.peer_transport import PeerTransport
 from partita.storage.repair_driver import RepairDriver
-from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.types import HardState, Role
 from tests.unit import records
@@ -179,22 +177,6 @@ async def test_a_node_that_never_held_the_group_has_no_left_replica(tmp_path: Pa
         await engine.close()
 
 
-async def _host_log_member(cluster: Cluster, node: str) -> Member:
-    """`node` started hosting GROUP as a log-only newcomer (as the node does once the
-    leader publishes it a log member)."""
-    engine = Engine.open(cluster.root / node, sync=False)
-    holder: list[ReplicaHost] = []
-    transport = PeerTransport(cluster.addresses.get, lambda env: holder[0].receive(env))
-    host = ReplicaHost(node, engine, transport.send, cluster.config, ranges=lambda group: cluster.key_range)
-    holder.append(host)
-    port = await transport.listen("127.0.0.1", int(cluster.addresses.get(node, ":0").rpartition(":")[2]))
-    cluster.addresses[node] = f"127.0.0.1:{port}"
-    host.add_group(GROUP, list(NODES), log_members=[node], newcomer=True)
-    host.start()
-    member = cluster.members[node] = Member(node, engine, host, transport, port)
-    return member
-
-
 async def test_an_erased_log_member_added_back_catches_up_and_the_group_commits_without_a_dead_member(
     cluster: Cluster,
 ) -> None:
@@ -210,7 +192,7 @@ async def test_an_erased_log_member_added_back_catches_up_and_the_group_commits_
 
     for i in range(5):
         await write(b"k%d" % i)
-    spare = await _host_log_member(cluster, "node-d")
+    spare = await cluster.start("node-d", log_only=True)
     leader.host.change_membership(GROUP, {**full, "node-d": Role.LOG})
     await wait_until(lambda: leader.host.membership_settled(GROUP))
     await write(b"k5")

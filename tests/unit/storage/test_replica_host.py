@@ -50,7 +50,9 @@ class Cluster:
         # leader sends no snapshot (the default here; set it to test them).
         self.key_range: tuple[bytes, bytes] | None = None
 
-    async def start(self, node: str) -> Member:
+    async def start(self, node: str, log_only: bool = False) -> Member:
+        """`node` hosting GROUP: a member of NODES, or (`log_only`) a log-only newcomer,
+        as a node hosts a group whose leader just named it a log member."""
         engine = Engine.open(self.root / node, sync=False)
         holder: list[ReplicaHost] = []
         transport = PeerTransport(self.addresses.get, lambda env: holder[0].receive(env))
@@ -58,7 +60,10 @@ class Cluster:
         holder.append(host)
         port = await transport.listen("127.0.0.1", int(self.addresses.get(node, ":0").rpartition(":")[2]))
         self.addresses[node] = f"127.0.0.1:{port}"
-        host.add_group(GROUP, list(NODES))
+        if log_only:
+            host.add_group(GROUP, list(NODES), log_members=[node], newcomer=True)
+        else:
+            host.add_group(GROUP, list(NODES))
         host.start()
         member = self.members[node] = Member(node, engine, host, transport, port)
         return member
