@@ -3,11 +3,12 @@ nodes, routers, Doorman servers).
 
 Almost everything a request allocates is freed by reference counting; the cyclic
 collector only finds the rare cycle. At Python's default (a young collection every 700
-net allocations) the storage nodes under YCSB A spent 5.0-5.7% of their CPU in it
-(`perf`, docs/benchmarks.md), mostly in collections that found nothing. Young
-collections are made rarer, and what the process holds once it has started (modules,
-the groups it hosts, its caches) is moved out of the collector's sight, so the old
-generation's full passes no longer walk it."""
+net allocations) the storage nodes under YCSB A spent 2.9-3.5% of their CPU in it
+(5.0-5.7% beside a CPU-bound process; `perf`, docs/benchmarks.md round 11), walking
+objects that live as long as the process. Young collections are made rarer, and what
+the process holds once it has started (modules, the groups it hosts, its caches) is
+moved out of the collector's sight, so the old generation's full passes no longer walk
+it."""
 
 from __future__ import annotations
 
