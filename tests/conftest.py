@@ -54,7 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
 #    own task is cancelled, so its cleanup runs. pytest-timeout's signal method alone
 #    raises wherever the main thread happens to be: in an asyncio test that is often
 #    another task (kmock's request handler, a server's), which swallows the exception
-#    as that task's result, and the test ran on forever (a CI run stalled so).
+#    as that task's result, and the test ran on forever (seen in a local run: the
+#    likely cause of the CI run that never finished).
 # 2. pytest-timeout's signal, at the timeout: a test blocked in synchronous code.
 # 3. HARD_STOP_GRACE seconds later, faulthandler prints every thread's stack and ends
 #    the worker: a test stuck where no exception reaches (C code, or a teardown after
