@@ -62,12 +62,19 @@ class AckedWrites:
         """Write until acknowledged (retried on errors, bounded in time)."""
         await until(lambda: self._put(pk, n), what)
 
-    async def read_back(self) -> None:
-        for pk, n in self.acked.items():
-            got = await asyncio.to_thread(
-                self.dynamo.get_item, TableName=self.table, Key={"pk": {"S": pk}}, ConsistentRead=True
-            )
+    async def read_back(self, concurrency: int = 8) -> None:
+        """Every acknowledged write, read strongly, a few at a time (thousands of them
+        one by one outlasted a test's timeout on a loaded machine)."""
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(pk: str, n: str) -> None:
+            async with gate:
+                got = await asyncio.to_thread(
+                    self.dynamo.get_item, TableName=self.table, Key={"pk": {"S": pk}}, ConsistentRead=True
+                )
             assert got.get("Item") == {"pk": {"S": pk}, "n": {"N": n}}, f"lost {pk}"
+
+        await asyncio.gather(*(one(pk, n) for pk, n in list(self.acked.items())))
 
 
 @dataclass

@@ -201,6 +201,9 @@ async def test_a_partition_written_past_its_allocation_is_split_for_consumption(
             for _ in range(10):
                 await writes.put(f"hot-{written}", str(written), "PutItem far past the allocation")
                 written += 1
+            # At most about 20 writes a second, four times the allocation: unpaced, a
+            # slow split left thousands of writes to read back.
+            await asyncio.sleep(0.5)
             parts = await partitions_of(api, "music")
             children = [p for p in parts if p["spec"].get("parent") == name]
         print(
