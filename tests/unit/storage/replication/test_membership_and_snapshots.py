@@ -112,8 +112,9 @@ def test_the_write_quorum_survives_a_dead_replica_once_a_log_replica_joins() -> 
 def test_a_leader_keeps_leading_while_the_member_it_just_added_has_not_answered_yet() -> None:
     # One of three down: a log member joins, and 3 of the 4 are a quorum. The leader's
     # next check-quorum may come before the newcomer's first answer; counting it as
-    # unheard there made the leader step down, and a new term began (CI, a Kubernetes
-    # repair test). As in etcd's raft, a member just added counts as recently heard.
+    # unheard there made the leader step down, and a new term began (a Kubernetes
+    # repair test, in a loaded local run). As in etcd's raft, a member just added
+    # counts as recently heard.
     c = _cluster_with_spare("l")
     c.elect("a")
     c.crash("c")
