@@ -16,6 +16,8 @@ YCSB's definitions, as used by the YCSB DynamoDB binding:
 - A (update heavy): 50% reads, 50% updates. Updates are PutItem overwrites of an
   existing key with the full item, since UpdateItem may not be implemented everywhere.
 - B (read mostly): 95% reads, 5% updates (PutItem overwrites).
+Two more, not YCSB's, to take a workload's cost apart: C (read only) and W (updates
+only: a replicated write's cost with no read mixed in).
 - Keys uniform over [0, records); reads eventually consistent unless --consistent-reads.
 """
 
@@ -75,6 +77,8 @@ WORKLOADS: dict[str, Workload] = {
     "b": Workload("B", 0.95),
     # Read-only (YCSB C): server CPU per GetItem without any write cost mixed in.
     "c": Workload("C", 1.00),
+    # Write-only: server CPU per replicated PutItem without any read mixed in.
+    "w": Workload("W", 0.00),
 }
 
 
@@ -584,7 +588,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
         help=f"comma-separated, from {', '.join((*peers.ALL_TARGETS, 'external'))} (default: %(default)s)",
     )
     p.add_argument(
-        "--workloads", default="a,b,c", help="comma-separated, from a, b, c (default: %(default)s)"
+        "--workloads", default="a,b,c", help="comma-separated, from a, b, c, w (default: %(default)s)"
     )
     p.add_argument("--records", type=int, default=DEFAULT_RECORDS, help="keys loaded (default: %(default)s)")
     p.add_argument(

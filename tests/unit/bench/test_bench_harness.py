@@ -39,7 +39,7 @@ pytestmark = pytest.mark.timeout(60)
 # --- workload mix ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "expected"), [("a", 0.50), ("b", 0.95)])
+@pytest.mark.parametrize(("name", "expected"), [("a", 0.50), ("b", 0.95), ("c", 1.00), ("w", 0.00)])
 def test_mix_read_ratio_matches_workload(name: str, expected: float) -> None:
     wl = ycsb.WORKLOADS[name]
     assert wl.read_proportion == expected
