@@ -16,9 +16,9 @@ YCSB's definitions, as used by the YCSB DynamoDB binding:
 - A (update heavy): 50% reads, 50% updates. Updates are PutItem overwrites of an
   existing key with the full item, since UpdateItem may not be implemented everywhere.
 - B (read mostly): 95% reads, 5% updates (PutItem overwrites).
-Two more, not YCSB's, to take a workload's cost apart: C (read only) and W (updates
-only: a replicated write's cost with no read mixed in).
 - Keys uniform over [0, records); reads eventually consistent unless --consistent-reads.
+Two more, to take a workload's cost apart: C (YCSB's read-only workload) and W (updates
+only, not one of YCSB's: a write's cost with no read mixed in).
 """
 
 from __future__ import annotations
