@@ -60,10 +60,7 @@ class Cluster:
         holder.append(host)
         port = await transport.listen("127.0.0.1", int(self.addresses.get(node, ":0").rpartition(":")[2]))
         self.addresses[node] = f"127.0.0.1:{port}"
-        if log_only:
-            host.add_group(GROUP, list(NODES), log_members=[node], newcomer=True)
-        else:
-            host.add_group(GROUP, list(NODES))
+        host.add_group(GROUP, list(NODES), log_members=[node] if log_only else [], newcomer=log_only)
         host.start()
         member = self.members[node] = Member(node, engine, host, transport, port)
         return member
