@@ -36,6 +36,7 @@ from partita.autoadmin.reconcile import (
     Settings,
     decide,
     is_settled,
+    needs_others,
 )
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE, due
 from partita.common import config
@@ -106,14 +107,25 @@ class LocalAutoadmin:
         splitting = [s for s in settled if s.table_id in self._splitting or not self._looked_for_splits]
         self._looked_for_splits = True
         checked = unsettled + splitting + await self._due_splits([s for s in settled if s not in splitting])
+        # Read once a pass, and only if a new table's shard leaves out some node.
+        placements: dict[int, tuple[frozenset[str], ...]] | None = None
         for spec in checked:
             state = states.get(spec.name)
+            partitions = tuple(await self.store.list_partitions(spec.table_id))
+            others: tuple[frozenset[str], ...] = ()
+            if needs_others(spec, partitions, nodes, self.settings):
+                if placements is None:
+                    placements = await self.store.list_placements()
+                others = tuple(
+                    s for table, sets in placements.items() if table != spec.table_id for s in sets
+                )
             observed = Observed(
                 spec,
                 state,
-                tuple(await self.store.list_partitions(spec.table_id)),
+                partitions,
                 frozenset(await self.store.list_ready(spec.table_id)),
                 await self.store.list_partition_stats(spec.table_id),
+                others,
             )
             if any(p.split_at for p in observed.partitions):
                 self._splitting.add(spec.table_id)
@@ -123,6 +135,9 @@ class LocalAutoadmin:
                 if not await self._apply_counted(action, state):
                     break
                 applied.append(action)
+                if placements is not None and isinstance(action, ChangePartitions) and not partitions:
+                    # The next new table of this pass sees this one's shard.
+                    placements[spec.table_id] = tuple(frozenset(p.replicas) for p in action.put)
         return applied
 
     async def _due_splits(self, settled: list[TableSpec]) -> list[TableSpec]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from partita.autoadmin import metrics as autoadmin_metrics
 from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
-from partita.autoadmin.placement import replicated_placement
+from partita.autoadmin.placement import ShardPolicy, replicated_placement
 from partita.autoadmin.reconcile import Settings
 from partita.common import arg_types, config, logs, metrics
 from partita.control.store import EtcdControlStore
@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="replicas of each new partition, in distinct zones where possible (%(default)s)",
     )
     arg_types.add_split_flags(parser)
+    arg_types.add_shard_flags(parser)
     parser.add_argument(
         "--defrag-interval",
         type=arg_types.positive_seconds,
@@ -148,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         settings=Settings(
             on_demand_partitions=args.on_demand_partitions,
             placement=replicated_placement(args.replication_factor),
+            shards=ShardPolicy(args.shard_max_shared, args.shuffle_shard, args.replication_factor),
             split_size_bytes=args.split_size_bytes,
             split_hot_seconds=args.split_hot_seconds,
             # The local cluster's storage nodes run the groups (docs/replication.md).

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
-from partita.autoadmin.placement import initial_placement
+from partita.autoadmin.placement import ShardPolicy, initial_placement, shuffle_shard
 from partita.autoadmin.splits import DEFAULT_HOT_SECONDS, Blocked, Cut, Obstacle, consumption_cuts, size_cuts
 from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, is_replicated, split_evenly
@@ -54,6 +54,9 @@ class Settings:
     # `replicated_placement(--replication-factor)`, round-robin, distinct zones first;
     # Kubernetes: one replica per zone, replicationFactor of them).
     placement: Placement = initial_placement
+    # Each new table's shuffle shard: the nodes per zone its partitions may use, and how
+    # many any two tables' shards may share (`placement.ShardPolicy`).
+    shards: ShardPolicy = field(default_factory=ShardPolicy)
     # A partition whose measured items pass this many bytes is split in two.
     split_size_bytes: int = config.DEFAULT_SPLIT_SIZE_BYTES
     # A partition hot (consuming at or near its allocation) this long is split.
@@ -73,6 +76,10 @@ class Observed:
     partitions: tuple[Partition, ...]
     ready: frozenset[tuple[str, str]]  # (partition id, node id) replicas serving
     stats: Mapping[str, PartitionStats] = field(default_factory=dict)  # by partition id
+    # The replica sets of the other tables' partitions: read by the driver only to
+    # place a new table, and only when its shard would leave out some node
+    # (`needs_others`).
+    others: tuple[frozenset[str], ...] = ()
 
 
 # Why partitions are placed or split: a new table, more throughput asked for, a
@@ -149,7 +156,7 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
         if not nodes:
             return []  # nothing to place on yet; the next pass tries again
         return [
-            ChangePartitions(spec.table_id, place_new_table(spec, nodes, settings)),
+            ChangePartitions(spec.table_id, place_new_table(spec, nodes, settings, observed.others)),
             _put(observed.state, spec, "CREATING", spec.generation),
         ]
     if state is None:  # the previous pass placed the partitions and stopped there
@@ -275,17 +282,38 @@ def all_ready(partitions: Sequence[Partition], ready: frozenset[tuple[str, str]]
     return all((p.partition_id, node) in ready for p in partitions for node in p.replicas)
 
 
-def place_new_table(
-    spec: TableSpec, nodes: Sequence[NodeRecord], settings: Settings
-) -> tuple[Partition, ...]:
-    count = initial_partition_count(
+def new_table_partitions(spec: TableSpec, settings: Settings) -> int:
+    return initial_partition_count(
         spec.read_capacity,
         spec.write_capacity,
         spec.billing_mode == "PAY_PER_REQUEST",
         settings.on_demand_partitions,
     )
+
+
+def needs_others(
+    spec: TableSpec, partitions: Sequence[Partition], nodes: Sequence[NodeRecord], settings: Settings
+) -> bool:
+    """Whether `decide` would place this table now on a shard narrower than the fleet,
+    so the driver must give it the other tables' nodes (`Observed.others`)."""
+    return (
+        not spec.deleting
+        and not partitions
+        and bool(nodes)
+        and settings.shards.restricts(nodes, new_table_partitions(spec, settings))
+    )
+
+
+def place_new_table(
+    spec: TableSpec,
+    nodes: Sequence[NodeRecord],
+    settings: Settings,
+    others: Sequence[frozenset[str]] = (),
+) -> tuple[Partition, ...]:
+    count = new_table_partitions(spec, settings)
     # Seeded by the table id: a pass repeated after a crash places the same way.
-    placement = settings.placement(count, nodes, spec.table_id)
+    shard = shuffle_shard(spec.table_id, nodes, count, settings.shards, others)
+    placement = settings.placement(count, shard, spec.table_id)
     return tuple(
         Partition(initial_id(spec.table_id, i), start, end, replicas, replicas[0])
         for i, ((start, end), replicas) in enumerate(zip(split_evenly(count), placement, strict=True))

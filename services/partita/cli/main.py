@@ -136,6 +136,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         split_size_bytes=args.split_size_bytes,
         split_hot_seconds=args.split_hot_seconds,
         split_replicated_groups=args.split_replicated_groups,
+        shuffle_shard=args.shuffle_shard,
+        shard_max_shared=args.shard_max_shared,
         leader_rebalance=not args.no_leader_rebalance,
         routers=args.routers,
     )
@@ -536,6 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="revisions of etcd history kept when compacting (%(default)s)",
     )
     arg_types.add_split_flags(up)
+    arg_types.add_shard_flags(up)
     up.add_argument(
         "--admission",
         choices=("off", "local", "doorman"),

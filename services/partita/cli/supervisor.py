@@ -144,6 +144,8 @@ class ClusterLayout:
     split_hot_seconds: float = config.DEFAULT_SPLIT_HOT_SECONDS
     # Replicated partitions are split at a log index (else kept whole).
     split_replicated_groups: bool = True
+    shuffle_shard: bool = True
+    shard_max_shared: int = config.DEFAULT_SHARD_MAX_SHARED
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
     # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
     doorman_base_port: int = config.DEFAULT_DOORMAN_PORT
@@ -312,6 +314,8 @@ class ClusterLayout:
             "--split-hot-seconds",
             str(self.split_hot_seconds),
             "--split-replicated-groups" if self.split_replicated_groups else "--no-split-replicated-groups",
+            "--shuffle-shard" if self.shuffle_shard else "--no-shuffle-shard",
+            "--shard-max-shared", str(self.shard_max_shared),
             "--metrics-host", self.host,
             "--metrics-port", str(autoadmin_metrics),
             "--log-level", self.log_level,

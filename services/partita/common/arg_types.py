@@ -23,6 +23,13 @@ def at_least_one(text: str) -> int:
     return value
 
 
+def at_least_zero(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text}")
+    return value
+
+
 def port(text: str) -> int:
     value = int(text)
     if not 0 < value < 65536:
@@ -63,4 +70,24 @@ def add_split_flags(parser: argparse.ArgumentParser) -> None:
         help="split replicated partitions at a log index (a SPLIT entry in the parent's log; "
         "the storage nodes must run replication); with --no-split-replicated-groups they are "
         "kept whole (%(default)s)",
+    )
+
+
+def add_shard_flags(parser: argparse.ArgumentParser) -> None:
+    """The autoadmin's shuffle-shard placement, declared once for `partita up` (which
+    passes them on), `partita autoadmin` and `partita operator` (which use them)."""
+    parser.add_argument(
+        "--shuffle-shard",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="place each new table on a shard of the storage nodes (a node per replica of "
+        "each partition) holding as few replicas of other tables' partitions as the fleet "
+        "allows; --no-shuffle-shard: round-robin over every node (%(default)s)",
+    )
+    parser.add_argument(
+        "--shard-max-shared",
+        type=at_least_zero,
+        default=config.DEFAULT_SHARD_MAX_SHARED,
+        help="replicas of any other table's partition a new table's shard may hold, where "
+        "the fleet allows (%(default)s)",
     )

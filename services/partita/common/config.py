@@ -41,6 +41,11 @@ DEFAULT_SPLIT_SIZE_BYTES = 10 * 2**30
 # A partition whose consumed throughput stayed at or above 80% of its allocation this
 # long is split at its load's median key hash (split for consumption).
 DEFAULT_SPLIT_HOT_SECONDS = 300.0
+# A new table's shuffle shard (a node per replica of each partition) holds at most this
+# many replicas of any other table's partition, where the fleet allows: with one, a
+# table that takes its nodes down takes at most one replica of any other partition,
+# whose group keeps its quorum.
+DEFAULT_SHARD_MAX_SHARED = 1
 
 
 def is_host_port(text: str) -> bool:

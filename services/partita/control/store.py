@@ -143,6 +143,10 @@ class AutoadminStore(TableCatalog, PartitionMapStore, NodeMembership, Statistics
     async def list_all_partition_stats(self) -> dict[int, dict[str, PartitionStats]]:
         """Every table's partition statistics, by table id (one read, not one a table)."""
 
+    async def list_placements(self) -> dict[int, tuple[frozenset[str], ...]]:
+        """Every table's partitions' replica sets (full members and those being built),
+        by table id (one read)."""
+
     async def list_table_states(self) -> list[TableState]: ...
     async def put_table_state(self, state: TableState) -> bool:
         """Create the state (revision NO_REVISION: only if absent) or replace it (only
@@ -510,6 +514,14 @@ class EtcdControlStore:
             kv.key[len(start) :].decode(): PartitionStats.from_json(orjson.loads(kv.value)) for kv in result
         }
 
+    async def list_placements(self) -> dict[int, tuple[frozenset[str], ...]]:
+        sets: dict[int, list[frozenset[str]]] = {}
+        for kv in await self._client.get_prefix(PARTITIONS):
+            table = int(kv.key[len(PARTITIONS) :].partition(b"/")[0])
+            p = partition_from_json(orjson.loads(kv.value))
+            sets.setdefault(table, []).append(frozenset((*p.replicas, *p.joining)))
+        return {table: tuple(replica_sets) for table, replica_sets in sets.items()}
+
     async def list_all_partition_stats(self) -> dict[int, dict[str, PartitionStats]]:
         out: dict[int, dict[str, PartitionStats]] = {}
         for kv in await self._client.get_prefix(STATS):
@@ -712,6 +724,13 @@ class MemoryControlStore:
 
     async def list_partitions(self, table_id: int) -> list[Partition]:
         return sorted(self._partitions.get(table_id, {}).values(), key=lambda p: p.start)
+
+    async def list_placements(self) -> dict[int, tuple[frozenset[str], ...]]:
+        return {
+            table: tuple(frozenset((*p.replicas, *p.joining)) for p in parts.values())
+            for table, parts in self._partitions.items()
+            if parts
+        }
 
     async def change_partitions(
         self,

@@ -4,6 +4,7 @@ DynamoDB front door go through the autoadmin, which acts once and is idle after.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import orjson
 import pytest
 
 from partita.autoadmin.local import LocalAutoadmin
+from partita.autoadmin.placement import replicated_placement
 from partita.autoadmin.reconcile import ChangePartitions, PutState, RemoveTable, Settings
 from partita.common.metrics import REGISTRY
 from partita.control.model import NodeRecord, PartitionStats
@@ -252,3 +254,55 @@ async def test_a_partition_that_cannot_be_split_is_reported_once(cluster: Cluste
     assert after == before + 1
     assert cluster.store.writes == writes  # nothing written for it
     assert [p.partition_id for p in await cluster.store.list_partitions(table_id)] == [partition.partition_id]
+
+
+async def test_new_tables_go_on_shards_apart_from_the_tables_already_placed(cluster: Cluster) -> None:
+    # Three or four nodes per zone (n1 is in zone a) and one-partition tables of three
+    # replicas: each table's shard is one node per zone, and three tables fit with no
+    # two sharing more than one node.
+    # Two are created in one pass (the second sees the first's placement from that
+    # pass), the third in a later pass (from the store).
+    for zone in "abc":
+        for i in range(3):
+            await cluster.store.register_node(NodeRecord(f"{zone}{i}", zone, f"127.0.0.1:{i}"), ttl=10)
+    autoadmin = LocalAutoadmin(cluster.store, Settings(placement=replicated_placement(3)))
+    reads = 0
+    list_placements = cluster.store.list_placements
+
+    async def counted() -> dict[int, tuple[frozenset[str], ...]]:
+        nonlocal reads
+        reads += 1
+        return await list_placements()
+
+    cluster.store.list_placements = counted  # type: ignore[method-assign]
+    await cluster.call("CreateTable", CREATE)
+    await cluster.call("CreateTable", {**CREATE, "TableName": "Lines"})
+    await autoadmin.reconcile_once()
+    assert reads == 1  # once for the pass, not once a table
+    await cluster.call("CreateTable", {**CREATE, "TableName": "Items"})
+    await autoadmin.reconcile_once()
+    footprints = [
+        {n for p in await cluster.store.list_partitions(spec.table_id) for n in p.replicas}
+        for spec in await cluster.store.list_table_specs()
+    ]
+    assert len(footprints) == 3 and all(len(f) == 3 for f in footprints)
+    for one, other in itertools.combinations(footprints, 2):
+        assert len(one & other) <= 1, footprints
+    assert set().union(*footprints) <= {f"{z}{i}" for z in "abc" for i in range(3)} | {"n1"}
+
+
+async def test_a_fleet_no_wider_than_a_table_reads_no_placements(cluster: Cluster) -> None:
+    # One node per zone, the local cluster's default: every table is on every node, so
+    # the other tables' placements are never read.
+    for zone in "bc":
+        await cluster.store.register_node(NodeRecord(f"{zone}0", zone, "127.0.0.1:3"), ttl=10)
+
+    async def refused() -> dict[int, tuple[frozenset[str], ...]]:
+        raise AssertionError("placements read")
+
+    cluster.store.list_placements = refused  # type: ignore[method-assign]
+    autoadmin = LocalAutoadmin(cluster.store, Settings(placement=replicated_placement(3)))
+    await cluster.call("CreateTable", CREATE)
+    [change, _] = await autoadmin.reconcile_once()
+    assert isinstance(change, ChangePartitions)
+    assert set(change.put[0].replicas) == {"n1", "b0", "c0"}

@@ -347,3 +347,17 @@ async def test_registered_nodes_are_listed_by_id_and_reregistration_replaces(sto
     await store.register_node(NodeRecord("n1", "a", "h:1"), ttl=10)
     await store.register_node(NodeRecord("n2", "b", "h:22"), ttl=10)
     assert await store.list_nodes() == [NodeRecord("n1", "a", "h:1"), NodeRecord("n2", "b", "h:22")]
+
+
+async def test_every_tables_replica_sets_come_in_one_listing_by_table(store: ControlStore) -> None:
+    # What the autoadmin places a new table's shuffle shard against.
+    assert await store.list_placements() == {}
+    await store.change_partitions(5, TWO_PARTITIONS, ())
+    built = dataclasses.replace(
+        TWO_PARTITIONS[0], replicas=("n1", "n2"), joining=("n3",), log_replicas=("n4",)
+    )
+    await store.change_partitions(51, (built,), ())
+    assert await store.list_placements() == {
+        5: (frozenset({"n1"}), frozenset({"n2"})),
+        51: (frozenset({"n1", "n2", "n3"}),),
+    }

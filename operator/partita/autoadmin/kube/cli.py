@@ -14,6 +14,7 @@ from pathlib import Path
 
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.handlers import OperatorConfig
+from partita.autoadmin.placement import ShardPolicy
 from partita.common import arg_types
 
 NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -91,6 +92,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=OperatorConfig.split_hot_seconds,
         help="split a partition that consumed at or near its allocation this long (%(default)s)",
     )
+    arg_types.add_shard_flags(p)
     p.add_argument(
         "--doorman-config-key",
         default=None,
@@ -149,6 +151,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         progress_seconds=args.progress_seconds,
         split_size_bytes=args.split_size_bytes,
         split_hot_seconds=args.split_hot_seconds,
+        shards=ShardPolicy(args.shard_max_shared, args.shuffle_shard),
         doorman_config_key=args.doorman_config_key,
         doorman_templates=args.doorman_templates,
     )

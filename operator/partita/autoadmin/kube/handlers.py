@@ -30,6 +30,7 @@ from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.fleet_shrink import FleetShrink
 from partita.autoadmin.kube.membership_watch import MembershipWatch
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
+from partita.autoadmin.placement import ShardPolicy
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
 from partita.common import config as common_config
 from partita.common.partition_map import Partition
@@ -55,6 +56,8 @@ class OperatorConfig:
     # A partition that consumed at or near its allocation this long is split for
     # consumption, at the median key hash of its load (300 s, the local cluster's).
     split_hot_seconds: float = common_config.DEFAULT_SPLIT_HOT_SECONDS
+    # Each new Table's shuffle shard of storage pods per zone (`placement.ShardPolicy`).
+    shards: ShardPolicy = field(default_factory=ShardPolicy)
     # The etcd key the Doorman servers read (`partita doorman --config-key`): every
     # Table's throughput is published there as Doorman resources; None: not published.
     doorman_config_key: str | None = None
@@ -239,21 +242,33 @@ def build_registry(
         nodes = config.fleet.nodes()
         objs = await list_partitions(namespace, name)
         state = resources.table_state(table, status)
-        observed = reconcile.Observed(
-            table,
-            state,
-            await with_split_indexes(namespace, name, [resources.partition(o) for o in objs]),
-            resources.ready_replicas(objs),
-            resources.partition_stats(objs),
-        )
         settings = reconcile.Settings(
             on_demand_partitions=config.on_demand_partitions,
             placement=resources.zoned_placement(replication_factor),
+            shards=dataclasses.replace(
+                config.shards, replicas=decisions.usable_replication(replication_factor, nodes)
+            ),
             split_size_bytes=config.split_size_bytes,
             split_hot_seconds=config.split_hot_seconds,
             # The storage pods run replication groups: a replicated partition is split at
             # a log index, as in the local cluster (docs/kubernetes.md, "Splits").
             split_replicated=config.fleet.replication,
+        )
+        partitions = await with_split_indexes(namespace, name, [resources.partition(o) for o in objs])
+        others: tuple[frozenset[str], ...] = ()
+        if reconcile.needs_others(table, partitions, nodes, settings):
+            # Every other Table's pods, to choose this one's shuffle shard (one list).
+            everything = await api.list(
+                naming.API_VERSION, naming.PARTITIONS, namespace, naming.every_partition_labels()
+            )
+            others = resources.other_placements(everything, name)
+        observed = reconcile.Observed(
+            table,
+            state,
+            partitions,
+            resources.ready_replicas(objs),
+            resources.partition_stats(objs),
+            others,
         )
         # Only the active peer runs handlers: this instance acts.
         autoadmin_metrics.LEADER.set(1)

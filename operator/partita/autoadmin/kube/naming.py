@@ -84,4 +84,9 @@ def zone_selector(release: str, zone: str) -> dict[str, str]:
 
 
 def partition_labels(table: str) -> dict[str, str]:
-    return {APP: "partita", PART_OF: "partita", MANAGED_BY: OPERATOR, TABLE_LABEL: table}
+    return {**every_partition_labels(), TABLE_LABEL: table}
+
+
+def every_partition_labels() -> dict[str, str]:
+    """The labels every Table's Partitions carry."""
+    return {APP: "partita", PART_OF: "partita", MANAGED_BY: OPERATOR}

@@ -120,6 +120,15 @@ def report_status(report: PartitionReport) -> dict[str, Any]:
     }
 
 
+def other_placements(partitions: Sequence[Mapping[str, Any]], table: str) -> tuple[frozenset[str], ...]:
+    """The members (storage pods) of every Partition of a Table other than `table`."""
+    return tuple(
+        frozenset(m["node"] for m in obj["spec"].get("members", []))
+        for obj in partitions
+        if (obj["metadata"].get("labels") or {}).get(naming.TABLE_LABEL) not in (None, table)
+    )
+
+
 def zoned_placement(replication_factor: int) -> Placement:
     """One replica in each of `replication_factor` zones (rotated per table), through
     `decisions.place`, as the core's placement."""

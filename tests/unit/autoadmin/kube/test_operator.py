@@ -756,3 +756,26 @@ async def test_a_replicated_partition_is_split_at_its_groups_log_index(
     # The children first; the parent once they are hosted.
     assert ("PartitionsSplit", "1 -> 3 partitions (a replicated split at a log index)") in reasons
     assert ("PartitionsSplit", "3 -> 2 partitions (a replicated split at a log index)") in reasons
+
+
+async def test_a_new_table_is_placed_on_pods_apart_from_the_other_tables(api: Any, kmock: Any) -> None:
+    # Two pods per zone and one-partition Tables: the second Table's shard (one pod per
+    # zone) holds at most one of the first one's three members, from the Partitions of
+    # every Table the operator lists for it.
+    director = ServingDirector()
+    throughput = {"readCapacityUnits": 5, "writeCapacityUnits": 5}
+    async with operator(kmock, director, priority=10):
+        for name in ("first", "second"):
+            await api.post(
+                TABLES, json=table_manifest(name, billingMode="PROVISIONED", provisionedThroughput=throughput)
+            )
+            await _table_status(api, name, "ACTIVE")
+        members = {
+            name: {m["node"] for p in await partitions_of(api, name) for m in p["spec"]["members"]}
+            for name in ("first", "second")
+        }
+    assert len(members["first"]) == len(members["second"]) == 3
+    assert len(members["first"] & members["second"]) <= 1, members
+    # The namespace-wide list was made, selected by the labels every Partition carries.
+    selectors = [r.params.get("labelSelector", "") for r in kmock[f"get {PARTITIONS}"]]
+    assert any(naming.TABLE_LABEL not in s and "partita" in s for s in selectors), selectors

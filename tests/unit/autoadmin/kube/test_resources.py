@@ -227,3 +227,24 @@ def test_a_replica_report_becomes_status_fields_that_clear_a_split_hash_no_longe
     assert resources.report_status(PartitionReport({}, item_count=3, size_bytes=30))["splitHash"] is None
     grouped = resources.report_status(PartitionReport({}, term=4, commit_index=120))
     assert (grouped["term"], grouped["commitIndex"]) == (4, 120)
+
+
+def test_other_placements_are_the_member_sets_of_the_other_tables_partitions() -> None:
+    def partition(table: str | None, *nodes: str) -> dict[str, Any]:
+        labels = {naming.TABLE_LABEL: table} if table is not None else {}
+        return {
+            "metadata": {"labels": labels},
+            "spec": {"members": [{"node": n, "zone": n[-1]} for n in nodes]},
+        }
+
+    objs = [
+        partition("music", "p-a", "p-b", "p-c"),
+        partition("orders", "q-a", "q-b", "q-c"),
+        partition("orders", "r-a", "q-b", "r-c"),
+        partition(None, "x-a"),  # not a Table's: ignored
+    ]
+    assert resources.other_placements(objs, "music") == (
+        frozenset({"q-a", "q-b", "q-c"}),
+        frozenset({"r-a", "q-b", "r-c"}),
+    )
+    assert resources.other_placements(objs, "orders") == (frozenset({"p-a", "p-b", "p-c"}),)
