@@ -54,8 +54,8 @@ class Settings:
     # `replicated_placement(--replication-factor)`, round-robin, distinct zones first;
     # Kubernetes: one replica per zone, replicationFactor of them).
     placement: Placement = initial_placement
-    # Each new table's shuffle shard: the nodes per zone its partitions may use, and how
-    # many any two tables' shards may share (`placement.ShardPolicy`).
+    # How a new table's shuffle shard is chosen (`placement.ShardPolicy`): sized for its
+    # replicas, holding at most so many replicas of any other table's partition.
     shards: ShardPolicy = field(default_factory=ShardPolicy)
     # A partition whose measured items pass this many bytes is split in two.
     split_size_bytes: int = config.DEFAULT_SPLIT_SIZE_BYTES
@@ -295,7 +295,7 @@ def needs_others(
     spec: TableSpec, partitions: Sequence[Partition], nodes: Sequence[NodeRecord], settings: Settings
 ) -> bool:
     """Whether `decide` would place this table now on a shard narrower than the fleet,
-    so the driver must give it the other tables' nodes (`Observed.others`)."""
+    so the driver must give it the other tables' replica sets (`Observed.others`)."""
     return (
         not spec.deleting
         and not partitions

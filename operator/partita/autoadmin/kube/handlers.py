@@ -56,7 +56,8 @@ class OperatorConfig:
     # A partition that consumed at or near its allocation this long is split for
     # consumption, at the median key hash of its load (300 s, the local cluster's).
     split_hot_seconds: float = common_config.DEFAULT_SPLIT_HOT_SECONDS
-    # Each new Table's shuffle shard of storage pods per zone (`placement.ShardPolicy`).
+    # How each new Table's shuffle shard of storage pods is chosen (`placement.ShardPolicy`;
+    # its replicas are the Table's replicationFactor).
     shards: ShardPolicy = field(default_factory=ShardPolicy)
     # The etcd key the Doorman servers read (`partita doorman --config-key`): every
     # Table's throughput is published there as Doorman resources; None: not published.
