@@ -421,6 +421,15 @@ async def erase_removed(state: NodeState) -> None:
         state.erasing.pop(group, None)
 
 
+def table_nodes(state: NodeState, table_id: int) -> frozenset[str]:
+    """The nodes a hosted table's partitions are on (full members and those being
+    built), from the table record this node last read."""
+    hosted = state.hosted.get(table_id)
+    if hosted is None:
+        return frozenset()
+    return frozenset(n for p in hosted.record.partitions for n in (*p.replicas, *p.joining))
+
+
 def led_groups(state: NodeState) -> dict[GroupId, tuple[int, Partition]]:
     """The groups the repair loop looks after: all but retiring split parents."""
     return {g: placed for g, placed in state.groups.items() if g not in state.retiring}
@@ -640,7 +649,11 @@ async def serve(
             lambda group: replicas.multi.replicas[group].term,
         )
     repair = RepairDriver(
-        replicas, writer, RepairConfig(down_after=replica_down_after), draining=lambda: peers.draining
+        replicas,
+        writer,
+        RepairConfig(down_after=replica_down_after),
+        draining=lambda: peers.draining,
+        table_nodes=lambda table_id: table_nodes(state, table_id),
     )
     state.repair = repair
     # Serve only once the hosting reflects the store, so no request is refused as

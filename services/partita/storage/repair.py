@@ -96,6 +96,9 @@ class GroupView:
     awake_for: float = float("inf")
     # Nodes being drained: their members are replaced, and none is a candidate.
     draining: frozenset[NodeId] = frozenset()
+    # Nodes with a member of another partition of the group's table: its shuffle shard
+    # (docs/control-plane.md), which a new member stays in where it can.
+    shard: frozenset[NodeId] = frozenset()
 
 
 def down_members(
@@ -213,14 +216,16 @@ def replication_config(config: RepairConfig, partition: Partition) -> RepairConf
 
 def _best_candidate(view: GroupView, ok: list[NodeId]) -> NodeId | None:
     """A live node outside the group, in a zone none of the serving members is in when
-    there is one (zones fail together), then by id (stable)."""
+    there is one (zones fail together), then one in the table's shard (a node its table
+    is on already: the table reaches no new node, so no other table's partition gets a
+    second replica within this table's reach), then by id (stable)."""
     used = {view.zones.get(n) for n in ok}
     eligible = [
-        (zone in used, node)
+        (zone in used, node not in view.shard, node)
         for node, zone in view.candidates
         if node not in view.members and node not in view.draining
     ]
-    return min(eligible)[1] if eligible else None
+    return min(eligible)[2] if eligible else None
 
 
 def partition_record(

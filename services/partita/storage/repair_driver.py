@@ -65,8 +65,12 @@ class RepairDriver:
         config: RepairConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
         draining: Callable[[], frozenset[NodeId]] = frozenset,
+        table_nodes: Callable[[int], frozenset[NodeId]] = lambda table_id: frozenset(),
     ) -> None:
         self.replicas = replicas
+        # The nodes each table's partitions are on, as this node last read them: a new
+        # member goes on one of them where it can (`repair._best_candidate`).
+        self.table_nodes = table_nodes
         # Nodes being drained (`partita node drain`), as the control store says.
         self.draining = draining
         self.store = store
@@ -153,6 +157,7 @@ class RepairDriver:
         zones: Mapping[NodeId, str],
         registered: frozenset[NodeId],
         draining: frozenset[NodeId] = frozenset(),
+        shard: frozenset[NodeId] = frozenset(),
     ) -> GroupView:
         replica = self.replicas.multi.replicas[group]
         now = self._clock()
@@ -203,6 +208,7 @@ class RepairDriver:
             zones=zones,
             awake_for=awake_for,
             draining=draining & frozenset(members),
+            shard=shard,
         )
 
     async def _repair(
@@ -215,7 +221,7 @@ class RepairDriver:
         draining: frozenset[NodeId] = frozenset(),
     ) -> bool:
         """Whether it wrote the partition object or proposed a change."""
-        view = self.view(group, zones, registered, draining)
+        view = self.view(group, zones, registered, draining, self.table_nodes(table_id))
         config = replication_config(self.config, partition)
         ok = serving(view, config)
         settled = self.replicas.membership_settled(group)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
-from partita.storage.node import NodeState, StorageService, reconcile_hosting
+from partita.storage.node import NodeState, StorageService, reconcile_hosting, table_nodes
 from tests.unit import records
 from tests.unit.records import put_record
 
@@ -201,3 +202,15 @@ async def test_status_can_report_only_the_partitions_this_node_leads(node_state:
     led = await service.Status(pb.StatusRequest(leaders_only=True), None)  # type: ignore[arg-type]
     assert [p.partition_id for p in every.partitions] == ["p0", "p1"]
     assert [(p.partition_id, p.role) for p in led.partitions] == [("p0", "leader")]
+
+
+async def test_table_nodes_are_every_node_of_a_hosted_tables_partitions(node_state: NodeState) -> None:
+    # What repair keeps a new member within (the table's shuffle shard), read from the
+    # table record the node hosts from, its other partitions' nodes and the ones being
+    # built included.
+    record = table_record(1, [("a", "b", "c"), ("d", "e", "f")])
+    building = dataclasses.replace(record.partitions[1], joining=("g",))
+    record = dataclasses.replace(record, partitions=(record.partitions[0], building))
+    node_state.hosted = desired_hosting([record], "a")
+    assert table_nodes(node_state, 1) == frozenset("abcdefg")
+    assert table_nodes(node_state, 2) == frozenset()  # a table not hosted here

@@ -348,3 +348,19 @@ def test_partition_members_and_roles_round_trip_through_the_control_store_json()
     plain = Partition("p1", 0, 1 << 64, ("a", "b", "c"), "a")
     assert "log_replicas" not in partition_to_json(plain)  # unchanged objects for RF=1/healthy groups
     assert partition_from_json(partition_to_json(plain)) == plain
+
+
+def test_a_new_member_goes_on_a_node_of_the_tables_shard_where_it_can() -> None:
+    # Two candidates in zones no serving member is in: by id "d" is first, but "e"
+    # already holds another partition of the table (its shuffle shard), so the table
+    # reaches no new node.
+    dead_c = view({"a": F, "b": F, "c": F}, {"c"}, ["d", "e"])
+    assert next_change(dead_c, CONFIG) == MembershipChange(ADD, "d", L)
+    in_shard = dataclasses.replace(dead_c, shard=frozenset({"a", "b", "e"}))
+    assert next_change(in_shard, CONFIG) == MembershipChange(ADD, "e", L)
+    # A zone none of the serving members is in still comes first: "a2" shares zone za
+    # with the leader, so "d" (zone zd) is taken though outside the shard.
+    zone_first = dataclasses.replace(
+        view({"a": F, "b": F, "c": F}, {"c"}, ["a2", "d"]), shard=frozenset({"a2"})
+    )
+    assert next_change(zone_first, CONFIG) == MembershipChange(ADD, "d", L)

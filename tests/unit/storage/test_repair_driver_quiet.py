@@ -44,9 +44,10 @@ class CountingDriver(RepairDriver):
         zones: Mapping[NodeId, str],
         registered: frozenset[NodeId],
         draining: frozenset[NodeId] = frozenset(),
+        shard: frozenset[NodeId] = frozenset(),
     ) -> GroupView:
         self.looked += 1
-        return super().view(group, zones, registered, draining)
+        return super().view(group, zones, registered, draining, shard)
 
 
 @pytest.fixture
