@@ -163,6 +163,14 @@ class LocalAutoadmin:
             raise
         if ok:
             metrics.record_applied(action, previous)
+            if isinstance(action, ChangePartitions) and action.exposed:
+                log.warning(
+                    "table %d placed on nodes holding more than %d replicas of %d other partitions: "
+                    "the fleet is too small or crowded to keep them apart",
+                    action.table_id,
+                    self.settings.shards.max_shared,
+                    action.exposed,
+                )
         else:
             metrics.record_failed(action, previous, "conflict")
         return ok

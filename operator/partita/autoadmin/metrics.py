@@ -52,6 +52,12 @@ UNSETTLED = metrics.gauge(
     "partita_autoadmin_unsettled_tables",
     "Tables the last pass found not settled (creating, updating or deleting)",
 )
+PLACEMENTS = metrics.counter(
+    "partita_autoadmin_placements_total",
+    "New tables placed, by whether their shuffle shard kept within the bound on replicas of "
+    "other tables' partitions (within_bound) or the fleet did not allow it (over_bound)",
+    ("shard",),
+)
 LEADER = metrics.gauge(
     "partita_autoadmin_leader", "1 while this autoadmin leads (acts), 0 while it waits its turn"
 )
@@ -80,6 +86,8 @@ def classify(action: Action, previous: TableState | None) -> tuple[ActionName, s
 def record_applied(action: Action, previous: TableState | None) -> None:
     name, reason = classify(action, previous)
     ACTIONS.labels(name, reason).inc()
+    if isinstance(action, ChangePartitions) and action.reason == "new_table":
+        PLACEMENTS.labels("over_bound" if action.exposed else "within_bound").inc()
 
 
 def record_failed(action: Action, previous: TableState | None, cause: FailureCause) -> None:

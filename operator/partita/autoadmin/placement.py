@@ -144,6 +144,13 @@ def _fill(
     return chosen
 
 
+def exposed_partitions(nodes: Collection[str], others: Collection[frozenset[str]], bound: int) -> int:
+    """Other partitions of which `nodes` (a table's) hold more than `bound` replicas:
+    those a fault of the table's nodes would take past the bound."""
+    ids = frozenset(nodes)
+    return sum(1 for replicas in others if len(ids & replicas) > bound)
+
+
 def _sharing(
     candidate: Sequence[NodeRecord], others: Collection[frozenset[str]], bound: int
 ) -> tuple[int, int, int]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
-from partita.autoadmin.placement import ShardPolicy, initial_placement, shuffle_shard
+from partita.autoadmin.placement import ShardPolicy, exposed_partitions, initial_placement, shuffle_shard
 from partita.autoadmin.splits import DEFAULT_HOT_SECONDS, Blocked, Cut, Obstacle, consumption_cuts, size_cuts
 from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, is_replicated, split_evenly
@@ -98,6 +98,10 @@ class ChangePartitions:
     # table's ItemCount/TableSizeBytes do not drop to zero across a split.
     stats: tuple[tuple[str, PartitionStats], ...] = ()
     reason: ChangeReason = "new_table"
+    # A new table's: the other tables' partitions of which its nodes hold more replicas
+    # than the shard bound (`ShardPolicy.max_shared`), where the fleet did not allow
+    # fewer; the drivers report it.
+    exposed: int = 0
 
 
 @dataclass(frozen=True)
@@ -155,8 +159,11 @@ def decide(observed: Observed, nodes: Sequence[NodeRecord], settings: Settings) 
     if not partitions:
         if not nodes:
             return []  # nothing to place on yet; the next pass tries again
+        placed = place_new_table(spec, nodes, settings, observed.others)
+        used = {node for p in placed for node in p.replicas}
+        exposed = exposed_partitions(used, observed.others, settings.shards.max_shared)
         return [
-            ChangePartitions(spec.table_id, place_new_table(spec, nodes, settings, observed.others)),
+            ChangePartitions(spec.table_id, placed, exposed=exposed),
             _put(observed.state, spec, "CREATING", spec.generation),
         ]
     if state is None:  # the previous pass placed the partitions and stopped there

@@ -275,6 +275,7 @@ async def test_new_tables_go_on_shards_apart_from_the_tables_already_placed(clus
         return await list_placements()
 
     cluster.store.list_placements = counted  # type: ignore[method-assign]
+    within = REGISTRY.get_sample_value("partita_autoadmin_placements_total", {"shard": "within_bound"}) or 0.0
     await cluster.call("CreateTable", CREATE)
     await cluster.call("CreateTable", {**CREATE, "TableName": "Lines"})
     await autoadmin.reconcile_once()
@@ -289,6 +290,8 @@ async def test_new_tables_go_on_shards_apart_from_the_tables_already_placed(clus
     for one, other in itertools.combinations(footprints, 2):
         assert len(one & other) <= 1, footprints
     assert set().union(*footprints) <= {f"{z}{i}" for z in "abc" for i in range(3)} | {"n1"}
+    after = REGISTRY.get_sample_value("partita_autoadmin_placements_total", {"shard": "within_bound"})
+    assert after == within + 3
 
 
 async def test_a_fleet_no_wider_than_a_table_reads_no_placements(cluster: Cluster) -> None:

@@ -161,5 +161,20 @@ def test_the_core_places_a_new_table_on_its_shard_away_from_the_others() -> None
     assert isinstance(change, reconcile.ChangePartitions)
     used = {r for p in change.put for r in p.replicas}
     assert all(len(used & other) <= 1 for other in taken)
+    assert change.exposed == 0
+    # Two nodes per zone and partitions there already on every mix of one node per
+    # zone: any one-node-per-zone shard holds two replicas of one of
+    # them, and the change says how many.
+    crowded = tuple(
+        frozenset({f"node-a{i}", f"node-b{j}", f"node-c{k}"})
+        for i in range(2)
+        for j in range(2)
+        for k in range(2)
+    )
+    observed = reconcile.Observed(spec, None, (), frozenset(), {}, crowded)
+    [change, _] = reconcile.decide(observed, fleet(2), settings_)
+    assert isinstance(change, reconcile.ChangePartitions)
+    used = {r for p in change.put for r in p.replicas}
+    assert change.exposed == sum(1 for other in crowded if len(used & other) > 1) > 0
     # A fleet of one node per zone needs no other table's placement read.
     assert not reconcile.needs_others(spec, (), fleet(1), settings_)

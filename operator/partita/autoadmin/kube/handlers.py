@@ -279,6 +279,14 @@ def build_registry(
                     await ensure_fleet(body)
                     await change_partitions(body, namespace, name, objs, action, nodes)
                     objs = await list_partitions(namespace, name)
+                    if action.exposed:
+                        _event(
+                            body,
+                            "Warning",
+                            reason="ShardOverlaps",
+                            message=f"placed on pods holding more than {settings.shards.max_shared} members of "
+                            f"{action.exposed} other Partitions: too few storage pods to keep them apart",
+                        )
                 elif isinstance(action, reconcile.MarkSplit):
                     await mark_splits(body, namespace, action)
                 elif isinstance(action, reconcile.PutState):

@@ -765,17 +765,26 @@ async def test_a_new_table_is_placed_on_pods_apart_from_the_other_tables(api: An
     director = ServingDirector()
     throughput = {"readCapacityUnits": 5, "writeCapacityUnits": 5}
     async with operator(kmock, director, priority=10):
-        for name in ("first", "second"):
+        for name in ("first", "second", "third"):
             await api.post(
                 TABLES, json=table_manifest(name, billingMode="PROVISIONED", provisionedThroughput=throughput)
             )
             await _table_status(api, name, "ACTIVE")
         members = {
             name: {m["node"] for p in await partitions_of(api, name) for m in p["spec"]["members"]}
-            for name in ("first", "second")
+            for name in ("first", "second", "third")
         }
     assert len(members["first"]) == len(members["second"]) == 3
     assert len(members["first"] & members["second"]) <= 1, members
+    # A third cannot keep apart from both (one of two pods in each zone: two of its
+    # three are the first's or the second's): placed anyway, with a warning Event.
+    warnings = [
+        o.raw
+        for key, o in kmock.objects.items()
+        if key[0].plural == "events" and not o.deleted and o.raw.get("reason") == "ShardOverlaps"
+    ]
+    assert [w["involvedObject"]["name"] for w in warnings] == ["third"], warnings
+    assert warnings[0]["type"] == "Warning"
     # The namespace-wide list was made, selected by the labels every Partition carries.
     selectors = [r.params.get("labelSelector", "") for r in kmock[f"get {PARTITIONS}"]]
     assert any(naming.TABLE_LABEL not in s and "partita" in s for s in selectors), selectors
