@@ -503,6 +503,13 @@ def autoadmin() -> dict[str, Any]:
         description="conflict: another writer moved the record first and the next pass decides again "
         "(harmless); error: the control store refused or was unreachable (alert PartitaAutoadminActionsFailing).",
     ))  # fmt: skip
+    page.add(timeseries(
+        "New tables by shuffle-shard bound", "short",
+        (f"sum by (shard) (increase(partita_autoadmin_placements_total{ns}[{RATE}]))", "{{shard}}"),
+        description="within_bound: the new table's nodes hold at most --shard-max-shared replicas of any "
+        "other table's partition; over_bound: the fleet was too small or crowded to keep it apart "
+        "(add storage nodes: docs/control-plane.md, Shuffle-sharded placement).",
+    ))  # fmt: skip
     page.row("Reconcile passes")
     page.add(timeseries(
         "Passes by outcome", "ops",
