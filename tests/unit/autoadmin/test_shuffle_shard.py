@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from partita.autoadmin import reconcile
 from partita.autoadmin.placement import ShardPolicy, initial_placement, shuffle_shard
-from partita.control.model import KeyElement, NodeRecord, TableSpec
+from partita.control.model import NodeRecord
+from tests.unit import records
 
 ZONES = ("a", "b", "c")
 
@@ -143,17 +144,9 @@ def test_every_partition_keeps_one_replica_per_zone_inside_its_shard(
 def test_the_core_places_a_new_table_on_its_shard_away_from_the_others() -> None:
     nodes = fleet(4)
     settings_ = reconcile.Settings(placement=lambda count, ns, seed: initial_placement(count, ns, seed, 3))
-    spec = TableSpec(
-        name="t",
-        table_id=77,
-        partition_key=KeyElement("pk", "S"),
-        sort_key=None,
-        attribute_definitions=(("pk", "S"),),
-        billing_mode="PROVISIONED",
-        read_capacity=5,
-        write_capacity=5,
-        created_at=1.0,
-    )
+    spec = records.table_spec(
+        table_id=77, billing_mode="PROVISIONED", read_capacity=5, write_capacity=5
+    )  # one partition
     taken = (frozenset({"node-a0", "node-b0", "node-c0"}), frozenset({"node-a1", "node-b1", "node-c1"}))
     assert reconcile.needs_others(spec, (), nodes, settings_)
     observed = reconcile.Observed(spec, None, (), frozenset(), {}, taken)
