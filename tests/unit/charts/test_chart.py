@@ -437,6 +437,25 @@ def test_the_operator_splits_partitions_at_the_size_the_values_say() -> None:
     assert config_from_args(parsed).split_size_bytes == 10 * 2**30
 
 
+def test_the_operator_places_tables_on_shuffle_shards_as_the_values_say() -> None:
+    from partita.autoadmin.kube.cli import config_from_args
+    from partita.cli.main import build_parser
+
+    def operator_config(values: dict[str, Any]) -> Any:
+        (operator,) = [
+            d
+            for d in render(values)
+            if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")
+        ]
+        args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
+        return config_from_args(build_parser().parse_args([*args, "--namespace=n"]))
+
+    default = operator_config({})
+    assert default.shards.enabled and default.shards.max_shared == 1
+    changed = operator_config({"operator": {"shuffleShard": False, "shardMaxShared": 0}})
+    assert not changed.shards.enabled and changed.shards.max_shared == 0
+
+
 def test_partitions_are_replication_groups_by_default_on_a_port_only_storage_pods_reach() -> None:
     """storage.replication (on): the operator runs storage pods with replication groups
     on storage.replicationPort and routers send writes to leaders and spread eventual
