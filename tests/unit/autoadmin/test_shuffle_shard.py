@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -171,3 +172,14 @@ def test_the_core_places_a_new_table_on_its_shard_away_from_the_others() -> None
     assert change.exposed == sum(1 for other in crowded if len(used & other) > 1) > 0
     # A fleet of one node per zone needs no other table's placement read.
     assert not reconcile.needs_others(spec, (), fleet(1), settings_)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_replicas_spread_over_every_node_of_a_zone(seed: int) -> None:
+    # Six partitions of three replicas on two nodes per zone: three replicas on each
+    # node and one preferred leader each. The ring sorted by node id before put five of
+    # the six replicas of a zone on its first node.
+    placement = initial_placement(6, fleet(2), seed, 3)
+    per_node = Counter(r for replicas in placement for r in replicas)
+    assert sorted(per_node.values()) == [3] * 6
+    assert sorted(Counter(replicas[0] for replicas in placement).values()) == [1] * 6
