@@ -40,6 +40,7 @@ from partita.autoadmin.reconcile import (
 )
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE, due
 from partita.common import config
+from partita.common.partition_map import data_members
 from partita.control.model import TableSpec, TableState
 from partita.control.store import AutoadminStore
 
@@ -137,7 +138,7 @@ class LocalAutoadmin:
                 applied.append(action)
                 if placements is not None and isinstance(action, ChangePartitions) and not partitions:
                     # The next new table of this pass sees this one's shard.
-                    placements[spec.table_id] = tuple(frozenset(p.replicas) for p in action.put)
+                    placements[spec.table_id] = tuple(data_members(p) for p in action.put)
         return applied
 
     async def _due_splits(self, settled: list[TableSpec]) -> list[TableSpec]:

@@ -92,7 +92,7 @@ def shuffle_shard(
         candidate = _fill(
             pool, size, max(1, partitions), policy.replicas, holders, len(others), policy.max_shared
         )
-        score = _sharing(candidate, others, policy.max_shared)
+        score = _sharing([node.node_id for node in candidate], others, policy.max_shared)
         if score[0] == 0:
             return candidate
         if best is None or score < best[0]:
@@ -147,16 +147,13 @@ def _fill(
 def exposed_partitions(nodes: Collection[str], others: Collection[frozenset[str]], bound: int) -> int:
     """Other partitions of which `nodes` (a table's) hold more than `bound` replicas:
     those a fault of the table's nodes would take past the bound."""
+    return _sharing(nodes, others, bound)[0]
+
+
+def _sharing(nodes: Collection[str], others: Collection[frozenset[str]], bound: int) -> tuple[int, int, int]:
+    """(other partitions with more than `bound` replicas on `nodes`, most replicas of one
+    of them there, replicas of them all there)."""
     ids = frozenset(nodes)
-    return sum(1 for replicas in others if len(ids & replicas) > bound)
-
-
-def _sharing(
-    candidate: Sequence[NodeRecord], others: Collection[frozenset[str]], bound: int
-) -> tuple[int, int, int]:
-    """(other partitions with more than `bound` replicas in the candidate, most replicas
-    of one of them in it, replicas of them all in it)."""
-    ids = {node.node_id for node in candidate}
     shared = [len(ids & replicas) for replicas in others]
     return sum(1 for n in shared if n > bound), max(shared, default=0), sum(shared)
 

@@ -63,6 +63,12 @@ def is_replicated(partition: Partition) -> bool:
     return len(partition.replicas) > 1 or partition.replication_factor > 1
 
 
+def data_members(partition: Partition) -> frozenset[str]:
+    """The nodes that hold the partition's data or are being built to: its full members
+    and those joining (log-only members hold no data)."""
+    return frozenset((*partition.replicas, *partition.joining))
+
+
 def _check_hash(h: int) -> None:
     if not 0 <= h < HASH_SPACE:
         raise ValueError(f"hash {h} outside [0, 2**64)")

@@ -33,7 +33,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 import orjson
 
-from partita.common.partition_map import Partition
+from partita.common.partition_map import Partition, data_members
 from partita.control.model import (
     NO_REVISION,
     NodeRecord,
@@ -518,8 +518,7 @@ class EtcdControlStore:
         sets: dict[int, list[frozenset[str]]] = {}
         for kv in await self._client.get_prefix(PARTITIONS):
             table = int(kv.key[len(PARTITIONS) :].partition(b"/")[0])
-            p = partition_from_json(orjson.loads(kv.value))
-            sets.setdefault(table, []).append(frozenset((*p.replicas, *p.joining)))
+            sets.setdefault(table, []).append(data_members(partition_from_json(orjson.loads(kv.value))))
         return {table: tuple(replica_sets) for table, replica_sets in sets.items()}
 
     async def list_all_partition_stats(self) -> dict[int, dict[str, PartitionStats]]:
@@ -727,7 +726,7 @@ class MemoryControlStore:
 
     async def list_placements(self) -> dict[int, tuple[frozenset[str], ...]]:
         return {
-            table: tuple(frozenset((*p.replicas, *p.joining)) for p in parts.values())
+            table: tuple(data_members(p) for p in parts.values())
             for table, parts in self._partitions.items()
             if parts
         }

@@ -20,7 +20,7 @@ from partita._proto import storage_pb2 as pb
 from partita._proto import storage_pb2_grpc as pb_grpc
 from partita.common import config, keys
 from partita.common.metrics import serve_metrics
-from partita.common.partition_map import Partition, is_replicated
+from partita.common.partition_map import Partition, data_members, is_replicated
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import NodeStore
 from partita.storage import admin_server, metrics
@@ -427,7 +427,7 @@ def table_nodes(state: NodeState, table_id: int) -> frozenset[str]:
     hosted = state.hosted.get(table_id)
     if hosted is None:
         return frozenset()
-    return frozenset(n for p in hosted.record.partitions for n in (*p.replicas, *p.joining))
+    return frozenset().union(*(data_members(p) for p in hosted.record.partitions))
 
 
 def led_groups(state: NodeState) -> dict[GroupId, tuple[int, Partition]]:
