@@ -73,6 +73,38 @@ def add_split_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
+def add_migration_flags(parser: argparse.ArgumentParser) -> None:
+    """The autoadmin's load-based migration, declared once for `partita up` (which
+    passes them on) and `partita autoadmin` (which uses them)."""
+    parser.add_argument(
+        "--migration",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="move a replica off a storage node whose load passes --migrate-above of its "
+        "capacity, to a node of its zone with room (%(default)s)",
+    )
+    parser.add_argument(
+        "--migrate-above",
+        type=fraction,
+        default=config.DEFAULT_MIGRATE_ABOVE,
+        help="share of a storage node's capacity (reads or writes) past which one of its "
+        "replicas moves (%(default)s)",
+    )
+    parser.add_argument(
+        "--migrate-room-below",
+        type=fraction,
+        default=config.DEFAULT_MIGRATE_ROOM_BELOW,
+        help="share of its capacity a node may reach with a replica moved to it (%(default)s)",
+    )
+
+
 def add_shard_flags(parser: argparse.ArgumentParser) -> None:
     """The autoadmin's shuffle-shard placement, declared once for `partita up` (which
     passes them on), `partita autoadmin` and `partita operator` (which use them)."""

@@ -57,3 +57,10 @@ def is_host_port(text: str) -> bool:
 def parse_endpoint(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     return host or DEFAULT_HOST, int(port)
+# Load-based migration (DESIGN.md section 6): a storage node whose load report shows it
+# above this share of its capacity (the busier of reads and writes) has a replica moved
+# to a node of its zone that stays at or below the second share with it.
+DEFAULT_MIGRATE_ABOVE = 0.8
+DEFAULT_MIGRATE_ROOM_BELOW = 0.6
+# Seconds between a storage node's load reports (each over the interval before it).
+DEFAULT_LOAD_REPORT_SECONDS = 10.0

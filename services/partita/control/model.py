@@ -7,7 +7,9 @@
   generation it last applied). Only the autoadmin writes it.
 - `Partition` (common/partition_map.py): one object per partition, placed and split by
   the autoadmin, followed by the storage nodes and read by the routers.
-- `NodeRecord`, ready markers and `PartitionStats`: what storage nodes report.
+- `NodeRecord`, ready markers, `PartitionStats` and `NodeLoad`: what storage nodes
+  report.
+- `ReplicaMove`: a replica the autoadmin asked to move off a busy node.
 
 `TableRecord` is none of these: it is the joined, read-only view (spec + state +
 partitions) that routers and storage nodes route with. Its `status` is DynamoDB's
@@ -351,3 +353,86 @@ def _split_parent(data: dict[str, Any] | None) -> SplitParent | None:
 def new_table_id() -> int:
     # 63 bits so the id stays positive in every language that reads the store.
     return secrets.randbits(63) | 1
+
+
+@dataclass(frozen=True)
+class ReplicaLoad:
+    """What one replica's requests consumed on its node over a load report's interval,
+    in units a second (reads served here, writes this replica led)."""
+
+    table_id: int
+    partition_id: str
+    read: float
+    write: float
+
+
+@dataclass(frozen=True)
+class NodeLoad:
+    """A storage node's load report (load-based migration, DESIGN.md section 6): what
+    its replicas consumed over the last `interval` seconds, against the node's own
+    capacity (the node buckets' rates)."""
+
+    node_id: str
+    measured_at: float  # seconds since the epoch
+    interval: float
+    read_capacity: float
+    write_capacity: float
+    replicas: tuple[ReplicaLoad, ...] = ()
+
+    @property
+    def read(self) -> float:
+        return sum(r.read for r in self.replicas)
+
+    @property
+    def write(self) -> float:
+        return sum(r.write for r in self.replicas)
+
+    def utilisation(self) -> float:
+        """The busier kind's share of the node's capacity."""
+        return max(self.read / self.read_capacity, self.write / self.write_capacity)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NodeLoad:
+        return cls(
+            str(data["node_id"]),
+            float(data["measured_at"]),
+            float(data["interval"]),
+            float(data["read_capacity"]),
+            float(data["write_capacity"]),
+            tuple(
+                ReplicaLoad(int(r["table_id"]), str(r["partition_id"]), float(r["read"]), float(r["write"]))
+                for r in data.get("replicas", ())
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class ReplicaMove:
+    """The autoadmin's request that a partition's replica on `source` move to `target`
+    (a node of the same zone with room): the group's leader builds a full member on the
+    target, then removes the source's, as for a drained node. Cleared by the autoadmin
+    once done or moot."""
+
+    table_id: int
+    partition_id: str
+    source: str
+    target: str
+    started_at: float  # seconds since the epoch
+    reason: str = "node_hot"
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReplicaMove:
+        return cls(
+            int(data["table_id"]),
+            str(data["partition_id"]),
+            str(data["source"]),
+            str(data["target"]),
+            float(data["started_at"]),
+            str(data.get("reason", "node_hot")),
+        )

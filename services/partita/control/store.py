@@ -37,7 +37,9 @@ from partita.common.partition_map import Partition, data_members
 from partita.control.model import (
     NO_REVISION,
     NodeRecord,
+    NodeLoad,
     PartitionStats,
+    ReplicaMove,
     Revision,
     TableRecord,
     TableSpec,
@@ -59,6 +61,12 @@ MEMBERSHIP = PREFIX + b"membership/"
 # each group's leader replacing them as it repairs a dead member (docs/replication.md).
 DRAINING = PREFIX + b"draining/"
 STATS = b"/partita-stats/"
+# Storage nodes' load reports (every few seconds each): outside /partita/ so that they
+# wake no watcher; the autoadmin reads them when it looks for busy nodes.
+LOADS = b"/partita-load/"
+# Replica moves the autoadmin asked for (load-based migration), by group: under
+# /partita/ so that storage nodes' watches wake for them.
+MOVES = PREFIX + b"moves/"
 # Who leads a role (the local autoadmin): outside /partita/ so that campaigning and
 # keeping a lease alive wake no watcher.
 LEADERS = b"/partita-leaders/"
@@ -130,6 +138,14 @@ class NodeMembership(Protocol):
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def clear_ready(self, table_id: int, partition_id: str, node_id: str) -> None: ...
     async def list_ready(self, table_id: int) -> set[tuple[str, str]]: ...
+    async def put_node_load(self, load: NodeLoad, ttl: int) -> None:
+        """A storage node's load report, kept `ttl` seconds unless replaced (a node that
+        stops reporting stops counting)."""
+
+    async def list_node_loads(self) -> list[NodeLoad]: ...
+    async def put_move(self, move: ReplicaMove) -> None: ...
+    async def delete_move(self, table_id: int, partition_id: str) -> None: ...
+    async def list_moves(self) -> list[ReplicaMove]: ...
 
 
 class Statistics(Protocol):
@@ -184,6 +200,10 @@ class ControlStore(AutoadminStore, RouteSource, Statistics, Protocol):
 def _id_range(prefix: bytes, table_id: int) -> tuple[bytes, bytes]:
     """The key range of one table's keys under `prefix` ('0' is the byte after '/')."""
     return prefix + f"{table_id}/".encode(), prefix + f"{table_id}0".encode()
+
+
+def _move_key(table_id: int, partition_id: str) -> bytes:
+    return MOVES + f"{table_id}/{partition_id}".encode()
 
 
 def _ready_key(table_id: int, partition_id: str, node_id: str) -> bytes:
@@ -487,6 +507,26 @@ class EtcdControlStore:
         result = await self._client.get_prefix(DRAINING)
         return {kv.key[len(DRAINING) :].decode(): bytes(kv.value).decode() for kv in result}
 
+    async def put_node_load(self, load: NodeLoad, ttl: int) -> None:
+        lease = await self._client.lease(ttl)
+        await self._client.put(LOADS + load.node_id.encode(), orjson.dumps(load.to_json()), lease=lease)
+
+    async def list_node_loads(self) -> list[NodeLoad]:
+        result = await self._client.get_prefix(LOADS)
+        return sorted(
+            (NodeLoad.from_json(orjson.loads(kv.value)) for kv in result), key=lambda n: n.node_id
+        )
+
+    async def put_move(self, move: ReplicaMove) -> None:
+        await self._client.put(_move_key(move.table_id, move.partition_id), orjson.dumps(move.to_json()))
+
+    async def delete_move(self, table_id: int, partition_id: str) -> None:
+        await self._client.delete(_move_key(table_id, partition_id))
+
+    async def list_moves(self) -> list[ReplicaMove]:
+        result = await self._client.get_prefix(MOVES)
+        return [ReplicaMove.from_json(orjson.loads(kv.value)) for kv in result]
+
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
         await self._client.put(_ready_key(table_id, partition_id, node_id), b"1")
 
@@ -650,6 +690,8 @@ class MemoryControlStore:
         self._stats: dict[tuple[int, str], PartitionStats] = {}
         self._memberships: dict[str, bytes] = {}
         self._draining: dict[str, str] = {}
+        self._loads: dict[str, NodeLoad] = {}
+        self._moves: dict[tuple[int, str], ReplicaMove] = {}
         self._revision = 0
         self.writes = 0  # every write of any kind: tests check that idle passes write nothing
 
@@ -768,6 +810,23 @@ class MemoryControlStore:
 
     async def draining_marks(self) -> dict[str, str]:
         return dict(self._draining)
+
+    async def put_node_load(self, load: NodeLoad, ttl: int) -> None:
+        self._loads[load.node_id] = load
+
+    async def list_node_loads(self) -> list[NodeLoad]:
+        return sorted(self._loads.values(), key=lambda n: n.node_id)
+
+    async def put_move(self, move: ReplicaMove) -> None:
+        self.writes += 1
+        self._moves[(move.table_id, move.partition_id)] = move
+
+    async def delete_move(self, table_id: int, partition_id: str) -> None:
+        self.writes += 1
+        self._moves.pop((table_id, partition_id), None)
+
+    async def list_moves(self) -> list[ReplicaMove]:
+        return list(self._moves.values())
 
     async def mark_ready(self, table_id: int, partition_id: str, node_id: str) -> None:
         self.writes += 1

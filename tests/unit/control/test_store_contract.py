@@ -15,8 +15,18 @@ import pytest
 
 from partita.common.partition_map import Partition
 from partita.control.kubernetes import KubernetesTableCatalog
-from partita.control.model import NO_REVISION, NodeRecord, PartitionStats, SplitParent, TableSpec, TableState
-from partita.control.store import PREFIX, STATS, ControlStore, EtcdControlStore, MemoryControlStore
+from partita.control.model import (
+    NO_REVISION,
+    NodeLoad,
+    NodeRecord,
+    PartitionStats,
+    ReplicaLoad,
+    ReplicaMove,
+    SplitParent,
+    TableSpec,
+    TableState,
+)
+from partita.control.store import LOADS, PREFIX, STATS, ControlStore, EtcdControlStore, MemoryControlStore
 from tests.unit.autoadmin.kube.emulator import NS, register_resources
 from tests.unit.control.conftest import TWO_PARTITIONS, table
 from tests.unit.control.kube_api import VersionedApiServer
@@ -36,6 +46,7 @@ async def store(etcd_port: int | None) -> AsyncIterator[ControlStore]:
     raw = aetcd.Client(host="127.0.0.1", port=etcd_port, timeout=5)
     await raw.delete_prefix(PREFIX)  # each test starts from an empty store
     await raw.delete_prefix(STATS)
+    await raw.delete_prefix(LOADS)
     await raw.close()
     s = EtcdControlStore("127.0.0.1", etcd_port)
     yield s
@@ -340,6 +351,32 @@ async def test_a_drain_mark_is_listed_until_cleared(store: ControlStore) -> None
     assert await store.list_draining() == {"n1"}
     await store.set_draining("n4", True, by="scale-down")
     assert await store.draining_marks() == {"n1": "hand", "n4": "scale-down"}
+
+
+async def test_a_nodes_load_report_replaces_its_previous_one(store: ControlStore) -> None:
+    assert await store.list_node_loads() == []
+    first = NodeLoad("n2", 100.0, 10.0, 3000.0, 1000.0, (ReplicaLoad(5, "p0", 12.5, 3.0),))
+    await store.put_node_load(first, ttl=30)
+    await store.put_node_load(NodeLoad("n1", 100.0, 10.0, 3000.0, 1000.0), ttl=30)
+    later = NodeLoad("n2", 110.0, 10.0, 3000.0, 1000.0, (ReplicaLoad(5, "p1", 1.0, 0.5),))
+    await store.put_node_load(later, ttl=30)
+    loads = await store.list_node_loads()
+    assert [n.node_id for n in loads] == ["n1", "n2"]
+    assert loads[1] == later
+
+
+async def test_a_replica_move_is_listed_until_deleted(store: ControlStore) -> None:
+    assert await store.list_moves() == []
+    move = ReplicaMove(5, "p0", "n1", "n4", 100.0)
+    await store.put_move(move)
+    await store.put_move(ReplicaMove(6, "p0", "n2", "n5", 101.0))
+    assert sorted(await store.list_moves(), key=lambda m: m.table_id) == [
+        move,
+        ReplicaMove(6, "p0", "n2", "n5", 101.0),
+    ]
+    await store.delete_move(6, "p0")
+    await store.delete_move(7, "p0")  # never asked for: nothing to delete
+    assert await store.list_moves() == [move]
 
 
 async def test_registered_nodes_are_listed_by_id_and_reregistration_replaces(store: ControlStore) -> None:
