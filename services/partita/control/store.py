@@ -36,8 +36,8 @@ import orjson
 from partita.common.partition_map import Partition, data_members
 from partita.control.model import (
     NO_REVISION,
-    NodeRecord,
     NodeLoad,
+    NodeRecord,
     PartitionStats,
     ReplicaMove,
     Revision,
