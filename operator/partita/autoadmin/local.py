@@ -12,6 +12,11 @@ partition statistics are read (one range read per table; storage nodes recount a
 once a minute by default) and a table with a partition past the split size, or hot for
 the sustained window, is decided in full, so the core can split it.
 
+Every `migration_interval` seconds it looks at the storage nodes' load reports and
+moves a replica off a node above its share of capacity (`migration.py`): one read of
+the reports and one of the moves under way, and the partitions of only the tables a
+hot node or a move concerns.
+
 It also owns the store's housekeeping: compacting history and defragmenting etcd on a
 schedule (etcd's own auto-compaction is on as well; defragmenting is never automatic).
 """
@@ -26,6 +31,14 @@ from typing import Protocol
 
 from partita.autoadmin import metrics
 from partita.autoadmin.doorman_config import DoormanConfigFile
+from partita.autoadmin.migration import (
+    Fleet,
+    MigrationPolicy,
+    PartitionKey,
+    fresh_loads,
+    hot_nodes,
+    plan_moves,
+)
 from partita.autoadmin.reconcile import (
     Action,
     CannotSplit,
@@ -51,6 +64,9 @@ DEFAULT_DEFRAG_INTERVAL_SECONDS = config.DEFAULT_DEFRAG_INTERVAL_SECONDS
 DEFAULT_KEEP_REVISIONS = config.DEFAULT_KEEP_REVISIONS
 # How often settled tables' sizes and heat are looked at for splits.
 DEFAULT_SIZE_CHECK_SECONDS = 10.0
+# How often the storage nodes' load reports are looked at for migration (they come
+# every DEFAULT_LOAD_REPORT_SECONDS).
+DEFAULT_MIGRATION_CHECK_SECONDS = config.DEFAULT_LOAD_REPORT_SECONDS
 
 
 class Maintenance(Protocol):
@@ -69,8 +85,18 @@ class LocalAutoadmin:
         clock: Callable[[], float] = time.monotonic,
         doorman_config: DoormanConfigFile | None = None,
         size_check_interval: float = DEFAULT_SIZE_CHECK_SECONDS,
+        migration: MigrationPolicy | None = None,
+        migration_interval: float = DEFAULT_MIGRATION_CHECK_SECONDS,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        self.migration = migration or MigrationPolicy()
+        self.migration_interval = migration_interval
+        self._next_migration_check = clock()
+        # Load reports carry wall-clock times (their nodes' clocks).
+        self.wall_clock = wall_clock
+        # When a move of each node last ended: its reports until then are out of date.
+        self._last_moved: dict[str, float] = {}
         # Where the tables' Doorman resources are published; None: nowhere.
         self.doorman_config = doorman_config
         self.settings = settings or Settings()
@@ -226,6 +252,65 @@ class LocalAutoadmin:
             log.info("table %s: deleted", action.spec.name)
         return ok
 
+    async def migrate_if_due(self) -> bool:
+        """Look for hot storage nodes and the moves under way when a check is due;
+        whether one was made."""
+        if self.clock() < self._next_migration_check:
+            return False
+        self._next_migration_check = self.clock() + self.migration_interval
+        await self.migrate_once()
+        return True
+
+    async def migrate_once(self) -> None:
+        now = self.wall_clock()
+        loads = await self.store.list_node_loads()
+        moves = await self.store.list_moves()
+        hot = hot_nodes(fresh_loads(loads, now, self.migration.max_age), self.migration.above)
+        metrics.HOT_NODES.set(len(hot))
+        if not moves and (not hot or not self.migration.enabled):
+            metrics.STUCK_NODES.set(0)
+            return
+        tables = {m.table_id for m in moves} | {r.table_id for n in hot for r in n.replicas}
+        members: dict[PartitionKey, frozenset[str]] = {}
+        for table_id in sorted(tables):
+            for p in await self.store.list_partitions(table_id):
+                members[(table_id, p.partition_id)] = data_members(p) | frozenset(p.log_replicas)
+        fleet = Fleet(
+            await self.store.list_nodes(),
+            loads,
+            members,
+            moves,
+            await self.store.list_draining(),
+            now,
+            self._last_moved,
+        )
+        plan = plan_moves(fleet, self.migration)
+        metrics.STUCK_NODES.set(len(plan.stuck))
+        for move, reason in plan.end:
+            await self.store.delete_move(move.table_id, move.partition_id)
+            self._last_moved[move.source] = self._last_moved[move.target] = now
+            metrics.ACTIONS.labels("end_move", reason).inc()
+            log.info(
+                "partition %s of table %d: move %s -> %s over (%s)",
+                move.partition_id,
+                move.table_id,
+                move.source,
+                move.target,
+                reason,
+            )
+        for move in plan.start:
+            await self.store.put_move(move)
+            metrics.ACTIONS.labels("move_replica", move.reason).inc()
+            log.info(
+                "partition %s of table %d: replica on %s (hot) moves to %s",
+                move.partition_id,
+                move.table_id,
+                move.source,
+                move.target,
+            )
+        for node in plan.stuck:
+            log.debug("storage node %s is hot and no node of its zone has room for a replica", node)
+
     async def housekeeping_if_due(self) -> bool:
         if self.maintenance is None or self.clock() < self._next_housekeeping:
             return False
@@ -243,6 +328,7 @@ class LocalAutoadmin:
         while True:
             try:
                 await self.reconcile_once()
+                await self.migrate_if_due()
                 await self.housekeeping_if_due()
                 metrics.PASSES.labels("ok").inc()
             except asyncio.CancelledError:

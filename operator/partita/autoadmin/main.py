@@ -18,6 +18,7 @@ from pathlib import Path
 from partita.autoadmin import metrics as autoadmin_metrics
 from partita.autoadmin.doorman_config import DoormanConfigFile
 from partita.autoadmin.local import DEFAULT_DEFRAG_INTERVAL_SECONDS, LocalAutoadmin
+from partita.autoadmin.migration import MigrationPolicy
 from partita.autoadmin.placement import ShardPolicy, replicated_placement
 from partita.autoadmin.reconcile import Settings
 from partita.common import arg_types, config, logs, metrics
@@ -41,6 +42,7 @@ async def serve(
     doorman_config: Path | None = None,
     metrics_host: str = config.DEFAULT_HOST,
     metrics_port: int | None = None,
+    migration: MigrationPolicy | None = None,
 ) -> int:
     """Run until SIGINT/SIGTERM (0), or until the leadership is lost (1: the supervisor
     starts a fresh process, which waits its turn)."""
@@ -71,6 +73,7 @@ async def serve(
             defrag_interval=defrag_interval,
             keep_revisions=keep_revisions,
             doorman_config=DoormanConfigFile(doorman_config) if doorman_config else None,
+            migration=migration,
         )
         runner = asyncio.create_task(autoadmin.run())
         lost = asyncio.create_task(store.leadership_lost())
@@ -117,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     arg_types.add_split_flags(parser)
     arg_types.add_shard_flags(parser)
+    arg_types.add_migration_flags(parser)
     parser.add_argument(
         "--defrag-interval",
         type=arg_types.positive_seconds,
@@ -140,7 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.migrate_room_below >= args.migrate_above:
+        parser.error("--migrate-room-below must be below --migrate-above")
     logs.configure(ROLE, "debug" if args.verbose else args.log_level, args.log_format)
     host, port = config.parse_endpoint(args.etcd)
     coro = serve(
@@ -160,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         doorman_config=args.doorman_config,
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
+        migration=MigrationPolicy(args.migration, args.migrate_above, args.migrate_room_below),
     )
     try:
         import uvloop

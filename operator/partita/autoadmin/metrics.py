@@ -25,6 +25,8 @@ ActionName = Literal[
     "delete_table",
     "compact_store",
     "keep_partition_whole",
+    "move_replica",
+    "end_move",
 ]
 # Why a failed action did not take effect: someone else changed the record first (the
 # next pass decides again; harmless), or the store refused or could not be reached.
@@ -57,6 +59,14 @@ PLACEMENTS = metrics.counter(
     "New tables placed, by whether their shuffle shard kept within the bound on replicas of "
     "other tables' partitions (within_bound) or the fleet did not allow it (over_bound)",
     ("shard",),
+)
+HOT_NODES = metrics.gauge(
+    "partita_autoadmin_hot_nodes",
+    "Storage nodes whose last load report was above the migration share of their capacity",
+)
+STUCK_NODES = metrics.gauge(
+    "partita_autoadmin_hot_nodes_without_room",
+    "Hot storage nodes for none of whose replicas a node of their zone had room (at the last check)",
 )
 LEADER = metrics.gauge(
     "partita_autoadmin_leader", "1 while this autoadmin leads (acts), 0 while it waits its turn"

@@ -1,0 +1,192 @@
+"""Load-based migration (seed 000 section 4; DESIGN.md section 6): a storage node above a
+share of its capacity has one of its replicas moved to a node of the same zone that has
+room for it. Pure: the storage nodes' load reports, the members of the partitions
+concerned and the moves under way go in; moves to start and moves to forget come out.
+The local driver writes them to the control store, and each group's leader carries a
+move out as it repairs (storage/repair.py): a full member built on the target, then the
+source's member removed, its leadership handed over first when it leads.
+
+The rules:
+- a node is hot when its freshest report (no older than `max_age`) puts the busier of
+  its reads and writes above `above` of its capacity;
+- a hot node gives up one replica per check, the busiest one that fits somewhere: a
+  node of its zone, registered, not draining, not already a member of that partition,
+  whose own load plus the replica's stays at or below `room_below` of its capacity in
+  both kinds (so the move neither moves the hot spot nor makes the target hot: a
+  replica that alone fills a node stays where it is, which only a split can help);
+- one move at a time per node (as source or target), at most `max_in_flight` in all, and
+  a node whose move ended takes part in no other until a report measured wholly after
+  that (the reports before it still count the moved replica where it was), so the
+  fleet's load settles and is measured again between moves;
+- a move is over once the source is no longer a member (done), or moot: its partition
+  gone (split or dropped), neither end a member any more, the target gone or draining,
+  or no progress after `timeout` seconds. A moot move is only forgotten: the group's
+  repair sheds whatever surplus member it left (storage/repair.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from partita.common import config
+from partita.control.model import NodeLoad, NodeRecord, ReplicaLoad, ReplicaMove
+
+PartitionKey = tuple[int, str]  # (table id, partition id)
+
+# Why a move is forgotten.
+EndReason = Literal["done", "partition_gone", "moot", "target_gone", "timed_out"]
+
+
+@dataclass(frozen=True)
+class MigrationPolicy:
+    enabled: bool = True
+    above: float = config.DEFAULT_MIGRATE_ABOVE
+    room_below: float = config.DEFAULT_MIGRATE_ROOM_BELOW
+    # A load report older than this is not acted on (its node stopped reporting).
+    max_age: float = 6 * config.DEFAULT_LOAD_REPORT_SECONDS
+    # A move not over after this long is forgotten; a later check may ask again.
+    timeout: float = 600.0
+    max_in_flight: int = 4
+
+    def __post_init__(self) -> None:
+        if self.room_below >= self.above:
+            # A target filled to the hot share would be hot in turn: moves would cycle.
+            raise ValueError(f"the room share ({self.room_below}) must be below the hot share ({self.above})")
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """What the driver read: registered nodes, their load reports, the moves under way,
+    and every member (full, joining, log-only) of each partition a hot node holds or a
+    move names."""
+
+    nodes: Sequence[NodeRecord]
+    loads: Sequence[NodeLoad]
+    members: Mapping[PartitionKey, frozenset[str]]
+    moves: Sequence[ReplicaMove] = ()
+    draining: frozenset[str] = frozenset()
+    now: float = 0.0  # seconds since the epoch, as the reports' `measured_at`
+    # When a move of each node (as source or target) last ended, as the driver recalls.
+    last_moved: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MigrationPlan:
+    start: tuple[ReplicaMove, ...] = ()
+    end: tuple[tuple[ReplicaMove, EndReason], ...] = ()
+    # Hot nodes no move could relieve (no node of their zone has room for any replica).
+    stuck: tuple[str, ...] = ()
+    # Nodes above the share, the busiest first.
+    hot: tuple[str, ...] = ()
+
+
+def fresh_loads(loads: Sequence[NodeLoad], now: float, max_age: float) -> dict[str, NodeLoad]:
+    return {load.node_id: load for load in loads if now - load.measured_at <= max_age}
+
+
+def hot_nodes(loads: Mapping[str, NodeLoad], above: float) -> list[NodeLoad]:
+    """Nodes above the share, the busiest first."""
+    return sorted(
+        (n for n in loads.values() if n.utilisation() > above), key=lambda n: (-n.utilisation(), n.node_id)
+    )
+
+
+def move_end(move: ReplicaMove, fleet: Fleet, registered: frozenset[str], timeout: float) -> EndReason | None:
+    """Why a move under way is over, or None while it is not."""
+    members = fleet.members.get((move.table_id, move.partition_id))
+    if members is None:
+        return "partition_gone"
+    if move.source not in members:
+        return "done" if move.target in members else "moot"
+    if move.target not in registered or move.target in fleet.draining:
+        return "target_gone"
+    if fleet.now - move.started_at > timeout:
+        return "timed_out"
+    return None
+
+
+def replica_share(replica: ReplicaLoad, node: NodeLoad) -> float:
+    return max(replica.read / node.read_capacity, replica.write / node.write_capacity)
+
+
+def fits(replica: ReplicaLoad, target: NodeLoad, room_below: float) -> bool:
+    """Whether the target stays at or below the share in both kinds with the replica
+    (a node with a move under way is no target, so nothing else is on its way to it)."""
+    read = target.read + replica.read
+    write = target.write + replica.write
+    return read <= room_below * target.read_capacity and write <= room_below * target.write_capacity
+
+
+def plan_moves(fleet: Fleet, policy: MigrationPolicy) -> MigrationPlan:
+    registered = frozenset(n.node_id for n in fleet.nodes)
+    ended = []
+    going: list[ReplicaMove] = []
+    for move in fleet.moves:
+        reason = move_end(move, fleet, registered, policy.timeout)
+        if reason is None:
+            going.append(move)
+        else:
+            ended.append((move, reason))
+    loads = fresh_loads(fleet.loads, fleet.now, policy.max_age)
+    hot = hot_nodes(loads, policy.above)
+    hot_ids = tuple(n.node_id for n in hot)
+    if not policy.enabled:
+        return MigrationPlan((), tuple(ended), (), hot_ids)
+    zones = {n.node_id: n.zone for n in fleet.nodes}
+    busy = {n for m in going for n in (m.source, m.target)} | {
+        n for m, _ in ended for n in (m.source, m.target)
+    }
+    busy |= {
+        n for n, load in loads.items() if load.measured_at - load.interval < fleet.last_moved.get(n, -1.0)
+    }
+    moving = {(m.table_id, m.partition_id) for m in going}
+    started: list[ReplicaMove] = []
+    stuck: list[str] = []
+    for node in hot:
+        if len(going) + len(started) >= policy.max_in_flight:
+            break
+        if node.node_id in busy or node.node_id in fleet.draining or node.node_id not in registered:
+            continue  # a move of it under way, or a drain moving all of it
+        relief = _relief(node, fleet, loads, zones, busy, moving, policy)
+        if relief is None:
+            stuck.append(node.node_id)
+            continue
+        started.append(relief)
+        busy |= {relief.source, relief.target}
+        moving.add((relief.table_id, relief.partition_id))
+    return MigrationPlan(tuple(started), tuple(ended), tuple(stuck), hot_ids)
+
+
+def _relief(
+    node: NodeLoad,
+    fleet: Fleet,
+    loads: Mapping[str, NodeLoad],
+    zones: Mapping[str, str],
+    busy: set[str],
+    moving: set[PartitionKey],
+    policy: MigrationPolicy,
+) -> ReplicaMove | None:
+    """The move of the node's busiest replica that fits a node of its zone, if any."""
+    zone = zones.get(node.node_id)
+    targets = [
+        load
+        for node_id, load in loads.items()
+        if zones.get(node_id) == zone
+        and node_id != node.node_id
+        and node_id not in busy
+        and node_id not in fleet.draining
+    ]
+    for replica in sorted(node.replicas, key=lambda r: (-replica_share(r, node), r.table_id, r.partition_id)):
+        key = (replica.table_id, replica.partition_id)
+        members = fleet.members.get(key)
+        if members is None or key in moving or node.node_id not in members:
+            continue  # not known as this node's member (the report is older than the map)
+        roomy = [t for t in targets if t.node_id not in members and fits(replica, t, policy.room_below)]
+        if roomy:
+            target = min(roomy, key=lambda t: (t.utilisation(), t.node_id))
+            return ReplicaMove(
+                replica.table_id, replica.partition_id, node.node_id, target.node_id, fleet.now
+            )
+    return None
