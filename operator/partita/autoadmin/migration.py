@@ -9,7 +9,9 @@ source's member removed, its leadership handed over first when it leads.
 The rules:
 - a node is hot when its freshest report (no older than `max_age`) puts the busier of
   its reads and writes above `above` of its capacity;
-- a hot node gives up one replica per check, the busiest one that fits somewhere: a
+- a hot node gives up one replica per check, the one whose leaving relieves it most
+  (its utilisation falls furthest: a replica of reads does nothing for a node hot with
+  writes) that fits somewhere: a
   node of its zone, registered, not draining, not already a member of that partition,
   whose own load plus the replica's stays at or below `room_below` of its capacity in
   both kinds (so the move neither moves the hot spot nor makes the target hot: a
@@ -107,8 +109,13 @@ def move_end(move: ReplicaMove, fleet: Fleet, registered: frozenset[str], timeou
     return None
 
 
-def replica_share(replica: ReplicaLoad, node: NodeLoad) -> float:
-    return max(replica.read / node.read_capacity, replica.write / node.write_capacity)
+def relief(replica: ReplicaLoad, node: NodeLoad) -> float:
+    """How far the node's utilisation falls without the replica: a replica of reads
+    does nothing for a node hot with writes."""
+    rest = max(
+        (node.read - replica.read) / node.read_capacity, (node.write - replica.write) / node.write_capacity
+    )
+    return node.utilisation() - rest
 
 
 def fits(replica: ReplicaLoad, target: NodeLoad, room_below: float) -> bool:
@@ -168,7 +175,8 @@ def _relief(
     moving: set[PartitionKey],
     policy: MigrationPolicy,
 ) -> ReplicaMove | None:
-    """The move of the node's busiest replica that fits a node of its zone, if any."""
+    """The move of the replica that relieves the node most and fits a node of its zone,
+    if any."""
     zone = zones.get(node.node_id)
     targets = [
         load
@@ -178,7 +186,10 @@ def _relief(
         and node_id not in busy
         and node_id not in fleet.draining
     ]
-    for replica in sorted(node.replicas, key=lambda r: (-replica_share(r, node), r.table_id, r.partition_id)):
+    ranked = sorted((-relief(r, node), r.table_id, r.partition_id, r) for r in node.replicas)
+    for minus_relief, _, _, replica in ranked:
+        if minus_relief >= 0:
+            break  # the rest would not relieve the node
         key = (replica.table_id, replica.partition_id)
         members = fleet.members.get(key)
         if members is None or key in moving or node.node_id not in members:

@@ -57,6 +57,13 @@ def test_a_replica_too_big_for_any_target_stays_and_a_smaller_one_goes() -> None
     assert [(m.partition_id, m.target) for m in plan.start] == [("p1", "a2")]
 
 
+def test_a_replica_that_would_not_relieve_the_busier_kind_stays() -> None:
+    # a1 is hot with writes (450 of 500 WCU); p0's reads fit a2 but moving them leaves
+    # a1 just as hot, and p1's writes do not fit.
+    plan = plan_moves(fleet(load("a1", (1, "p0", 500.0, 0.0), (1, "p1", 0.0, 450.0)), load("a2")), POLICY)
+    assert plan.start == () and plan.stuck == ("a1",)
+
+
 def test_a_hot_node_whose_zone_has_no_room_is_reported_stuck() -> None:
     plan = plan_moves(fleet(load("a1", (1, "p0", 900.0, 0.0)), load("a2")), POLICY)
     assert plan.start == () and plan.stuck == ("a1",)
@@ -196,3 +203,47 @@ def test_every_move_leaves_a_hot_node_for_a_roomy_node_of_its_zone(f: Fleet) -> 
         assert fits(replica, target, POLICY.room_below)
     for stuck in plan.stuck:
         assert loads[stuck].utilisation() > POLICY.above
+
+
+def _apply(f: Fleet, moves: tuple[ReplicaMove, ...]) -> Fleet:
+    """The fleet once the moves are done and every node has reported again."""
+    loads = {n.node_id: n for n in f.loads}
+    members = dict(f.members)
+    for m in moves:
+        key = (m.table_id, m.partition_id)
+        source, target = loads[m.source], loads[m.target]
+        replica = next(r for r in source.replicas if (r.table_id, r.partition_id) == key)
+        loads[m.source] = dataclasses.replace(
+            source, replicas=tuple(r for r in source.replicas if r is not replica)
+        )
+        loads[m.target] = dataclasses.replace(target, replicas=(*target.replicas, replica))
+        members[key] = (members[key] - {m.source}) | {m.target}
+    return dataclasses.replace(f, loads=tuple(loads.values()), members=members)
+
+
+def _excess(f: Fleet) -> float:
+    return sum(max(0.0, n.utilisation() - POLICY.above) for n in f.loads)
+
+
+@settings(max_examples=150, deadline=None)
+@given(fleets())
+def test_moves_settle_the_fleet_without_cycles(f: Fleet) -> None:
+    # Each round's moves done at once: the load above the hot share only falls, no node
+    # that was not hot becomes hot, no replica goes back where it came from, and the
+    # rounds end (every hot node left has no room in its zone).
+    seen: set[tuple[int, str, str, str]] = set()
+    for _ in range(100):
+        plan = plan_moves(f, POLICY)
+        if not plan.start:
+            break
+        before_hot = {n.node_id for n in f.loads if n.utilisation() > POLICY.above}
+        before = _excess(f)
+        f = _apply(f, plan.start)
+        assert _excess(f) < before
+        assert {n.node_id for n in f.loads if n.utilisation() > POLICY.above} <= before_hot
+        for m in plan.start:
+            assert (m.table_id, m.partition_id, m.target, m.source) not in seen
+            seen.add((m.table_id, m.partition_id, m.source, m.target))
+    else:
+        raise AssertionError("moves did not settle in 100 rounds")
+    assert set(plan_moves(f, POLICY).stuck) == {n.node_id for n in f.loads if n.utilisation() > POLICY.above}
