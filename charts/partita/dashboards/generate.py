@@ -510,6 +510,16 @@ def autoadmin() -> dict[str, Any]:
         "other table's partition; over_bound: the fleet was too small or crowded to keep it apart "
         "(add storage nodes: docs/control-plane.md, Shuffle-sharded placement).",
     ))  # fmt: skip
+    page.add(timeseries(
+        "Load-based migration", "short",
+        (f"max(partita_autoadmin_hot_nodes{ns})", "hot nodes"),
+        (f"max(partita_autoadmin_hot_nodes_without_room{ns})", "hot, no room in their zone"),
+        (f'sum by (reason) (increase(partita_autoadmin_actions_total{{{NS}, action="move_replica"}}[{RATE}]))',
+         "moves started ({{reason}})"),
+        description="Storage nodes whose load report is above --migrate-above of their capacity, those "
+        "no node of their zone had room for a replica of (add a node to the zone, or split: "
+        "docs/control-plane.md, Load-based migration), and replica moves started.",
+    ))  # fmt: skip
     page.row("Reconcile passes")
     page.add(timeseries(
         "Passes by outcome", "ops",

@@ -138,6 +138,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         split_replicated_groups=args.split_replicated_groups,
         shuffle_shard=args.shuffle_shard,
         shard_max_shared=args.shard_max_shared,
+        migration=args.migration,
+        migrate_above=args.migrate_above,
+        migrate_room_below=args.migrate_room_below,
+        node_read_units=args.node_read_units,
+        node_write_units=args.node_write_units,
+        load_report_interval=args.load_report_interval,
         leader_rebalance=not args.no_leader_rebalance,
         routers=args.routers,
     )
@@ -263,6 +269,8 @@ def cmd_storage(args: argparse.Namespace) -> int:
             replication_advertise=args.replication_advertise,
             leader_rebalance=not args.no_leader_rebalance,
             attach=_router_beside(args, etcd_host, etcd_port) if args.router_port is not None else None,
+            node_units={"read": args.node_read_units, "write": args.node_write_units},
+            load_report_interval=args.load_report_interval,
         )
     )
     return 0
@@ -539,6 +547,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     arg_types.add_split_flags(up)
     arg_types.add_shard_flags(up)
+    arg_types.add_migration_flags(up)
+    arg_types.add_node_load_flags(up)
     up.add_argument(
         "--admission",
         choices=("off", "local", "doorman"),
@@ -606,6 +616,7 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--unsafe-no-fsync", action="store_true", help="skip fsync (benchmarks only)")
     storage.add_argument("--stats-interval", **_STATS_INTERVAL)
     storage.add_argument("--ttl-sweep-interval", **_TTL_SWEEP_INTERVAL)
+    arg_types.add_node_load_flags(storage)
     storage.add_argument("--metrics-port", type=int, help="serve /metrics on this port (default: off)")
     storage.add_argument(
         "--replication",

@@ -1,7 +1,8 @@
 """`partita node add|hold|release`: change the storage nodes of a running local cluster.
 
 - `add [--zone Z]`: start one more storage node, `storage-<Z>` (default: the next free
-  zone letter), on ports the kernel picks; it registers itself (membership, zone) and
+  zone letter; in a zone that has nodes already, `storage-<Z>2`, `-<Z>3`...: room for
+  migration within the zone), on ports the kernel picks; it registers itself (membership, zone) and
   hosts what the control store gives it: new tables, and repaired groups (a group whose
   member has been down for seconds gets a log-only member, then a full one on a node
   outside it: docs/replication.md). It is started again with the cluster.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import string
@@ -30,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from partita.cli.supervisor import NodeRequests
+from partita.cli.supervisor import NodeRequests, zone_of
 from partita.common import config
 from partita.control.model import TableRecord
 
@@ -48,6 +50,14 @@ def _cluster(data_dir: Path) -> dict[str, Any]:
 
 def _storage_names(cluster: dict[str, Any]) -> set[str]:
     return {str(p["name"]) for p in cluster["processes"] if p.get("role") == "storage"}
+
+
+def node_suffix(zone: str, taken: set[str]) -> str:
+    """The name suffix of a new node in `zone`: the zone itself for its first node,
+    then zone2, zone3... (`taken`: the suffixes in use)."""
+    if zone not in taken:
+        return zone
+    return next(f"{zone}{n}" for n in itertools.count(2) if f"{zone}{n}" not in taken)
 
 
 def next_zone(taken: set[str]) -> str:
@@ -80,16 +90,14 @@ def cmd_add(args: argparse.Namespace) -> int:
     cluster = _cluster(data_dir)
     requests = NodeRequests.read(data_dir)
     taken = {name.removeprefix("storage-") for name in _storage_names(cluster)} | set(requests.added)
-    zone = args.zone or next_zone(taken)
-    if zone in taken:
-        print(f"storage-{zone} already exists", file=sys.stderr)
-        return 1
-    requests.added.append(zone)
+    suffix = node_suffix(args.zone or next_zone({zone_of(t) for t in taken}), taken)
+    requests.added.append(suffix)
     requests.write(data_dir)
-    node = asyncio.run(_registered(cluster["etcd"], f"storage-{zone}", ADD_TIMEOUT_SECONDS))
+    node = asyncio.run(_registered(cluster["etcd"], f"storage-{suffix}", ADD_TIMEOUT_SECONDS))
     if node is None:
         print(
-            f"storage-{zone} did not register within {ADD_TIMEOUT_SECONDS:.0f}s; see its log", file=sys.stderr
+            f"storage-{suffix} did not register within {ADD_TIMEOUT_SECONDS:.0f}s; see its log",
+            file=sys.stderr,
         )
         return 1
     print(json.dumps(node, indent=2))

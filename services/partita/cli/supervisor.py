@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import socket
+import string
 import sys
 import time
 from dataclasses import dataclass, field
@@ -51,11 +52,17 @@ def python_argv() -> list[str]:
     return [sys.executable, "-m", "partita.cli.main"]
 
 
+def zone_of(suffix: str) -> str:
+    """The zone of storage node `storage-<suffix>`: `a` for storage-a, and for storage-a2,
+    a second node added to zone a."""
+    return suffix.rstrip(string.digits)
+
+
 @dataclass
 class NodeRequests:
-    """Storage nodes added to the layout's (by zone), and nodes held down: a held node
-    that exits is not restarted until released (a node down for a long time, to
-    exercise repair)."""
+    """Storage nodes added to the layout's (by name suffix: `d` is storage-d, in zone d;
+    `a2` is storage-a2, in zone a), and nodes held down: a held node that exits is not
+    restarted until released (a node down for a long time, to exercise repair)."""
 
     added: list[str] = field(default_factory=list)
     held: list[str] = field(default_factory=list)
@@ -146,6 +153,14 @@ class ClusterLayout:
     split_replicated_groups: bool = True
     shuffle_shard: bool = True
     shard_max_shared: int = config.DEFAULT_SHARD_MAX_SHARED
+    # Load-based migration by the autoadmin, from the storage nodes' load reports.
+    migration: bool = True
+    migrate_above: float = config.DEFAULT_MIGRATE_ABOVE
+    migrate_room_below: float = config.DEFAULT_MIGRATE_ROOM_BELOW
+    # Each storage node's capacity (RCU, WCU a second) and how often it reports its load.
+    node_read_units: float = config.DEFAULT_NODE_READ_UNITS
+    node_write_units: float = config.DEFAULT_NODE_WRITE_UNITS
+    load_report_interval: float = config.DEFAULT_LOAD_REPORT_SECONDS
     # Doorman i (a master and a standby, elected through etcd): gRPC on base + i,
     # /metrics on base + 100 + i; resources configured in <data_dir>/doorman.yaml.
     doorman_base_port: int = config.DEFAULT_DOORMAN_PORT
@@ -195,17 +210,19 @@ class ClusterLayout:
             args += ["--doorman", servers]
         return args
 
-    def storage_child(self, py: list[str], zone: str, index: int | None) -> Child:
-        """Storage node `storage-<zone>`: the i-th of the layout on fixed ports, or one
-        added to the running cluster (`index` None: `partita node add`) on ports the
-        kernel picks (it registers them in the control store), without /metrics."""
+    def storage_child(self, py: list[str], suffix: str, index: int | None) -> Child:
+        """Storage node `storage-<suffix>` (in zone `zone_of(suffix)`): the i-th of the
+        layout on fixed ports, or one added to the running cluster (`index` None:
+        `partita node add`) on ports the kernel picks (it registers them in the control
+        store), without /metrics."""
+        zone = zone_of(suffix)
         port = self.storage_base_port + index if index is not None else 0
         data_port = self.storage_base_port + 100 + index if index is not None else 0
         argv = [
             *py,
             "storage",
             "--node-id",
-            f"storage-{zone}",
+            f"storage-{suffix}",
             "--zone",
             zone,
             "--host",
@@ -215,7 +232,7 @@ class ClusterLayout:
             "--data-port",
             str(data_port),
             "--data-dir",
-            str(self.data_dir / f"storage-{zone}"),
+            str(self.data_dir / f"storage-{suffix}"),
             "--etcd",
             f"{self.host}:{self.etcd_port}",
         ]
@@ -228,6 +245,13 @@ class ClusterLayout:
             ports = {"grpc": port, "data": data_port, "metrics": metrics_port}
         argv += ["--stats-interval", str(self.stats_interval)]
         argv += ["--ttl-sweep-interval", str(self.ttl_sweep_interval)]
+        argv += [
+            "--node-read-units",
+            str(self.node_read_units),
+            "--node-write-units",
+            str(self.node_write_units),
+        ]
+        argv += ["--load-report-interval", str(self.load_report_interval)]
         argv += ["--log-level", self.log_level]
         if self.replication_factor > 1:
             argv += ["--replication", "--replica-down-after", str(self.replica_down_after)]
@@ -240,7 +264,7 @@ class ClusterLayout:
             argv += ["--region", self.region]
             argv += self.router_admission_args("--router-admission")
             ports = {**ports, "http": self.router_port}
-        return Child(f"storage-{zone}", "storage", argv, ports, zone=zone)
+        return Child(f"storage-{suffix}", "storage", argv, ports, zone=zone)
 
     def router_child(self, py: list[str]) -> Child:
         argv = [
@@ -316,6 +340,9 @@ class ClusterLayout:
             "--split-replicated-groups" if self.split_replicated_groups else "--no-split-replicated-groups",
             "--shuffle-shard" if self.shuffle_shard else "--no-shuffle-shard",
             "--shard-max-shared", str(self.shard_max_shared),
+            "--migration" if self.migration else "--no-migration",
+            "--migrate-above", str(self.migrate_above),
+            "--migrate-room-below", str(self.migrate_room_below),
             "--metrics-host", self.host,
             "--metrics-port", str(autoadmin_metrics),
             "--log-level", self.log_level,
@@ -355,8 +382,8 @@ class Supervisor:
         self._held: set[str] = set()  # a fresh start starts every node, held or not
         if requests.held:
             NodeRequests(requests.added, []).write(layout.data_dir)
-        for zone in requests.added:
-            self.children.append(layout.storage_child(python_argv(), zone, None))
+        for suffix in requests.added:
+            self.children.append(layout.storage_child(python_argv(), suffix, None))
         for c in self.children:
             c.log_path = layout.data_dir / "logs" / f"{c.name}.log"
 
@@ -484,10 +511,10 @@ class Supervisor:
         requests = NodeRequests.read(self.layout.data_dir)
         started = []
         known = {c.name for c in self.children}
-        for zone in requests.added:
-            if f"storage-{zone}" in known:
+        for suffix in requests.added:
+            if f"storage-{suffix}" in known:
                 continue
-            child = self.layout.storage_child(python_argv(), zone, None)
+            child = self.layout.storage_child(python_argv(), suffix, None)
             child.log_path = self.layout.data_dir / "logs" / f"{child.name}.log"
             self.children.append(child)
             await self._spawn(child)

@@ -80,6 +80,45 @@ def fraction(text: str) -> float:
     return value
 
 
+def positive_units(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of units a second: {text}")
+    return value
+
+
+def zero_or_more_seconds(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text}")
+    return value
+
+
+def add_node_load_flags(parser: argparse.ArgumentParser) -> None:
+    """A storage node's capacity and load reports, declared once for `partita up`
+    (which passes them to every storage node) and `partita storage`."""
+    parser.add_argument(
+        "--node-read-units",
+        type=positive_units,
+        default=config.DEFAULT_NODE_READ_UNITS,
+        help="a storage node's read capacity, RCU a second: its node bucket's rate (with "
+        "admission) and what its load reports are measured against (%(default)s)",
+    )
+    parser.add_argument(
+        "--node-write-units",
+        type=positive_units,
+        default=config.DEFAULT_NODE_WRITE_UNITS,
+        help="a storage node's write capacity, WCU a second (%(default)s)",
+    )
+    parser.add_argument(
+        "--load-report-interval",
+        type=zero_or_more_seconds,
+        default=config.DEFAULT_LOAD_REPORT_SECONDS,
+        help="seconds between a storage node's load reports to the control store, each "
+        "replica's consumption over the interval, for migration (0: none; %(default)s)",
+    )
+
+
 def add_migration_flags(parser: argparse.ArgumentParser) -> None:
     """The autoadmin's load-based migration, declared once for `partita up` (which
     passes them on) and `partita autoadmin` (which uses them)."""

@@ -64,3 +64,8 @@ DEFAULT_MIGRATE_ABOVE = 0.8
 DEFAULT_MIGRATE_ROOM_BELOW = 0.6
 # Seconds between a storage node's load reports (each over the interval before it).
 DEFAULT_LOAD_REPORT_SECONDS = 10.0
+# A storage node's capacity when not configured: ten partitions at DynamoDB's
+# per-partition ceilings (3,000 RCU, 1,000 WCU). Its node buckets' rates, and what its
+# load reports are measured against.
+DEFAULT_NODE_READ_UNITS = 30000.0
+DEFAULT_NODE_WRITE_UNITS = 10000.0

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import enum
 
+from partita.common import config
 from partita.common.throughput import Kind
 from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket, full_savings
 from partita.control.model import TableRecord
@@ -34,7 +35,10 @@ from partita.storage import adaptive
 # DynamoDB's per-partition ceiling, also an on-demand partition's allocation.
 PARTITION_MAX_UNITS: dict[Kind, float] = {"read": 3000.0, "write": 1000.0}
 # A node's own capacity when not configured: ten partitions at their ceiling.
-DEFAULT_NODE_UNITS: dict[Kind, float] = {"read": 30000.0, "write": 10000.0}
+DEFAULT_NODE_UNITS: dict[Kind, float] = {
+    "read": config.DEFAULT_NODE_READ_UNITS,
+    "write": config.DEFAULT_NODE_WRITE_UNITS,
+}
 # The node is "spare" while it holds at least this share of a second's capacity:
 # bursts stop before the node's last tokens, which stay for allocated throughput.
 NODE_SPARE_FRACTION = 0.1

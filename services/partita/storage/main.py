@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from partita.common import config
+from partita.common.throughput import Kind as UnitKind
 from partita.control.store import EtcdControlStore
 from partita.storage import node
 
@@ -31,6 +32,8 @@ async def serve(
     replication_advertise: str | None = None,
     leader_rebalance: bool = True,
     attach: node.Attach | None = None,
+    node_units: dict[UnitKind, float] | None = None,
+    load_report_interval: float = config.DEFAULT_LOAD_REPORT_SECONDS,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -53,4 +56,6 @@ async def serve(
         replication_advertise=replication_advertise,
         leader_rebalance=leader_rebalance,
         attach=attach,
+        node_units=node_units,
+        load_report_interval=load_report_interval,
     )

@@ -21,10 +21,11 @@ from partita._proto import storage_pb2_grpc as pb_grpc
 from partita.common import config, keys
 from partita.common.metrics import serve_metrics
 from partita.common.partition_map import Partition, data_members, is_replicated
-from partita.control.model import NodeRecord, TableRecord
+from partita.common.throughput import Kind as UnitKind
+from partita.control.model import NodeRecord, ReplicaMove, TableRecord
 from partita.control.store import NodeStore
 from partita.storage import admin_server, metrics
-from partita.storage.admission import StorageAdmission, partition_rate
+from partita.storage.admission import DEFAULT_NODE_UNITS, StorageAdmission, partition_rate
 from partita.storage.assignments import AssignmentBook
 from partita.storage.data_server import DataPlane, LocalDataChannel, start_data_server
 from partita.storage.effects import Effect, Kind
@@ -34,6 +35,7 @@ from partita.storage.group_split import PartitionWriter
 from partita.storage.heat import PartitionHeat
 from partita.storage.hosting import HostedTable, desired_hosting, tables_to_drop
 from partita.storage.leader_balance_driver import LeaderBalanceDriver
+from partita.storage.load_report import LoadWindow, report_load
 from partita.storage.membership_publisher import MembershipPublisher, follow_memberships
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.repair import RepairConfig
@@ -243,6 +245,8 @@ class PeerDirectory:
         self.zones: dict[str, str] = {}  # every registered node's zone (repair places by zone)
         # Nodes being drained (`partita node drain`): repair moves their replicas away.
         self.draining: frozenset[str] = frozenset()
+        # Replicas the autoadmin asked to move off a busy node, by group (migration).
+        self.moves: dict[GroupId, ReplicaMove] = {}
         # Addresses the operator gave with the assignments (admin hosting: each member's
         # pod DNS name); they take precedence over the registrations.
         self.assigned: dict[str, str] = {}
@@ -257,6 +261,7 @@ class PeerDirectory:
         records = await store.list_nodes()
         self.zones = {n.node_id: n.zone for n in records}
         self.draining = await store.list_draining()
+        self.moves = {group_of(m.table_id, m.partition_id): m for m in await store.list_moves()}
         nodes = {n.node_id: n.replication_address for n in records if n.replication_address}
         now = time.monotonic()
         for gone in set(self.addresses) - set(nodes):
@@ -564,6 +569,8 @@ async def serve(
     replication_advertise: str | None = None,
     leader_rebalance: bool = True,
     attach: Attach | None = None,
+    node_units: dict[UnitKind, float] | None = None,
+    load_report_interval: float = config.DEFAULT_LOAD_REPORT_SECONDS,
 ) -> None:
     """`hosting`: "control" follows the control store's placement (the local cluster);
     "admin" hosts exactly what the admin RPC assigned (Kubernetes: the operator).
@@ -573,7 +580,9 @@ async def serve(
     `leader_rebalance`: hand led groups back to their preferred leaders (`leader_balance`).
     `attach`: started with this node's in-process data channel and data address once the
     node serves (a router in the same process, `partita storage --router-port`); what it
-    returns is awaited first when the node stops."""
+    returns is awaited first when the node stops. `node_units`: the node's capacity, RCU
+    and WCU a second (its buckets' rates, and what its load reports, every
+    `load_report_interval` seconds, are measured against; 0: no reports)."""
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
@@ -618,7 +627,8 @@ async def serve(
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     now = time.monotonic()
-    buckets = StorageAdmission(now, start_full=True) if admission else None
+    capacity = node_units or DEFAULT_NODE_UNITS
+    buckets = StorageAdmission(now, node_units=capacity, start_full=True) if admission else None
     if buckets is not None:
         metrics.watch_admission(buckets)
     plane = DataPlane(state, buckets)
@@ -654,6 +664,7 @@ async def serve(
         RepairConfig(down_after=replica_down_after),
         draining=lambda: peers.draining,
         table_nodes=lambda table_id: table_nodes(state, table_id),
+        moves=lambda: peers.moves,
     )
     state.repair = repair
     # Serve only once the hosting reflects the store, so no request is refused as
@@ -689,6 +700,13 @@ async def serve(
     metrics.watch_leader_balance(state, balancer)
     rebalancing = asyncio.create_task(balancer.run()) if leader_rebalance and replication else None
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
+    reporting = (
+        asyncio.create_task(
+            report_load(LoadWindow(node_id, capacity["read"], capacity["write"]), store, load_report_interval)
+        )
+        if load_report_interval > 0
+        else None
+    )
     # The sweeper plans its deletes through a plane of its own without buckets: DynamoDB
     # does not charge TTL deletes, and they must not crowd out the clients' throughput.
     ttl_sweeper = TtlSweeper(state, DataPlane(state), SweepPacer(ttl_sweep_interval))
@@ -738,6 +756,8 @@ async def serve(
     if poller is not None:
         poller.cancel()
     counter.cancel()
+    if reporting is not None:
+        reporting.cancel()
     sweeping.cancel()
     data_server.close()
     if exporter is not None:

@@ -20,7 +20,9 @@ A member on a node being drained (`partita node drain`) is replaced the same way
 the log-only member (it still answers, so the write quorum holds): a full member is
 built on a node outside the group that is not draining, and once enough others serve
 the draining member is removed; a draining leader hands its leadership over first
-(the driver), since a leader never removes itself.
+(the driver), since a leader never removes itself. A replica the autoadmin asked to move
+off a busy node (load-based migration) is replaced the same way, its node draining for
+this group alone, with the new member on the move's target (`GroupView.move_to`).
 `full_replicas` is the partition's own replication factor when it has one (a Table's
 `replicationFactor` on Kubernetes, which can change), so raising it adds full members
 by step 2 and lowering it removes them by step 3.
@@ -99,6 +101,8 @@ class GroupView:
     # Nodes with a member of another partition of the group's table: its shuffle shard
     # (docs/control-plane.md), which a new member stays in where it can.
     shard: frozenset[NodeId] = frozenset()
+    # Where a member moving off a busy node goes (a `ReplicaMove`'s target), if any.
+    move_to: NodeId | None = None
 
 
 def down_members(
@@ -215,17 +219,18 @@ def replication_config(config: RepairConfig, partition: Partition) -> RepairConf
 
 
 def _best_candidate(view: GroupView, ok: list[NodeId]) -> NodeId | None:
-    """A live node outside the group, in a zone none of the serving members is in when
-    there is one (zones fail together), then one in the table's shard (a node its table
-    is on already: the table reaches no new node, so no other table's partition gets a
-    second replica within this table's reach), then by id (stable)."""
+    """A live node outside the group: a move's target when there is one; else one in a
+    zone none of the serving members is in when there is one (zones fail together), then
+    one in the table's shard (a node its table is on already: the table reaches no new
+    node, so no other table's partition gets a second replica within this table's
+    reach), then by id (stable)."""
     used = {view.zones.get(n) for n in ok}
     eligible = [
-        (zone in used, node not in view.shard, node)
+        (node != view.move_to, zone in used, node not in view.shard, node)
         for node, zone in view.candidates
         if node not in view.members and node not in view.draining
     ]
-    return min(eligible)[2] if eligible else None
+    return min(eligible)[3] if eligible else None
 
 
 def partition_record(

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from partita.common.partition_map import Partition
+from partita.control.model import ReplicaMove
 from partita.storage.group_split import PartitionWriter, SplitDriver
 from partita.storage.repair import (
     ChangeKind,
@@ -55,6 +56,7 @@ class _QuietView:
     term: int
     commit: int
     draining: frozenset[NodeId]
+    move_to: NodeId | None
 
 
 class RepairDriver:
@@ -66,6 +68,7 @@ class RepairDriver:
         clock: Callable[[], float] = time.monotonic,
         draining: Callable[[], frozenset[NodeId]] = frozenset,
         table_nodes: Callable[[int], frozenset[NodeId]] = lambda table_id: frozenset(),
+        moves: Callable[[], Mapping[GroupId, ReplicaMove]] = dict,
     ) -> None:
         self.replicas = replicas
         # The nodes each table's partitions are on, as this node last read them: a new
@@ -73,6 +76,8 @@ class RepairDriver:
         self.table_nodes = table_nodes
         # Nodes being drained (`partita node drain`), as the control store says.
         self.draining = draining
+        # Replicas the autoadmin asked to move off busy nodes, by group (migration).
+        self.moves = moves
         self.store = store
         self.config = config or RepairConfig()
         self._clock = clock
@@ -123,7 +128,8 @@ class RepairDriver:
         for group in self._awake_since.keys() - groups.keys():
             del self._awake_since[group]
         zones_now = dict(zones)
-        draining = self.draining()
+        drained = self.draining()
+        moves = self.moves()
         for group, (table_id, partition) in list(groups.items()):
             if not self.replicas.is_leader(group):
                 continue
@@ -131,16 +137,22 @@ class RepairDriver:
                 await self.splits.drive(group, table_id, partition)
                 continue
             replica = self.replicas.multi.replicas[group]
+            # A member moving off a busy node leaves as a draining node's would, for this
+            # group alone; once it has left, the move is over (the autoadmin forgets it).
+            draining, move_to = drained, None
+            move = moves.get(group)
+            if move is not None and move.source in replica.members:
+                draining, move_to = drained | {move.source}, move.target
             # Only a group quiet before this pass's repair is remembered, with what the
             # repair saw (an awake group is repaired every pass: nothing to build).
             seen = (
-                _QuietView(partition, registered, zones_now, replica.term, replica.commit, draining)
+                _QuietView(partition, registered, zones_now, replica.term, replica.commit, draining, move_to)
                 if replica.quiesced
                 else None
             )
             if seen is not None and self._quiet.get(group) == seen:
                 continue
-            acted = await self._repair(group, table_id, partition, zones, registered, draining)
+            acted = await self._repair(group, table_id, partition, zones, registered, draining, move_to)
             if (
                 seen is not None
                 and replica.quiesced
@@ -158,6 +170,7 @@ class RepairDriver:
         registered: frozenset[NodeId],
         draining: frozenset[NodeId] = frozenset(),
         shard: frozenset[NodeId] = frozenset(),
+        move_to: NodeId | None = None,
     ) -> GroupView:
         replica = self.replicas.multi.replicas[group]
         now = self._clock()
@@ -209,6 +222,7 @@ class RepairDriver:
             awake_for=awake_for,
             draining=draining & frozenset(members),
             shard=shard,
+            move_to=move_to,
         )
 
     async def _repair(
@@ -219,9 +233,10 @@ class RepairDriver:
         zones: Mapping[NodeId, str],
         registered: frozenset[NodeId],
         draining: frozenset[NodeId] = frozenset(),
+        move_to: NodeId | None = None,
     ) -> bool:
         """Whether it wrote the partition object or proposed a change."""
-        view = self.view(group, zones, registered, draining, self.table_nodes(table_id))
+        view = self.view(group, zones, registered, draining, self.table_nodes(table_id), move_to)
         config = replication_config(self.config, partition)
         ok = serving(view, config)
         settled = self.replicas.membership_settled(group)

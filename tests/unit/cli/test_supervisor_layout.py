@@ -159,3 +159,54 @@ def test_colocated_routers_refuse_local_admission_which_would_admit_each_rate_th
     assert cmd_up(args) == 2
     assert "--admission local needs one router" in capsys.readouterr().out
     assert not (tmp_path / "cluster.json").exists()  # nothing was started
+
+
+def test_migration_flags_reach_the_autoadmin_and_node_capacity_the_storage_nodes(tmp_path: Path) -> None:
+    args = build_parser().parse_args(["up"])
+    assert (args.migration, args.migrate_above, args.migrate_room_below) == (True, 0.8, 0.6)
+    assert (args.node_read_units, args.node_write_units, args.load_report_interval) == (
+        30000.0,
+        10000.0,
+        10.0,
+    )
+    layout = ClusterLayout(
+        tmp_path,
+        migration=False,
+        migrate_above=0.9,
+        migrate_room_below=0.5,
+        node_read_units=500.0,
+        node_write_units=200.0,
+        load_report_interval=2.0,
+    )
+    children = layout.children()
+    autoadmin = children[-1].argv
+    assert "--no-migration" in autoadmin and "--migration" not in autoadmin
+    assert (_argv_after(autoadmin, "--migrate-above"), _argv_after(autoadmin, "--migrate-room-below")) == (
+        "0.9",
+        "0.5",
+    )
+    parsed = autoadmin_parser().parse_args(autoadmin[autoadmin.index("autoadmin") + 1 :])
+    assert (parsed.migration, parsed.migrate_above, parsed.migrate_room_below) == (False, 0.9, 0.5)
+    storage = [c.argv for c in children if c.role == "storage"]
+    assert len(storage) == 3
+    for argv in storage:
+        node = build_parser().parse_args(argv[argv.index("partita.cli.main") + 1 :])
+        assert (node.node_read_units, node.node_write_units, node.load_report_interval) == (500.0, 200.0, 2.0)
+    for bad in (["--migrate-above", "0"], ["--migrate-above", "1.5"], ["--node-read-units", "0"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["up", *bad])
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["up", "--load-report-interval", "-1"])
+
+
+def test_an_added_node_in_a_zone_that_has_one_is_its_second(tmp_path: Path) -> None:
+    from partita.cli.node_cmd import node_suffix
+
+    assert node_suffix("d", {"a", "b", "c"}) == "d"
+    assert node_suffix("a", {"a", "b", "c"}) == "a2"
+    assert node_suffix("a", {"a", "a2", "b", "c"}) == "a3"
+    child = ClusterLayout(tmp_path).storage_child(["py"], "a2", None)
+    assert (child.name, child.zone) == ("storage-a2", "a")
+    assert _argv_after(child.argv, "--node-id") == "storage-a2"
+    assert _argv_after(child.argv, "--zone") == "a"
+    assert _argv_after(child.argv, "--data-dir") == str(tmp_path / "storage-a2")

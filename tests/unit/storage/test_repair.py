@@ -364,3 +364,25 @@ def test_a_new_member_goes_on_a_node_of_the_tables_shard_where_it_can() -> None:
         view({"a": F, "b": F, "c": F}, {"c"}, ["a2", "d"]), shard=frozenset({"a2"})
     )
     assert next_change(zone_first, CONFIG) == MembershipChange(ADD, "d", L)
+
+
+def test_a_member_moving_off_a_busy_node_goes_to_the_moves_target() -> None:
+    # Migration: b is the source (draining for this group alone), a2 the target; d and e
+    # would come first by the zone rule and by id, but the move names a2.
+    moving = dataclasses.replace(
+        view({"a": F, "b": F, "c": F}, candidates=["a2", "d", "e"]), draining=frozenset({"b"}), move_to="a2"
+    )
+    assert next_change(moving, CONFIG) == MembershipChange(ADD, "a2")
+    # Once a2 serves, b leaves; until then nothing else is added.
+    built = dataclasses.replace(
+        moving,
+        members={"a": F, "b": F, "c": F, "a2": F},
+        match={"b": 100, "c": 100, "a2": 100},
+        candidates=[("d", "zd")],
+    )
+    assert next_change(built, CONFIG) == MembershipChange(REMOVE, "b")
+    building = dataclasses.replace(built, match={"b": 100, "c": 100, "a2": 0})
+    assert next_change(building, CONFIG) is None
+    # A target gone (not a live candidate): the member is built elsewhere, as for a drain.
+    gone = dataclasses.replace(moving, candidates=[("d", "zd")])
+    assert next_change(gone, CONFIG) == MembershipChange(ADD, "d")

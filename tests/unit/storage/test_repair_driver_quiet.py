@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from partita.common.partition_map import Partition
+from partita.control.model import ReplicaMove
 from partita.storage.effects import Effect, Kind
 from partita.storage.repair import ChangeKind, GroupView, RepairConfig, next_change
 from partita.storage.repair_driver import RepairDriver
@@ -45,9 +46,10 @@ class CountingDriver(RepairDriver):
         registered: frozenset[NodeId],
         draining: frozenset[NodeId] = frozenset(),
         shard: frozenset[NodeId] = frozenset(),
+        move_to: NodeId | None = None,
     ) -> GroupView:
         self.looked += 1
-        return super().view(group, zones, registered, draining, shard)
+        return super().view(group, zones, registered, draining, shard, move_to)
 
 
 @pytest.fixture
@@ -166,3 +168,29 @@ async def test_a_member_judged_down_stays_down_when_its_leader_grants_every_memb
     assert dead in view.down
     change = next_change(view, config)
     assert change is None or not (change.kind == ChangeKind.REMOVE and change.node == SPARE), change
+
+
+async def test_a_move_wakes_the_quiet_group_and_builds_a_member_on_its_target(cluster: Cluster) -> None:
+    # Migration: the autoadmin asks for a follower's replica to move to the spare node;
+    # the next pass looks at the quiet group again and adds a full member there (the
+    # zone rule and ids alone would pick the spare too, so a second spare, first by id,
+    # shows the move's target is followed).
+    leader = await cluster.leader(seconds=10.0)
+    replica = leader.host.multi.replicas[GROUP]
+    await wait_until(lambda: replica.quiesced)
+    store = Recorder()
+    driver = CountingDriver(leader.host, store, RepairConfig(registration_grace=0.0))
+    partition = Partition("p0", 0, END, NODES, leader.node)
+    first_by_id = "node-0"
+    zones = {**ZONES, first_by_id: "zone-0"}
+    everyone = frozenset((*NODES, SPARE, first_by_id))
+    for _ in range(2):
+        await driver.pass_once({GROUP: (TABLE, partition)}, zones, everyone)
+    assert store.written == []
+    source = max(n for n in NODES if n != leader.node)
+    driver.moves = lambda: {GROUP: ReplicaMove(TABLE, "p0", source, SPARE, 0.0)}
+    before = driver.looked
+    await driver.pass_once({GROUP: (TABLE, partition)}, zones, everyone)
+    assert driver.looked == before + 1
+    assert store.written and store.written[-1].joining == (SPARE,)
+    assert leader.host.members(GROUP) == {**{n: Role.FULL for n in NODES}, SPARE: Role.FULL}
