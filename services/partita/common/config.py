@@ -57,6 +57,8 @@ def is_host_port(text: str) -> bool:
 def parse_endpoint(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     return host or DEFAULT_HOST, int(port)
+
+
 # Load-based migration (DESIGN.md section 6): a storage node whose load report shows it
 # above this share of its capacity (the busier of reads and writes) has a replica moved
 # to a node of its zone that stays at or below the second share with it.

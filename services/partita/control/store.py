@@ -513,9 +513,7 @@ class EtcdControlStore:
 
     async def list_node_loads(self) -> list[NodeLoad]:
         result = await self._client.get_prefix(LOADS)
-        return sorted(
-            (NodeLoad.from_json(orjson.loads(kv.value)) for kv in result), key=lambda n: n.node_id
-        )
+        return sorted((NodeLoad.from_json(orjson.loads(kv.value)) for kv in result), key=lambda n: n.node_id)
 
     async def put_move(self, move: ReplicaMove) -> None:
         await self._client.put(_move_key(move.table_id, move.partition_id), orjson.dumps(move.to_json()))
