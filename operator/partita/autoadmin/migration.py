@@ -15,7 +15,9 @@ The rules:
   node of its zone, registered, not draining, not already a member of that partition,
   whose own load plus the replica's stays at or below `room_below` of its capacity in
   both kinds (so the move neither moves the hot spot nor makes the target hot: a
-  replica that alone fills a node stays where it is, which only a split can help);
+  replica that alone fills a node stays where it is, which only a split can help); a
+  node of the table's shuffle shard first (another partition of the table is there
+  already: no other table gains a node in common with it), then the least busy;
 - one move at a time per node (as source or target), at most `max_in_flight` in all, and
   a node whose move ended takes part in no other until a report measured wholly after
   that (the reports before it still count the moved replica where it was), so the
@@ -109,6 +111,11 @@ def move_end(move: ReplicaMove, fleet: Fleet, registered: frozenset[str], timeou
     return None
 
 
+def table_nodes(members: Mapping[PartitionKey, frozenset[str]], table_id: int) -> frozenset[str]:
+    """The nodes holding a member of any of the table's partitions: its shuffle shard."""
+    return frozenset(n for (t, _), nodes in members.items() if t == table_id for n in nodes)
+
+
 def relief(replica: ReplicaLoad, node: NodeLoad) -> float:
     """How far the node's utilisation falls without the replica: a replica of reads
     does nothing for a node hot with writes."""
@@ -196,7 +203,8 @@ def _relief(
             continue  # not known as this node's member (the report is older than the map)
         roomy = [t for t in targets if t.node_id not in members and fits(replica, t, policy.room_below)]
         if roomy:
-            target = min(roomy, key=lambda t: (t.utilisation(), t.node_id))
+            shard = table_nodes(fleet.members, replica.table_id)
+            target = min(roomy, key=lambda t: (t.node_id not in shard, t.utilisation(), t.node_id))
             return ReplicaMove(
                 replica.table_id, replica.partition_id, node.node_id, target.node_id, fleet.now
             )

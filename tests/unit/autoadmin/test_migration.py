@@ -48,6 +48,22 @@ def test_a_hot_nodes_busiest_replica_that_fits_moves_to_a_node_of_its_zone() -> 
     assert plan.hot == ("a1",)
 
 
+def test_a_node_of_the_tables_shard_is_the_target_before_a_less_busy_one() -> None:
+    # a3 is idle, a2 busier but holds (1, "p1"): the move of (1, "p0") stays within
+    # table 1's shard.
+    nodes = [*NODES, node("a3", "a")]
+    members = {**MEMBERS, (1, "p1"): frozenset({"a2", "b2", "c1"})}
+    hot = load("a1", (1, "p0", 500.0, 0.0), (2, "p9", 350.0, 0.0))
+    members[(2, "p9")] = frozenset({"a1", "b1", "c1"})
+    f = Fleet(nodes, (hot, load("a2", (1, "p1", 50.0, 0.0)), load("a3")), members, (), frozenset(), NOW)
+    assert [(m.partition_id, m.target) for m in plan_moves(f, POLICY).start] == [("p0", "a2")]
+    outside = {**members, (1, "p1"): frozenset({"a3", "b2", "c1"})}
+    # Now a3 holds p1 and is busier than a2, which holds none of table 1: a3 still.
+    loads = (hot, load("a2", (2, "p0", 50.0, 0.0)), load("a3", (1, "p1", 80.0, 0.0)))
+    f = dataclasses.replace(f, members=outside, loads=loads)
+    assert [(m.partition_id, m.target) for m in plan_moves(f, POLICY).start] == [("p0", "a3")]
+
+
 def test_a_replica_too_big_for_any_target_stays_and_a_smaller_one_goes() -> None:
     # p0 alone would take a2 to 0.7 of its reads (a2 carries 0.2): only p1 fits.
     plan = plan_moves(
