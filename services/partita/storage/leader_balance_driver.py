@@ -29,8 +29,9 @@ class LeaderBalanceDriver:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`live_peers`: the peers this node believes alive, each with its replication
-        address (a new address is a new process); `splitting`: whether a group's
-        partition is marked for a split (its leader is about to seal it)."""
+        address (a new address is a new process); `splitting`: whether a group is left
+        as it is (its partition marked for a split, its leader about to seal it; or a
+        member moving off a busy node, a leader there handing over)."""
         self.replicas = replicas
         self.live_peers = live_peers
         self.splitting = splitting

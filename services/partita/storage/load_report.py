@@ -72,7 +72,11 @@ async def report_load(
     wall_clock: Callable[[], float] = time.time,
 ) -> None:
     """Publish a report every `interval` seconds, until cancelled. A store that cannot
-    be reached loses that report only (the next covers its own interval)."""
+    be reached loses that report only (the next covers its own interval). An interval of
+    0 or less means no reports (`--load-report-interval 0`): returns at once rather than
+    write to the store in a tight loop."""
+    if interval <= 0:
+        return
     ttl = max(1, round(REPORT_LIFETIME_INTERVALS * interval))
     window.report(counters(), clock(), wall_clock())
     while True:

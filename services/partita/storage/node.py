@@ -281,6 +281,16 @@ class PeerDirectory:
             await asyncio.sleep(PEER_REFRESH_SECONDS)
 
 
+def kept_from_rebalance(state: NodeState, peers: PeerDirectory, group: GroupId) -> bool:
+    """Whether leadership rebalancing leaves a group as it is: its partition marked for a
+    split (its leader is about to seal it), or a member moving off a busy node (a leader
+    there hands its leadership away as repair moves it: not to be handed it back)."""
+    if group in peers.moves:
+        return True
+    placed = state.groups.get(group)
+    return placed is not None and bool(placed[1].split_at)
+
+
 async def hand_off_leadership(replicas: ReplicaHost) -> None:
     """SIGTERM: move every group this node leads to its most up-to-date follower, and
     wait (bounded by an election timeout) until it leads none."""
@@ -581,8 +591,8 @@ async def serve(
     `attach`: started with this node's in-process data channel and data address once the
     node serves (a router in the same process, `partita storage --router-port`); what it
     returns is awaited first when the node stops. `node_units`: the node's capacity, RCU
-    and WCU a second (its buckets' rates, and what its load reports, every
-    `load_report_interval` seconds, are measured against; 0: no reports)."""
+    and WCU a second: its buckets' rates and what its load reports are measured against;
+    `load_report_interval`: seconds between those reports (0: none)."""
     engine = Engine.open(data_dir, sync=sync)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
@@ -695,7 +705,7 @@ async def serve(
             for n, a in peers.addresses.items()
             if n not in transport.suspected and n not in peers.draining
         },
-        lambda group: group in state.groups and bool(state.groups[group][1].split_at),
+        lambda group: kept_from_rebalance(state, peers, group),
     )
     metrics.watch_leader_balance(state, balancer)
     rebalancing = asyncio.create_task(balancer.run()) if leader_rebalance and replication else None

@@ -277,7 +277,7 @@ class RepairDriver:
         except (NotLeader, ValueError):
             return False
         self.replicas.wake()
-        log.info("group %s: leadership handed to %s (this node is draining)", group, target)
+        log.info("group %s: leadership handed to %s (its member here is leaving)", group, target)
         return True
 
     def _keep_awake(self, group: GroupId) -> None:

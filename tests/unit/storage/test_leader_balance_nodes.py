@@ -7,6 +7,7 @@ before its hold-off."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -14,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from partita.common.partition_map import Partition
+from partita.control.model import ReplicaMove
 from partita.storage import metrics
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.leader_balance import LeaderBalancer, preferred_counts
 from partita.storage.leader_balance_driver import LeaderBalanceDriver
-from partita.storage.node import NodeState
+from partita.storage.node import NodeState, PeerDirectory, kept_from_rebalance
 from partita.storage.peer_transport import PeerTransport
 from partita.storage.replica_host import ReplicaHost, Superseded
 from partita.storage.replication.core import NotLeader
@@ -189,3 +192,14 @@ async def test_a_node_that_has_just_come_back_gets_nothing_before_the_hold_off(n
         await asyncio.sleep(0.05)
     await wait_until(lambda: nodes.led() == PREFERRED, 20)
     assert PREFERRED["node-b"] > 0
+
+
+async def test_rebalancing_leaves_a_group_splitting_or_with_a_member_moving(node_d: NodeState) -> None:
+    peers = PeerDirectory()
+    whole = Partition("p0", 0, 2**63, ("d", "e", "f"), "d")
+    node_d.groups = {"g-whole": (1, whole), "g-split": (1, dataclasses.replace(whole, split_at=2**62))}
+    assert not kept_from_rebalance(node_d, peers, "g-whole")
+    assert kept_from_rebalance(node_d, peers, "g-split")
+    peers.moves = {"g-whole": ReplicaMove(1, "p0", "d", "d2", 0.0)}
+    assert kept_from_rebalance(node_d, peers, "g-whole")
+    assert not kept_from_rebalance(node_d, peers, "g-unknown")

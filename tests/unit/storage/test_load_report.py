@@ -100,3 +100,19 @@ async def test_a_store_that_fails_costs_one_report_not_the_loop() -> None:
     finally:
         task.cancel()
     assert store.failures == 0 and len(await store.list_node_loads()) == 1
+
+
+@pytest.mark.parametrize("interval", [0.0, -1.0])
+async def test_no_interval_means_no_reports(interval: float) -> None:
+    looks = []
+
+    def counted() -> dict[tuple[int, str], tuple[float, float]]:
+        looks.append(1)
+        return {(1, "p0"): (10.0 * len(looks), 0.0)}
+
+    store = MemoryControlStore()
+    # Bounded: an interval taken as a pause would loop until the timeout.
+    await asyncio.wait_for(
+        report_load(LoadWindow("n1", 100.0, 100.0), store, interval, counters=counted), timeout=1.0
+    )
+    assert looks == [] and await store.list_node_loads() == []

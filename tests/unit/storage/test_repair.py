@@ -386,3 +386,22 @@ def test_a_member_moving_off_a_busy_node_goes_to_the_moves_target() -> None:
     # A target gone (not a live candidate): the member is built elsewhere, as for a drain.
     gone = dataclasses.replace(moving, candidates=[("d", "zd")])
     assert next_change(gone, CONFIG) == MembershipChange(ADD, "d")
+
+
+def test_a_leader_moving_off_a_busy_node_has_the_target_built_then_hands_over() -> None:
+    # Migration of the leader's own replica: a is the source, a2 the target; d, in the
+    # table's shard, would come first without the move.
+    moving = dataclasses.replace(
+        view({"a": F, "b": F, "c": F}, candidates=["a2", "d"]),
+        draining=frozenset({"a"}),
+        shard=frozenset({"d"}),
+        move_to="a2",
+    )
+    assert next_change(dataclasses.replace(moving, move_to=None), CONFIG) == MembershipChange(ADD, "d")
+    assert next_change(moving, CONFIG) == MembershipChange(ADD, "a2")
+    # a2 serves: the leader does not remove itself; the driver hands leadership over and
+    # its successor, seeing a still draining, removes it.
+    built = dataclasses.replace(moving, members={"a": F, "b": F, "c": F, "a2": F}, candidates=[("d", "zd")])
+    assert next_change(built, CONFIG) is None
+    successor = dataclasses.replace(built, leader="b", match={"a": 100, "c": 100, "a2": 100})
+    assert next_change(successor, CONFIG) == MembershipChange(REMOVE, "a")

@@ -194,3 +194,25 @@ async def test_a_move_wakes_the_quiet_group_and_builds_a_member_on_its_target(cl
     assert driver.looked == before + 1
     assert store.written and store.written[-1].joining == (SPARE,)
     assert leader.host.members(GROUP) == {**{n: Role.FULL for n in NODES}, SPARE: Role.FULL}
+
+
+async def test_a_leader_moving_off_a_busy_node_hands_its_leadership_over(cluster: Cluster) -> None:
+    # Migration of the leader's own replica: a leader never removes itself, so once
+    # enough other members serve it hands over and its successor removes it. A
+    # replication factor of 2 stands in for the target built and serving (node-d runs
+    # nothing here), so the two followers are enough.
+    leader = await cluster.leader(seconds=10.0)
+    replica = leader.host.multi.replicas[GROUP]
+    await wait_until(lambda: replica.quiesced)
+    store = Recorder()
+    driver = RepairDriver(
+        leader.host,
+        store,
+        RepairConfig(registration_grace=0.0),
+        moves=lambda: {GROUP: ReplicaMove(TABLE, "p0", leader.node, SPARE, 0.0)},
+    )
+    partition = Partition("p0", 0, END, NODES, leader.node, replication_factor=2)
+    await driver.pass_once({GROUP: (TABLE, partition)}, ZONES, frozenset((*NODES, SPARE)))
+    assert replica.transfer_target in set(NODES) - {leader.node}
+    successor = await cluster.leader(among=lambda: [n for n in NODES if n != leader.node], seconds=10.0)
+    assert successor.node == replica.transfer_target or successor.node != leader.node
