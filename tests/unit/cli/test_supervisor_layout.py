@@ -189,7 +189,9 @@ def test_migration_flags_reach_the_autoadmin_and_node_capacity_the_storage_nodes
     assert (parsed.migration, parsed.migrate_above, parsed.migrate_room_below) == (False, 0.9, 0.5)
     storage = [c.argv for c in children if c.role == "storage"]
     assert len(storage) == 3
-    for argv in storage:
+    # A node added later (`partita node add`) is started with the same capacity.
+    added = layout.storage_child(["python", "-m", "partita.cli.main"], "a2", None)
+    for argv in [*storage, added.argv]:
         node = build_parser().parse_args(argv[argv.index("partita.cli.main") + 1 :])
         assert (node.node_read_units, node.node_write_units, node.load_report_interval) == (500.0, 200.0, 2.0)
     for bad in (["--migrate-above", "0"], ["--migrate-above", "1.5"], ["--node-read-units", "0"]):
