@@ -11,10 +11,9 @@ The rules:
   its reads and writes above `above` of its capacity;
 - a hot node gives up one replica per check, the one whose leaving relieves it most
   (its utilisation falls furthest: a replica of reads does nothing for a node hot with
-  writes) that fits somewhere: a
-  node of its zone, registered, not draining, not already a member of that partition,
-  whose own load plus the replica's stays at or below `room_below` of its capacity in
-  both kinds (so the move neither moves the hot spot nor makes the target hot: a
+  writes) that fits somewhere: a node of its zone, registered, not draining, not
+  already a member of that partition, whose own load plus the replica's stays at or
+  below `room_below` of its capacity in both kinds (so the move neither moves the hot spot nor makes the target hot: a
   replica that alone fills a node stays where it is, which only a split can help); a
   node of the table's shuffle shard first (another partition of the table is there
   already: no other table gains a node in common with it), then the least busy;
@@ -48,7 +47,8 @@ class MigrationPolicy:
     enabled: bool = True
     above: float = config.DEFAULT_MIGRATE_ABOVE
     room_below: float = config.DEFAULT_MIGRATE_ROOM_BELOW
-    # A load report older than this is not acted on (its node stopped reporting).
+    # A load report older than this (or than three of its own intervals, if longer) is
+    # not acted on: its node stopped reporting.
     max_age: float = 6 * config.DEFAULT_LOAD_REPORT_SECONDS
     # A move not over after this long is forgotten; a later check may ask again.
     timeout: float = 600.0
@@ -87,7 +87,7 @@ class MigrationPlan:
 
 
 def fresh_loads(loads: Sequence[NodeLoad], now: float, max_age: float) -> dict[str, NodeLoad]:
-    return {load.node_id: load for load in loads if now - load.measured_at <= max_age}
+    return {load.node_id: load for load in loads if now - load.measured_at <= max(max_age, 3 * load.interval)}
 
 
 def hot_nodes(loads: Mapping[str, NodeLoad], above: float) -> list[NodeLoad]:
@@ -163,17 +163,17 @@ def plan_moves(fleet: Fleet, policy: MigrationPolicy) -> MigrationPlan:
             break
         if node.node_id in busy or node.node_id in fleet.draining or node.node_id not in registered:
             continue  # a move of it under way, or a drain moving all of it
-        relief = _relief(node, fleet, loads, zones, busy, moving, policy)
-        if relief is None:
+        chosen = _move_off(node, fleet, loads, zones, busy, moving, policy)
+        if chosen is None:
             stuck.append(node.node_id)
             continue
-        started.append(relief)
-        busy |= {relief.source, relief.target}
-        moving.add((relief.table_id, relief.partition_id))
+        started.append(chosen)
+        busy |= {chosen.source, chosen.target}
+        moving.add((chosen.table_id, chosen.partition_id))
     return MigrationPlan(tuple(started), tuple(ended), tuple(stuck), hot_ids)
 
 
-def _relief(
+def _move_off(
     node: NodeLoad,
     fleet: Fleet,
     loads: Mapping[str, NodeLoad],
@@ -185,6 +185,7 @@ def _relief(
     """The move of the replica that relieves the node most and fits a node of its zone,
     if any."""
     zone = zones.get(node.node_id)
+    # `zones` holds registered nodes only: a report outliving its node names no target.
     targets = [
         load
         for node_id, load in loads.items()

@@ -109,6 +109,13 @@ def test_no_target_outside_the_zone_a_member_draining_or_without_a_fresh_report(
     assert [(m.partition_id, m.target) for m in plan.start] == [("p0", "a2")]
 
 
+def test_a_report_is_fresh_for_three_of_its_intervals_at_least() -> None:
+    hot = load("a1", (1, "p0", 500.0, 0.0), (1, "p1", 350.0, 0.0), at=NOW - 100)
+    assert plan_moves(fleet(hot, load("a2")), POLICY).hot == ()  # 100 s old, 10 s reports
+    slow = dataclasses.replace(hot, interval=60.0)  # a node reporting every minute
+    assert plan_moves(fleet(slow, load("a2")), POLICY).hot == ("a1",)
+
+
 def test_one_move_at_a_time_per_node_and_in_all() -> None:
     under_way = ReplicaMove(2, "p0", "b1", "b2", NOW - 5)
     hot = (
