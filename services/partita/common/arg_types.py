@@ -5,15 +5,20 @@ it is typed."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from partita.common import config
 
 
-def positive_seconds(text: str) -> float:
+def _number(text: str, accept: Callable[[float], bool], what: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text}")
+    if not accept(value):  # NaN too: it compares false with everything
+        raise argparse.ArgumentTypeError(f"must be {what}: {text}")
     return value
+
+
+def positive_seconds(text: str) -> float:
+    return _number(text, lambda v: v > 0, "a positive number of seconds")
 
 
 def at_least_one(text: str) -> int:
@@ -74,24 +79,15 @@ def add_split_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def fraction(text: str) -> float:
-    value = float(text)
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
-    return value
+    return _number(text, lambda v: 0.0 < v <= 1.0, "a share in (0, 1]")
 
 
 def positive_units(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of units a second: {text}")
-    return value
+    return _number(text, lambda v: v > 0, "a positive number of units a second")
 
 
 def zero_or_more_seconds(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text}")
-    return value
+    return _number(text, lambda v: v >= 0, "0 or more seconds")
 
 
 def add_node_load_flags(parser: argparse.ArgumentParser) -> None:
