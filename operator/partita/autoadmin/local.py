@@ -13,9 +13,9 @@ once a minute by default) and a table with a partition past the split size, or h
 the sustained window, is decided in full, so the core can split it.
 
 Every `migration_interval` seconds it looks at the storage nodes' load reports and
-moves a replica off a node above its share of capacity (`migration.py`): one read of
-the reports and one of the moves under way, and the partitions of only the tables a
-hot node or a move concerns.
+moves a replica off a node above its share of capacity (`migration_driver.py`, shared
+with the Kubernetes operator): one read of the reports and one of the moves under way,
+and the partitions of only the tables a hot node or a move concerns.
 
 It also owns the store's housekeeping: compacting history and defragmenting etcd on a
 schedule (etcd's own auto-compaction is on as well; defragmenting is never automatic).
@@ -31,14 +31,8 @@ from typing import Protocol
 
 from partita.autoadmin import metrics
 from partita.autoadmin.doorman_config import DoormanConfigFile
-from partita.autoadmin.migration import (
-    Fleet,
-    MigrationPolicy,
-    PartitionKey,
-    fresh_loads,
-    hot_nodes,
-    plan_moves,
-)
+from partita.autoadmin.migration import MigrationPolicy, PartitionKey
+from partita.autoadmin.migration_driver import MigrationDriver
 from partita.autoadmin.reconcile import (
     Action,
     CannotSplit,
@@ -90,13 +84,13 @@ class LocalAutoadmin:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.migration = migration or MigrationPolicy()
         self.migration_interval = migration_interval
         self._next_migration_check = clock()
         # Load reports carry wall-clock times (their nodes' clocks).
         self.wall_clock = wall_clock
-        # When a move of each node last ended: its reports until then are out of date.
-        self._last_moved: dict[str, float] = {}
+        self.migrator = MigrationDriver(
+            store, migration or MigrationPolicy(), self._members_of, lambda: self.wall_clock()
+        )
         # Where the tables' Doorman resources are published; None: nowhere.
         self.doorman_config = doorman_config
         self.settings = settings or Settings()
@@ -262,54 +256,14 @@ class LocalAutoadmin:
         return True
 
     async def migrate_once(self) -> None:
-        now = self.wall_clock()
-        loads = await self.store.list_node_loads()
-        moves = await self.store.list_moves()
-        hot = hot_nodes(fresh_loads(loads, now, self.migration.max_age), self.migration.above)
-        metrics.HOT_NODES.set(len(hot))
-        if not moves and (not hot or not self.migration.enabled):
-            metrics.STUCK_NODES.set(0)
-            return
-        tables = {m.table_id for m in moves} | {r.table_id for n in hot for r in n.replicas}
+        await self.migrator.migrate_once()
+
+    async def _members_of(self, tables: frozenset[int]) -> dict[PartitionKey, frozenset[str]]:
         members: dict[PartitionKey, frozenset[str]] = {}
         for table_id in sorted(tables):
             for p in await self.store.list_partitions(table_id):
                 members[(table_id, p.partition_id)] = data_members(p) | frozenset(p.log_replicas)
-        fleet = Fleet(
-            await self.store.list_nodes(),
-            loads,
-            members,
-            moves,
-            await self.store.list_draining(),
-            now,
-            self._last_moved,
-        )
-        plan = plan_moves(fleet, self.migration)
-        metrics.STUCK_NODES.set(len(plan.stuck))
-        for move, reason in plan.end:
-            await self.store.delete_move(move.table_id, move.partition_id)
-            self._last_moved[move.source] = self._last_moved[move.target] = now
-            metrics.ACTIONS.labels("end_move", reason).inc()
-            log.info(
-                "partition %s of table %d: move %s -> %s over (%s)",
-                move.partition_id,
-                move.table_id,
-                move.source,
-                move.target,
-                reason,
-            )
-        for move in plan.start:
-            await self.store.put_move(move)
-            metrics.ACTIONS.labels("move_replica", move.reason).inc()
-            log.info(
-                "partition %s of table %d: replica on %s (hot) moves to %s",
-                move.partition_id,
-                move.table_id,
-                move.source,
-                move.target,
-            )
-        for node in plan.stuck:
-            log.debug("storage node %s is hot and no node of its zone has room for a replica", node)
+        return members
 
     async def housekeeping_if_due(self) -> bool:
         if self.maintenance is None or self.clock() < self._next_housekeeping:

@@ -437,7 +437,7 @@ def test_the_operator_splits_partitions_at_the_size_the_values_say() -> None:
     assert config_from_args(parsed).split_size_bytes == 10 * 2**30
 
 
-def test_the_operator_places_tables_on_shuffle_shards_as_the_values_say() -> None:
+def test_the_operator_places_tables_on_shuffle_shards_and_migrates_as_the_values_say() -> None:
     from partita.autoadmin.kube.cli import config_from_args
     from partita.cli.main import build_parser
 
@@ -454,6 +454,12 @@ def test_the_operator_places_tables_on_shuffle_shards_as_the_values_say() -> Non
     assert default.shards.enabled and default.shards.max_shared == 1
     changed = operator_config({"operator": {"shuffleShard": False, "shardMaxShared": 0}})
     assert not changed.shards.enabled and changed.shards.max_shared == 0
+    assert default.migration.enabled and (default.migration.above, default.migration.room_below) == (0.8, 0.6)
+    moved = operator_config({"operator": {"migration": False, "migrateAbove": 0.9, "migrateRoomBelow": 0.5}})
+    assert not moved.migration.enabled and (moved.migration.above, moved.migration.room_below) == (0.9, 0.5)
+    assert (default.fleet.node_read_units, default.fleet.node_write_units) == (30000.0, 10000.0)
+    sized = operator_config({"storage": {"readUnits": 4000, "writeUnits": 1500}})
+    assert (sized.fleet.node_read_units, sized.fleet.node_write_units) == (4000.0, 1500.0)
 
 
 def test_partitions_are_replication_groups_by_default_on_a_port_only_storage_pods_reach() -> None:

@@ -149,6 +149,8 @@ def _container(fleet: Fleet, zone: str) -> dict[str, Any]:
             # Host exactly the replicas the operator assigns through the admin RPC.
             "--hosting=admin",
             *(["--admission"] if fleet.admission else []),
+            f"--node-read-units={fleet.node_read_units:g}",
+            f"--node-write-units={fleet.node_write_units:g}",
             *_replication_args(fleet, zone),
         ],
         "env": [

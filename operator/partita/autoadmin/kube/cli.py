@@ -14,6 +14,7 @@ from pathlib import Path
 
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.handlers import OperatorConfig
+from partita.autoadmin.migration import MigrationPolicy
 from partita.autoadmin.placement import ShardPolicy
 from partita.common import arg_types
 
@@ -71,6 +72,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="storage pods enforce partition and node throughput (partita storage --admission)",
     )
+    p.add_argument(
+        "--storage-read-units",
+        type=arg_types.positive_units,
+        default=Fleet.node_read_units,
+        help="each storage pod's read capacity, RCU a second: its node bucket's rate and what "
+        "its load reports are measured against (%(default)s)",
+    )
+    p.add_argument(
+        "--storage-write-units",
+        type=arg_types.positive_units,
+        default=Fleet.node_write_units,
+        help="each storage pod's write capacity, WCU a second (%(default)s)",
+    )
     p.add_argument("--on-demand-partitions", type=int, default=OperatorConfig.on_demand_partitions)
     p.add_argument("--resync-seconds", type=float, default=OperatorConfig.resync_seconds)
     p.add_argument(
@@ -93,6 +107,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="split a partition that consumed at or near its allocation this long (%(default)s)",
     )
     arg_types.add_shard_flags(p)
+    arg_types.add_migration_flags(p)
     p.add_argument(
         "--doorman-config-key",
         default=None,
@@ -125,6 +140,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> OperatorConfig:
+    if args.migrate_room_below >= args.migrate_above:
+        raise SystemExit("--migrate-room-below must be below --migrate-above")
     fleet = Fleet(
         release=args.release,
         namespace=args.namespace or _default_namespace(),
@@ -143,6 +160,8 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         pin_zones=not args.no_pin_zones,
         separate_hosts=not args.no_separate_hosts,
         admission=args.storage_admission,
+        node_read_units=args.storage_read_units,
+        node_write_units=args.storage_write_units,
     )
     return OperatorConfig(
         fleet=fleet,
@@ -152,6 +171,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         split_size_bytes=args.split_size_bytes,
         split_hot_seconds=args.split_hot_seconds,
         shards=ShardPolicy(args.shard_max_shared, args.shuffle_shard),
+        migration=MigrationPolicy(args.migration, args.migrate_above, args.migrate_room_below),
         doorman_config_key=args.doorman_config_key,
         doorman_templates=args.doorman_templates,
     )

@@ -50,6 +50,10 @@ class Fleet:
     # their capacity (`partita storage --admission`); the chart turns it on with its
     # `admission` value. Off: nothing throttled at the storage layer.
     admission: bool = False
+    # Each storage pod's capacity, RCU and WCU a second: its node buckets' rates (with
+    # admission) and what its load reports are measured against (load-based migration).
+    node_read_units: float = config.DEFAULT_NODE_READ_UNITS
+    node_write_units: float = config.DEFAULT_NODE_WRITE_UNITS
 
     def __post_init__(self) -> None:
         if not self.zones:

@@ -29,7 +29,9 @@ from partita.autoadmin.kube.doorman_publisher import TablesPublisher
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.fleet_shrink import FleetShrink
 from partita.autoadmin.kube.membership_watch import MembershipWatch
+from partita.autoadmin.kube.migration_loop import KubeMigration
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
+from partita.autoadmin.migration import MigrationPolicy
 from partita.autoadmin.placement import ShardPolicy
 from partita.autoadmin.splits import KEPT_WHOLE_BECAUSE
 from partita.common import config as common_config
@@ -64,6 +66,8 @@ class OperatorConfig:
     doorman_config_key: str | None = None
     # A Doorman configuration (the chart's templates) whose resources follow the tables'.
     doorman_templates: Path | None = None
+    # Load-based migration from the storage pods' load reports (`migration.py`).
+    migration: MigrationPolicy = field(default_factory=MigrationPolicy)
 
 
 @dataclass
@@ -154,6 +158,7 @@ def build_registry(
     doorman: TablesPublisher | None = None,
     memberships: MembershipWatch | None = None,
     shrink: FleetShrink | None = None,
+    migration: KubeMigration | None = None,
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     state = _State()
@@ -602,6 +607,8 @@ def build_registry(
             return
         if memberships is not None:
             memberships.started()
+        if migration is not None:
+            migration.started()
         members = _plan_of(body).members
         table = await api.get(naming.API_VERSION, naming.TABLES, namespace, spec["table"])
         ref = _ref_of(namespace, name, spec)

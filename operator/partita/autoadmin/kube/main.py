@@ -27,6 +27,7 @@ from partita.autoadmin.kube.grpc_director import (
 )
 from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
 from partita.autoadmin.kube.membership_watch import MembershipWatch
+from partita.autoadmin.kube.migration_loop import KubeMigration
 from partita.autoadmin.kube.replicas import ReplicaDirector
 from partita.common import config as common_config
 from partita.common import metrics
@@ -111,7 +112,15 @@ async def run_operator(
     publisher = tables_publisher(config, api)
     # A scale-down drains the leaving pods first, through drain marks in the same store.
     shrink = FleetShrink(api, followed, config.fleet) if followed is not None else None
-    registry = build_registry(config, api, in_use, info, doorman=publisher, memberships=watch, shrink=shrink)
+    # Load-based migration reads the pods' load reports and writes moves in that store too.
+    migration = (
+        KubeMigration(followed, api, config.fleet.namespace, config.migration)
+        if followed is not None
+        else None
+    )
+    registry = build_registry(
+        config, api, in_use, info, doorman=publisher, memberships=watch, shrink=shrink, migration=migration
+    )
     kwargs: dict[str, Any] = {"peering_name": naming.PEERING_NAME, "priority": chosen}
     if identity is not None:
         # kopf derives one from host and pid; two operators in one process need their own.
@@ -135,6 +144,8 @@ async def run_operator(
             await watch.close()
         if shrink is not None:
             await shrink.close()
+        if migration is not None:
+            await migration.close()
         await api.close()
         if own_director is not None:
             await own_director.close()

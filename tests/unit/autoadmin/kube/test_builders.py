@@ -167,7 +167,9 @@ def test_without_replication_storage_pods_commit_each_replica_alone() -> None:
 
 
 @pytest.mark.parametrize(
-    "fleet", [DEFAULT, dataclasses.replace(CUSTOM, admission=True)], ids=["default", "custom"]
+    "fleet",
+    [DEFAULT, dataclasses.replace(CUSTOM, admission=True, node_read_units=1500.0, node_write_units=500.5)],
+    ids=["default", "custom"],
 )
 def test_storage_pods_arguments_are_accepted_by_the_storage_command(fleet: Fleet) -> None:
     """The args the operator gives storage pods parse with the real `partita storage`
@@ -179,4 +181,9 @@ def test_storage_pods_arguments_are_accepted_by_the_storage_command(fleet: Fleet
     ]
     parsed = build_parser().parse_args(container["args"])
     assert parsed.hosting == "admin" and parsed.replication is True
+    # The pod's capacity, for its node buckets and its load reports (migration).
+    assert (parsed.node_read_units, parsed.node_write_units) == (
+        fleet.node_read_units,
+        fleet.node_write_units,
+    )
     assert parsed.replication_listen == f"$(POD_IP):{fleet.replication_port}"

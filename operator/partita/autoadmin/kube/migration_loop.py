@@ -1,0 +1,94 @@
+"""Load-based migration on Kubernetes: the local autoadmin's checks
+(`migration_driver.py`), with the members of each partition read from its Partition
+resource. The storage pods report their loads to the control store (etcd) and carry
+moves out as in the local cluster (`docs/control-plane.md`, "Load-based migration");
+the group's leader publishes the membership it then decides, which the membership
+watch adopts into the Partition's spec, where the next check sees the move done.
+
+Alive only while it has work, like the membership watch: handlers call `started()`.
+A passive operator doing the same checks decides the same moves from the same state:
+a move is keyed by its partition, so a second writer rewrites the same one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from partita.autoadmin.kube import naming, resources
+from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.background import cancel_and_wait
+from partita.autoadmin.migration import MigrationPolicy, PartitionKey
+from partita.autoadmin.migration_driver import MigrationDriver, MigrationStore
+from partita.common import config
+
+log = logging.getLogger(__name__)
+
+
+def partition_members(
+    tables: list[Mapping[str, Any]],
+    partitions: list[Mapping[str, Any]],
+    namespace: str,
+    wanted: frozenset[int],
+) -> dict[PartitionKey, frozenset[str]]:
+    """Every member (any role) of each Partition of the `wanted` tables, by (table id,
+    Partition name): the name is the partition id the storage pods and routers use."""
+    ids = {}
+    for obj in tables:
+        name = obj["metadata"]["name"]
+        try:
+            ids[name] = resources.table_spec(namespace, name, obj["spec"], obj["metadata"]).table_id
+        except Exception as exc:  # one malformed Table must not hide the others
+            log.warning("Table %s left out of migration: %s", name, exc)
+    out: dict[PartitionKey, frozenset[str]] = {}
+    for obj in partitions:
+        table = (obj["metadata"].get("labels") or {}).get(naming.TABLE_LABEL)
+        table_id = ids.get(table) if table is not None else None
+        if table_id is None or table_id not in wanted or obj["metadata"].get("deletionTimestamp"):
+            continue
+        out[(table_id, obj["metadata"]["name"])] = frozenset(
+            m["node"] for m in obj["spec"].get("members", [])
+        )
+    return out
+
+
+class KubeMigration:
+    def __init__(
+        self,
+        store: MigrationStore,
+        api: KubeApi,
+        namespace: str,
+        policy: MigrationPolicy,
+        interval: float = config.DEFAULT_LOAD_REPORT_SECONDS,
+    ) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.interval = interval
+        self.driver = MigrationDriver(store, policy, self._members_of)
+        self._task: asyncio.Task[None] | None = None
+
+    def started(self) -> None:
+        """Start checking (from a handler: in the loop the operator runs in)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.driver.migrate_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # etcd or the API server unreachable: try again
+                log.warning("migration check failed (%s); retrying", exc)
+            await asyncio.sleep(self.interval)
+
+    async def _members_of(self, wanted: frozenset[int]) -> dict[PartitionKey, frozenset[str]]:
+        tables = await self.api.list(naming.API_VERSION, naming.TABLES, self.namespace, {})
+        partitions = await self.api.list(naming.API_VERSION, naming.PARTITIONS, self.namespace, {})
+        return partition_members(tables, partitions, self.namespace, wanted)
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
