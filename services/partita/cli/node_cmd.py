@@ -2,8 +2,8 @@
 
 - `add [--zone Z]`: start one more storage node, `storage-<Z>` (default: the next free
   zone letter; in a zone that has nodes already, `storage-<Z>2`, `-<Z>3`...: room for
-  migration within the zone), on ports the kernel picks; it registers itself (membership, zone) and
-  hosts what the control store gives it: new tables, and repaired groups (a group whose
+  migration within the zone), on ports the kernel picks; it registers itself
+  (membership, zone) and hosts what the control store gives it: new tables, and repaired groups (a group whose
   member has been down for seconds gets a log-only member, then a full one on a node
   outside it: docs/replication.md). It is started again with the cluster.
 - `hold NAME`: the supervisor stops restarting NAME when it exits (to keep a node down
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from partita.cli.supervisor import NodeRequests, zone_of
+from partita.cli.supervisor import NodeRequests
 from partita.common import config
 from partita.control.model import TableRecord
 
@@ -90,8 +90,11 @@ def cmd_add(args: argparse.Namespace) -> int:
     cluster = _cluster(data_dir)
     requests = NodeRequests.read(data_dir)
     taken = {name.removeprefix("storage-") for name in _storage_names(cluster)} | set(requests.added)
-    suffix = node_suffix(args.zone or next_zone({zone_of(t) for t in taken}), taken)
+    zone = args.zone or next_zone({requests.zone_of(t) for t in taken})
+    suffix = node_suffix(zone, taken)
     requests.added.append(suffix)
+    if suffix != zone:
+        requests.zones[suffix] = zone
     requests.write(data_dir)
     node = asyncio.run(_registered(cluster["etcd"], f"storage-{suffix}", ADD_TIMEOUT_SECONDS))
     if node is None:

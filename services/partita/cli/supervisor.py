@@ -19,7 +19,6 @@ import logging
 import os
 import signal
 import socket
-import string
 import sys
 import time
 from dataclasses import dataclass, field
@@ -52,20 +51,19 @@ def python_argv() -> list[str]:
     return [sys.executable, "-m", "partita.cli.main"]
 
 
-def zone_of(suffix: str) -> str:
-    """The zone of storage node `storage-<suffix>`: `a` for storage-a, and for storage-a2,
-    a second node added to zone a."""
-    return suffix.rstrip(string.digits)
-
-
 @dataclass
 class NodeRequests:
-    """Storage nodes added to the layout's (by name suffix: `d` is storage-d, in zone d;
-    `a2` is storage-a2, in zone a), and nodes held down: a held node that exits is not
-    restarted until released (a node down for a long time, to exercise repair)."""
+    """Storage nodes added to the layout's (by name suffix: `d` is storage-d, in zone d),
+    with the zone of each whose suffix is not its zone (`a2`, a second node in zone a),
+    and nodes held down: a held node that exits is not restarted until released (a node
+    down for a long time, to exercise repair)."""
 
     added: list[str] = field(default_factory=list)
     held: list[str] = field(default_factory=list)
+    zones: dict[str, str] = field(default_factory=dict)
+
+    def zone_of(self, suffix: str) -> str:
+        return self.zones.get(suffix, suffix)
 
     @classmethod
     def read(cls, data_dir: Path) -> NodeRequests:
@@ -73,12 +71,12 @@ class NodeRequests:
         if not path.exists():
             return cls()
         data = json.loads(path.read_text())
-        return cls(list(data.get("added", [])), list(data.get("held", [])))
+        return cls(list(data.get("added", [])), list(data.get("held", [])), dict(data.get("zones", {})))
 
     def write(self, data_dir: Path) -> None:
         path = data_dir / NODES_FILE
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"added": self.added, "held": self.held}, indent=2))
+        tmp.write_text(json.dumps({"added": self.added, "held": self.held, "zones": self.zones}, indent=2))
         tmp.replace(path)
 
 
@@ -210,12 +208,12 @@ class ClusterLayout:
             args += ["--doorman", servers]
         return args
 
-    def storage_child(self, py: list[str], suffix: str, index: int | None) -> Child:
-        """Storage node `storage-<suffix>` (in zone `zone_of(suffix)`): the i-th of the
-        layout on fixed ports, or one added to the running cluster (`index` None:
+    def storage_child(self, py: list[str], suffix: str, index: int | None, zone: str | None = None) -> Child:
+        """Storage node `storage-<suffix>` in `zone` (default: the suffix): the i-th of
+        the layout on fixed ports, or one added to the running cluster (`index` None:
         `partita node add`) on ports the kernel picks (it registers them in the control
         store), without /metrics."""
-        zone = zone_of(suffix)
+        zone = zone or suffix
         port = self.storage_base_port + index if index is not None else 0
         data_port = self.storage_base_port + 100 + index if index is not None else 0
         argv = [
@@ -381,9 +379,9 @@ class Supervisor:
         requests = NodeRequests.read(layout.data_dir)
         self._held: set[str] = set()  # a fresh start starts every node, held or not
         if requests.held:
-            NodeRequests(requests.added, []).write(layout.data_dir)
+            NodeRequests(requests.added, [], requests.zones).write(layout.data_dir)
         for suffix in requests.added:
-            self.children.append(layout.storage_child(python_argv(), suffix, None))
+            self.children.append(layout.storage_child(python_argv(), suffix, None, requests.zone_of(suffix)))
         for c in self.children:
             c.log_path = layout.data_dir / "logs" / f"{c.name}.log"
 
@@ -514,7 +512,7 @@ class Supervisor:
         for suffix in requests.added:
             if f"storage-{suffix}" in known:
                 continue
-            child = self.layout.storage_child(python_argv(), suffix, None)
+            child = self.layout.storage_child(python_argv(), suffix, None, requests.zone_of(suffix))
             child.log_path = self.layout.data_dir / "logs" / f"{child.name}.log"
             self.children.append(child)
             await self._spawn(child)

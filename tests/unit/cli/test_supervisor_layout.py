@@ -203,11 +203,17 @@ def test_migration_flags_reach_the_autoadmin_and_node_capacity_the_storage_nodes
 
 def test_an_added_node_in_a_zone_that_has_one_is_its_second(tmp_path: Path) -> None:
     from partita.cli.node_cmd import node_suffix
+    from partita.cli.supervisor import NodeRequests
 
     assert node_suffix("d", {"a", "b", "c"}) == "d"
     assert node_suffix("a", {"a", "b", "c"}) == "a2"
     assert node_suffix("a", {"a", "a2", "b", "c"}) == "a3"
-    child = ClusterLayout(tmp_path).storage_child(["py"], "a2", None)
+    # The zone is kept beside the name, so a zone ending in a digit stays itself.
+    requests = NodeRequests(["a2", "z1", "z12"], [], {"a2": "a", "z12": "z1"})
+    requests.write(tmp_path)
+    again = NodeRequests.read(tmp_path)
+    assert [again.zone_of(s) for s in again.added] == ["a", "z1", "z1"]
+    child = ClusterLayout(tmp_path).storage_child(["py"], "a2", None, again.zone_of("a2"))
     assert (child.name, child.zone) == ("storage-a2", "a")
     assert _argv_after(child.argv, "--node-id") == "storage-a2"
     assert _argv_after(child.argv, "--zone") == "a"
