@@ -87,7 +87,16 @@ class MigrationPlan:
 
 
 def fresh_loads(loads: Sequence[NodeLoad], now: float, max_age: float) -> dict[str, NodeLoad]:
-    return {load.node_id: load for load in loads if now - load.measured_at <= max(max_age, 3 * load.interval)}
+    """The reports still current: measured within `max_age` (or three of their own
+    intervals, if longer); an idle node's empty report is written again only every
+    `IDLE_LOAD_REPORT_INTERVALS`, so it is current twice that long."""
+    return {load.node_id: load for load in loads if now - load.measured_at <= _lifetime(load, max_age)}
+
+
+def _lifetime(load: NodeLoad, max_age: float) -> float:
+    if not load.replicas:
+        return max(max_age, 2 * config.IDLE_LOAD_REPORT_INTERVALS * load.interval)
+    return max(max_age, 3 * load.interval)
 
 
 def hot_nodes(loads: Mapping[str, NodeLoad], above: float) -> list[NodeLoad]:

@@ -66,6 +66,11 @@ DEFAULT_MIGRATE_ABOVE = 0.8
 DEFAULT_MIGRATE_ROOM_BELOW = 0.6
 # Seconds between a storage node's load reports (each over the interval before it).
 DEFAULT_LOAD_REPORT_SECONDS = 10.0
+# An idle node (no replica consumed anything) writes its empty report again only every
+# this many intervals: every write to etcd moves its revision, and each process then
+# reads its listings again (at a thousand tables that is what an idle node costs). Its
+# report is current that long (and lives no longer than its registration).
+IDLE_LOAD_REPORT_INTERVALS = 30
 # A storage node's capacity when not configured: ten partitions at DynamoDB's
 # per-partition ceilings (3,000 RCU, 1,000 WCU). Its node buckets' rates, and what its
 # load reports are measured against.

@@ -508,7 +508,10 @@ class EtcdControlStore:
         return {kv.key[len(DRAINING) :].decode(): bytes(kv.value).decode() for kv in result}
 
     async def put_node_load(self, load: NodeLoad, ttl: int) -> None:
-        lease = await self._client.lease(ttl)
+        # On the node's registration lease when it registered through this store: the
+        # report then lives exactly as long as the registration, with no lease of its own
+        # to grant each time; else on a lease of `ttl`.
+        lease = self._node_lease if self._node_lease is not None else await self._client.lease(ttl)
         await self._client.put(LOADS + load.node_id.encode(), orjson.dumps(load.to_json()), lease=lease)
 
     async def list_node_loads(self) -> list[NodeLoad]:

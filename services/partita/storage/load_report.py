@@ -6,7 +6,9 @@ node's own capacity.
 The figures are the data plane's meters (`metrics.meters`: reads this node served and
 writes it led, every request metered, as the node buckets charge them), so a report
 costs one pass over the node's meters and one control-store write, whatever the
-request rate. `LoadWindow` is sans-I/O: the caller passes the counters and the time.
+request rate; an idle node writes its empty report only every
+`IDLE_LOAD_REPORT_INTERVALS` (each write moves etcd's revision, which makes every
+process read its listings again). `LoadWindow` is sans-I/O: the caller passes the counters and the time.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
+from partita.common import config
 from partita.control.model import NodeLoad, ReplicaLoad
 from partita.control.store import NodeMembership
 from partita.storage import metrics
@@ -79,10 +82,18 @@ async def report_load(
         return
     ttl = max(1, round(REPORT_LIFETIME_INTERVALS * interval))
     window.report(counters(), clock(), wall_clock())
+    idle_since_put: int | None = None  # intervals since an empty report was written
     while True:
         await asyncio.sleep(interval)
         load = window.report(counters(), clock(), wall_clock())
         if load is None:
+            continue
+        if (
+            not load.replicas
+            and idle_since_put is not None
+            and idle_since_put < config.IDLE_LOAD_REPORT_INTERVALS
+        ):
+            idle_since_put += 1  # still idle, and the empty report written is current
             continue
         try:
             await store.put_node_load(load, ttl)
@@ -90,3 +101,6 @@ async def report_load(
             raise
         except Exception as exc:
             log.warning("load report not published: %s", exc)
+            idle_since_put = None
+            continue
+        idle_since_put = 1 if not load.replicas else None

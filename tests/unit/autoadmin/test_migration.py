@@ -114,6 +114,12 @@ def test_a_report_is_fresh_for_three_of_its_intervals_at_least() -> None:
     assert plan_moves(fleet(hot, load("a2")), POLICY).hot == ()  # 100 s old, 10 s reports
     slow = dataclasses.replace(hot, interval=60.0)  # a node reporting every minute
     assert plan_moves(fleet(slow, load("a2")), POLICY).hot == ("a1",)
+    # An idle node writes its empty report again only every so many intervals: five
+    # minutes old, it is still a target.
+    fresh_hot = dataclasses.replace(hot, measured_at=NOW)
+    idle = load("a2", at=NOW - 300)
+    assert [m.target for m in plan_moves(fleet(fresh_hot, idle), POLICY).start] == ["a2"]
+    assert plan_moves(fleet(fresh_hot, load("a2", at=NOW - 3600)), POLICY).start == ()
 
 
 def test_one_move_at_a_time_per_node_and_in_all() -> None:

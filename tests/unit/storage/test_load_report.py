@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from partita.common import config
 from partita.control.model import NodeLoad, ReplicaLoad
 from partita.control.store import MemoryControlStore
 from partita.storage import metrics
@@ -116,3 +117,45 @@ async def test_no_interval_means_no_reports(interval: float) -> None:
         report_load(LoadWindow("n1", 100.0, 100.0), store, interval, counters=counted), timeout=1.0
     )
     assert looks == [] and await store.list_node_loads() == []
+
+
+async def test_an_idle_node_writes_its_empty_report_again_only_every_so_many_intervals() -> None:
+    # Every write moves etcd's revision and makes every process read its listings
+    # again: an idle node writes once, then only every IDLE_LOAD_REPORT_INTERVALS.
+    class Counting(MemoryControlStore):
+        puts: list[NodeLoad] = []
+
+        async def put_node_load(self, load: NodeLoad, ttl: int) -> None:
+            self.puts.append(load)
+            await super().put_node_load(load, ttl)
+
+    store = Counting()
+    store.puts = []
+    busy = [True] * 3 + [False] * (config.IDLE_LOAD_REPORT_INTERVALS + 5)
+    total = [0.0]
+    looks = 0
+
+    def counters() -> dict[tuple[int, str], tuple[float, float]]:
+        nonlocal looks
+        if looks and looks <= len(busy) and busy[looks - 1]:
+            total[0] += 10.0
+        looks += 1
+        return {(1, "p0"): (total[0], 0.0)}
+
+    ticks = iter(range(10_000))
+    task = asyncio.create_task(
+        report_load(
+            LoadWindow("n1", 100.0, 100.0), store, 0.001, counters=counters, clock=lambda: float(next(ticks))
+        )
+    )
+    try:
+        for _ in range(500):  # bounded: 5 s
+            if looks > len(busy):
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    kinds = ["busy" if p.replicas else "idle" for p in store.puts]
+    # Three busy reports, the first idle one, then one more idle after the interval count.
+    assert kinds[:4] == ["busy", "busy", "busy", "idle"]
+    assert kinds[4:] == ["idle"] and len(kinds) == 5
