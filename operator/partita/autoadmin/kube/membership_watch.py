@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from partita.autoadmin.kube import builders, naming
 from partita.autoadmin.kube.api import KubeApi
-from partita.autoadmin.kube.background import cancel_and_wait
+from partita.autoadmin.kube.background import StartedByHandlers
 from partita.autoadmin.kube.decisions import Member
 from partita.autoadmin.kube.grpc_director import published_members
 from partita.control.store import WatchedMemberships
@@ -37,19 +37,13 @@ log = logging.getLogger(__name__)
 IDLE_SECONDS = 5.0
 
 
-class MembershipWatch:
+class MembershipWatch(StartedByHandlers):
     def __init__(self, store: WatchedMemberships, api: KubeApi, namespace: str) -> None:
         self.store = store
         self.api = api
         self.namespace = namespace
         self._seen: dict[str, bytes] = {}
-        self._task: asyncio.Task[None] | None = None
         self.adopted = 0  # specs written (tests wait on it)
-
-    def started(self) -> None:
-        """Start following (from a handler: in the loop the operator runs in)."""
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
         while True:
@@ -83,7 +77,3 @@ class MembershipWatch:
         )
         self.adopted += 1
         log.info("partition %s: adopted the members its leader published: %s", name, wanted)
-
-    async def close(self) -> None:
-        task, self._task = self._task, None
-        await cancel_and_wait(task)

@@ -19,7 +19,7 @@ from typing import Any
 
 from partita.autoadmin.kube import naming, resources
 from partita.autoadmin.kube.api import KubeApi
-from partita.autoadmin.kube.background import cancel_and_wait
+from partita.autoadmin.kube.background import StartedByHandlers
 from partita.autoadmin.migration import MigrationPolicy, PartitionKey
 from partita.autoadmin.migration_driver import MigrationDriver, MigrationStore
 from partita.common import config
@@ -54,7 +54,7 @@ def partition_members(
     return out
 
 
-class KubeMigration:
+class KubeMigration(StartedByHandlers):
     def __init__(
         self,
         store: MigrationStore,
@@ -67,12 +67,6 @@ class KubeMigration:
         self.namespace = namespace
         self.interval = interval
         self.driver = MigrationDriver(store, policy, self._members_of)
-        self._task: asyncio.Task[None] | None = None
-
-    def started(self) -> None:
-        """Start checking (from a handler: in the loop the operator runs in)."""
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
         while True:
@@ -88,7 +82,3 @@ class KubeMigration:
         tables = await self.api.list(naming.API_VERSION, naming.TABLES, self.namespace, {})
         partitions = await self.api.list(naming.API_VERSION, naming.PARTITIONS, self.namespace, {})
         return partition_members(tables, partitions, self.namespace, wanted)
-
-    async def close(self) -> None:
-        task, self._task = self._task, None
-        await cancel_and_wait(task)
