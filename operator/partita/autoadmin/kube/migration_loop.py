@@ -44,13 +44,11 @@ def partition_members(
             log.warning("Table %s left out of migration: %s", name, exc)
     out: dict[PartitionKey, frozenset[str]] = {}
     for obj in partitions:
-        table = (obj["metadata"].get("labels") or {}).get(naming.TABLE_LABEL)
+        table = resources.table_of(obj)
         table_id = ids.get(table) if table is not None else None
         if table_id is None or table_id not in wanted or obj["metadata"].get("deletionTimestamp"):
             continue
-        out[(table_id, obj["metadata"]["name"])] = frozenset(
-            m["node"] for m in obj["spec"].get("members", [])
-        )
+        out[(table_id, obj["metadata"]["name"])] = resources.member_nodes(obj)
     return out
 
 

@@ -120,13 +120,20 @@ def report_status(report: PartitionReport) -> dict[str, Any]:
     }
 
 
+def table_of(obj: Mapping[str, Any]) -> str | None:
+    """The Table a Partition belongs to, by its label."""
+    table: str | None = (obj["metadata"].get("labels") or {}).get(naming.TABLE_LABEL)
+    return table
+
+
+def member_nodes(obj: Mapping[str, Any]) -> frozenset[str]:
+    """The storage pods a Partition's spec names as members, whatever their role."""
+    return frozenset(m["node"] for m in obj["spec"].get("members", []))
+
+
 def other_placements(partitions: Sequence[Mapping[str, Any]], table: str) -> tuple[frozenset[str], ...]:
     """The members (storage pods) of every Partition of a Table other than `table`."""
-    return tuple(
-        frozenset(m["node"] for m in obj["spec"].get("members", []))
-        for obj in partitions
-        if (obj["metadata"].get("labels") or {}).get(naming.TABLE_LABEL) not in (None, table)
-    )
+    return tuple(member_nodes(obj) for obj in partitions if table_of(obj) not in (None, table))
 
 
 def zoned_placement(replication_factor: int) -> Placement:
