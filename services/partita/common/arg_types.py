@@ -90,22 +90,28 @@ def zero_or_more_seconds(text: str) -> float:
     return _number(text, lambda v: v >= 0, "0 or more seconds")
 
 
+def add_capacity_flags(parser: argparse.ArgumentParser, prefix: str, whose: str) -> None:
+    """`--<prefix>-read-units` and `--<prefix>-write-units`: a storage node's capacity
+    (`partita storage` and `partita up`: node; the operator, for its pods: storage)."""
+    parser.add_argument(
+        f"--{prefix}-read-units",
+        type=positive_units,
+        default=config.DEFAULT_NODE_READ_UNITS,
+        help=f"{whose}'s read capacity, RCU a second: its node bucket's rate (with admission) "
+        "and what its load reports are measured against (%(default)s)",
+    )
+    parser.add_argument(
+        f"--{prefix}-write-units",
+        type=positive_units,
+        default=config.DEFAULT_NODE_WRITE_UNITS,
+        help=f"{whose}'s write capacity, WCU a second (%(default)s)",
+    )
+
+
 def add_node_load_flags(parser: argparse.ArgumentParser) -> None:
     """A storage node's capacity and load reports, declared once for `partita up`
     (which passes them to every storage node) and `partita storage`."""
-    parser.add_argument(
-        "--node-read-units",
-        type=positive_units,
-        default=config.DEFAULT_NODE_READ_UNITS,
-        help="a storage node's read capacity, RCU a second: its node bucket's rate (with "
-        "admission) and what its load reports are measured against (%(default)s)",
-    )
-    parser.add_argument(
-        "--node-write-units",
-        type=positive_units,
-        default=config.DEFAULT_NODE_WRITE_UNITS,
-        help="a storage node's write capacity, WCU a second (%(default)s)",
-    )
+    add_capacity_flags(parser, "node", "a storage node")
     parser.add_argument(
         "--load-report-interval",
         type=zero_or_more_seconds,

@@ -72,19 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="storage pods enforce partition and node throughput (partita storage --admission)",
     )
-    p.add_argument(
-        "--storage-read-units",
-        type=arg_types.positive_units,
-        default=Fleet.node_read_units,
-        help="each storage pod's read capacity, RCU a second: its node bucket's rate and what "
-        "its load reports are measured against (%(default)s)",
-    )
-    p.add_argument(
-        "--storage-write-units",
-        type=arg_types.positive_units,
-        default=Fleet.node_write_units,
-        help="each storage pod's write capacity, WCU a second (%(default)s)",
-    )
+    arg_types.add_capacity_flags(p, "storage", "each storage pod")
     p.add_argument("--on-demand-partitions", type=int, default=OperatorConfig.on_demand_partitions)
     p.add_argument("--resync-seconds", type=float, default=OperatorConfig.resync_seconds)
     p.add_argument(
