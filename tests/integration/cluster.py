@@ -225,6 +225,18 @@ def wait_active(client: Any, name: str, timeout: float = 10.0) -> dict[str, Any]
     raise TimeoutError(f"table {name} not ACTIVE")
 
 
+def create_small_table(client: Any, name: str, timeout: float = 60.0) -> dict[str, Any]:
+    """A hash-key table (`pk`, S) whose provisioned throughput makes it one partition,
+    once ACTIVE."""
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+    )
+    return wait_active(client, name, timeout=timeout)
+
+
 def wait_gone(client: Any, name: str, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

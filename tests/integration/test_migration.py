@@ -21,7 +21,7 @@ import pytest
 
 from partita.control.model import ReplicaMove
 from partita.control.store import EtcdControlStore
-from tests.integration.cluster import Cluster, running, wait_active
+from tests.integration.cluster import Cluster, create_small_table, running
 from tests.integration.test_replication_repair import _cli, _partitions, _until
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-migration")]
@@ -101,13 +101,7 @@ def test_a_replica_moves_off_a_hot_node_to_an_empty_node_of_its_zone(tmp_path: P
         ddb = cluster.client()
         tables = [f"migrate-{i}-{uuid.uuid4().hex[:6]}" for i in range(2)]
         for name in tables:
-            ddb.create_table(
-                TableName=name,
-                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
-            )
-            wait_active(ddb, name, timeout=60)
+            create_small_table(ddb, name)
             ddb.put_item(TableName=name, Item={"pk": {"S": "big"}, "v": {"S": "x" * ITEM_BYTES}})
             assert _members(cluster, name) == {"storage-a", "storage-b", "storage-c"}
         added = _cli(cluster, "node", "add", "--zone", "a")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import running, wait_active
+from tests.integration.cluster import create_small_table, running
 from tests.integration.test_replication_repair import _cli, _partitions, _until
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-shuffle-shard")]
@@ -28,13 +28,7 @@ def test_small_tables_on_a_wider_fleet_get_shards_apart(tmp_path: Path) -> None:
         ddb = cluster.client()
         names = [f"shard-{i}-{uuid.uuid4().hex[:6]}" for i in range(2)]
         for name in names:
-            ddb.create_table(
-                TableName=name,
-                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
-            )
-            wait_active(ddb, name, timeout=60)
+            create_small_table(ddb, name)
         members = {}
         for name in names:
             [partition] = _partitions(cluster, name)

@@ -813,6 +813,7 @@ class MemoryControlStore:
         return dict(self._draining)
 
     async def put_node_load(self, load: NodeLoad, ttl: int) -> None:
+        self.writes += 1
         self._loads[load.node_id] = load
 
     async def list_node_loads(self) -> list[NodeLoad]:
