@@ -710,12 +710,9 @@ async def serve(
     metrics.watch_leader_balance(state, balancer)
     rebalancing = asyncio.create_task(balancer.run()) if leader_rebalance and replication else None
     counter = asyncio.create_task(stats_loop(state, store, stats_interval))
-    reporting = (
-        asyncio.create_task(
-            report_load(LoadWindow(node_id, capacity["read"], capacity["write"]), store, load_report_interval)
-        )
-        if load_report_interval > 0
-        else None
+    # Ends at once when reports are off (an interval of 0).
+    reporting = asyncio.create_task(
+        report_load(LoadWindow(node_id, capacity["read"], capacity["write"]), store, load_report_interval)
     )
     # The sweeper plans its deletes through a plane of its own without buckets: DynamoDB
     # does not charge TTL deletes, and they must not crowd out the clients' throughput.
@@ -766,8 +763,7 @@ async def serve(
     if poller is not None:
         poller.cancel()
     counter.cancel()
-    if reporting is not None:
-        reporting.cancel()
+    reporting.cancel()
     sweeping.cancel()
     data_server.close()
     if exporter is not None:
