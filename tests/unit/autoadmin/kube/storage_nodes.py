@@ -41,6 +41,8 @@ class StorageNode:
     replication_port: int = field(default_factory=free_port)
     # What the node registers in etcd as its replication address (default: its own).
     advertise: str | None = None
+    # More `partita storage` flags (its capacity, its load reports).
+    extra_args: tuple[str, ...] = ()
     proc: subprocess.Popen[bytes] | None = None
     served: bool = False  # it has served once: its ports are known to others
     log_offset: int = 0  # where this start's output begins in the log
@@ -64,6 +66,7 @@ class StorageNode:
                 "--replication", f"--replication-listen=127.0.0.1:{self.replication_port}",
                 f"--replication-advertise={self.advertise or self.replication_address}",
             ] if self.replication else []),
+            *self.extra_args,
         ]  # fmt: skip
 
     def start(self) -> None:
