@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,14 @@ from partita.control.store import EtcdControlStore
 from tests.integration.operated_cluster import one_serving_partition, operated_cluster
 from tests.integration.test_kubernetes_e2e import until
 from tests.integration.test_migration import ITEM_BYTES, PacedReader
-from tests.unit.autoadmin.kube.emulator import NS, TABLES, ApiServer, eventually, partitions_of, table_manifest
+from tests.unit.autoadmin.kube.emulator import (
+    NS,
+    TABLES,
+    ApiServer,
+    eventually,
+    partitions_of,
+    table_manifest,
+)
 from tests.unit.autoadmin.kube.storage_nodes import StorageNode
 from tests.unit.control.conftest import Etcd, etcd  # noqa: F401 (the etcd fixture)
 
@@ -39,6 +47,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.kmock(cls=ApiServer), pytest.
 MIGRATION_TIMEOUT = 120.0
 PLACED = {"pt-storage-a-0", "pt-storage-b-0", "pt-storage-c-0"}
 MOVED = {"pt-storage-a-1", "pt-storage-b-0", "pt-storage-c-0"}
+BIG = {"pk": {"S": "big"}, "v": {"S": "x" * ITEM_BYTES}}
 
 
 async def members(api: Any, table: str) -> set[str]:
@@ -83,9 +92,10 @@ async def test_a_replica_moves_off_a_hot_pod_to_the_other_pod_of_its_zone(
             for name in names:
                 part = await one_serving_partition(api, name, nodes)
                 assert {m["node"] for m in part["spec"]["members"]} == PLACED
-                item = {"pk": {"S": "big"}, "v": {"S": "x" * ITEM_BYTES}}
                 # Retried until the router has the Table's routes.
-                await until(lambda: dynamo.put_item(TableName=name.title(), Item=item), "the big item written")
+                await until(
+                    partial(dynamo.put_item, TableName=name.title(), Item=BIG), "the big item written"
+                )
 
             with PacedReader(dynamo, [n.title() for n in names]) as reader:
                 started = time.monotonic()
@@ -95,7 +105,9 @@ async def test_a_replica_moves_off_a_hot_pod_to_the_other_pod_of_its_zone(
                         break
                     assert time.monotonic() < started + MIGRATION_TIMEOUT, now
                     await asyncio.sleep(0.5)
-                print(f"a replica moved to pt-storage-a-1 {time.monotonic() - started:.1f}s after the reads began")
+                print(
+                    f"a replica moved to pt-storage-a-1 {time.monotonic() - started:.1f}s after the reads began"
+                )
 
                 async def forgotten() -> bool:
                     return await store.list_moves() == []

@@ -9,16 +9,18 @@ source's member removed, its leadership handed over first when it leads.
 The rules:
 - a node is hot when its freshest report (no older than `max_age`) puts the busier of
   its reads and writes above `above` of its capacity;
-- a hot node gives up one replica per check, the one whose leaving relieves it most
-  (its utilisation falls furthest: a replica of reads does nothing for a node hot with
-  writes) that fits somewhere: a node of its zone, registered, not draining, not
+- a hot node gives up the replica whose leaving relieves it most (its utilisation falls
+  furthest: a replica of reads does nothing for a node hot with writes) that fits
+  somewhere, and then the next in the same check while what it keeps would still be
+  above `above`, each to a node of its own: a node of its zone, registered, not draining, not
   already a member of that partition, whose own load plus the replica's stays at or
   below `room_below` of its capacity in both kinds (so the move neither moves the hot spot nor makes the target hot: a
   replica that alone fills a node stays where it is, which only a split can help); a
   node of the table's shuffle shard first (another partition of the table is there
   already: no other table gains a node in common with it), then the least busy;
-- one move at a time per node (as source or target), at most `max_in_flight` in all, and
-  a node whose move ended takes part in no other until a report measured wholly after
+- a node is the target of one move at a time, and the source of the moves of one check
+  only: while any of them is under way it is not a source again; at most
+  `max_in_flight` moves in all; a node whose move ended takes part in no other until a report measured wholly after
   that (the reports before it still count the moved replica where it was), so the
   fleet's load settles and is measured again between moves;
 - a move is over once the source is no longer a member (done), or moot: its partition
@@ -30,7 +32,7 @@ The rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from partita.common import config
@@ -172,14 +174,40 @@ def plan_moves(fleet: Fleet, policy: MigrationPolicy) -> MigrationPlan:
             break
         if node.node_id in busy or node.node_id in fleet.draining or node.node_id not in registered:
             continue  # a move of it under way, or a drain moving all of it
-        chosen = _move_off(node, fleet, loads, zones, busy, moving, policy)
-        if chosen is None:
+        limit = policy.max_in_flight - len(going) - len(started)
+        chosen = _moves_off(node, fleet, loads, zones, busy, moving, policy, limit)
+        if not chosen:
             stuck.append(node.node_id)
             continue
-        started.append(chosen)
-        busy |= {chosen.source, chosen.target}
-        moving.add((chosen.table_id, chosen.partition_id))
+        started.extend(chosen)
+        busy |= {node.node_id, *(m.target for m in chosen)}
+        moving |= {(m.table_id, m.partition_id) for m in chosen}
     return MigrationPlan(tuple(started), tuple(ended), tuple(stuck), hot_ids)
+
+
+def _moves_off(
+    node: NodeLoad,
+    fleet: Fleet,
+    loads: Mapping[str, NodeLoad],
+    zones: Mapping[str, str],
+    busy: set[str],
+    moving: set[PartitionKey],
+    policy: MigrationPolicy,
+    limit: int,
+) -> list[ReplicaMove]:
+    """The node's moves of one check: the one that relieves it most, then the next, each
+    to a node of its own, while what the node keeps would still be hot (at most `limit`)."""
+    chosen: list[ReplicaMove] = []
+    taken, left = set(busy), node
+    while len(chosen) < limit and left.utilisation() > policy.above:
+        move = _move_off(left, fleet, loads, zones, taken, moving, policy)
+        if move is None:
+            break
+        chosen.append(move)
+        taken.add(move.target)
+        key = (move.table_id, move.partition_id)
+        left = replace(left, replicas=tuple(r for r in left.replicas if (r.table_id, r.partition_id) != key))
+    return chosen
 
 
 def _move_off(

@@ -140,6 +140,31 @@ def test_one_move_at_a_time_per_node_and_in_all() -> None:
     assert plan.start == () and plan.stuck == ("a1",)
 
 
+def test_a_node_too_hot_for_one_move_gives_up_several_each_to_a_node_of_its_own() -> None:
+    # a1 at 0.95 in ten replicas of 0.095: one move leaves it at 0.855, still hot, two at
+    # 0.76. Three roomy nodes in zone a: two moves, to two of them, no third.
+    nodes = [*NODES, node("a3", "a"), node("a4", "a")]
+    replicas = [(7, f"p{i}", 95.0, 0.0) for i in range(10)]
+    members = {**MEMBERS, **{(7, f"p{i}"): frozenset({"a1", "b1", "c1"}) for i in range(10)}}
+    loads = (load("a1", *replicas), load("a2"), load("a3"), load("a4"))
+    plan = plan_moves(Fleet(nodes, loads, members, (), frozenset(), NOW), POLICY)
+    assert [m.source for m in plan.start] == ["a1", "a1"]
+    assert len({m.target for m in plan.start}) == 2 and {m.target for m in plan.start} <= {"a2", "a3", "a4"}
+    assert len({m.partition_id for m in plan.start}) == 2
+    # One roomy node only: one move this check.
+    plan = plan_moves(Fleet(nodes, loads[:2], members, (), frozenset(), NOW), POLICY)
+    assert [(m.source, m.target) for m in plan.start] == [("a1", "a2")]
+    # The fleet's bound counts them: with one move under way elsewhere and a bound of
+    # two, one starts.
+    elsewhere = ReplicaMove(2, "p0", "b1", "b2", NOW - 5)
+    bounded = dataclasses.replace(POLICY, max_in_flight=2)
+    plan = plan_moves(Fleet(nodes, loads, members, (elsewhere,), frozenset(), NOW), bounded)
+    assert len(plan.start) == 1
+    # While any of them is under way, a1 is no source again.
+    f = Fleet(nodes, loads, members, plan.start, frozenset(), NOW)
+    assert plan_moves(f, POLICY).start == ()
+
+
 def test_a_node_whose_move_ended_waits_for_a_report_measured_after_it() -> None:
     hot = (load("a1", (1, "p0", 500.0, 0.0), (1, "p1", 350.0, 0.0)), load("a2"))
     ended_at = {"a1": NOW - 5.0}
@@ -218,8 +243,9 @@ def test_every_move_leaves_a_hot_node_for_a_roomy_node_of_its_zone(f: Fleet) -> 
     loads = {n.node_id: n for n in f.loads}
     zones = {n.node_id: n.zone for n in f.nodes}
     assert len(plan.start) <= POLICY.max_in_flight
-    ends = [m.source for m in plan.start] + [m.target for m in plan.start]
-    assert len(ends) == len(set(ends))  # one move per node
+    targets = [m.target for m in plan.start]
+    assert len(targets) == len(set(targets))  # one move per target
+    assert not set(targets) & {m.source for m in plan.start}  # no node both
     for move in plan.start:
         source, target = loads[move.source], loads[move.target]
         assert source.utilisation() > POLICY.above
@@ -230,6 +256,12 @@ def test_every_move_leaves_a_hot_node_for_a_roomy_node_of_its_zone(f: Fleet) -> 
             r for r in source.replicas if (r.table_id, r.partition_id) == (move.table_id, move.partition_id)
         )
         assert fits(replica, target, POLICY.room_below)
+    # A node gives up no more than it needs: without all of its moves but the last, it
+    # would still be hot.
+    for source in {m.source for m in plan.start}:
+        gone = [(m.table_id, m.partition_id) for m in plan.start if m.source == source][:-1]
+        kept = tuple(r for r in loads[source].replicas if (r.table_id, r.partition_id) not in gone)
+        assert dataclasses.replace(loads[source], replicas=kept).utilisation() > POLICY.above
     for stuck in plan.stuck:
         assert loads[stuck].utilisation() > POLICY.above
 
