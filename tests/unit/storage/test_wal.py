@@ -45,12 +45,26 @@ def _segments(directory: Path) -> list[Path]:
 
 
 def _record_offsets(segment: Path) -> list[int]:
+    """Where the segment's records start, up to the zeros of its preallocated rest."""
     data = segment.read_bytes()
     offsets, offset = [], 0
-    while offset < len(data):
+    while offset + HEADER_BYTES <= len(data) and data[offset : offset + HEADER_BYTES] != bytes(HEADER_BYTES):
         offsets.append(offset)
         offset += HEADER_BYTES + _HEADER.unpack_from(data, offset)[1]
     return offsets
+
+
+def _data_end(segment: Path) -> int:
+    """Where the segment's records end (the file goes on, preallocated, in zeros)."""
+    data = segment.read_bytes()
+    last = _record_offsets(segment)[-1]
+    return last + HEADER_BYTES + _HEADER.unpack_from(data, last)[1]
+
+
+def _write_at(path: Path, offset: int, data: bytes) -> None:
+    with path.open("r+b") as f:
+        f.seek(offset)
+        f.write(data)
 
 
 def _flip_byte(path: Path, offset: int) -> None:
@@ -336,10 +350,10 @@ async def test_appends_queued_behind_a_failed_fsync_fail_too(
 async def test_write_error_fails_the_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wal = WriteAheadLog.open(tmp_path)
 
-    def full_disk(fd: int, data: bytes) -> int:
+    def full_disk(fd: int, data: bytes, offset: int) -> int:
         raise OSError(errno.ENOSPC, "injected")
 
-    monkeypatch.setattr(os, "write", full_disk)
+    monkeypatch.setattr(os, "pwrite", full_disk)
     with pytest.raises(OSError) as error:
         await wal.append(b"x")
     assert error.value.errno == errno.ENOSPC
@@ -375,9 +389,16 @@ async def _assert_continues_after(directory: Path, kept: list[bytes]) -> None:
 async def test_reopen_cuts_a_partial_last_record_and_continues_from_its_lsn(tmp_path: Path) -> None:
     payloads = await _log_with_separate_batches(tmp_path, 10)
     (segment,) = _segments(tmp_path)
-    size = segment.stat().st_size
-    os.truncate(segment, size - 5)
+    end = _data_end(segment)
+    # The last five bytes never reached the disk: zeros, as the preallocated rest reads.
+    _write_at(segment, end - 5, bytes(5))
     await _assert_continues_after(tmp_path, payloads[:9])
+    # The same, in a segment that ends with its records (written before preallocation,
+    # or on a file system that cannot preallocate).
+    payloads = await _log_with_separate_batches(tmp_path / "grown", 10)
+    (segment,) = _segments(tmp_path / "grown")
+    os.truncate(segment, _data_end(segment) - 5)
+    await _assert_continues_after(tmp_path / "grown", payloads[:9])
 
 
 async def test_reopen_cuts_a_last_record_cut_inside_its_header(tmp_path: Path) -> None:
@@ -390,7 +411,7 @@ async def test_reopen_cuts_a_last_record_cut_inside_its_header(tmp_path: Path) -
 async def test_reopen_cuts_a_last_record_with_a_flipped_byte(tmp_path: Path) -> None:
     payloads = await _log_with_separate_batches(tmp_path, 10)
     (segment,) = _segments(tmp_path)
-    _flip_byte(segment, segment.stat().st_size - 3)
+    _flip_byte(segment, _data_end(segment) - 3)
     await _assert_continues_after(tmp_path, payloads[:9])
 
 
@@ -444,14 +465,13 @@ async def test_damaged_length_before_a_later_batch_is_corruption(tmp_path: Path)
 async def test_intact_record_with_the_wrong_lsn_at_the_end_is_corruption(tmp_path: Path) -> None:
     await _log_with_separate_batches(tmp_path, 3)
     (segment,) = _segments(tmp_path)
-    data = segment.read_bytes()
+    data, end = segment.read_bytes(), _data_end(segment)
     # A torn write cannot produce an intact record, so an intact copy of lsn 1 where
     # lsn 4 belongs is not something to cut off quietly.
-    with segment.open("ab") as f:
-        f.write(data[: _record_offsets(segment)[1]])
+    _write_at(segment, end, data[: _record_offsets(segment)[1]])
     with pytest.raises(WalCorruption) as error:
         WriteAheadLog.open(tmp_path)
-    assert error.value.offset == len(data)
+    assert error.value.offset == end
 
 
 async def test_damage_further_from_the_end_than_one_batch_is_corruption(
@@ -459,18 +479,63 @@ async def test_damage_further_from_the_end_than_one_batch_is_corruption(
 ) -> None:
     await _log_with_separate_batches(tmp_path, 20)
     (segment,) = _segments(tmp_path)
-    offset = _record_offsets(segment)[2]
-    data = segment.read_bytes()
-    segment.write_bytes(data[:offset] + b"\0" * (len(data) - offset))
+    offset, end = _record_offsets(segment)[2], _data_end(segment)
+    _write_at(segment, offset, b"\xff" * (end - offset))
     monkeypatch.setattr(wal_module, "MAX_BATCH_BYTES", 256)
-    assert len(data) - offset > 256
+    assert end - offset > 256
     with pytest.raises(WalCorruption) as error:
         WriteAheadLog.open(tmp_path)
     assert error.value.offset == offset
-    # The same zeros within one batch's reach of the end are a torn write.
+    # The same damage within one batch's reach of the end is a torn write.
     monkeypatch.setattr(wal_module, "MAX_BATCH_BYTES", 16 * 1024 * 1024)
     wal = WriteAheadLog.open(tmp_path)
     assert wal.last_lsn == 2
+    await wal.close()
+
+
+async def test_zeros_after_the_records_end_the_log_and_zeros_before_a_later_batch_are_corruption(
+    tmp_path: Path,
+) -> None:
+    # A segment is preallocated: what follows its records reads as zeros, so records
+    # zeroed at the very end read as the end of the log (what preallocation gives up,
+    # the module's docstring says); zeros followed by a later batch cannot be a torn
+    # write.
+    payloads = await _log_with_separate_batches(tmp_path, 10)
+    (segment,) = _segments(tmp_path)
+    offsets, end = _record_offsets(segment), _data_end(segment)
+    _write_at(segment, offsets[4], bytes(HEADER_BYTES + 4))
+    with pytest.raises(WalCorruption) as error:
+        WriteAheadLog.open(tmp_path)
+    assert error.value.offset == offsets[4]
+    _write_at(segment, offsets[4], bytes(end - offsets[4]))
+    await _assert_continues_after(tmp_path, payloads[:4])
+
+
+async def test_segments_are_preallocated_and_appends_go_right_after_the_records(tmp_path: Path) -> None:
+    wal = WriteAheadLog.open(tmp_path, segment_bytes=4096)
+    await _append_each(wal, [_payload(i) for i in range(3)])
+    (segment,) = _segments(tmp_path)
+    assert segment.stat().st_size >= 4096  # written in place: its size does not change
+    await wal.close()
+    # A log whose last segment ends with its records (as before preallocation) gets its
+    # full size on open; the next record follows the records, not the end of the file.
+    os.truncate(segment, _data_end(segment))
+    wal = WriteAheadLog.open(tmp_path, segment_bytes=4096)
+    assert segment.stat().st_size >= 4096
+    assert await wal.append(b"next") == 4
+    await wal.close()
+    assert len(_record_offsets(segment)) == 4
+    # Rolled segments are preallocated too. Reopened with smaller segments, the log
+    # rolls at once, leaving zeros after the first segment's records, which replay
+    # crosses to the next segment.
+    assert _data_end(segment) >= 128
+    wal = WriteAheadLog.open(tmp_path, segment_bytes=128)
+    payloads = [_payload(i) for i in range(3, 40)]
+    await _append_each(wal, payloads)
+    segments = _segments(tmp_path)
+    assert len(segments) > 2 and all(s.stat().st_size >= 128 for s in segments)
+    assert [p for _, p in wal.replay(4)] == payloads
+    assert len(list(wal.replay(0))) == 4 + len(payloads)
     await wal.close()
 
 
