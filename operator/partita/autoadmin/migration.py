@@ -197,30 +197,6 @@ def _moves_off(
 ) -> list[ReplicaMove]:
     """The node's moves of one check: the one that relieves it most, then the next, each
     to a node of its own, while what the node keeps would still be hot (at most `limit`)."""
-    chosen: list[ReplicaMove] = []
-    taken, left = set(busy), node
-    while len(chosen) < limit and left.utilisation() > policy.above:
-        move = _move_off(left, fleet, loads, zones, taken, moving, policy)
-        if move is None:
-            break
-        chosen.append(move)
-        taken.add(move.target)
-        key = (move.table_id, move.partition_id)
-        left = replace(left, replicas=tuple(r for r in left.replicas if (r.table_id, r.partition_id) != key))
-    return chosen
-
-
-def _move_off(
-    node: NodeLoad,
-    fleet: Fleet,
-    loads: Mapping[str, NodeLoad],
-    zones: Mapping[str, str],
-    busy: set[str],
-    moving: set[PartitionKey],
-    policy: MigrationPolicy,
-) -> ReplicaMove | None:
-    """The move of the replica that relieves the node most and fits a node of its zone,
-    if any."""
     zone = zones.get(node.node_id)
     # `zones` holds registered nodes only: a report outliving its node names no target.
     targets = [
@@ -231,6 +207,24 @@ def _move_off(
         and node_id not in busy
         and node_id not in fleet.draining
     ]
+    chosen: list[ReplicaMove] = []
+    left = node
+    while len(chosen) < limit and left.utilisation() > policy.above:
+        move = _move_off(left, targets, fleet, moving, policy.room_below)
+        if move is None:
+            break
+        chosen.append(move)
+        targets = [t for t in targets if t.node_id != move.target]
+        key = (move.table_id, move.partition_id)
+        left = replace(left, replicas=tuple(r for r in left.replicas if (r.table_id, r.partition_id) != key))
+    return chosen
+
+
+def _move_off(
+    node: NodeLoad, targets: list[NodeLoad], fleet: Fleet, moving: set[PartitionKey], room_below: float
+) -> ReplicaMove | None:
+    """The move of the replica that relieves the node most and fits one of `targets`
+    (nodes of its zone free to take one), if any."""
     ranked = sorted((-relief(r, node), r.table_id, r.partition_id, r) for r in node.replicas)
     for minus_relief, _, _, replica in ranked:
         if minus_relief >= 0:
@@ -239,7 +233,7 @@ def _move_off(
         members = fleet.members.get(key)
         if members is None or key in moving or node.node_id not in members:
             continue  # not known as this node's member (the report is older than the map)
-        roomy = [t for t in targets if t.node_id not in members and fits(replica, t, policy.room_below)]
+        roomy = [t for t in targets if t.node_id not in members and fits(replica, t, room_below)]
         if roomy:
             shard = table_nodes(fleet.members, replica.table_id)
             target = min(roomy, key=lambda t: (t.node_id not in shard, t.utilisation(), t.node_id))
