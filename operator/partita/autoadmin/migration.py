@@ -1,6 +1,6 @@
 """Load-based migration (seed 000 section 4; DESIGN.md section 6): a storage node above a
-share of its capacity has one of its replicas moved to a node of the same zone that has
-room for it. Pure: the storage nodes' load reports, the members of the partitions
+share of its capacity has replicas moved to nodes of the same zone that have room for
+them. Pure: the storage nodes' load reports, the members of the partitions
 concerned and the moves under way go in; moves to start and moves to forget come out.
 The local driver writes them to the control store, and each group's leader carries a
 move out as it repairs (storage/repair.py): a full member built on the target, then the
@@ -12,17 +12,19 @@ The rules:
 - a hot node gives up the replica whose leaving relieves it most (its utilisation falls
   furthest: a replica of reads does nothing for a node hot with writes) that fits
   somewhere, and then the next in the same check while what it keeps would still be
-  above `above`, each to a node of its own: a node of its zone, registered, not draining, not
-  already a member of that partition, whose own load plus the replica's stays at or
-  below `room_below` of its capacity in both kinds (so the move neither moves the hot spot nor makes the target hot: a
-  replica that alone fills a node stays where it is, which only a split can help); a
-  node of the table's shuffle shard first (another partition of the table is there
-  already: no other table gains a node in common with it), then the least busy;
+  above `above`, each to a node of its own: a node of its zone, registered, not
+  draining, not already a member of that partition, whose own load plus the replica's
+  stays at or below `room_below` of its capacity in both kinds (so the move neither
+  moves the hot spot nor makes the target hot: a replica that alone fills a node stays
+  where it is, which only a split can help); a node of the table's shuffle shard first
+  (another partition of the table is there already: no other table gains a node in
+  common with it), then the least busy;
 - a node is the target of one move at a time, and the source of the moves of one check
   only: while any of them is under way it is not a source again; at most
-  `max_in_flight` moves in all; a node whose move ended takes part in no other until a report measured wholly after
-  that (the reports before it still count the moved replica where it was), so the
-  fleet's load settles and is measured again between moves;
+  `max_in_flight` moves in all; a node whose move ended takes part in no other until a
+  report measured wholly after that (the reports before it still count the moved
+  replica where it was), so the fleet's load settles and is measured again between
+  moves;
 - a move is over once the source is no longer a member (done), or moot: its partition
   gone (split or dropped), neither end a member any more, the target gone or draining,
   or no progress after `timeout` seconds. A moot move is only forgotten: the group's

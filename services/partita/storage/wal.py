@@ -20,8 +20,8 @@ A directory of segments named `wal-<first LSN, 20 digits>.log`, plus a `LOCK` fi
 LSNs are dense and start at 1. A segment is a sequence of records, followed by zeros:
 each segment is preallocated to the segment size (`fallocate`) and written in place,
 so an fdatasync does not also have to make a new file size durable (docs/benchmarks.md,
-"round 15": 25-30% less CPU and wall time per fdatasync here). The end of a segment's
-data is therefore where its records stop, not the end of the file::
+round 15: a quarter less wall time and 30% less CPU per fdatasync here). The end of a
+segment's data is therefore where its records stop, not the end of the file::
 
     offset  size  field (little-endian)
     0       4     CRC32C of bytes 4 .. end of record (length, lsn, batch index, payload)
@@ -52,8 +52,8 @@ and `open` raises `WalCorruption`. Damage is corruption when:
   was synced.
 
 Intact records after X in the *same* batch are legitimate (pages of one write reach
-the disk in any order) and are cut off with it (overwritten with zeros, durably, before
-anything is appended after X).
+the disk in any order) and are cut off with it: the file is truncated at X, durably,
+before anything is appended after X, then preallocated again.
 
 What preallocation gives up: acknowledged records at the very end of the last segment
 that a faulty disk turned into zeros read as the end of the log, as in other logs
