@@ -249,6 +249,13 @@ def test_stopping_the_whole_cluster_keeps_each_groups_leader_and_every_write_for
         assert all(kept) and sum(int(k[-1]) for k in kept) >= groups, kept
         cluster.start()
         _until(lambda: all(p["leader"] is not None for p in _partitions(cluster, name)), timeout=60)
+        # Each node's engine found its clean-stop mark: its leaders resumed their terms.
+        for z in "abc":
+            opens = re.findall(
+                r"replayed \d+ records, ((?:not )?after a clean stop)",
+                (cluster.data_dir / "logs" / f"storage-{z}.log").read_text(),
+            )
+            assert opens[-1] == "after a clean stop", (z, opens)
         for i in range(20):
             item = ddb.get_item(TableName=name, Key={"pk": {"S": f"k{i}"}}, ConsistentRead=True)
             assert item["Item"] == {"pk": {"S": f"k{i}"}}

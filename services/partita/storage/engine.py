@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import logging
+import os
 import shutil
 import struct
 import time
@@ -62,7 +64,7 @@ from partita.storage.group_log import (
 )
 from partita.storage.group_split import decode_split
 from partita.storage.replication.types import Entry, EntryKind, GroupId, HardState, make_entry
-from partita.storage.wal import WalMetrics, WriteAheadLog
+from partita.storage.wal import WalMetrics, WriteAheadLog, fsync_directory
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,8 @@ class Engine:
         self._flushes: set[asyncio.Future[None]] = set()  # snapshots' flushes under way
         self._options: rocksdict.Options | None = None  # set by open: its statistics
         self._directory: Path | None = None
+        # The last process stopped cleanly (`close(clean=True)`), as `open` found it.
+        self.stopped_cleanly = False
         self._erased: dict[GroupId, int] = {}  # the LSN of each group's newest erasure
         self._left: dict[GroupId, tuple[HardState, int]] = {}  # see LEFT_PREFIX
         self._erasing: set[GroupId] = set()  # erasure records not yet durable
@@ -169,7 +173,14 @@ class Engine:
         engine._installing = {group: _INSTALLING.unpack_from(v)[0] for group, v in cut_short}
         replayed = engine._replay()
         engine._recover_installs(cut_short)
-        log.info("engine open at %s: applied lsn %d, replayed %d records", directory, applied, replayed)
+        engine.stopped_cleanly = _take_clean_stop_mark(directory, sync)
+        log.info(
+            "engine open at %s: applied lsn %d, replayed %d records, %s",
+            directory,
+            applied,
+            replayed,
+            "after a clean stop" if engine.stopped_cleanly else "not after a clean stop",
+        )
         return engine
 
     def _replay(self) -> int:
@@ -669,6 +680,21 @@ class Engine:
         entries[0].index on) and hard state, durably; returns the entries' LSNs."""
         return (await self.append_groups([(group, entries, hard_state)]))[0]
 
+    async def forget_leadership(self, node: str) -> int:
+        """Durably drop `node` as the leader named in every hard state that names it;
+        returns how many. For a start that does not follow a clean stop: a leader's
+        appends leave before its own write (`SENDABLE_BEFORE_PERSIST`), so after a crash
+        its log may lack entries it sent, and it must not resume those terms
+        (`Replica._restart_as`); it campaigns instead, for a new term."""
+        writes: list[tuple[GroupId, list[Entry], HardState | None]] = [
+            (group, [], dataclasses.replace(state, leader=None))
+            for group, (state, _) in self._hard_states.items()
+            if state.leader == node
+        ]
+        if writes:
+            await self.append_groups(writes)
+        return len(writes)
+
     async def append_groups(
         self, writes: list[tuple[GroupId, list[Entry], HardState | None]]
     ) -> list[list[int]]:
@@ -883,7 +909,9 @@ class Engine:
             del self._erased[group]
         self._db.write(batch)
 
-    async def close(self) -> None:
+    async def close(self, clean: bool = False) -> None:
+        """Close; `clean`: the caller's every write is done (nothing it sent lacks its
+        write), which the next `open` reads as `stopped_cleanly`, once."""
         for thread in list(self._install_threads.values()):
             await asyncio.wait([thread])  # RocksDB must not close under an install's writes
         if self._checkpoint_task is not None:
@@ -896,6 +924,33 @@ class Engine:
         self._db.flush(True)
         self._wal.truncate_before(floor)
         self._db.close()
+        if clean and self._wal.failure is None and self._directory is not None:
+            _put_clean_stop_mark(self._directory)
+
+
+CLEAN_STOP_MARK = "clean-stop"
+"""A file in the engine's directory: the last process stopped cleanly (`Engine.close`)."""
+
+
+def _put_clean_stop_mark(directory: Path) -> None:
+    fd = os.open(directory / CLEAN_STOP_MARK, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_directory(directory)
+
+
+def _take_clean_stop_mark(directory: Path, sync: bool) -> bool:
+    """Whether the last process stopped cleanly; the mark is gone (durably) after, so a
+    crash of this process is never taken for a clean stop."""
+    try:
+        (directory / CLEAN_STOP_MARK).unlink()
+    except FileNotFoundError:
+        return False
+    if sync:
+        fsync_directory(directory)
+    return True
 
 
 @dataclass

@@ -594,6 +594,10 @@ async def serve(
     and WCU a second: its buckets' rates and what its load reports are measured against;
     `load_report_interval`: seconds between those reports (0: none)."""
     engine = Engine.open(data_dir, sync=sync)
+    if not engine.stopped_cleanly:
+        forgotten = await engine.forget_leadership(node_id)
+        if forgotten:
+            log.info("not after a clean stop: %d groups led here will elect their leader", forgotten)
     state = NodeState(node_id=node_id, zone=zone, engine=engine, ids_with_data=engine.table_ids())
     peers = PeerDirectory()
 
@@ -615,7 +619,11 @@ async def serve(
         return keys.hash_range_bounds(placed[0], placed[1].start, placed[1].end) if placed else None
 
     replicas = ReplicaHost(
-        node_id, engine, transport.send, ranges=group_range, snapshot_dir=data_dir / "snapshots"
+        node_id,
+        engine,
+        transport.send,
+        ranges=group_range,
+        snapshot_dir=data_dir / "snapshots",
     )
     # Off: every hosted replica commits alone.
     state.replicas = replicas if replication else None
@@ -771,6 +779,8 @@ async def serve(
     await server.stop(grace=2)
     await replicas.stop()
     await transport.close()
-    await engine.close()
+    # Marked a clean stop unless a round's write was cut short: the next start's
+    # leaders resume their terms only then.
+    await engine.close(clean=not replicas.stopped_mid_write)
     await store.close()
     log.info("storage node %s stopped cleanly in %.2fs", node_id, time.monotonic() - started)

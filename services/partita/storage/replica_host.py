@@ -43,6 +43,7 @@ from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.core import NotLeader
 from partita.storage.replication.multi import MultiReplica
 from partita.storage.replication.types import (
+    SENDABLE_BEFORE_PERSIST,
     Entry,
     EntryKind,
     GroupId,
@@ -61,6 +62,8 @@ from partita.storage.replication.types import (
 from partita.storage.snapshot import SnapshotError, Staging, chunks, encode_chunk
 
 log = logging.getLogger(__name__)
+# Seconds a stop waits for the round under way to finish its write.
+STOP_ROUND_SECONDS = 2.0
 
 # How often the host offers the core its clock: a fraction of the heartbeat interval.
 # The core only ticks the groups whose deadline has come (a timer heap), so this costs
@@ -130,6 +133,9 @@ class ReplicaHost:
         snapshot_dir: Path | None = None,
     ) -> None:
         self.node_id = node_id
+        # A stop cut a round's write short: not a clean stop (`stop`, `Engine.close`).
+        self.stopped_mid_write = False
+        self._stopping = False
         # A group's key range (its partition's), for snapshots sent and installed.
         self._ranges = ranges
         self._snapshot_dir = snapshot_dir or Path(tempfile.gettempdir()) / f"partita-snapshots-{node_id}"
@@ -594,6 +600,13 @@ class ReplicaHost:
         for staging in [*self._staging.values(), *self._staged.values()]:
             staging.close()
         if self._runner is not None:
+            if not self._runner.done():
+                # The round under way finishes its write first (`stopped_mid_write`),
+                # unless the WAL takes longer than a stop should.
+                self._stopping = True
+                self._wake.set()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self._runner), STOP_ROUND_SECONDS)
             self._runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._runner
@@ -616,6 +629,8 @@ class ReplicaHost:
                 async with asyncio.timeout(interval):
                     await self._wake.wait()
             self._wake.clear()
+            if self._stopping:
+                return
             now = self._clock()
             self.multi.tick(now, self.loop_lag.sample(now))
             try:
@@ -636,8 +651,18 @@ class ReplicaHost:
             readies = self._hold_installs([*released, *self.multi.ready()])
             if not readies:
                 return
-            await self._persist(readies)
-            self._send(coalesce([m for rd in readies for m in self._sendable(rd)]))
+            # A leader's appends and heartbeats leave before its own write, which then
+            # runs beside the followers' (`SENDABLE_BEFORE_PERSIST`; docs/benchmarks.md,
+            # round 15). The rounds go one at a time, so what a later one commits was
+            # written here first.
+            early = SENDABLE_BEFORE_PERSIST
+            self._send(coalesce([m for rd in readies for m in rd.messages if m.kind in early]))
+            try:
+                await self._persist(readies)
+            except BaseException:  # cancelled by a stop, or the WAL failed
+                self.stopped_mid_write = True
+                raise
+            self._send(coalesce([m for rd in readies for m in self._sendable(rd) if m.kind not in early]))
             for rd in readies:
                 self._apply(rd)
             self._serve_reads(readies)

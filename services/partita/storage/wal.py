@@ -233,7 +233,7 @@ class WriteAheadLog:
         if not path.is_dir():
             path.mkdir(parents=True, exist_ok=True)
             if sync:
-                _fsync_directory(path.parent)
+                fsync_directory(path.parent)
         lock_fd = _lock(path)
         try:
             segments = _list_segments(path)
@@ -510,7 +510,7 @@ class WriteAheadLog:
             with contextlib.suppress(FileNotFoundError):
                 segment.path.unlink()
         if doomed and self._sync:
-            _fsync_directory(self._directory)
+            fsync_directory(self._directory)
         return len(doomed)
 
     async def close(self) -> None:
@@ -653,7 +653,7 @@ def _create_segment(path: Path, sync: bool, size: int) -> int:
     try:
         _preallocate(fd, size)
         if sync:
-            _fsync_directory(path.parent)
+            fsync_directory(path.parent)
     except BaseException:
         os.close(fd)
         raise
@@ -669,7 +669,8 @@ def _preallocate(fd: int, size: int) -> None:
             os.posix_fallocate(fd, 0, size)
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
+    """Make a directory's entries (files created, renamed, removed) durable."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

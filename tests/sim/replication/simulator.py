@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from partita.storage.replication import (
+    SENDABLE_BEFORE_PERSIST,
     Entry,
     EntryKind,
     Envelope,
@@ -70,6 +71,12 @@ class SimConfig:
     slow: float = 0.05  # chance an envelope takes up to `slow_delay` (reordering)
     slow_delay: float = 0.4
     fault_every: tuple[float, float] = (0.8, 2.5)
+    # Chance that a node whose round sends a leader's appends before its write (as the
+    # real host does) crashes right after they left, before that write.
+    crash_before_write: float = 0.02
+    # Broken on purpose (a test shows the checks catch it): a node crashed mid-write
+    # still resumes the terms it led.
+    unsafe_resume_after_crash: bool = False
     corrupt: float = 0.01  # chance an envelope's first entry arrives with flipped bytes
     idle: float = 0.02  # chance a client pauses 1-3 s after an operation (groups quiesce)
     compact_every: int = 25  # applied entries between snapshots
@@ -123,6 +130,9 @@ class SimNode:
         self.waiting_reads: list[tuple[str, int, int]] = []
         self.boots = 0
         self.checked: dict[str, int] = {}  # group -> commit index already compared
+        # Whether the next boot may resume the terms it led, as after a clean stop (the
+        # real host's `resume_leadership`): never after a crash that cut a write short.
+        self.resume_leadership = True
 
     # clock: continuous and piecewise linear in true time
     def local(self, t: float) -> float:
@@ -143,6 +153,10 @@ class SimNode:
                 state = bootstrap_state(members)
                 disk = Disk(state.hard_state, state.snapshot, b"{}", [])
                 self.disks[group] = disk
+            if disk.hard_state.leader == self.name and not self.resume_leadership:
+                # As the real node does at a start that follows no clean stop
+                # (`Engine.forget_leadership`), on disk.
+                disk.hard_state = replace(disk.hard_state, leader=None)
             persisted = PersistedState(disk.hard_state, disk.snapshot, list(disk.entries))
             self.host.add_group(group, persisted, now, seed=self.sim.rng.randrange(2**32))
             self.snapshots[group] = (disk.snapshot, disk.snapshot_data)
@@ -163,10 +177,20 @@ class SimNode:
 
     def flush(self) -> None:
         assert self.host is not None
+        readies = self.host.ready()
+        # As the real host (ReplicaHost.pump): a leader's appends and heartbeats first,
+        # then the write, then the rest; a crash may fall between.
+        early = [m for rd in readies for m in rd.messages if m.kind in SENDABLE_BEFORE_PERSIST]
+        for env in coalesce(early):
+            self.sim.network_send(env)
+        if early and self.sim.crash_before_write(self, readies):
+            return
         envelopes: list[Message] = []
-        for rd in self.host.ready():
+        for rd in readies:
             self._persist(rd)
             for m in rd.messages:
+                if m.kind in SENDABLE_BEFORE_PERSIST:
+                    continue
                 if m.kind == MsgKind.SNAPSHOT:
                     meta, data = self.snapshots[rd.group]
                     assert m.snapshot == meta, "the core asked to send a snapshot the host does not hold"
@@ -295,6 +319,7 @@ class Simulation:
         self.envelopes_sent = 0
         self.messages_sent = 0
         self.membership_changes = 0
+        self.crashes_before_write = 0
         self._spares_used: dict[str, set[str]] = {}
         # Scripted runs (no random load or faults) until run() says otherwise.
         self._load_until = 0.0
@@ -372,12 +397,31 @@ class Simulation:
         self.cut.clear()
         self._report_liveness()
 
-    def crash(self, name: str) -> None:
+    def crash(self, name: str, mid_write: bool = False) -> None:
+        """Between two of its rounds a node may come back as after a clean stop (its
+        every write done) or not; after a crash that cut a write short, never."""
         node = self.nodes[name]
         if not node.alive:
             return
+        unsafe = self.config.unsafe_resume_after_crash
+        node.resume_leadership = (unsafe or not mid_write) and self.rng.random() < 0.5
         node.crash()
         self._report_liveness()
+
+    def crash_before_write(self, node: SimNode, readies: list[Ready]) -> bool:
+        """Sometimes, while faults run, crash `node` between its early messages and the
+        write of its round (when it has entries or a hard state to lose); it restarts
+        later."""
+        if (
+            self.now >= self._faults_until
+            or not any(rd.entries or rd.hard_state for rd in readies)
+            or self.rng.random() >= self.config.crash_before_write
+        ):
+            return False
+        self.crashes_before_write += 1
+        self.crash(node.name, mid_write=True)
+        self.at(self.now + self.rng.uniform(0.3, 2.5), lambda: self.restart(node.name))
+        return True
 
     def restart(self, name: str) -> None:
         node = self.nodes[name]

@@ -56,6 +56,10 @@ def test_the_runs_exercise_what_they_claim_to() -> None:
         result = Simulation(seed, SimConfig(duration=6.0, settle=3.0)).run()
         for name, value in result.sim.totals.items():
             totals[name] = totals.get(name, 0) + value
+        # A leader down after its appends left, before its own write of them.
+        totals["crashes_before_write"] = (
+            totals.get("crashes_before_write", 0) + result.sim.crashes_before_write
+        )
     for counter in (
         "elections_started",
         "elections_avoided",
@@ -63,6 +67,7 @@ def test_the_runs_exercise_what_they_claim_to() -> None:
         "checksum_failures",
         "lease_reads",
         "read_index_reads",
+        "crashes_before_write",
     ):
         assert totals[counter] > 0, (counter, totals)
 
@@ -142,6 +147,21 @@ def test_the_checker_catches_a_lease_that_ignores_clock_drift() -> None:
     sim = _lease_scenario(unsafe=True)
     assert any("leases held at once" in v for v in sim.violations), sim.violations
     assert check_history(sim.history) == ["g0/k0"]
+
+
+def test_the_checks_catch_a_leader_resuming_its_term_after_a_crash_cut_its_write_short() -> None:
+    """A leader's appends leave before its own write (SENDABLE_BEFORE_PERSIST). Crashed
+    between the two, it lacks entries its followers hold; resuming its term after the
+    restart, it would propose others at the same indexes in the same term. The host
+    lets only a clean stop resume; with that rule broken, committed entries change."""
+    broken = [
+        seed
+        for seed in range(12)
+        if Simulation(seed, SimConfig(duration=6.0, settle=3.0, unsafe_resume_after_crash=True))
+        .run()
+        .sim.violations
+    ]
+    assert broken, "no seed caught the unsafe resumption"
 
 
 def test_every_group_commits_a_probe_write_once_everything_healed() -> None:

@@ -22,6 +22,7 @@ from partita.storage import engine as engine_module
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.group_log import LOCAL_GROUP
+from partita.storage.replication.types import HardState
 from partita.storage.wal import WriteAheadLog
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -384,3 +385,36 @@ async def test_staged_write_is_visible_to_latest_and_unstaged_when_its_commit_fa
         await engine.commit_staged([effects])
     assert engine.latest(effects[0].key) is None  # the failed write is forgotten
     assert engine._pending == {}
+
+
+async def test_a_clean_close_is_found_by_the_next_open_only(tmp_path: Path) -> None:
+    engine = Engine.open(tmp_path / "e")
+    assert not engine.stopped_cleanly  # a new directory
+    await engine.close(clean=True)
+    engine = Engine.open(tmp_path / "e")
+    assert engine.stopped_cleanly
+    await engine.close()  # not clean: a crash, or a round's write cut short
+    engine = Engine.open(tmp_path / "e")
+    assert not engine.stopped_cleanly
+    await engine.close(clean=True)
+    engine = Engine.open(tmp_path / "e")
+    assert engine.stopped_cleanly
+    # The mark is taken at open: a crash of this process is never read as a clean stop.
+    assert not (tmp_path / "e" / engine_module.CLEAN_STOP_MARK).exists()
+    await engine.close()
+
+
+async def test_forgetting_a_nodes_leadership_drops_it_from_its_groups_hard_states_durably(
+    tmp_path: Path,
+) -> None:
+    engine = Engine.open(tmp_path / "e")
+    await engine.append_entries("g1", [], HardState(3, "node-a", 7, "node-a"))
+    await engine.append_entries("g2", [], HardState(2, "node-b", 4, "node-b"))
+    assert await engine.forget_leadership("node-a") == 1
+    assert await engine.forget_leadership("node-a") == 0
+    await engine.close()
+    engine = Engine.open(tmp_path / "e")
+    # Term, vote and commit stay: only the leader to resume is gone.
+    assert engine.hard_state("g1") == HardState(3, "node-a", 7, None)
+    assert engine.hard_state("g2") == HardState(2, "node-b", 4, "node-b")
+    await engine.close()

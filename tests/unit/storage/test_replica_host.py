@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from partita.storage import metrics
+from partita.storage import metrics, replica_host
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.node import NodeState
@@ -21,7 +21,7 @@ from partita.storage.peer_transport import PeerTransport
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.config import ReplicationConfig
 from partita.storage.replication.core import NotLeader
-from partita.storage.replication.types import HardState, Ready
+from partita.storage.replication.types import Entry, HardState, Ready
 from tests.unit.storage.polling import wait_until
 
 GROUP = "7/p0"
@@ -262,3 +262,67 @@ async def test_a_leader_giving_its_term_up_writes_that_before_sending_only_hints
         assert host._commit_only(Ready("h", hard_state=HardState(2, "node-b", 6, "node-b")))
     finally:
         await engine.close()
+
+
+class HeldWrites:
+    """The engine's WAL writes held until released (a slow disk), the first one counted."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.real = engine.append_groups
+        self.release = asyncio.Event()
+        self.holding = asyncio.Event()
+        engine.append_groups = self  # type: ignore[method-assign]
+
+    async def __call__(self, writes: list[tuple[str, list[Entry], HardState | None]]) -> list[list[int]]:
+        if any(entries for _, entries, _ in writes):
+            self.holding.set()
+            await self.release.wait()
+        return await self.real(writes)
+
+
+async def test_a_leader_sends_its_appends_before_its_own_write_yet_answers_only_after_it(
+    cluster: Cluster,
+) -> None:
+    leader = await cluster.leader()
+    await asyncio.wait_for(leader.host.propose(GROUP, put(b"first", b"v")), 5)
+    held = HeldWrites(leader.engine)
+    followers = [m for m in cluster.members.values() if m is not leader]
+    before = [f.engine.last_index(GROUP) for f in followers]
+    write = asyncio.ensure_future(leader.host.propose(GROUP, put(b"second", b"v")))
+    await asyncio.wait_for(held.holding.wait(), 5)
+    # The followers write it while the leader's own write waits...
+    await wait_until(
+        lambda: all(f.engine.last_index(GROUP) > b for f, b in zip(followers, before, strict=True))
+    )
+    # ... and a majority of them holding it answers nothing until the leader's returns.
+    await asyncio.sleep(0.3)
+    assert not write.done()
+    assert leader.engine.latest(b"second") is None
+    held.release.set()
+    await asyncio.wait_for(write, 5)
+    assert leader.engine.latest(b"second") == b"v"
+
+
+async def test_a_stop_lets_the_round_under_way_finish_its_write_or_says_it_did_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with three_nodes(tmp_path) as c:
+        leader = await c.leader()
+        held = HeldWrites(leader.engine)
+        write = asyncio.ensure_future(leader.host.propose(GROUP, put(b"k", b"v")))
+        await asyncio.wait_for(held.holding.wait(), 5)
+        asyncio.get_running_loop().call_later(0.2, held.release.set)
+        await leader.host.stop()  # waits for the write held 0.2 s
+        assert not leader.host.stopped_mid_write
+        await asyncio.wait_for(write, 5)
+    monkeypatch.setattr(replica_host, "STOP_ROUND_SECONDS", 0.1)
+    async with three_nodes(tmp_path / "slow") as c:
+        leader = await c.leader()
+        held = HeldWrites(leader.engine)
+        write = asyncio.ensure_future(leader.host.propose(GROUP, put(b"k", b"v")))
+        await asyncio.wait_for(held.holding.wait(), 5)
+        await leader.host.stop()  # the write held longer than a stop waits
+        assert leader.host.stopped_mid_write
+        with pytest.raises(NotLeader):
+            await write
+        held.release.set()

@@ -7,6 +7,7 @@ from .config import ReplicationConfig
 from .core import MembershipChangeRefused, NotLeader, Replica, State
 from .multi import MultiReplica
 from .types import (
+    SENDABLE_BEFORE_PERSIST,
     ChecksumMismatch,
     Entry,
     EntryKind,
@@ -24,6 +25,7 @@ from .types import (
 )
 
 __all__ = [
+    "SENDABLE_BEFORE_PERSIST",
     "Beat",
     "BeatAck",
     "ChecksumMismatch",

@@ -596,9 +596,11 @@ class Replica:
     def _restart_as(self, hs: HardState, now: float) -> None:
         """A restart with the leader of its term on disk needs no election while that
         leader lives. The leader itself resumes leading the term: it was elected in it,
-        so no other replica can lead it; its log holds everything it ever sent (entries
-        are persisted before messages), its term's NOOP among it; the commit index on
-        disk is at most the true one. Its followers name it as leader and give it a
+        so no other replica can lead it; its log holds everything it ever sent, its
+        term's NOOP among it (its appends leave before its own write, so the host names
+        it leader in the hard state it gives only after a clean stop, every write of the
+        last process done: `SENDABLE_BEFORE_PERSIST`); the commit index on disk is at
+        most the true one. Its followers name it as leader and give it a
         grace period before their ordered election (if its node did not come back)."""
         leader = hs.leader
         if leader is None or hs.term != self.term or self.members.get(leader) != Role.FULL:

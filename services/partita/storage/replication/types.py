@@ -143,6 +143,15 @@ class MsgKind(enum.IntEnum):
     TIMEOUT_NOW = 10
 
 
+# A leader's appends and heartbeats need nothing of its own write (Raft dissertation
+# 10.2.1): the leader counts itself in the quorum at once, but what a round commits
+# reaches a Ready only once the host has persisted the rounds before (it drains them one
+# at a time), so nothing is applied, answered or told before the leader's own write. A
+# leader sent entries its disk may then lack after a crash: it may resume its term after
+# a restart only if it stopped cleanly (`Replica._restart_as`).
+SENDABLE_BEFORE_PERSIST = frozenset({MsgKind.APPEND, MsgKind.HEARTBEAT})
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     kind: MsgKind
@@ -190,7 +199,8 @@ class ReadRefused:
 class Ready:
     """One batch of work for the host, in this order: persist `entries` (they replace the
     log from entries[0].index on) and `hard_state` and install `snapshot`; then send
-    `messages`; then apply `committed`; then serve `reads`.
+    `messages`; then apply `committed`; then serve `reads`. Messages of the kinds in
+    `SENDABLE_BEFORE_PERSIST` may leave before the persist.
     """
 
     group: GroupId
