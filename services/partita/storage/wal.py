@@ -18,10 +18,11 @@ On-disk format
 --------------
 A directory of segments named `wal-<first LSN, 20 digits>.log`, plus a `LOCK` file.
 LSNs are dense and start at 1. A segment is a sequence of records, followed by zeros:
-each segment is preallocated to the segment size (`fallocate`) and written in place,
-so an fdatasync does not also have to make a new file size durable (docs/benchmarks.md,
-round 15: a quarter less wall time and 30% less CPU per fdatasync here). The end of a
-segment's data is therefore where its records stop, not the end of the file::
+it is preallocated ahead of its records (`fallocate`, `PREALLOCATE_BYTES` at a time) and
+written in place, so an fdatasync seldom has to make a new file size durable too
+(docs/benchmarks.md, round 15: a quarter less wall time and 30% less CPU per fdatasync
+here). The end of a segment's data is therefore where its records stop, not the end of
+the file::
 
     offset  size  field (little-endian)
     0       4     CRC32C of bytes 4 .. end of record (length, lsn, batch index, payload)
@@ -93,6 +94,12 @@ DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 """Default segment size: 64 MiB. A new segment starts once the current one holds at
 least this much, so a segment may exceed it by up to one batch. Smaller segments let
 `truncate_before` reclaim space sooner; larger ones mean fewer files and rollovers."""
+
+PREALLOCATE_BYTES = 1024 * 1024
+"""How far ahead of its records a segment is preallocated: a write that reaches past it
+grows the file this much further, so its size changes once a MiB of log, not once a
+batch. Not the whole segment: a node's WAL takes what it holds plus this, and a test
+suite opening thousands of engines does not reserve 64 MiB for each."""
 
 MAX_BATCH_BYTES = 16 * 1024 * 1024
 """Largest single write between two fdatasyncs: 16 MiB. Part of the format, not a
@@ -193,6 +200,10 @@ class WriteAheadLog:
         self._segments = segments
         self._fd = fd
         self._segment_size = segment_size
+        # How long the current segment's file is (preallocated ahead of its records), as
+        # the writer knows it: asking the file (fstat) before each write cost as much as
+        # the growth it saves (docs/benchmarks.md, round 15).
+        self._allocated = segment_size
         self._last_lsn = last_lsn  # durable: every record up to here is on disk
         self._next_lsn = last_lsn + 1  # assigned to the next record taken into a batch
         self._lock_fd = lock_fd
@@ -239,7 +250,7 @@ class WriteAheadLog:
             segments = _list_segments(path)
             if not segments:
                 first = _Segment(1, path / _segment_name(1))
-                os.close(_create_segment(first.path, sync=sync, size=segment_bytes))
+                os.close(_create_segment(first.path, sync=sync))
                 segments = [first]
             last = segments[-1]
             data = last.path.read_bytes()
@@ -256,14 +267,16 @@ class WriteAheadLog:
                     if sync:
                         os.fsync(fd)
                 # Also a log written before segments were preallocated.
-                _preallocate(fd, segment_bytes)
+                allocated = max(os.fstat(fd).st_size, _preallocate(fd, end))
             except BaseException:
                 os.close(fd)
                 raise
         except BaseException:
             os.close(lock_fd)
             raise
-        return cls(path, segments, fd, end, next_lsn - 1, lock_fd, segment_bytes=segment_bytes, sync=sync)
+        wal = cls(path, segments, fd, end, next_lsn - 1, lock_fd, segment_bytes=segment_bytes, sync=sync)
+        wal._allocated = allocated
+        return wal
 
     # --- properties ---------------------------------------------------------------------
 
@@ -348,10 +361,10 @@ class WriteAheadLog:
         if not self._sync:
             try:
                 if segment is not None:
-                    self._switch_segment(
-                        _create_segment(segment.path, sync=False, size=self._segment_bytes), segment
-                    )
-                _write_at(self._fd, data, 0 if segment is not None else self._segment_size)
+                    self._switch_segment(_create_segment(segment.path, sync=False), segment)
+                self._allocated = _write_at(
+                    self._fd, data, 0 if segment is not None else self._segment_size, self._allocated
+                )
             except BaseException as exc:
                 self._batch_failed(exc, batch)
                 if not isinstance(exc, Exception):
@@ -362,7 +375,7 @@ class WriteAheadLog:
         thread = self._sync_thread
         if thread is None:
             assert self._loop is not None
-            thread = self._sync_thread = _SyncThread(self._loop, self._fd, self._segment_bytes)
+            thread = self._sync_thread = _SyncThread(self._loop, self._fd, self._allocated)
         self._in_flight = True
         thread.hand(
             _SyncJob(
@@ -389,6 +402,7 @@ class WriteAheadLog:
         self._batch_done(data, count, batch)
 
     def _switch_segment(self, fd: int, segment: _Segment, close_old: bool = True) -> None:
+        self._allocated = PREALLOCATE_BYTES  # what `_create_segment` gave it
         # The current segment's last batch was synced before a roll, so the old
         # descriptor can simply be closed.
         if close_old:
@@ -575,10 +589,10 @@ class _SyncThread:
     so a batch's fdatasync never queues behind unrelated blocking work (RocksDB flushes).
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, segment_bytes: int) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, allocated: int) -> None:
         self._loop = loop
         self._fd = fd  # the thread's own copy: the loop's changes only between batches
-        self._segment_bytes = segment_bytes
+        self._allocated = allocated  # the file's length, as `WriteAheadLog._allocated`
         self._job: _SyncJob | None = None
         self._stopping = False
         # Held while there is no job: the thread blocks acquiring it, `hand` releases it.
@@ -609,10 +623,12 @@ class _SyncThread:
             error: BaseException | None = None
             try:
                 if job.roll_to is not None:
-                    job.new_fd = _create_segment(job.roll_to, sync=True, size=self._segment_bytes)
+                    job.new_fd = _create_segment(job.roll_to, sync=True)
                     os.close(self._fd)
                     self._fd = job.new_fd
-                _write_and_sync(self._fd, job.data, job.offset)
+                    self._allocated = PREALLOCATE_BYTES
+                self._allocated = _write_at(self._fd, job.data, job.offset, self._allocated)
+                _datasync(self._fd)
             except BaseException as exc:  # reported to the loop, which fails the log
                 error = exc
             try:
@@ -648,10 +664,10 @@ def _lock(directory: Path) -> int:
     return fd
 
 
-def _create_segment(path: Path, sync: bool, size: int) -> int:
+def _create_segment(path: Path, sync: bool) -> int:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
-        _preallocate(fd, size)
+        _preallocate(fd, 0)
         if sync:
             fsync_directory(path.parent)
     except BaseException:
@@ -660,13 +676,15 @@ def _create_segment(path: Path, sync: bool, size: int) -> int:
     return fd
 
 
-def _preallocate(fd: int, size: int) -> None:
-    """Give the segment its full size up front (reading as zeros), so that appending to
-    it does not change its size. Best effort: where the file system cannot, the segment
-    grows as it is written, which recovery reads the same way."""
+def _preallocate(fd: int, end: int) -> int:
+    """Make the segment at least `PREALLOCATE_BYTES` longer than `end` (the rest reading
+    as zeros), so the writes up to there do not change its size; returns that length.
+    Best effort: where the file system cannot, the segment grows as it is written, which
+    recovery reads the same way."""
     if hasattr(os, "posix_fallocate"):
         with contextlib.suppress(OSError):
-            os.posix_fallocate(fd, 0, size)
+            os.posix_fallocate(fd, end, PREALLOCATE_BYTES)
+    return end + PREALLOCATE_BYTES
 
 
 def fsync_directory(directory: Path) -> None:
@@ -686,7 +704,12 @@ def _datasync(fd: int) -> None:
         os.fsync(fd)
 
 
-def _write_at(fd: int, data: bytes, offset: int) -> None:
+def _write_at(fd: int, data: bytes, offset: int, allocated: int) -> int:
+    """Write `data` at `offset`, preallocating further first when it reaches past
+    `allocated` (the file's length); returns the file's length after."""
+    end = offset + len(data)
+    if end > allocated:
+        allocated = _preallocate(fd, end)
     view = memoryview(data)
     while view:
         written = os.pwrite(fd, view, offset)
@@ -694,11 +717,7 @@ def _write_at(fd: int, data: bytes, offset: int) -> None:
             raise OSError(errno.EIO, "write made no progress")
         view = view[written:]
         offset += written
-
-
-def _write_and_sync(fd: int, data: bytes, offset: int) -> None:
-    _write_at(fd, data, offset)
-    _datasync(fd)
+    return allocated
 
 
 def _nonzero_end(data: bytes, step: int = 1 << 16) -> int:

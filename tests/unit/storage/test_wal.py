@@ -511,31 +511,38 @@ async def test_zeros_after_the_records_end_the_log_and_zeros_before_a_later_batc
     await _assert_continues_after(tmp_path, payloads[:4])
 
 
-async def test_segments_are_preallocated_and_appends_go_right_after_the_records(tmp_path: Path) -> None:
-    wal = WriteAheadLog.open(tmp_path, segment_bytes=4096)
+async def test_segments_are_preallocated_ahead_and_appends_go_right_after_the_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    step = 4096
+    monkeypatch.setattr(wal_module, "PREALLOCATE_BYTES", step)
+    wal = WriteAheadLog.open(tmp_path, segment_bytes=64 * 1024)
     await _append_each(wal, [_payload(i) for i in range(3)])
     (segment,) = _segments(tmp_path)
-    assert segment.stat().st_size >= 4096  # written in place: its size does not change
+    assert segment.stat().st_size == step > _data_end(segment)  # written in place
+    # A write past the preallocated end grows the file a step beyond it, not a batch.
+    await _append_each(wal, [_payload(i) for i in range(3, 120)])
+    size, end = segment.stat().st_size, _data_end(segment)
+    assert end > step and end < size <= end + step + 1024
     await wal.close()
-    # A log whose last segment ends with its records (as before preallocation) gets its
-    # full size on open; the next record follows the records, not the end of the file.
-    os.truncate(segment, _data_end(segment))
-    wal = WriteAheadLog.open(tmp_path, segment_bytes=4096)
-    assert segment.stat().st_size >= 4096
-    assert await wal.append(b"next") == 4
+    # A log whose last segment ends with its records (as before preallocation) is
+    # preallocated on open; the next record follows the records, not the end of the file.
+    os.truncate(segment, end)
+    wal = WriteAheadLog.open(tmp_path, segment_bytes=64 * 1024)
+    assert segment.stat().st_size == end + step
+    assert await wal.append(b"next") == 121
     await wal.close()
-    assert len(_record_offsets(segment)) == 4
+    assert len(_record_offsets(segment)) == 121
     # Rolled segments are preallocated too. Reopened with smaller segments, the log
     # rolls at once, leaving zeros after the first segment's records, which replay
     # crosses to the next segment.
-    assert _data_end(segment) >= 128
     wal = WriteAheadLog.open(tmp_path, segment_bytes=128)
-    payloads = [_payload(i) for i in range(3, 40)]
+    payloads = [_payload(i) for i in range(121, 160)]
     await _append_each(wal, payloads)
     segments = _segments(tmp_path)
-    assert len(segments) > 2 and all(s.stat().st_size >= 128 for s in segments)
-    assert [p for _, p in wal.replay(4)] == payloads
-    assert len(list(wal.replay(0))) == 4 + len(payloads)
+    assert len(segments) > 2 and all(s.stat().st_size > _data_end(s) for s in segments)
+    assert [p for _, p in wal.replay(121)] == payloads
+    assert len(list(wal.replay(0))) == 121 + len(payloads)
     await wal.close()
 
 
