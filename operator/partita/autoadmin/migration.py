@@ -100,7 +100,7 @@ def fresh_loads(loads: Sequence[NodeLoad], now: float, max_age: float) -> dict[s
 def _lifetime(load: NodeLoad, max_age: float) -> float:
     if not load.replicas:
         return max(max_age, 2 * config.IDLE_LOAD_REPORT_INTERVALS * load.interval)
-    return max(max_age, 3 * load.interval)
+    return max(max_age, config.LOAD_REPORT_LIFETIME_INTERVALS * load.interval)
 
 
 def hot_nodes(loads: Mapping[str, NodeLoad], above: float) -> list[NodeLoad]:

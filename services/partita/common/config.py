@@ -71,6 +71,9 @@ DEFAULT_LOAD_REPORT_SECONDS = 10.0
 # reads its listings again (at a thousand tables that is what an idle node costs). Its
 # report is current that long (and lives no longer than its registration).
 IDLE_LOAD_REPORT_INTERVALS = 30
+# A load report stays current for this many of its node's intervals (the lease it is
+# written on, and what the autoadmin acts on): a node that stops reporting stops counting.
+LOAD_REPORT_LIFETIME_INTERVALS = 3
 # A storage node's capacity when not configured: ten partitions at DynamoDB's
 # per-partition ceilings (3,000 RCU, 1,000 WCU). Its node buckets' rates, and what its
 # load reports are measured against.

@@ -25,8 +25,6 @@ from partita.storage import metrics
 
 log = logging.getLogger(__name__)
 
-# A report outlives its node's silence by this many intervals, then lapses.
-REPORT_LIFETIME_INTERVALS = 3
 # Counters: (table id, partition id) -> (read units, write units) consumed so far.
 Counters = Mapping[tuple[int, str], tuple[float, float]]
 
@@ -53,12 +51,17 @@ class LoadWindow:
         replicas = []
         for key, (read, write) in sorted(counters.items()):
             before_read, before_write = previous.get(key, (0.0, 0.0))
-            # A meter made again (its table dropped and hosted anew) counts from zero.
-            read_rate = (read - before_read if read >= before_read else read) / elapsed
-            write_rate = (write - before_write if write >= before_write else write) / elapsed
+            read_rate = _consumed(read, before_read) / elapsed
+            write_rate = _consumed(write, before_write) / elapsed
             if read_rate > 0 or write_rate > 0:
                 replicas.append(ReplicaLoad(key[0], key[1], read_rate, write_rate))
         return NodeLoad(self.node_id, wall, elapsed, self.read_capacity, self.write_capacity, tuple(replicas))
+
+
+def _consumed(now: float, before: float) -> float:
+    """A counter's growth since `before`; a meter made again (its table dropped and
+    hosted anew) counts from zero."""
+    return now - before if now >= before else now
 
 
 def meter_counters() -> dict[tuple[int, str], tuple[float, float]]:
@@ -80,7 +83,7 @@ async def report_load(
     write to the store in a tight loop."""
     if interval <= 0:
         return
-    ttl = max(1, round(REPORT_LIFETIME_INTERVALS * interval))
+    ttl = max(1, round(config.LOAD_REPORT_LIFETIME_INTERVALS * interval))
     window.report(counters(), clock(), wall_clock())
     idle_since_put: int | None = None  # intervals since an empty report was written
     while True:

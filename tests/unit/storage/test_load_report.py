@@ -14,6 +14,14 @@ from partita.storage import metrics
 from partita.storage.load_report import LoadWindow, meter_counters, report_load
 
 
+async def _until_a_report(store: MemoryControlStore, seconds: float) -> None:
+    """Poll `store` until it holds a load report, for at most `seconds`."""
+    for _ in range(round(seconds / 0.01)):
+        if await store.list_node_loads():
+            return
+        await asyncio.sleep(0.01)
+
+
 def test_the_first_look_only_starts_the_window() -> None:
     window = LoadWindow("n1", 3000.0, 1000.0)
     assert window.report({(1, "p0"): (100.0, 10.0)}, now=5.0, wall=1000.0) is None
@@ -69,10 +77,7 @@ async def test_reports_are_published_every_interval() -> None:
         )
     )
     try:
-        for _ in range(200):  # bounded: 2 s
-            if await store.list_node_loads():
-                break
-            await asyncio.sleep(0.01)
+        await _until_a_report(store, seconds=2.0)
     finally:
         task.cancel()
     [load] = await store.list_node_loads()
@@ -94,10 +99,7 @@ async def test_a_store_that_fails_costs_one_report_not_the_loop() -> None:
     store = Flaky()
     task = asyncio.create_task(report_load(LoadWindow("n1", 100.0, 100.0), store, 0.01))
     try:
-        for _ in range(300):  # bounded: 3 s
-            if await store.list_node_loads():
-                break
-            await asyncio.sleep(0.01)
+        await _until_a_report(store, seconds=3.0)
     finally:
         task.cancel()
     assert store.failures == 0 and len(await store.list_node_loads()) == 1
