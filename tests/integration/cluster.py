@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -10,16 +11,19 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 from botocore.config import Config
 
+from partita.control.store import EtcdControlStore
 from tests.integration.raw_http import RawHttp
+
+T = TypeVar("T")
 
 START_TIMEOUT = 180.0  # a shared 2-core machine starts ten processes slowly
 STOP_TIMEOUT = 30.0
@@ -223,6 +227,19 @@ def wait_active(client: Any, name: str, timeout: float = 10.0) -> dict[str, Any]
             return table
         time.sleep(0.05)
     raise TimeoutError(f"table {name} not ACTIVE")
+
+
+def with_store(cluster: Cluster, call: Callable[[EtcdControlStore], Awaitable[T]]) -> T:
+    """One call on the cluster's control store (its etcd), from a synchronous test."""
+
+    async def run() -> T:
+        store = EtcdControlStore("127.0.0.1", cluster.ports["etcd"])
+        try:
+            return await call(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
 
 
 def create_small_table(client: Any, name: str, timeout: float = 60.0) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.integration.cluster import Cluster, running, wait_active, wait_gone
+from tests.integration.cluster import Cluster, running, wait_active, wait_gone, with_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-autoadmin")]
 
@@ -269,16 +269,7 @@ def test_a_second_autoadmin_stays_passive_and_takes_over_from_a_stalled_leader(
 
 
 def _etcd_db_size(cluster: Cluster) -> int:
-    from partita.control.store import EtcdControlStore
-
-    async def size() -> int:
-        store = EtcdControlStore("127.0.0.1", cluster.ports["etcd"])
-        try:
-            return await store.database_size()
-        finally:
-            await store.close()
-
-    return asyncio.run(size())
+    return with_store(cluster, lambda store: store.database_size())
 
 
 def test_etcd_stays_small_under_a_churn_of_table_updates_and_tags(cluster: Cluster) -> None:

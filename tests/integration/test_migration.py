@@ -10,7 +10,6 @@ the moved table's item is intact."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 import uuid
@@ -20,8 +19,7 @@ from typing import Any
 import pytest
 
 from partita.control.model import ReplicaMove
-from partita.control.store import EtcdControlStore
-from tests.integration.cluster import Cluster, create_small_table, running
+from tests.integration.cluster import Cluster, create_small_table, running, with_store
 from tests.integration.test_replication_repair import _cli, _partitions, _until
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-migration")]
@@ -31,14 +29,7 @@ READS_PER_SECOND = 24  # both tables: about 50 RCU/s on each replica, 100 on sto
 
 
 def _moves(cluster: Cluster) -> list[ReplicaMove]:
-    async def read() -> list[ReplicaMove]:
-        store = EtcdControlStore("127.0.0.1", cluster.ports["etcd"])
-        try:
-            return await store.list_moves()
-        finally:
-            await store.close()
-
-    return asyncio.run(read())
+    return with_store(cluster, lambda store: store.list_moves())
 
 
 def _members(cluster: Cluster, table: str) -> set[str]:
