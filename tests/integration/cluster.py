@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,7 +35,9 @@ LAYOUT_ATTEMPTS = 5
 
 
 class PortTaken(RuntimeError):
-    """`partita up` refused to start: one of its ports was taken (nothing was spawned)."""
+    """`partita up` did not start because one of its ports was taken: found free when the
+    layout was chosen, then taken (another cluster of the same run picking an overlapping
+    layout) before `partita up` checked it, or before one of its processes bound it."""
 
 
 def _free(port: int) -> bool:
@@ -93,6 +96,16 @@ class Cluster(RawHttp):
             *self.extra_args,
         ]  # fmt: skip
 
+    def _port_clash(self, up_log: str) -> bool:
+        """Whether `partita up` (its own check) or one of its processes (binding) found a
+        port of the layout taken."""
+        if "is already in use" in up_log:
+            return True
+        logs = self.data_dir / "logs"
+        return logs.is_dir() and any(
+            "Address already in use" in path.read_text(errors="replace") for path in logs.glob("*.log")
+        )
+
     def start(self, timeout: float = START_TIMEOUT) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         offset = len(self.read_log())
@@ -103,7 +116,7 @@ class Cluster(RawHttp):
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 log_text = self.read_log()
-                failure = PortTaken if "is already in use" in log_text[offset:] else RuntimeError
+                failure = PortTaken if self._port_clash(log_text[offset:]) else RuntimeError
                 raise failure(f"partita up exited: {log_text}")
             if "Partita is running" in self.read_log()[offset:]:
                 return
@@ -205,6 +218,18 @@ def running(data_dir: Path, *extra_args: str) -> Iterator[Cluster]:
             c.stop()
 
 
+def _clear_but_the_log(data_dir: Path) -> None:
+    """Remove what a failed start left in `data_dir` (etcd's data, the nodes' stores, the
+    processes' logs), keeping `partita up`'s own log, which says why it failed."""
+    for path in data_dir.iterdir():
+        if path.name == "up.log":
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
 def start_on_free_ports(data_dir: Path, extra_args: tuple[str, ...] = ()) -> Cluster:
     """A started cluster, on another layout each time a port of the last was taken."""
     for _ in range(LAYOUT_ATTEMPTS - 1):
@@ -213,6 +238,7 @@ def start_on_free_ports(data_dir: Path, extra_args: tuple[str, ...] = ()) -> Clu
             c.start()
             return c
         except PortTaken:
+            _clear_but_the_log(data_dir)  # nothing was served: the next layout starts anew
             continue
     c = Cluster(data_dir, free_port_layout(), extra_args=extra_args)
     c.start()

@@ -36,3 +36,16 @@ def test_a_cluster_whose_ports_were_taken_meanwhile_starts_on_another_layout(
         assert "is already in use" in c.read_log()
         assert c.ports == chosen[1]
         assert c.client().list_tables()["TableNames"] == []
+
+
+def test_a_process_that_could_not_bind_its_port_counts_as_a_port_taken(tmp_path: Path) -> None:
+    # The layout was free when `partita up` checked it, then taken before a storage node
+    # bound its port: that node's log says so, and the start is retried elsewhere too.
+    c = cluster_module.Cluster(tmp_path, cluster_module.free_port_layout())
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "storage-a.log").write_text("starting\n")
+    assert not c._port_clash("storage-a exited with code 1")
+    (tmp_path / "logs" / "storage-a.log").write_text(
+        "Failed to add port to server: ... (Error in bind for address ...: Address already in use)\n"
+    )
+    assert c._port_clash("storage-a exited with code 1")
