@@ -36,8 +36,8 @@ LAYOUT_ATTEMPTS = 5
 
 class PortTaken(RuntimeError):
     """`partita up` did not start because one of its ports was taken: found free when the
-    layout was chosen, then taken (another cluster of the same run picking an overlapping
-    layout) before `partita up` checked it, or before one of its processes bound it."""
+    layout was chosen, then taken by another process (another cluster of the same run, say)
+    before `partita up` checked it, or before one of its processes bound it."""
 
 
 def _free(port: int) -> bool:
