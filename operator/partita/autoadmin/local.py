@@ -89,7 +89,11 @@ class LocalAutoadmin:
         # Load reports carry wall-clock times (their nodes' clocks).
         self.wall_clock = wall_clock
         self.migrator = MigrationDriver(
-            store, migration or MigrationPolicy(), self._members_of, lambda: self.wall_clock()
+            store,
+            migration or MigrationPolicy(),
+            self._members_of,
+            lambda: self.wall_clock(),
+            store.list_placements,
         )
         # Where the tables' Doorman resources are published; None: nowhere.
         self.doorman_config = doorman_config

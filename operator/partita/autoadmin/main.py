@@ -167,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         doorman_config=args.doorman_config,
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
-        migration=MigrationPolicy(args.migration, args.migrate_above, args.migrate_room_below),
+        migration=MigrationPolicy(
+            args.migration, args.migrate_above, args.migrate_room_below, max_shared=args.shard_max_shared
+        ),
     )
     try:
         import uvloop

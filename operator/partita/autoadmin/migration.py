@@ -18,7 +18,8 @@ The rules:
   moves the hot spot nor makes the target hot: a replica that alone fills a node stays
   where it is, which only a split can help); a node of the table's shuffle shard first
   (another partition of the table is there already: no other table gains a node in
-  common with it), then the least busy;
+  common with it), else the one that takes the fewest other tables' partitions past the
+  shuffle-shard bound with it (`shard_bound`), then the least busy;
 - a node is the target of one move at a time, and the source of the moves of one check
   only: while any of them is under way it is not a source again; at most
   `max_in_flight` moves in all; a node whose move ended takes part in no other until a
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from partita.common import config
+from partita.common.shard_bound import added_exposure
 from partita.control.model import NodeLoad, NodeRecord, ReplicaLoad, ReplicaMove
 
 PartitionKey = tuple[int, str]  # (table id, partition id)
@@ -57,6 +59,9 @@ class MigrationPolicy:
     # A move not over after this long is forgotten; a later check may ask again.
     timeout: float = 600.0
     max_in_flight: int = 4
+    # The shuffle-shard bound (`shard_bound`): a target outside the table's shard is
+    # chosen to take the fewest other tables' partitions past it.
+    max_shared: int = config.DEFAULT_SHARD_MAX_SHARED
 
     def __post_init__(self) -> None:
         if self.room_below >= self.above:
@@ -78,6 +83,9 @@ class Fleet:
     now: float = 0.0  # seconds since the epoch, as the reports' `measured_at`
     # When a move of each node (as source or target) last ended, as the driver recalls.
     last_moved: Mapping[str, float] = field(default_factory=dict)
+    # Every table's partitions' replica sets, by table id, read when a node is hot: a
+    # target outside a table's shard is weighed against the other tables' (`_exposure`).
+    placements: Mapping[int, tuple[frozenset[str], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -212,7 +220,7 @@ def _moves_off(
     chosen: list[ReplicaMove] = []
     left = node
     while len(chosen) < limit and left.utilisation() > policy.above:
-        move = _move_off(left, targets, fleet, moving, policy.room_below)
+        move = _move_off(left, targets, fleet, moving, policy)
         if move is None:
             break
         chosen.append(move)
@@ -222,8 +230,19 @@ def _moves_off(
     return chosen
 
 
+def _exposure(
+    fleet: Fleet, table_id: int, shard: frozenset[str], targets: Sequence[NodeLoad], bound: int
+) -> Mapping[str, int]:
+    """What each target outside the table's shard would add to the partitions it holds
+    past the bound; nothing to weigh (so not computed) when a target is in the shard."""
+    if any(t.node_id in shard for t in targets):
+        return {}
+    others = (nodes for t, sets in fleet.placements.items() if t != table_id for nodes in sets)
+    return added_exposure(shard, [t.node_id for t in targets], others, bound)
+
+
 def _move_off(
-    node: NodeLoad, targets: list[NodeLoad], fleet: Fleet, moving: set[PartitionKey], room_below: float
+    node: NodeLoad, targets: list[NodeLoad], fleet: Fleet, moving: set[PartitionKey], policy: MigrationPolicy
 ) -> ReplicaMove | None:
     """The move of the replica that relieves the node most and fits one of `targets`
     (nodes of its zone free to take one), if any."""
@@ -235,10 +254,21 @@ def _move_off(
         members = fleet.members.get(key)
         if members is None or key in moving or node.node_id not in members:
             continue  # not known as this node's member (the report is older than the map)
-        roomy = [t for t in targets if t.node_id not in members and fits(replica, t, room_below)]
+        roomy = [t for t in targets if t.node_id not in members and fits(replica, t, policy.room_below)]
         if roomy:
-            shard = table_nodes(fleet.members, replica.table_id)
-            target = min(roomy, key=lambda t: (t.node_id not in shard, t.utilisation(), t.node_id))
+            shard = table_nodes(fleet.members, replica.table_id).union(
+                *fleet.placements.get(replica.table_id, ())
+            )
+            exposure = _exposure(fleet, replica.table_id, shard, roomy, policy.max_shared)
+            target = min(
+                roomy,
+                key=lambda t: (
+                    t.node_id not in shard,
+                    exposure.get(t.node_id, 0),
+                    t.utilisation(),
+                    t.node_id,
+                ),
+            )
             return ReplicaMove(
                 replica.table_id, replica.partition_id, node.node_id, target.node_id, fleet.now
             )

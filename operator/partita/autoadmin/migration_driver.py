@@ -2,7 +2,8 @@
 autoadmin and the Kubernetes operator. A check reads the storage nodes' load reports
 and the moves under way (two range reads), and, only when a node is hot or a move is
 under way, the members of the partitions concerned (`members_of`: the partition
-objects locally, Partition resources on Kubernetes); it decides with `migration.py` and
+objects locally, Partition resources on Kubernetes), and when a node is hot every
+table's placement (`placements_of`, for the shuffle-shard bound); it decides with `migration.py` and
 writes what it decided. The storage nodes, which report the loads and carry the moves
 out, are the same on both.
 """
@@ -30,6 +31,12 @@ log = logging.getLogger(__name__)
 
 # The members of every partition of the given tables, by (table id, partition id).
 MembersOf = Callable[[frozenset[int]], Awaitable[Mapping[PartitionKey, frozenset[str]]]]
+# Every table's partitions' replica sets, by table id.
+PlacementsOf = Callable[[], Awaitable[Mapping[int, tuple[frozenset[str], ...]]]]
+
+
+async def no_placements() -> Mapping[int, tuple[frozenset[str], ...]]:
+    return {}
 
 
 class MigrationStore(Protocol):
@@ -48,10 +55,14 @@ class MigrationDriver:
         policy: MigrationPolicy,
         members_of: MembersOf,
         wall_clock: Callable[[], float] = time.time,
+        placements_of: PlacementsOf = no_placements,
     ) -> None:
         self.store = store
         self.policy = policy
         self.members_of = members_of
+        # Read only when a node is hot: a move's target is weighed against the
+        # shuffle-shard bound, which counts every other table's replicas.
+        self.placements_of = placements_of
         # Load reports carry wall-clock times (their nodes' clocks).
         self.wall_clock = wall_clock
         # When a move of each node last ended: its reports until then are out of date.
@@ -76,6 +87,7 @@ class MigrationDriver:
             await self.store.list_draining(),
             now,
             self._last_moved,
+            await self.placements_of() if hot and self.policy.enabled else {},
         )
         plan = plan_moves(fleet, self.policy)
         metrics.STUCK_NODES.set(len(plan.stuck))

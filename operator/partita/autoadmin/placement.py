@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from partita.common import config, errors
+from partita.common.shard_bound import sharing
 from partita.control.model import NodeRecord
 
 
@@ -92,7 +93,7 @@ def shuffle_shard(
         candidate = _fill(
             pool, size, max(1, partitions), policy.replicas, holders, len(others), policy.max_shared
         )
-        score = _sharing([node.node_id for node in candidate], others, policy.max_shared)
+        score = sharing([node.node_id for node in candidate], others, policy.max_shared)
         if score[0] == 0:
             return candidate
         if best is None or score < best[0]:
@@ -142,20 +143,6 @@ def _fill(
             worst = max(worst, shared[r])
         chosen.append(node)
     return chosen
-
-
-def exposed_partitions(nodes: Collection[str], others: Collection[frozenset[str]], bound: int) -> int:
-    """Other partitions of which `nodes` (a table's) hold more than `bound` replicas:
-    those a fault of the table's nodes would take past the bound."""
-    return _sharing(nodes, others, bound)[0]
-
-
-def _sharing(nodes: Collection[str], others: Collection[frozenset[str]], bound: int) -> tuple[int, int, int]:
-    """(other partitions with more than `bound` replicas on `nodes`, most replicas of one
-    of them there, replicas of them all there)."""
-    ids = frozenset(nodes)
-    shared = [len(ids & replicas) for replicas in others]
-    return sum(1 for n in shared if n > bound), max(shared, default=0), sum(shared)
 
 
 def initial_placement(

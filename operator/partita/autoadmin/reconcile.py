@@ -27,10 +27,11 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from partita.autoadmin.partition_count import initial_partition_count, partition_count_after_update
-from partita.autoadmin.placement import ShardPolicy, exposed_partitions, initial_placement, shuffle_shard
+from partita.autoadmin.placement import ShardPolicy, initial_placement, shuffle_shard
 from partita.autoadmin.splits import DEFAULT_HOT_SECONDS, Blocked, Cut, Obstacle, consumption_cuts, size_cuts
 from partita.common import config
 from partita.common.partition_map import HASH_SPACE, Partition, is_replicated, split_evenly
+from partita.common.shard_bound import exposed_partitions
 from partita.control.model import (
     NO_REVISION,
     NodeRecord,

@@ -271,6 +271,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
             attach=_router_beside(args, etcd_host, etcd_port) if args.router_port is not None else None,
             node_units={"read": args.node_read_units, "write": args.node_write_units},
             load_report_interval=args.load_report_interval,
+            shard_max_shared=args.shard_max_shared,
         )
     )
     return 0
@@ -617,6 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--stats-interval", **_STATS_INTERVAL)
     storage.add_argument("--ttl-sweep-interval", **_TTL_SWEEP_INTERVAL)
     arg_types.add_node_load_flags(storage)
+    arg_types.add_shard_bound_flag(storage)
     storage.add_argument("--metrics-port", type=int, help="serve /metrics on this port (default: off)")
     storage.add_argument(
         "--replication",

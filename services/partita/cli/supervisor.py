@@ -253,6 +253,7 @@ class ClusterLayout:
         argv += ["--log-level", self.log_level]
         if self.replication_factor > 1:
             argv += ["--replication", "--replica-down-after", str(self.replica_down_after)]
+            argv += ["--shard-max-shared", str(self.shard_max_shared)]
             if not self.leader_rebalance:
                 argv.append("--no-leader-rebalance")
         if self.admission != "off":

@@ -157,10 +157,16 @@ def add_shard_flags(parser: argparse.ArgumentParser) -> None:
         "each partition) holding as few replicas of other tables' partitions as the fleet "
         "allows; --no-shuffle-shard: round-robin over every node (%(default)s)",
     )
+    add_shard_bound_flag(parser)
+
+
+def add_shard_bound_flag(parser: argparse.ArgumentParser) -> None:
+    """The shuffle-shard bound, which `partita storage` also takes: a member its repair
+    adds outside the table's shard keeps to it where it can."""
     parser.add_argument(
         "--shard-max-shared",
         type=at_least_zero,
         default=config.DEFAULT_SHARD_MAX_SHARED,
-        help="replicas of any other table's partition a new table's shard may hold, where "
-        "the fleet allows (%(default)s)",
+        help="replicas of any other table's partition a table's shard may hold, where the "
+        "fleet allows: new tables' shards, and members added outside them (%(default)s)",
     )

@@ -34,6 +34,7 @@ async def serve(
     attach: node.Attach | None = None,
     node_units: dict[UnitKind, float] | None = None,
     load_report_interval: float = config.DEFAULT_LOAD_REPORT_SECONDS,
+    shard_max_shared: int = config.DEFAULT_SHARD_MAX_SHARED,
 ) -> None:
     store = EtcdControlStore(etcd_host, etcd_port)
     await node.serve(
@@ -58,4 +59,5 @@ async def serve(
         attach=attach,
         node_units=node_units,
         load_report_interval=load_report_interval,
+        shard_max_shared=shard_max_shared,
     )

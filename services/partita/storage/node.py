@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from partita._proto import storage_pb2_grpc as pb_grpc
 from partita.common import config, keys
 from partita.common.metrics import serve_metrics
 from partita.common.partition_map import Partition, data_members, is_replicated
+from partita.common.shard_bound import added_exposure
 from partita.common.throughput import Kind as UnitKind
 from partita.control.model import NodeRecord, ReplicaMove, TableRecord
 from partita.control.store import NodeStore
@@ -104,6 +105,10 @@ class NodeState:
     # Replicas removed from groups that go on, to be erased (`erase_removed`): group ->
     # the key ranges of its data that no other replica here serves.
     erasing: dict[GroupId, tuple[tuple[bytes, bytes], ...]] = field(default_factory=dict)
+    # Every table the control store last listed (not only those hosted here): the other
+    # tables' placements, which a new member leaving its table's shard is checked
+    # against (`shard_exposure`). Empty when hosting by assignment (Kubernetes).
+    tables: list[TableRecord] = field(default_factory=list)
 
     def owner(self, request: pb.Request) -> Partition | None:
         """The hosted partition holding the request's key; None if this node has none."""
@@ -201,6 +206,7 @@ async def reconcile_hosting(state: NodeState, store: NodeStore, tables: list[Tab
                     await store.clear_ready(table_id, p.partition_id, state.node_id)
         state.ready = {r for r in state.ready if r[0] != table_id}
         log.info("dropped table %d", table_id)
+    state.tables = tables
     state.hosted = desired_hosting(tables, state.node_id)
     sync_groups(state, tables)
     await erase_removed(state)
@@ -445,6 +451,15 @@ def table_nodes(state: NodeState, table_id: int) -> frozenset[str]:
     return frozenset().union(*(data_members(p) for p in hosted.record.partitions))
 
 
+def shard_exposure(
+    state: NodeState, table_id: int, shard: frozenset[str], candidates: Sequence[str], bound: int
+) -> Mapping[str, int]:
+    """How many other tables' partitions the table's shard would hold past `bound` with
+    each candidate node added to it, from the tables this node last read."""
+    others = (data_members(p) for t in state.tables if t.table_id != table_id for p in t.partitions)
+    return added_exposure(shard, candidates, others, bound)
+
+
 def led_groups(state: NodeState) -> dict[GroupId, tuple[int, Partition]]:
     """The groups the repair loop looks after: all but retiring split parents."""
     return {g: placed for g, placed in state.groups.items() if g not in state.retiring}
@@ -581,6 +596,7 @@ async def serve(
     attach: Attach | None = None,
     node_units: dict[UnitKind, float] | None = None,
     load_report_interval: float = config.DEFAULT_LOAD_REPORT_SECONDS,
+    shard_max_shared: int = config.DEFAULT_SHARD_MAX_SHARED,
 ) -> None:
     """`hosting`: "control" follows the control store's placement (the local cluster);
     "admin" hosts exactly what the admin RPC assigned (Kubernetes: the operator).
@@ -592,7 +608,9 @@ async def serve(
     node serves (a router in the same process, `partita storage --router-port`); what it
     returns is awaited first when the node stops. `node_units`: the node's capacity, RCU
     and WCU a second: its buckets' rates and what its load reports are measured against;
-    `load_report_interval`: seconds between those reports (0: none)."""
+    `load_report_interval`: seconds between those reports (0: none). `shard_max_shared`:
+    the shuffle-shard bound a member added outside its table's shard keeps to where it
+    can (`shard_bound`)."""
     engine = Engine.open(data_dir, sync=sync)
     if not engine.stopped_cleanly:
         forgotten = await engine.forget_leadership(node_id)
@@ -683,6 +701,9 @@ async def serve(
         draining=lambda: peers.draining,
         table_nodes=lambda table_id: table_nodes(state, table_id),
         moves=lambda: peers.moves,
+        exposure=lambda table_id, shard, candidates: shard_exposure(
+            state, table_id, shard, candidates, shard_max_shared
+        ),
     )
     state.repair = repair
     # Serve only once the hosting reflects the store, so no request is refused as

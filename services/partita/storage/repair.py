@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from partita.common import config
 from partita.common.partition_map import Partition
@@ -103,6 +103,10 @@ class GroupView:
     shard: frozenset[NodeId] = frozenset()
     # Where a member moving off a busy node goes (a `ReplicaMove`'s target), if any.
     move_to: NodeId | None = None
+    # For candidates outside the shard: how many other tables' partitions the shard
+    # would hold past the shard bound with that node in it (`shard_bound.added_exposure`).
+    # Filled by the driver only when the new member must leave the shard.
+    exposure: Mapping[NodeId, int] = field(default_factory=dict)
 
 
 def down_members(
@@ -223,14 +227,15 @@ def _best_candidate(view: GroupView, ok: list[NodeId]) -> NodeId | None:
     zone none of the serving members is in when there is one (zones fail together), then
     one in the table's shard (a node its table is on already: the table reaches no new
     node, so no other table's partition gets a second replica within this table's
-    reach), then by id (stable)."""
+    reach), then the one that takes the fewest other partitions past the shard bound,
+    then by id (stable)."""
     used = {view.zones.get(n) for n in ok}
     eligible = [
-        (node != view.move_to, zone in used, node not in view.shard, node)
+        (node != view.move_to, zone in used, node not in view.shard, view.exposure.get(node, 0), node)
         for node, zone in view.candidates
         if node not in view.members and node not in view.draining
     ]
-    return min(eligible)[3] if eligible else None
+    return min(eligible)[4] if eligible else None
 
 
 def partition_record(

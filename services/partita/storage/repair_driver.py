@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from partita.common.partition_map import Partition
 from partita.control.model import ReplicaMove
@@ -69,11 +69,18 @@ class RepairDriver:
         draining: Callable[[], frozenset[NodeId]] = frozenset,
         table_nodes: Callable[[int], frozenset[NodeId]] = lambda table_id: frozenset(),
         moves: Callable[[], Mapping[GroupId, ReplicaMove]] = dict,
+        exposure: Callable[[int, frozenset[NodeId], Sequence[NodeId]], Mapping[NodeId, int]] = (
+            lambda table_id, shard, candidates: {}
+        ),
     ) -> None:
         self.replicas = replicas
         # The nodes each table's partitions are on, as this node last read them: a new
         # member goes on one of them where it can (`repair._best_candidate`).
         self.table_nodes = table_nodes
+        # Where it cannot: how many other tables' partitions each candidate would take
+        # past the shard bound, with the table's shard and candidates given
+        # (`shard_bound.added_exposure` over every table this node has read).
+        self.exposure = exposure
         # Nodes being drained (`partita node drain`), as the control store says.
         self.draining = draining
         # Replicas the autoadmin asked to move off busy nodes, by group (migration).
@@ -250,6 +257,12 @@ class RepairDriver:
         if not settled:
             return wrote  # one change at a time: the previous one is not committed yet
         change = next_change(view, config)
+        if change is not None and change.kind == ChangeKind.ADD and change.node not in view.shard:
+            # Leaving the table's shard (rare: a repair or a move with no free node of it),
+            # so only now is every other table's placement looked at.
+            outside = [node for node, _ in view.candidates if node not in view.shard]
+            view = replace(view, exposure=self.exposure(table_id, view.shard, outside))
+            change = next_change(view, config)
         if change is None:
             if view.leader in view.draining:
                 return self._hand_over(group, view, ok) or wrote

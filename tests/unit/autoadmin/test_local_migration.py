@@ -30,6 +30,10 @@ class CountingStore(MemoryControlStore):
         self.partition_reads += 1
         return await super().list_partitions(table_id)
 
+    async def list_placements(self) -> dict[int, tuple[frozenset[str], ...]]:
+        self.partition_reads += 1
+        return await super().list_placements()
+
 
 async def cluster() -> CountingStore:
     store = CountingStore()
@@ -87,6 +91,22 @@ async def test_a_hot_nodes_replica_is_asked_to_move_and_forgotten_once_moved() -
     await admin.migrate_once()
     assert await store.list_moves() == []  # p1 would fill a2 past the room share
     assert REGISTRY.get_sample_value("partita_autoadmin_hot_nodes_without_room") == 1.0
+
+
+async def test_a_move_leaving_the_tables_shard_keeps_other_tables_partitions_within_the_bound() -> None:
+    # a2 and a3 are both outside table 7's shard (a1, b1, c1). Table 8's partition has a
+    # replica on a2 and one on b1: a2 would give table 7's nodes two of its three, so
+    # the move goes to a3, though a3 is the busier.
+    store = await cluster()
+    await store.register_node(NodeRecord("a3", "a", "a3:1"), ttl=10)
+    await store.change_partitions(8, [Partition("p0", 0, HASH_SPACE, ("a2", "b1", "c9"), leader="a2")], [])
+    await store.put_node_load(
+        report("a1", ReplicaLoad(TABLE, "p0", 500.0, 0.0), ReplicaLoad(TABLE, "p1", 350.0, 0.0)), 30
+    )
+    await store.put_node_load(report("a2"), 30)
+    await store.put_node_load(report("a3", ReplicaLoad(9, "p0", 50.0, 0.0)), 30)
+    await autoadmin(store).migrate_once()
+    assert [(m.partition_id, m.target) for m in await store.list_moves()] == [("p0", "a3")]
 
 
 async def test_no_partition_is_read_while_no_node_is_hot_and_no_move_is_under_way() -> None:

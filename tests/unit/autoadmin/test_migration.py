@@ -64,6 +64,34 @@ def test_a_node_of_the_tables_shard_is_the_target_before_a_less_busy_one() -> No
     assert [(m.partition_id, m.target) for m in plan_moves(f, POLICY).start] == [("p0", "a3")]
 
 
+def test_a_target_outside_the_shard_takes_no_other_partition_past_the_shard_bound() -> None:
+    # Table 1's shard is {a1, b1, c1}; neither a2 nor a3 is in it. a2 holds table 2's p0,
+    # of which b1 holds another replica: with a2 the shard would hold two of it (past
+    # the bound of one), so the busier a3, whose table-3 partition the shard does not
+    # reach, is the target. Without the placements (or with a looser bound) the least
+    # busy, a2.
+    nodes = [node("a1", "a"), node("a2", "a"), node("a3", "a"), node("b1", "b"), node("c1", "c")]
+    placements = {
+        1: (frozenset({"a1", "b1", "c1"}),),
+        2: (frozenset({"a2", "b1", "c9"}),),
+        3: (frozenset({"a3", "b9", "c9"}),),
+    }
+    members = {(1, "p0"): frozenset({"a1", "b1", "c1"}), (2, "p0"): placements[2][0]}
+    loads = (
+        load("a1", (1, "p0", 500.0, 0.0), (2, "p0", 350.0, 0.0)),
+        load("a2"),
+        load("a3", (3, "p0", 50.0, 0.0)),
+    )
+    f = Fleet(nodes, loads, members, (), frozenset(), NOW, placements=placements)
+    assert [(m.partition_id, m.target) for m in plan_moves(f, POLICY).start if m.table_id == 1] == [
+        ("p0", "a3")
+    ]
+    loose = dataclasses.replace(POLICY, max_shared=2)
+    assert [(m.target) for m in plan_moves(f, loose).start if m.table_id == 1] == ["a2"]
+    unread = dataclasses.replace(f, placements={})
+    assert [(m.target) for m in plan_moves(unread, POLICY).start if m.table_id == 1] == ["a2"]
+
+
 def test_a_replica_too_big_for_any_target_stays_and_a_smaller_one_goes() -> None:
     # p0 alone would take a2 to 0.7 of its reads (a2 carries 0.2): only p1 fits.
     plan = plan_moves(

@@ -366,6 +366,20 @@ def test_a_new_member_goes_on_a_node_of_the_tables_shard_where_it_can() -> None:
     assert next_change(zone_first, CONFIG) == MembershipChange(ADD, "d", L)
 
 
+def test_a_new_member_outside_the_shard_goes_where_it_exposes_the_fewest_other_partitions() -> None:
+    # Neither d nor e is in the table's shard: by id d, but d would take another table's
+    # partition past the shard bound (the driver's exposure), so e.
+    outside = dataclasses.replace(
+        view({"a": F, "b": F, "c": F}, {"c"}, ["d", "e"]), shard=frozenset({"a", "b"})
+    )
+    assert next_change(outside, CONFIG) == MembershipChange(ADD, "d", L)
+    exposed = dataclasses.replace(outside, exposure={"d": 1, "e": 0})
+    assert next_change(exposed, CONFIG) == MembershipChange(ADD, "e", L)
+    # The shard and the zone rule still come first.
+    in_shard = dataclasses.replace(exposed, shard=frozenset({"a", "b", "d"}))
+    assert next_change(in_shard, CONFIG) == MembershipChange(ADD, "d", L)
+
+
 def test_a_member_moving_off_a_busy_node_goes_to_the_moves_target() -> None:
     # Migration: b is the source (draining for this group alone), a2 the target; d and e
     # would come first by the zone rule and by id, but the move names a2.

@@ -159,7 +159,9 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         split_size_bytes=args.split_size_bytes,
         split_hot_seconds=args.split_hot_seconds,
         shards=ShardPolicy(args.shard_max_shared, args.shuffle_shard),
-        migration=MigrationPolicy(args.migration, args.migrate_above, args.migrate_room_below),
+        migration=MigrationPolicy(
+            args.migration, args.migrate_above, args.migrate_room_below, max_shared=args.shard_max_shared
+        ),
         doorman_config_key=args.doorman_config_key,
         doorman_templates=args.doorman_templates,
     )

@@ -31,10 +31,11 @@ def partition_members(
     tables: list[Mapping[str, Any]],
     partitions: list[Mapping[str, Any]],
     namespace: str,
-    wanted: frozenset[int],
+    wanted: frozenset[int] | None,
 ) -> dict[PartitionKey, frozenset[str]]:
-    """Every member (any role) of each Partition of the `wanted` tables, by (table id,
-    Partition name): the name is the partition id the storage pods and routers use."""
+    """Every member (any role) of each Partition of the `wanted` tables (None: of every
+    table), by (table id, Partition name): the name is the partition id the storage pods
+    and routers use."""
     ids = {}
     for obj in tables:
         name = obj["metadata"]["name"]
@@ -46,7 +47,9 @@ def partition_members(
     for obj in partitions:
         table = resources.table_of(obj)
         table_id = ids.get(table) if table is not None else None
-        if table_id is None or table_id not in wanted or obj["metadata"].get("deletionTimestamp"):
+        if table_id is None or obj["metadata"].get("deletionTimestamp"):
+            continue
+        if wanted is not None and table_id not in wanted:
             continue
         out[(table_id, obj["metadata"]["name"])] = resources.member_nodes(obj)
     return out
@@ -64,7 +67,7 @@ class KubeMigration(StartedByHandlers):
         self.api = api
         self.namespace = namespace
         self.interval = interval
-        self.driver = MigrationDriver(store, policy, self._members_of)
+        self.driver = MigrationDriver(store, policy, self._members_of, placements_of=self._placements)
 
     async def _run(self) -> None:
         while True:
@@ -76,7 +79,13 @@ class KubeMigration(StartedByHandlers):
                 log.warning("migration check failed (%s); retrying", exc)
             await asyncio.sleep(self.interval)
 
-    async def _members_of(self, wanted: frozenset[int]) -> dict[PartitionKey, frozenset[str]]:
+    async def _members_of(self, wanted: frozenset[int] | None) -> dict[PartitionKey, frozenset[str]]:
         tables = await self.api.list(naming.API_VERSION, naming.TABLES, self.namespace, {})
         partitions = await self.api.list(naming.API_VERSION, naming.PARTITIONS, self.namespace, {})
         return partition_members(tables, partitions, self.namespace, wanted)
+
+    async def _placements(self) -> dict[int, tuple[frozenset[str], ...]]:
+        placed: dict[int, list[frozenset[str]]] = {}
+        for (table_id, _), members in (await self._members_of(None)).items():
+            placed.setdefault(table_id, []).append(members)
+        return {table_id: tuple(sets) for table_id, sets in placed.items()}

@@ -46,7 +46,7 @@ def table_id(name: str) -> int:
     return resources.table_spec(NS, name, manifest["spec"], manifest["metadata"]).table_id
 
 
-def test_members_come_from_partition_resources_of_the_wanted_tables_only() -> None:
+def test_members_come_from_partition_resources_of_the_wanted_tables_or_of_all() -> None:
     tables = [table_manifest("music"), table_manifest("books")]
     parts = [
         partition("music-0", "music", "pt-storage-a-0", "pt-storage-b-0", "pt-storage-c-0"),
@@ -56,6 +56,11 @@ def test_members_come_from_partition_resources_of_the_wanted_tables_only() -> No
     members = partition_members(tables, parts, NS, frozenset({table_id("music")}))
     assert members == {
         (table_id("music"), "music-0"): frozenset({"pt-storage-a-0", "pt-storage-b-0", "pt-storage-c-0"})
+    }
+    # Every table's (the shard bound's placements), the orphan still left out.
+    assert set(partition_members(tables, parts, NS, None)) == {
+        (table_id("music"), "music-0"),
+        (table_id("books"), "books-0"),
     }
 
 
