@@ -7,10 +7,8 @@ real consensus core and repair driver; the control store records what is written
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-
-import pytest
 
 from partita.common.partition_map import HASH_SPACE, Partition
 from partita.storage.node import NodeState, shard_exposure
@@ -24,15 +22,14 @@ from tests.unit.storage.test_repair_driver_quiet import CONFIG, END, SPARE, ZONE
 from tests.unit.storage.test_replica_host import GROUP, NODES, Cluster, three_nodes
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with three_nodes(tmp_path, CONFIG) as c:
-        yield c
-
-
 async def test_a_log_member_outside_the_shard_goes_where_it_exposes_no_other_partition(
-    cluster: Cluster,
+    tmp_path: Path,
 ) -> None:
+    async with three_nodes(tmp_path, CONFIG) as cluster:
+        await _log_member_within_the_bound(cluster)
+
+
+async def _log_member_within_the_bound(cluster: Cluster) -> None:
     leader = await cluster.leader(seconds=10.0)
     replica = leader.host.multi.replicas[GROUP]
     await wait_until(lambda: replica.quiesced)
