@@ -49,7 +49,8 @@ from partita.router.admission import CONTROL_PLANE, KIND_OF, Admission
 from partita.router.auth import authenticate
 from partita.router.context import RouterContext
 from partita.router.credentials import CredentialStore
-from partita.router.http_server import HttpRequest, HttpResponse
+from partita.router.http_server import MAX_BODY_BYTES, HttpRequest, HttpResponse
+from partita.router.request_encoding import decoded_body
 
 log = logging.getLogger(__name__)
 # Rejected requests, one line each at info, at most a burst of 100 then 10 a second.
@@ -212,8 +213,9 @@ class DynamoApp:
         if action is None:
             raise errors.unknown_operation()
         labels.operation = operation
+        body = decoded_body(request.body, request.headers.get("content-encoding"), MAX_BODY_BYTES)
         try:
-            payload = orjson.loads(request.body) if request.body else {}
+            payload = orjson.loads(body) if body else {}
         except orjson.JSONDecodeError:
             # DynamoDB names no position or cause for a body that is not JSON (dynalite's
             # and Alternator's tests, recorded against DynamoDB).
