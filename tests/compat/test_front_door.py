@@ -298,3 +298,20 @@ def test_a_body_that_is_not_json_is_a_serialization_exception_without_a_message(
     # against DynamoDB: the answer names no cause and no position.
     status, answer = raw_call(cluster, "PutItem", body)
     assert (status, answer) == (400, {"__type": "com.amazon.coral.service#SerializationException"})
+
+
+# --- headers every answer carries --------------------------------------------------------
+
+
+def test_every_answer_carries_dynamodbs_server_and_a_current_date_header(ddb: Any, table_s: str) -> None:
+    from email.utils import parsedate_to_datetime
+
+    from botocore.exceptions import ClientError
+
+    ok = ddb.get_item(TableName=table_s, Key={"pk": {"S": key()}})["ResponseMetadata"]["HTTPHeaders"]
+    with pytest.raises(ClientError) as refused:
+        ddb.describe_table(TableName="compat-no-such-table-for-headers")
+    failed = refused.value.response["ResponseMetadata"]["HTTPHeaders"]
+    for headers in (ok, failed):
+        assert headers["server"] == "Server"
+        assert abs(parsedate_to_datetime(headers["date"]).timestamp() - time.time()) < 60

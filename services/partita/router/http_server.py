@@ -23,6 +23,7 @@ import asyncio
 import logging
 import time
 from collections import deque
+from email.utils import formatdate
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -429,10 +430,11 @@ class HttpProtocol(asyncio.Protocol):
             return
         status = response.status
         self._transport.write(
-            b"HTTP/1.1 %d %s\r\n%sContent-Length: %d\r\n%s\r\n%s"
+            b"HTTP/1.1 %d %s\r\n%s%sContent-Length: %d\r\n%s\r\n%s"
             % (
                 status,
                 _REASONS.get(status, b"Unknown"),
+                _SERVER_AND_DATE.current(),
                 response.headers,
                 len(response.body),
                 b"" if keep_alive else b"Connection: close\r\n",
@@ -455,6 +457,26 @@ class HttpProtocol(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
+
+class ServerAndDate:
+    """The `Server` and `Date` lines every DynamoDB answer carries (its Server says
+    "Server"), rendered once a second rather than once an answer."""
+
+    __slots__ = ("_second", "_lines")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._lines = b""
+
+    def current(self) -> bytes:
+        second = int(time.time())
+        if second != self._second:
+            self._second = second
+            self._lines = b"Server: Server\r\nDate: %s\r\n" % formatdate(second, usegmt=True).encode()
+        return self._lines
+
+
+_SERVER_AND_DATE = ServerAndDate()
 
 # Answers given before a request could be parsed are still DynamoDB JSON error bodies,
 # so an SDK reports them as errors instead of failing to parse the answer. The service
