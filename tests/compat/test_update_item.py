@@ -433,6 +433,9 @@ def test_legacy_expected_is_validated_with_its_own_messages(
     "kwargs",
     [
         {"UpdateExpression": "REMOVE a, b"},
+        # Nested paths too: on a missing item there is nothing whose path could be invalid.
+        {"UpdateExpression": "REMOVE x.y"},
+        {"UpdateExpression": "REMOVE x[0]"},
         {"UpdateExpression": "DELETE tags :t", "ExpressionAttributeValues": {":t": {"SS": ["x"]}}},
         {"UpdateExpression": "REMOVE a DELETE tags :t", "ExpressionAttributeValues": {":t": {"SS": ["x"]}}},
         {"AttributeUpdates": {"a": {"Action": "DELETE"}}},
@@ -451,6 +454,16 @@ def test_a_remove_only_update_of_a_missing_item_creates_nothing(
     out = ddb.update_item(TableName=table_s, Key=k, ReturnValues="ALL_NEW", **kwargs)
     assert "Attributes" not in out
     assert "Item" not in ddb.get_item(TableName=table_s, Key=k, ConsistentRead=True)
+
+
+@pytest.mark.parametrize("expression", ["REMOVE x.y", "REMOVE x[0]"])
+def test_a_nested_remove_under_a_missing_attribute_of_an_existing_item_is_an_invalid_path(
+    ddb: Any, table_s: str, expression: str
+) -> None:
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"N": "1"}})
+    message = validation(ddb.update_item, TableName=table_s, Key=k, UpdateExpression=expression)
+    assert message == "The document path provided in the update expression is invalid for update"
 
 
 def test_a_remove_only_update_of_an_existing_item_still_applies(ddb: Any, table_s: str) -> None:

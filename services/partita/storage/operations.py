@@ -280,7 +280,7 @@ def apply_to(
     if update is None:
         return base, None
     try:
-        result = apply_update(update, base)
+        result = apply_update(update, base, exists=old_item is not None)
     except DynamoError as exc:
         if exprs.options.get("legacy") and exc.message == _BAD_OPERAND:
             raise errors.validation(_LEGACY_MISMATCH) from None

@@ -62,8 +62,11 @@ def modified_attributes(update: ast.Update) -> frozenset[str]:
     return frozenset(a.path.elements[0] for a in update.actions)  # type: ignore[misc]
 
 
-def apply_update(update: ast.Update, item: Item | None) -> UpdateResult:
-    """Apply a resolved update to `item` (None: the item does not exist yet)."""
+def apply_update(update: ast.Update, item: Item | None, exists: bool = True) -> UpdateResult:
+    """Apply a resolved update to `item` (None: the item does not exist yet). `exists`
+    False: `item` is a new item made of its key alone. REMOVE then has nothing to take
+    away and is skipped, a nested path too (DynamoDB accepts `REMOVE x.y` on a missing
+    item, though on an item without `x` the path is invalid)."""
     old: Item = item if item is not None else {}
     writes: list[tuple[ast.UpdateAction, AttributeValue | None]] = []
     removals: list[ResolvedPath] = []
@@ -104,7 +107,7 @@ def apply_update(update: ast.Update, item: Item | None) -> UpdateResult:
 
     # Removals, then appends: every index in the expression names a position in the
     # list as it was, so a removal must not reach an element appended by this update.
-    if item is not None:
+    if item is not None and exists:
         removals.sort(key=_descending_key, reverse=True)
         for path in removals:
             state.remove(path)
