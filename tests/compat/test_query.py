@@ -158,6 +158,38 @@ def test_a_start_key_outside_the_partition_is_refused(ddb: Any, table_s: str) ->
     assert message == "The provided starting key is outside query boundaries based on provided conditions"
 
 
+@pytest.mark.parametrize(
+    ("table", "value", "shown"),
+    [("table_s", {"S": "x"}, "{S:x}"), ("table_n", {"N": "5"}, "{N:5}")],
+)
+def test_a_start_key_in_the_one_item_partition_of_a_table_without_a_sort_key_is_invalid(
+    request: pytest.FixtureRequest, ddb: Any, table: str, value: dict[str, str], shown: str
+) -> None:
+    # Exclusive of the partition's only item, such a page would be empty by definition.
+    message = validation(
+        ddb.query, TableName=request.getfixturevalue(table), KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": value}, ExclusiveStartKey={"pk": value},
+    )  # fmt: skip
+    assert (
+        message
+        == f"The provided exclusive start key is invalid: ExclusiveStartKey: {{pk=AttributeValue: {shown}}}"
+    )
+
+
+def test_a_query_of_a_table_without_a_sort_key_never_says_a_page_follows(ddb: Any, table_s: str) -> None:
+    # Limit 1 reaches the partition's one item, and nothing can follow it: no
+    # LastEvaluatedKey, so a paginator never sends the start key refused above.
+    k = key()
+    ddb.put_item(TableName=table_s, Item={"pk": {"S": k}})
+    out = ddb.query(
+        TableName=table_s,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": k}},
+        Limit=1,
+    )
+    assert (out["Count"], "LastEvaluatedKey" in out) == (1, False)
+
+
 def test_a_start_key_outside_the_sort_condition_is_refused(ddb: Any, table_sn: str) -> None:
     message = validation(
         ddb.query, TableName=table_sn, KeyConditionExpression="pk = :p AND sk > :v",

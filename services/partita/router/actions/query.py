@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from partita._proto import storage_pb2 as pb
@@ -43,6 +44,10 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         await ranges.read_range(
             ctx, table, pb.QUERY, h, lo, hi, page, read, req.expressions, reverse=not req.forward
         )
+    if record.sort_key is None:
+        # The partition's only item: nothing follows it, so no page does (and a start
+        # key there is refused, above).
+        page.last = None
     return ranges.answer(page, read)
 
 
@@ -52,6 +57,14 @@ def _start_key(record: TableRecord, start: dict[str, Any], condition: Any) -> by
     if len(start) != len(names) or any(n not in start for n in names):
         raise errors.validation("The provided starting key is invalid")
     key = ranges.start_key(record, start)
+    if record.sort_key is None and values_equal(start[record.partition_key.name], condition.partition_value):
+        # A partition of a table without a sort key holds one item: an exclusive start
+        # in it leaves nothing to return, and DynamoDB refuses it (in its Java rendering;
+        # a start in another partition is outside the query's boundaries, below).
+        raise errors.validation(
+            "The provided exclusive start key is invalid: ExclusiveStartKey: "
+            f"{{{record.partition_key.name}={_java_attribute_value(start[record.partition_key.name])}}}"
+        )
     if record.sort_key is None or condition.sort_op is None:
         if not values_equal(start[record.partition_key.name], condition.partition_value):
             raise errors.validation(
@@ -63,3 +76,12 @@ def _start_key(record: TableRecord, start: dict[str, Any], condition: Any) -> by
         if not values_equal(start[record.partition_key.name], condition.partition_value):
             raise errors.validation("The query can return at most one row and cannot be restarted")
     return key.storage_key
+
+
+def _java_attribute_value(value: dict[str, Any]) -> str:
+    """A key value as DynamoDB's messages print it (the Java SDK's AttributeValue)."""
+    kind, inner = next(iter(value.items()))
+    if kind == "B":
+        size = len(base64.b64decode(inner))
+        inner = f"java.nio.HeapByteBuffer[pos=0 lim={size} cap={size}]"
+    return f"AttributeValue: {{{kind}:{inner}}}"
