@@ -3,9 +3,12 @@
 DynamoDB's rules (developer guide, "Capacity unit consumption"):
 - a read costs one unit per started 4 KB of item size when strongly consistent, half
   that when eventually consistent; reading a missing item still costs the minimum;
-- Query and Scan add up the sizes of every item they read (before any filter) and round
-  the total once, so many small items share units; a page that read nothing still
-  costs the minimum ("queries that do not return results consume the minimum");
+- Query and Scan add up the sizes of every item they read (before any filter) in each
+  partition and round each partition's total once, so many small items share units; a
+  partition read that found nothing still costs the minimum ("queries that do not
+  return results consume the minimum"), so a Scan of a one-item table of four
+  partitions (a new on-demand table) costs 4 units strongly consistent and 2 eventually,
+  DynamoDB's own figures (Alternator's test_scan_consumed_capacity);
 - a write costs one unit per started 1 KB of the larger of the item before and after
   (a delete of a missing item still costs one unit);
 - BatchGetItem and BatchWriteItem charge every item on its own and report one sum per
@@ -36,7 +39,8 @@ def read_units(size: int, consistent: bool) -> float:
 
 
 def range_read_units(total_size: int, consistent: bool) -> float:
-    """Units of one Query or Scan page: the sizes of every item read, rounded once."""
+    """Units of one Query or Scan read of one partition: the sizes of every item read
+    there, rounded once."""
     return read_units(total_size, consistent)
 
 

@@ -23,9 +23,9 @@ import asyncio
 import logging
 import time
 from collections import deque
-from email.utils import formatdate
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Any, cast
 
 import httptools
@@ -462,7 +462,7 @@ class ServerAndDate:
     """The `Server` and `Date` lines every DynamoDB answer carries (its Server says
     "Server"), rendered once a second rather than once an answer."""
 
-    __slots__ = ("_second", "_lines")
+    __slots__ = ("_lines", "_second")
 
     def __init__(self) -> None:
         self._second = -1

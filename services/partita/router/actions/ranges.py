@@ -37,6 +37,8 @@ class Page:
     count: int = 0
     scanned: int = 0
     size: int = 0
+    # Read units so far: each partition's read rounded on its own (DynamoDB's figures).
+    units: float = 0.0
     last: dict[str, Any] | None = None  # the LastEvaluatedKey, once the page stopped early
 
     def remaining_limit(self, limit: int | None) -> int | None:
@@ -96,6 +98,7 @@ async def read_range(
     page.count += summary["count"]
     page.scanned += summary["scanned"]
     page.size += response.capacity_bytes
+    page.units += capacity.range_read_units(response.capacity_bytes, read.consistent)
     page.last = summary["last"]
     if len(response.value) > 2:  # "[]" is an empty page
         page.items.append(response.value[1:-1])
@@ -105,7 +108,7 @@ def answer(page: Page, read: ReadCommon) -> bytes:
     """The Query/Scan response body."""
     items = None if read.select == "COUNT" else b"[" + b",".join(page.items) + b"]"
     consumed = capacity.consumed(
-        read.table_name, capacity.range_read_units(page.size, read.consistent), read.capacity
+        read.table_name, page.units or capacity.range_read_units(0, read.consistent), read.capacity
     )
     return wire.body(
         (b'"Items":', items),
