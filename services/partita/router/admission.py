@@ -42,7 +42,11 @@ KIND_OF: dict[str, Kind] = {
 }
 # Unused provisioned throughput kept for bursts (DynamoDB: five minutes).
 BURST_SECONDS = DEFAULT_BURST_SECONDS
-ON_DEMAND_BURST_SECONDS = 1.0
+# An on-demand table's burst: a few seconds of its allowance, not 300 s (its allowance
+# grows with its peak instead). DynamoDB takes 8,000 WCU within half a second on a new
+# on-demand table, twice its 4,000 WCU allowance (Alternator's DynamoDB-verified
+# test_scan_paging_missing_limit).
+ON_DEMAND_BURST_SECONDS = 5.0
 # Control-plane operations share one bucket per router: DynamoDB answers their excess with
 # ThrottlingException ("Rate of requests exceeds the allowed throughput.").
 CONTROL_PLANE = frozenset(
@@ -173,7 +177,7 @@ class Admission:
         used = state.consumed.value - state.seen
         state.seen = state.consumed.value
         bucket = state.bucket
-        # On-demand tables have no burst credit beyond a second: their allowance is the burst.
+        # On-demand tables save a few seconds, not 300: their allowance grows with their peak.
         bucket.burst_seconds = (
             ON_DEMAND_BURST_SECONDS if record.billing_mode == "PAY_PER_REQUEST" else BURST_SECONDS
         )
@@ -192,9 +196,9 @@ class Admission:
         """A provisioned table's savings are capped at its whole rate's burst, whatever
         this router's share: a Doorman lease of zero (learning mode after a master
         change, or the other routers hold the rate) stops the refill but keeps what
-        was saved. On-demand: a second of the allowance, and never less than a second
-        of a new table's (4,000 WCU / 12,000 RCU), which DynamoDB admits at once even
-        while this router's lease is only its share of it."""
+        was saved. On-demand: ON_DEMAND_BURST_SECONDS of the allowance, and never less
+        than that of a new table's (4,000 WCU / 12,000 RCU), which DynamoDB admits at
+        once even while this router's lease is only its share of it."""
         if record.billing_mode == "PAY_PER_REQUEST":
             return max(rate, throughput.on_demand_allowance(0.0, kind)) * ON_DEMAND_BURST_SECONDS
         return provisioned_rate(record, kind) * BURST_SECONDS

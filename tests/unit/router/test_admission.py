@@ -15,7 +15,7 @@ from partita.common.errors import DynamoError
 from partita.control.model import NodeRecord, TableRecord
 from partita.control.store import MemoryControlStore
 from partita.router import metrics
-from partita.router.admission import Admission, ProvisionedRate, resource_id
+from partita.router.admission import ON_DEMAND_BURST_SECONDS, Admission, ProvisionedRate, resource_id
 from partita.router.app import DynamoApp
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.credentials import CredentialStore, save
@@ -305,14 +305,16 @@ def test_a_zero_lease_stops_the_refill_but_keeps_the_savings() -> None:
         admission.admit(record, "write")
 
 
-def test_an_on_demand_tables_first_bucket_is_not_a_300_second_burst() -> None:
+def test_an_on_demand_tables_first_bucket_is_a_few_seconds_of_its_allowance_not_300() -> None:
+    # DynamoDB takes 8,000 WCU within half a second on a new on-demand table (Alternator's
+    # test_scan_paging_missing_limit): the bucket holds ON_DEMAND_BURST_SECONDS of the
+    # initial 4,000 WCU allowance, so half a second of a flood admits that plus half a
+    # second's refill, and not the 300 s a provisioned table saves.
     clock = Clock()
     record = unique_table(billing_mode="PAY_PER_REQUEST")
     admission = Admission(ProvisionedRate(), clock=clock, start_full=True)
-    admitted = drive(admission, clock, record, "write", seconds=1, per_second=100000, units=1.0)
-    without = Admission(ProvisionedRate(), clock=clock)
-    other = unique_table(billing_mode="PAY_PER_REQUEST")
-    assert admitted <= 2 * drive(without, clock, other, "write", seconds=1, per_second=100000, units=1.0) + 10
+    admitted = drive(admission, clock, record, "write", seconds=0.5, per_second=100000, units=1.0)
+    assert 8000 <= admitted <= 4000 * (ON_DEMAND_BURST_SECONDS + 0.5) + 10
 
 
 class Recording(Leased):
@@ -348,14 +350,14 @@ class OnDemandLeased(Leased):
 
 
 def test_a_new_on_demand_table_takes_a_burst_beyond_this_routers_share_at_once() -> None:
-    # DynamoDB admits up to 4,000 WCU at once on a new on-demand table; a router whose
-    # Doorman lease is its floor share (1,000 WCU/s) still takes 14 items of 98 WCU
-    # written back to back (the 1 MB page tests of the compat suite do this).
+    # DynamoDB admits 8,000 WCU at once on a new on-demand table; a router whose Doorman
+    # lease is its floor share (1,000 WCU/s) still takes 82 items of 98 WCU written back
+    # to back (32 BatchWriteItems of 25 items of 10 KB, as Alternator's paging test does).
     clock = Clock()
     record = unique_table(billing_mode="PAY_PER_REQUEST")
     admission = Admission(OnDemandLeased(1000.0), clock=clock, start_full=True)  # type: ignore[arg-type]
-    admitted = drive(admission, clock, record, "write", seconds=0.14, per_second=100, units=98.0)
-    assert admitted == 14
-    # Still a second's worth, not a 300 s burst: a long load meets the lease.
-    admitted = drive(admission, clock, record, "write", seconds=10, per_second=100, units=98.0)
-    assert admitted <= (1000 * 10 + 4000) / 98 + 2, admitted
+    admitted = drive(admission, clock, record, "write", seconds=0.41, per_second=200, units=98.0)
+    assert admitted == 82
+    # Still a few seconds' worth, not a 300 s burst: a long load meets the lease.
+    admitted = drive(admission, clock, record, "write", seconds=30, per_second=100, units=98.0)
+    assert admitted <= (1000 * 30 + 4000 * ON_DEMAND_BURST_SECONDS) / 98 + 2, admitted
