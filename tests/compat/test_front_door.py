@@ -220,7 +220,10 @@ def test_a_document_nested_past_dynamodbs_limit_is_a_validation_error(cluster: A
     body = ('{"TableName": "' + table_s + '", "Item": {"pk": {"S": "deep"}, "d": ' + value + "}}").encode()
     status, answer = raw_call(cluster, "PutItem", body)
     assert (status, error_type(answer)) == (400, "ValidationException")
-    assert message_of(answer) == "Nesting Levels have exceeded supported limits"
+    assert (
+        message_of(answer)
+        == "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
+    )
 
 
 # --- what used to be a 500 ---------------------------------------------------------------

@@ -255,7 +255,10 @@ def test_deeply_nested_json_is_refused_cleanly(cluster: Any, fuzz_table: str) ->
     nested = '{"M":{"m":' * 400 + '{"S":"x"}' + "}}" * 400
     body = f'{{"TableName":"{fuzz_table}","Item":{{"pk":{{"S":"n"}},"sk":{{"N":"1"}},"deep":{nested}}}}}'
     status, answer = raw_call(cluster, "PutItem", body.encode())
-    assert (status, answer["message"]) == (400, "Nesting Levels have exceeded supported limits")
+    assert (status, answer["message"]) == (
+        400,
+        "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit",
+    )
 
 
 # The inputs that once reached a 500, kept as explicit examples of the corpus.

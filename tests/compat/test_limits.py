@@ -41,7 +41,7 @@ def test_nesting_to_32_levels_is_allowed_and_33_refused(ddb: Any, table_s: str) 
     k = {"pk": {"S": key()}}
     ddb.put_item(TableName=table_s, Item={**k, "deep": _nested(32)})
     assert validation(ddb.put_item, TableName=table_s, Item={**k, "deep": _nested(33)}) == (
-        "Nesting Levels have exceeded supported limits"
+        "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
     )
 
 
@@ -52,7 +52,10 @@ def test_an_update_cannot_nest_past_32_levels(ddb: Any, table_s: str) -> None:
         ddb.update_item, TableName=table_s, Key=k, UpdateExpression="SET m.inside = :v",
         ExpressionAttributeValues={":v": _nested(32)},
     )  # fmt: skip
-    assert message == "Nesting Levels have exceeded supported limits"
+    assert (
+        message
+        == "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
+    )
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ def check_value(av: Any, depth: int = 1) -> AttributeValue:
     if len(av) != 1:
         raise errors.validation(_EMPTY_AV if not av else _MULTI_AV)
     if depth > MAX_DEPTH:
-        raise errors.validation("Nesting Levels have exceeded supported limits")
+        raise errors.nesting_too_deep()
     ((kind, value),) = av.items()
     if kind == "S":
         if not isinstance(value, str):

@@ -40,7 +40,6 @@ from partita.common.errors import DynamoError
 # levels (RequestItems, a list, a PutRequest, Item). Deeper is refused with DynamoDB's
 # nesting error before any recursion could get near the interpreter's limit.
 MAX_NESTING = 80
-_TOO_DEEP = "Nesting Levels have exceeded supported limits"
 
 # Table names: the model now types TableName as TableArn (1..1024 characters, so that an
 # ARN may stand for the name), but Partita takes names only, and DynamoDB's recorded
@@ -271,7 +270,7 @@ class StructureCheck(Check):
                 raise errors.serialization(_LIST_START)
             raise errors.serialization("Expected null")
         if depth > MAX_NESTING:
-            raise errors.validation(_TOO_DEEP)
+            raise errors.nesting_too_deep()
         members = self.members
         describe = walk.messages is not None
         for name, member in value.items():
@@ -300,7 +299,7 @@ class ListCheck(Check):
                 raise errors.serialization(_MAP_START)
             raise errors.serialization("Expected list or null")
         if depth > MAX_NESTING:
-            raise errors.validation(_TOO_DEEP)
+            raise errors.nesting_too_deep()
         member = self.member
         describe = walk.messages is not None
         for i, element in enumerate(value, 1):
@@ -332,7 +331,7 @@ class MapCheck(Check):
                 raise errors.serialization(_LIST_START)
             raise errors.serialization("Expected map or null")
         if depth > MAX_NESTING:
-            raise errors.validation(_TOO_DEEP)
+            raise errors.nesting_too_deep()
         checker = self.value
         describe = walk.messages is not None
         for key, element in value.items():

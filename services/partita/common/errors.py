@@ -68,6 +68,14 @@ def validation(message: str) -> DynamoError:
     return DynamoError("ValidationException", message, namespace=VALIDATE_NS)
 
 
+def nesting_too_deep() -> DynamoError:
+    """A document past DynamoDB's 32 levels (as AWS words it, captured in nubo-db/dynoxide
+    issue 110; Alternator's tests match "nested")."""
+    return validation(
+        "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
+    )
+
+
 def serialization(message: str) -> DynamoError:
     return DynamoError("SerializationException", message, namespace=SERVICE_NS)
 

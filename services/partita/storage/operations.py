@@ -59,7 +59,6 @@ from partita.storage.engine import Engine
 _UPDATE_TOO_BIG = "Item size to update has exceeded the maximum allowed size"
 _BAD_OPERAND = "An operand in the update expression has an incorrect data type"
 _LEGACY_MISMATCH = "Type mismatch for attribute to update"
-_TOO_DEEP = "Nesting Levels have exceeded supported limits"
 
 
 @dataclass(slots=True)
@@ -247,7 +246,7 @@ def plan_update(engine: Engine, request: pb.Request) -> Plan:
     if item_size(new_item) > MAX_ITEM_BYTES:
         raise errors.validation(_UPDATE_TOO_BIG)
     if _depth(new_item) > MAX_DEPTH:
-        raise errors.validation(_TOO_DEEP)
+        raise errors.nesting_too_deep()
     new = orjson.dumps(new_item)
     response = pb.Response(id=request.id, status=pb.OK)
     returned = options.get("return", "NONE")

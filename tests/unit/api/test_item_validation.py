@@ -153,14 +153,18 @@ def test_nesting_up_to_32_levels_is_accepted() -> None:
 def test_nesting_beyond_32_levels_is_refused() -> None:
     error = failure(check_value, nested(32))
     assert error.code == "ValidationException"
-    assert error.message.startswith("Nesting Levels have exceeded supported limits")
+    assert error.message.startswith(
+        "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
+    )
 
 
 def test_nesting_through_lists_counts_the_same() -> None:
     v: dict[str, Any] = {"N": "1"}
     for _ in range(32):
         v = {"L": [v]}
-    assert failure(check_value, v).message.startswith("Nesting Levels have exceeded supported limits")
+    assert failure(check_value, v).message.startswith(
+        "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
+    )
 
 
 # --- whole items ----------------------------------------------------------------------

@@ -89,7 +89,7 @@ def test_documents_nested_past_the_bound_get_the_nesting_error_not_a_recursion_e
         check_request("PutItem", {"TableName": "t", "Item": {"pk": value}})
     assert (info.value.code, info.value.message) == (
         "ValidationException",
-        "Nesting Levels have exceeded supported limits",
+        "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit",
     )
 
 
