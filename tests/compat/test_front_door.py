@@ -318,3 +318,17 @@ def test_every_answer_carries_dynamodbs_server_and_a_current_date_header(ddb: An
     for headers in (ok, failed):
         assert headers["server"] == "Server"
         assert abs(parsedate_to_datetime(headers["date"]).timestamp() - time.time()) < 60
+
+
+def test_headers_or_a_request_line_past_16_kb_are_a_400_not_a_signature_error(
+    cluster: Any, table_s: str
+) -> None:
+    # DynamoDB's limit on the request line and headers (Alternator's tests record it).
+    body = orjson.dumps({"TableName": table_s, "Item": {"pk": {"S": key()}}})
+    headers = cluster.signed_headers("PutItem", body)
+    status, _ = cluster.post(body, {**headers, "header1": "dog", "header2": "cat"})
+    assert status == 200  # short unsigned headers change nothing
+    status, _ = cluster.post(body, {**headers, "header1": "x" * 8192, "header2": "y" * 8192})
+    assert status == 400
+    status, answer, _ = cluster.request("POST", "/" + "x" * 17000, body, headers)
+    assert status == 400 and b"InvalidSignatureException" not in answer
