@@ -332,3 +332,21 @@ def test_headers_or_a_request_line_past_16_kb_are_a_400_not_a_signature_error(
     assert status == 400
     status, answer, _ = cluster.request("POST", "/" + "x" * 17000, body, headers)
     assert status == 400 and b"InvalidSignatureException" not in answer
+
+
+@pytest.mark.parametrize(
+    ("blob", "message"),
+    [
+        ("23456", "Base64 encoded length is expected a multiple of 4 bytes but found: 5"),
+        ("=+/=", "Invalid last non-pad Base64 character dectected"),
+        ("+/+=", "Invalid last non-pad Base64 character dectected"),  # padding bits set
+    ],
+)
+def test_a_blob_that_is_not_base64_is_refused_while_the_request_is_read(
+    cluster: Any, blob: str, message: str
+) -> None:
+    # Before any validation: the request has no TableName, yet the answer is the blob's
+    # SerializationException (the AWS Java SDK's Base64 codec's words, typo included).
+    for body in ({"Key": {"a": {"B": blob}}}, {"Key": {"a": {"BS": ["AAE=", blob]}}}):
+        status, answer = raw_call(cluster, "DeleteItem", orjson.dumps(body))
+        assert (status, error_type(answer), message_of(answer)) == (400, "SerializationException", message)
