@@ -112,11 +112,13 @@ class ProvisionedRate:
 class TableBucket:
     """One table's bucket for one kind, and the metering cell it is charged from."""
 
-    __slots__ = ("admitted", "bucket", "consumed", "peak", "seen", "units")
+    __slots__ = ("admitted", "bucket", "consumed", "peak", "seen", "table_id", "units")
 
     def __init__(
         self, record: TableRecord, kind: Kind, consumed: CounterCell, rate: float, now: float, tokens: float
     ) -> None:
+        # A table deleted and created again under its name is a new table: new savings.
+        self.table_id = record.table_id
         self.consumed = consumed
         self.seen = consumed.value
         # A fresh table (or a router just started) can serve at once: the bucket starts
@@ -168,7 +170,7 @@ class Admission:
         now = self.clock()
         key = (record.name, kind)
         state = self._buckets.get(key)
-        if state is None:
+        if state is None or state.table_id != record.table_id:
             consumed = metrics.consumed_cells(record.name)[0 if kind == "read" else 1]
             first = self._rate(record, kind, None)
             state = self._buckets[key] = TableBucket(

@@ -5,6 +5,7 @@ DynamoDB's ThrottlingReasons; the throttle is counted by layer."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from pathlib import Path
 
@@ -84,6 +85,20 @@ def test_unused_throughput_is_saved_for_a_burst_of_up_to_300_seconds() -> None:
     clock.now += 1000.0  # idle far longer than 300 s: 1,500 units saved, not 5,000
     admitted = drive(admission, clock, record, "read", seconds=10, per_second=1000, units=1.0)
     assert 1500 + 50 <= admitted <= 1500 + 50 + 6
+
+
+def test_a_table_created_again_under_its_name_starts_with_full_savings() -> None:
+    # Test suites drop and create their tables under the same names: the new table must
+    # not inherit the savings the old one spent (dynalite's suite, scan tests throttled).
+    clock = Clock()
+    old = unique_table(billing_mode="PROVISIONED", read_capacity=5, write_capacity=5)
+    admission = Admission(ProvisionedRate(), clock=clock, start_full=True)
+    spent = drive(admission, clock, old, "write", seconds=2, per_second=1000, units=1.0)
+    assert 1500 <= spent <= 1500 + 12
+    with pytest.raises(DynamoError):
+        admission.admit(old, "write")
+    again = dataclasses.replace(old, table_id=old.table_id + 1)
+    assert drive(admission, clock, again, "write", seconds=2, per_second=1000, units=1.0) >= 1500
 
 
 def test_reads_and_writes_have_separate_buckets() -> None:
