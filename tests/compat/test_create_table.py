@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.compat.helpers import PYTESTMARK, error, validation
+from tests.compat.helpers import PYTESTMARK, create_table, error, validation
 
 pytestmark = PYTESTMARK
 
@@ -190,3 +190,12 @@ def test_capacity_beyond_a_trillion_units_is_out_of_bounds_not_over_a_limit(ddb:
     request = spec(BillingMode="PROVISIONED", ProvisionedThroughput=throughput)
     message = validation(ddb.create_table, **request)
     assert message == f"Given value 1000000000001 for {member} is out of bounds"
+
+
+def test_a_tables_id_is_a_version_4_uuid_that_stays_the_same(ddb: Any) -> None:
+    import uuid
+
+    name = create_table(ddb, [("pk", "S")], prefix="uuid")
+    first = ddb.describe_table(TableName=name)["Table"]["TableId"]
+    assert uuid.UUID(first).version == 4 and str(uuid.UUID(first)) == first
+    assert ddb.describe_table(TableName=name)["Table"]["TableId"] == first

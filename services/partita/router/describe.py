@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,7 +36,7 @@ def table_description(
         "TableSizeBytes": size,
         "ItemCount": items,
         "TableArn": arn,
-        "TableId": str(uuid.UUID(int=record.table_id)),
+        "TableId": table_uuid(record.table_id),
         "DeletionProtectionEnabled": record.deletion_protection,
     }
     if record.billing_mode == "PAY_PER_REQUEST":
@@ -100,3 +101,11 @@ def deleting_description(
     for field in _NOT_IN_DELETING:
         del out[field]
     return out
+
+
+def table_uuid(table_id: int) -> str:
+    """The table's TableId: a version-4 UUID, as DynamoDB's are, derived from the table's
+    id so every router gives the same one (and a table created again under its name a
+    new one)."""
+    digest = hashlib.blake2b(str(table_id).encode(), digest_size=16).digest()
+    return str(uuid.UUID(bytes=digest, version=4))
