@@ -190,6 +190,15 @@ def test_a_query_of_a_table_without_a_sort_key_never_says_a_page_follows(ddb: An
     assert (out["Count"], "LastEvaluatedKey" in out) == (1, False)
 
 
+def test_a_start_key_without_the_tables_key_is_reported_before_the_index(ddb: Any, table_sn: str) -> None:
+    # An index the table does not have: the start key lacking the table's key comes first.
+    message = validation(
+        ddb.query, TableName=table_sn, IndexName="index1", KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "x"}}, ExclusiveStartKey={"other": {"S": "x"}},
+    )  # fmt: skip
+    assert message == "The provided starting key is invalid"
+
+
 def test_a_start_key_outside_the_sort_condition_is_refused(ddb: Any, table_sn: str) -> None:
     message = validation(
         ddb.query, TableName=table_sn, KeyConditionExpression="pk = :p AND sk > :v",

@@ -89,6 +89,15 @@ def test_a_start_key_of_another_schema_is_invalid(ddb: Any, filled: str) -> None
     )
 
 
+def test_a_start_key_of_another_schema_is_reported_before_an_unknown_index(ddb: Any, filled: str) -> None:
+    message = validation(
+        ddb.scan, TableName=filled, IndexName="index1", ExclusiveStartKey={"other": {"S": "1"}}
+    )
+    assert (
+        message == "The provided starting key is invalid: The provided key element does not match the schema"
+    )
+
+
 def test_a_start_key_from_another_segment_is_refused(ddb: Any, filled: str) -> None:
     first = ddb.scan(TableName=filled, Segment=0, TotalSegments=2, Limit=1)
     message = validation(

@@ -13,11 +13,13 @@ from partita.control.model import TableRecord
 from partita.router.actions import ranges
 from partita.router.context import RouterContext
 
+_INVALID_START = "The provided starting key is invalid"
+
 
 async def run(ctx: RouterContext, body: Any) -> bytes:
     req = query.validate(body)
     read = req.read
-    table = ranges.table_to_read(ctx, read)
+    table = ranges.table_to_read(ctx, read, _INVALID_START)
     record = table.record
     condition = req.key_condition(record)
     pk = record.partition_key
@@ -55,7 +57,7 @@ def _start_key(record: TableRecord, start: dict[str, Any], condition: Any) -> by
     """The storage key of ExclusiveStartKey, checked against the schema and the condition."""
     names = record.key_names
     if len(start) != len(names) or any(n not in start for n in names):
-        raise errors.validation("The provided starting key is invalid")
+        raise errors.validation(_INVALID_START)
     key = ranges.start_key(record, start)
     if record.sort_key is None and values_equal(start[record.partition_key.name], condition.partition_value):
         # A partition of a table without a sort key holds one item: an exclusive start

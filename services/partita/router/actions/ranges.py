@@ -45,9 +45,15 @@ class Page:
         return None if limit is None else limit - self.scanned
 
 
-def table_to_read(ctx: RouterContext, read: ReadCommon) -> CachedTable:
-    """The ACTIVE table a Query or Scan reads (secondary indexes do not exist yet)."""
+def table_to_read(ctx: RouterContext, read: ReadCommon, start_lacks_key: str) -> CachedTable:
+    """The ACTIVE table a Query or Scan reads (secondary indexes do not exist yet). An
+    ExclusiveStartKey without the table's key attributes is refused with
+    `start_lacks_key` before the index or the key conditions are looked at, as DynamoDB
+    orders its checks (dynalite's recorded tests)."""
     table = ctx.tables.require_active(read.table_name)
+    start = read.exclusive_start
+    if start is not None and any(name not in start for name in table.record.key_names):
+        raise errors.validation(start_lacks_key)
     if read.index_name is not None:
         raise errors.validation(f"The table does not have the specified index: {read.index_name}")
     return table

@@ -19,11 +19,13 @@ from partita.router.context import RouterContext
 
 HASH_SPACE = keys.HASH_SPACE
 
+_NOT_THE_SCHEMA = "The provided starting key is invalid: The provided key element does not match the schema"
+
 
 async def run(ctx: RouterContext, body: Any) -> bytes:
     req = scan.validate(body)
     read = req.read
-    table = ranges.table_to_read(ctx, read)
+    table = ranges.table_to_read(ctx, read, _NOT_THE_SCHEMA)
     record = table.record
     check_scalar_key_paths(req.expressions.resolved.projection, record)
     check_scalar_key_paths(req.expressions.resolved.filter, record)
@@ -55,8 +57,6 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
 
 def _start_key(record: TableRecord, start: dict[str, Any]) -> tuple[int, bytes]:
     if len(start) != len(record.key_names):
-        raise errors.validation(
-            "The provided starting key is invalid: The provided key element does not match the schema"
-        )
+        raise errors.validation(_NOT_THE_SCHEMA)
     key = ranges.start_key(record, start)
     return key.hash, key.storage_key
