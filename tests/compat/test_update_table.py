@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -98,12 +99,38 @@ def test_throughput_changes_are_recorded(ddb: Any) -> None:
     out = ddb.update_table(
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 7, "WriteCapacityUnits": 9}
     )
-    assert out["TableDescription"]["ProvisionedThroughput"]["ReadCapacityUnits"] == 7
-    # As DynamoDB: UPDATING while the change is applied, then ACTIVE again.
+    # As DynamoDB: UPDATING while the change is applied, the answer still showing the
+    # old throughput, then ACTIVE again with the new one.
     assert out["TableDescription"]["TableStatus"] == "UPDATING"
+    assert out["TableDescription"]["ProvisionedThroughput"]["ReadCapacityUnits"] == 5
     described = wait_active(ddb, name, timeout=30)
     assert (described["ProvisionedThroughput"]["ReadCapacityUnits"],
             described["ProvisionedThroughput"]["WriteCapacityUnits"]) == (7, 9)  # fmt: skip
+
+
+def test_increases_and_decreases_are_dated_and_the_days_decreases_counted(ddb: Any) -> None:
+    # dynalite's DynamoDB-recorded "should triple rates and then reduce if requested".
+    name = _provisioned(ddb)
+    start = time.time()
+    fresh = ddb.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]
+    assert "LastIncreaseDateTime" not in fresh and fresh["NumberOfDecreasesToday"] == 0
+    up = ddb.update_table(
+        TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 15, "WriteCapacityUnits": 15}
+    )
+    raised = up["TableDescription"]["ProvisionedThroughput"]
+    assert raised["LastIncreaseDateTime"].timestamp() >= start - 5
+    assert (raised["ReadCapacityUnits"], raised["NumberOfDecreasesToday"]) == (5, 0)
+    increased_at = wait_active(ddb, name, timeout=30)["ProvisionedThroughput"]["LastIncreaseDateTime"]
+    down = ddb.update_table(
+        TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+    )
+    lowered = down["TableDescription"]["ProvisionedThroughput"]
+    assert lowered["LastIncreaseDateTime"] == increased_at
+    assert lowered["LastDecreaseDateTime"].timestamp() >= start - 5
+    assert (lowered["ReadCapacityUnits"], lowered["NumberOfDecreasesToday"]) == (15, 0)
+    after = wait_active(ddb, name, timeout=30)["ProvisionedThroughput"]
+    assert (after["ReadCapacityUnits"], after["NumberOfDecreasesToday"]) == (5, 1)
+    assert after["LastDecreaseDateTime"] == lowered["LastDecreaseDateTime"]
 
 
 def test_switching_billing_modes_both_ways(ddb: Any) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NewType
 
 from partita.common.partition_map import Partition, PartitionMap
@@ -79,6 +79,55 @@ class TimeToLive:
         )
 
 
+SECONDS_PER_DAY = 86400
+
+
+@dataclass(frozen=True)
+class ThroughputHistory:
+    """What DescribeTable's ProvisionedThroughput tells of past changes: when the
+    throughput last rose and fell (epoch seconds) and how many decreases the UTC day of
+    `decrease_day` (days since the epoch) has seen."""
+
+    last_increase: float | None = None
+    last_decrease: float | None = None
+    decrease_day: int = 0
+    decreases: int = 0
+
+    def after_change(self, before: tuple[int, int], after: tuple[int, int], now: float) -> ThroughputHistory:
+        """The history once (RCU, WCU) went from `before` to `after` at `now`: an increase
+        of either is an increase, a decrease of either a decrease (both, if one rose
+        and the other fell)."""
+        out = self
+        if any(a > b for a, b in zip(after, before, strict=True)):
+            out = replace(out, last_increase=now)
+        if any(a < b for a, b in zip(after, before, strict=True)):
+            day = int(now // SECONDS_PER_DAY)
+            count = out.decreases + 1 if out.decrease_day == day else 1
+            out = replace(out, last_decrease=now, decrease_day=day, decreases=count)
+        return out
+
+    def decreases_on(self, now: float) -> int:
+        return self.decreases if self.decrease_day == int(now // SECONDS_PER_DAY) else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "last_increase": self.last_increase,
+            "last_decrease": self.last_decrease,
+            "decrease_day": self.decrease_day,
+            "decreases": self.decreases,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ThroughputHistory:
+        increase, decrease = data.get("last_increase"), data.get("last_decrease")
+        return cls(
+            last_increase=float(increase) if increase is not None else None,
+            last_decrease=float(decrease) if decrease is not None else None,
+            decrease_day=int(data.get("decrease_day", 0)),
+            decreases=int(data.get("decreases", 0)),
+        )
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """The desired table. `generation` counts the changes the autoadmin must apply
@@ -100,6 +149,7 @@ class TableSpec:
     time_to_live: TimeToLive = TimeToLive()
     # DynamoDB's DeletionProtectionEnabled: DeleteTable is refused while it is on.
     deletion_protection: bool = False
+    throughput_history: ThroughputHistory = ThroughputHistory()
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -118,6 +168,7 @@ class TableSpec:
             "deleting": self.deleting,
             "time_to_live": self.time_to_live.to_json(),
             "deletion_protection": self.deletion_protection,
+            "throughput_history": self.throughput_history.to_json(),
         }
 
     @classmethod
@@ -142,6 +193,7 @@ class TableSpec:
             # Absent from records written before Time to Live existed: off.
             time_to_live=TimeToLive.from_json(data.get("time_to_live") or {}),
             deletion_protection=bool(data.get("deletion_protection", False)),
+            throughput_history=ThroughputHistory.from_json(data.get("throughput_history") or {}),
             revision=revision,
         )
 
@@ -236,6 +288,7 @@ class TableRecord:
     tags: tuple[tuple[str, str], ...] = ()
     time_to_live: TimeToLive = TimeToLive()
     deletion_protection: bool = False
+    throughput_history: ThroughputHistory = ThroughputHistory()
 
     @classmethod
     def of(cls, spec: TableSpec, state: TableState | None, partitions: list[Partition]) -> TableRecord:
@@ -254,6 +307,7 @@ class TableRecord:
             tags=spec.tags,
             time_to_live=spec.time_to_live,
             deletion_protection=spec.deletion_protection,
+            throughput_history=spec.throughput_history,
         )
 
     @property

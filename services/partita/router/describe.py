@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,11 +27,7 @@ def table_description(
         "KeySchema": key_schema,
         "TableStatus": record.status,
         "CreationDateTime": record.created_at,
-        "ProvisionedThroughput": {
-            "NumberOfDecreasesToday": 0,
-            "ReadCapacityUnits": record.read_capacity,
-            "WriteCapacityUnits": record.write_capacity,
-        },
+        "ProvisionedThroughput": provisioned_throughput(record, time.time()),
         # DynamoDB refreshes these about every six hours; storage nodes recount them
         # (storage/table_stats.py), so they lag recent writes as DynamoDB's do.
         "TableSizeBytes": size,
@@ -109,3 +106,18 @@ def table_uuid(table_id: int) -> str:
     new one)."""
     digest = hashlib.blake2b(str(table_id).encode(), digest_size=16).digest()
     return str(uuid.UUID(bytes=digest, version=4))
+
+
+def provisioned_throughput(record: TableRecord, now: float) -> dict[str, Any]:
+    """ProvisionedThroughput with DynamoDB's record of past changes (when the throughput
+    last rose and fell, decreases today); the times only once there were such changes."""
+    history = record.throughput_history
+    out: dict[str, Any] = {}
+    if history.last_increase is not None:
+        out["LastIncreaseDateTime"] = history.last_increase
+    if history.last_decrease is not None:
+        out["LastDecreaseDateTime"] = history.last_decrease
+    out["NumberOfDecreasesToday"] = history.decreases_on(now)
+    out["ReadCapacityUnits"] = record.read_capacity
+    out["WriteCapacityUnits"] = record.write_capacity
+    return out

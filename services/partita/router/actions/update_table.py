@@ -10,6 +10,7 @@ Deletion protection alone leaves the autoadmin nothing to do, and the table as i
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 from partita.api.operations import common, update_table
@@ -20,13 +21,13 @@ from partita.router.context import RouterContext
 from partita.router.describe import table_description
 
 
-def _updated(req: update_table.UpdateTableRequest, spec: TableSpec) -> TableSpec:
+def _updated(req: update_table.UpdateTableRequest, spec: TableSpec, now: float) -> TableSpec:
     if req.deletion_protection is not None:
         spec = dataclasses.replace(spec, deletion_protection=req.deletion_protection)
-    return _throughput_updated(req, spec) if req.changes_throughput else spec
+    return _throughput_updated(req, spec, now) if req.changes_throughput else spec
 
 
-def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec) -> TableSpec:
+def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec, now: float) -> TableSpec:
     mode: BillingMode = req.billing_mode or spec.billing_mode
     rcu, wcu = spec.read_capacity, spec.write_capacity
     if req.read_capacity is not None:
@@ -47,22 +48,53 @@ def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec) -
         rcu, wcu = req.read_capacity, req.write_capacity
     if mode == "PAY_PER_REQUEST":
         rcu = wcu = 0
+    history = spec.throughput_history.after_change((spec.read_capacity, spec.write_capacity), (rcu, wcu), now)
     return dataclasses.replace(
-        spec, billing_mode=mode, read_capacity=rcu, write_capacity=wcu, generation=spec.generation + 1
+        spec,
+        billing_mode=mode,
+        read_capacity=rcu,
+        write_capacity=wcu,
+        generation=spec.generation + 1,
+        throughput_history=history,
+    )
+
+
+def _as_answered(before: TableSpec, after: TableSpec) -> TableSpec:
+    """What UpdateTable's own answer shows: as DynamoDB, a provisioned table's old
+    throughput (the new one is in effect once the table is ACTIVE again) and the day's
+    decreases before this one, with the times of this change already."""
+    if before.billing_mode != "PROVISIONED" or after.billing_mode != "PROVISIONED":
+        return after
+    history = dataclasses.replace(
+        after.throughput_history, decreases=before.throughput_history.decreases_on(time.time())
+    )
+    return dataclasses.replace(
+        after,
+        read_capacity=before.read_capacity,
+        write_capacity=before.write_capacity,
+        throughput_history=history,
     )
 
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     req = update_table.validate(body)
+    now = time.time()
+    before: list[TableSpec] = []
+
+    def updated(spec: TableSpec) -> TableSpec:
+        before[:] = [spec]  # the spec this change was made to (the last, after retries)
+        return _updated(req, spec, now)
+
     spec = await table_spec.change(
         ctx,
         req.table_name,
-        lambda spec: _updated(req, spec),
+        updated,
         refuse=("CREATING", "UPDATING", "DELETING"),
         missing=lambda: errors.table_not_found(req.table_name),
     )
     cached = ctx.tables.get(spec.name)
-    record = TableRecord.of(spec, None, list(cached.record.partitions) if cached else []).with_status(
+    answered = _as_answered(before[-1], spec) if before and req.changes_throughput else spec
+    record = TableRecord.of(answered, None, list(cached.record.partitions) if cached else []).with_status(
         "UPDATING" if req.changes_throughput else "ACTIVE"
     )
     stats = await ctx.tables.stats_of(spec.table_id)
