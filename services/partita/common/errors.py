@@ -31,6 +31,7 @@ class DynamoError(Exception):
         status: int = 400,
         retriable: bool = False,
         extra: dict[str, Any] | None = None,
+        client_fault: bool | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
@@ -39,6 +40,10 @@ class DynamoError(Exception):
         self.status = status
         self.retriable = retriable
         self.extra = extra or {}
+        # Whether the request caused it (logged as a rejection, not as a failure): every
+        # 4xx, and the few 5xx DynamoDB answers to a bad request (a body that does not
+        # decode).
+        self.client_fault = status < 500 if client_fault is None else client_fault
 
     @property
     def type_name(self) -> str:
@@ -66,6 +71,14 @@ _FRAMEWORK_CAPITALISED = frozenset({"SerializationException"})
 
 def validation(message: str) -> DynamoError:
     return DynamoError("ValidationException", message, namespace=VALIDATE_NS)
+
+
+def undecodable_body() -> DynamoError:
+    """A compressed body that does not decode, or an unknown coding: DynamoDB answers
+    InternalServerError, though the request is at fault."""
+    return DynamoError(
+        "InternalServerError", "Internal server error", status=500, retriable=True, client_fault=True
+    )
 
 
 def nesting_too_deep() -> DynamoError:

@@ -190,7 +190,7 @@ class DynamoApp:
             "error_type": exc.code,
             "error_message": exc.message,
         }
-        if exc.status >= 500:
+        if not exc.client_fault:
             log.error("request failed", extra=extra, exc_info=exc)
         else:
             rejections.log(logging.INFO, "request rejected", extra)

@@ -40,7 +40,7 @@ def decoded_body(body: bytes, content_encoding: str | None, limit: int) -> bytes
         elif coding == "deflate":
             body = _inflate(body, _ZLIB_WBITS, limit, members=False)
         else:
-            raise errors.internal_server_error()
+            raise errors.undecodable_body()
     return body
 
 
@@ -55,7 +55,7 @@ def _inflate(data: bytes, wbits: int, limit: int, members: bool) -> bytes:
     one). Anything that is not a whole stream, junk after the last one included, is an
     InternalServerError."""
     if not data:
-        raise errors.internal_server_error()
+        raise errors.undecodable_body()
     out: list[bytes] = []
     size = 0
     while data:
@@ -74,10 +74,10 @@ def _inflate(data: bytes, wbits: int, limit: int, members: bool) -> bytes:
                 if stream.eof or (not piece and not pending):
                     break
         except zlib.error:
-            raise errors.internal_server_error() from None
+            raise errors.undecodable_body() from None
         if not stream.eof:
-            raise errors.internal_server_error()  # truncated
+            raise errors.undecodable_body()  # truncated
         data = stream.unused_data
         if data and not members:
-            raise errors.internal_server_error()
+            raise errors.undecodable_body()
     return b"".join(out)

@@ -51,3 +51,5 @@ def test_what_does_not_decode_is_an_internal_server_error(body: bytes, coding: s
     with pytest.raises(DynamoError) as failed:
         decoded_body(body, coding, 1 << 20)
     assert (failed.value.code, failed.value.status) == ("InternalServerError", 500)
+    # DynamoDB's 500, yet the request's fault: logged as a rejection, not a failure.
+    assert failed.value.client_fault
