@@ -350,3 +350,41 @@ def test_a_blob_that_is_not_base64_is_refused_while_the_request_is_read(
     for body in ({"Key": {"a": {"B": blob}}}, {"Key": {"a": {"BS": ["AAE=", blob]}}}):
         status, answer = raw_call(cluster, "DeleteItem", orjson.dumps(body))
         assert (status, error_type(answer), message_of(answer)) == (400, "SerializationException", message)
+
+
+# --- CORS, for browsers ------------------------------------------------------------------
+
+_CORS_HEADERS = (
+    "access-control-allow-origin",
+    "access-control-expose-headers",
+    "access-control-max-age",
+    "access-control-allow-methods",
+    "access-control-allow-headers",
+)
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "GET", "POST"])
+def test_without_an_origin_no_answer_carries_cors_headers(cluster: Any, method: str) -> None:
+    _, _, headers = cluster.request(method, "/", b"", {})
+    assert not [h for h in _CORS_HEADERS if h in headers]
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "GET", "POST"])
+def test_with_an_origin_every_answer_allows_it_and_a_preflight_allows_what_it_asks(
+    cluster: Any, method: str
+) -> None:
+    asked = {
+        "Origin": "http://example.com/",
+        "Access-Control-Request-Method": "dog",
+        "Access-Control-Request-Headers": "cat, meerkat, mouse",
+    }
+    status, body, headers = cluster.request(method, "/", b"", asked)
+    assert headers["access-control-allow-origin"] == "*"
+    assert "x-amzn-requestid" in headers["access-control-expose-headers"].lower()
+    if method == "OPTIONS":
+        assert (status, body) == (200, b"")
+        assert headers["access-control-allow-methods"] == "dog"
+        assert headers["access-control-allow-headers"] == "cat, meerkat, mouse"
+        assert int(headers["access-control-max-age"]) > 0
+    else:
+        assert not [h for h in _CORS_HEADERS[2:] if h in headers]

@@ -120,6 +120,12 @@ class DynamoApp:
         return HttpResponse(status, body, headers)
 
     async def __call__(self, request: HttpRequest) -> HttpResponse:
+        origin = request.headers.get("origin")
+        if origin is not None:
+            return _with_cors(await self._answer(request), request)
+        return await self._answer(request)
+
+    async def _answer(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST":
             return self._not_post(request)
         started = time.perf_counter()
@@ -170,8 +176,11 @@ class DynamoApp:
 
     def _not_post(self, request: HttpRequest) -> HttpResponse:
         """Every GET route lives here. DynamoDB answers its health check on `/` only;
-        `/metrics` is the Prometheus exposition; other paths and methods are not found
-        (a 4xx in DynamoDB's JSON form, never a 200)."""
+        `/metrics` is the Prometheus exposition; a browser's CORS preflight (OPTIONS with
+        an Origin) is answered empty; other paths and methods are not found (a 4xx in
+        DynamoDB's JSON form, never a 200)."""
+        if request.method == "OPTIONS" and "origin" in request.headers:
+            return HttpResponse(200, b"", b"x-amzn-RequestId: %s\r\n" % self._next_request_id())
         if request.method == "GET" and request.path == "/":
             host = request.headers.get("host", "localhost")
             return HttpResponse(200, f"healthy: {host} ".encode(), b"Content-Type: text/plain\r\n")
@@ -271,3 +280,30 @@ def tables_named(payload: dict[str, Any]) -> list[str]:
     if isinstance(arn, str) and ":table/" in arn:
         names.append(arn.split(":table/", 1)[1].split("/", 1)[0])
     return names
+
+
+# CORS, as DynamoDB answers a browser's requests (Alternator's DynamoDB-verified tests and
+# dynalite's recorded ones): any request with an Origin gets these; a preflight (OPTIONS)
+# also has what it asked for allowed, for as long as DynamoDB lets it be cached.
+_CORS = b"Access-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: x-amzn-RequestId,x-amzn-ErrorType,x-amzn-ErrorMessage,Date\r\n"
+_PREFLIGHT_MAX_AGE = b"Access-Control-Max-Age: 172800\r\n"
+
+
+def _with_cors(response: HttpResponse, request: HttpRequest) -> HttpResponse:
+    headers = response.headers + _CORS
+    if request.method == "OPTIONS":
+        for asked, allowed in (
+            ("access-control-request-headers", b"Access-Control-Allow-Headers"),
+            ("access-control-request-method", b"Access-Control-Allow-Methods"),
+        ):
+            value = request.headers.get(asked)
+            if value:
+                headers += b"%s: %s\r\n" % (allowed, _header_text(value))
+        headers += _PREFLIGHT_MAX_AGE
+    response.headers = headers
+    return response
+
+
+def _header_text(value: str) -> bytes:
+    """A request header's value, fit to be echoed in an answer's header line."""
+    return value.encode("utf-8", "surrogateescape").replace(b"\r", b"").replace(b"\n", b"")
