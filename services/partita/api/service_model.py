@@ -28,10 +28,10 @@ wins (`_SHAPE_OVERRIDES`, `_NOT_REQUIRED`, `_UNCHECKED_KEY_SHAPES`), each with w
 
 from __future__ import annotations
 
-import binascii
 import re
 from typing import Any
 
+from partita.api.item import check_base64
 from partita.api.shape import repr_value
 from partita.common import errors
 from partita.common.errors import DynamoError
@@ -233,8 +233,7 @@ class StringCheck(Check):
 class BlobCheck(StringCheck):
     """Base64 text, decoded (and so refused) while the request is read, before any
     validation: a blob that is not base64 is a SerializationException even in a request
-    missing its required members. The messages are those of the AWS Java SDK's Base64
-    codec DynamoDB decodes with (its typo included), as dynalite's tests record them."""
+    missing its required members (`item.check_base64`)."""
 
     def __init__(self) -> None:
         super().__init__("Blob", _NO_CONSTRAINTS)
@@ -242,16 +241,7 @@ class BlobCheck(StringCheck):
     def check(self, value: object, depth: int, walk: Walk, path: str) -> None:
         if not isinstance(value, str):
             raise _scalar_mismatch(value, "Blob")
-        if len(value) % 4:
-            raise errors.serialization(
-                f"Base64 encoded length is expected a multiple of 4 bytes but found: {len(value)}"
-            )
-        try:
-            decoded = binascii.a2b_base64(value)
-        except (binascii.Error, ValueError):  # ValueError: not ASCII
-            decoded = None
-        if decoded is None or binascii.b2a_base64(decoded, newline=False) != value.encode():
-            raise errors.serialization("Invalid last non-pad Base64 character dectected")
+        check_base64(value)
 
 
 class BooleanCheck(Check):

@@ -120,8 +120,7 @@ class DynamoApp:
         return HttpResponse(status, body, headers)
 
     async def __call__(self, request: HttpRequest) -> HttpResponse:
-        origin = request.headers.get("origin")
-        if origin is not None:
+        if "origin" in request.headers:
             return _with_cors(await self._answer(request), request)
         return await self._answer(request)
 

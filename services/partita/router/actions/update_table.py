@@ -59,14 +59,14 @@ def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec, n
     )
 
 
-def _as_answered(before: TableSpec, after: TableSpec) -> TableSpec:
+def _as_answered(before: TableSpec, after: TableSpec, now: float) -> TableSpec:
     """What UpdateTable's own answer shows: as DynamoDB, a provisioned table's old
     throughput (the new one is in effect once the table is ACTIVE again) and the day's
     decreases before this one, with the times of this change already."""
     if before.billing_mode != "PROVISIONED" or after.billing_mode != "PROVISIONED":
         return after
     history = dataclasses.replace(
-        after.throughput_history, decreases=before.throughput_history.decreases_on(time.time())
+        after.throughput_history, decreases=before.throughput_history.decreases_on(now)
     )
     return dataclasses.replace(
         after,
@@ -93,7 +93,7 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         missing=lambda: errors.table_not_found(req.table_name),
     )
     cached = ctx.tables.get(spec.name)
-    answered = _as_answered(before[-1], spec) if before and req.changes_throughput else spec
+    answered = _as_answered(before[-1], spec, now) if before and req.changes_throughput else spec
     record = TableRecord.of(answered, None, list(cached.record.partitions) if cached else []).with_status(
         "UPDATING" if req.changes_throughput else "ACTIVE"
     )
