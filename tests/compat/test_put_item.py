@@ -290,6 +290,26 @@ def test_legacy_expected_guards_a_put(ddb: Any, table_s: str) -> None:
     assert ddb.get_item(TableName=table_s, Key=k)["Item"]["a"] == {"N": "2"}
 
 
+def test_a_legacy_expected_in_of_many_values_guards_a_put(ddb: Any, table_s: str) -> None:
+    # The legacy IN is not held to an expression's 100 operands.
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"N": "150"}})
+    many = [{"N": str(i)} for i in range(200)]
+    ddb.put_item(
+        TableName=table_s,
+        Item={**k, "a": {"N": "1"}},
+        Expected={"a": {"ComparisonOperator": "IN", "AttributeValueList": many}},
+    )
+    code, _ = error(
+        ddb.put_item,
+        TableName=table_s,
+        Item={**k, "a": {"N": "2"}},
+        Expected={"a": {"ComparisonOperator": "IN", "AttributeValueList": many[100:]}},
+    )
+    assert code == "ConditionalCheckFailedException"
+    assert ddb.get_item(TableName=table_s, Key=k)["Item"]["a"] == {"N": "1"}
+
+
 # --- round 3: numbers and names as DynamoDB words them ---------------------------------------
 
 

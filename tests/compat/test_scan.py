@@ -193,6 +193,16 @@ def test_legacy_scan_filter_and_attributes_to_get(ddb: Any, filled: str) -> None
     assert sorted(out["Items"], key=lambda item: item["i"]["N"]) == [{"i": {"N": "3"}}, {"i": {"N": "4"}}]
 
 
+def test_a_legacy_in_is_not_held_to_the_expression_limits(ddb: Any, filled: str) -> None:
+    # dynalite's suite, recorded against DynamoDB, scans with an IN of 27,500 values;
+    # a FilterExpression takes at most 100 operands and 4 KB of text.
+    values = [{"N": str(1000 + i)} for i in range(27_500)] + [{"N": "7"}]
+    out = ddb.scan(
+        TableName=filled, ScanFilter={"i": {"ComparisonOperator": "IN", "AttributeValueList": values}}
+    )
+    assert _ids(out["Items"]) == [7]
+
+
 @pytest.mark.parametrize(("consistent", "units"), [(True, 4.0), (False, 2.0)])
 def test_scan_capacity_rounds_each_partitions_read(
     ddb: Any, filled: str, consistent: bool, units: float

@@ -113,19 +113,19 @@ class _Expressions:
         text = self.options.get(field)
         if text is None:
             return None
-        return self.resolver.condition(cache.condition(text, kind), kind)
+        return self.resolver.condition(cache.condition(text, kind, not self.options.get("legacy")), kind)
 
     def update(self) -> ast.Update | None:
         text = self.options.get("update")
         if text is None:
             return None
-        return self.resolver.update(cache.update(text))
+        return self.resolver.update(cache.update(text, not self.options.get("legacy")))
 
     def projection(self) -> ast.Projection | None:
         text = self.options.get("projection")
         if text is None:
             return None
-        return self.resolver.projection(cache.projection(text))
+        return self.resolver.projection(cache.projection(text, not self.options.get("legacy")))
 
 
 def _check_condition(exprs: _Expressions, old: Item | None) -> None:

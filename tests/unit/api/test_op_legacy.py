@@ -27,7 +27,7 @@ def _expected(conditions: dict[str, Any], operator: str | None = None) -> Any:
     ph = legacy.Placeholders()
     text = legacy.expected(conditions, operator, ph)
     assert text is not None
-    return resolve_request(condition=text, names=ph.names, values=ph.values or None).condition
+    return resolve_request(condition=text, names=ph.names, values=ph.values or None, legacy=True).condition
 
 
 def _holds(
@@ -130,7 +130,7 @@ def _updated(updates: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     text, touched = legacy.attribute_updates(updates, ph)
     assert touched == frozenset(updates)
     assert text is not None
-    resolved = resolve_request(update=text, names=ph.names, values=ph.values or None).update
+    resolved = resolve_request(update=text, names=ph.names, values=ph.values or None, legacy=True).update
     assert resolved is not None
     return apply_update(resolved, item).item
 
@@ -196,3 +196,14 @@ def test_generated_placeholders_never_reuse_a_request_placeholder() -> None:
     ph = legacy.Placeholders(names={"#l0": "mine"})
     assert ph.name("other") == "#l1"
     assert ph.names == {"#l0": "mine", "#l1": "other"}
+
+
+def test_a_legacy_in_takes_more_values_than_an_expression_may() -> None:
+    many = [{"N": str(i)} for i in range(800)]
+    assert _holds({"n": _cmp("IN", *many)}) is True
+    ph = legacy.Placeholders()
+    text = legacy.expected({"n": _cmp("IN", *many)}, None, ph)
+    assert text is not None and len(text) > 4096
+    # The same text sent as a ConditionExpression is over its limits.
+    with pytest.raises(DynamoError, match="Expression size has exceeded"):
+        resolve_request(condition=text, names=ph.names, values=ph.values)

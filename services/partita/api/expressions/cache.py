@@ -21,16 +21,16 @@ DEFAULT_MAX_ENTRIES = 4096  # distinct expression texts kept; a few MB at most
 
 
 class ParseCache:
-    """Least-recently-used map from (grammar kind, text) to a parsed tree."""
+    """Least-recently-used map from (grammar kind, text, limits held) to a parsed tree."""
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, str], object] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, bool], object] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, kind: str, text: str, parse: Callable[[str, str], T]) -> T:
-        key = (kind, text)
+    def get(self, kind: str, text: str, parse: Callable[[str, str, bool], T], limited: bool = True) -> T:
+        key = (kind, text, limited)
         entries = self._entries
         tree = entries.get(key)
         if tree is not None:
@@ -38,7 +38,7 @@ class ParseCache:
             entries.move_to_end(key)
             return tree  # type: ignore[return-value]  # stored by this method under this key
         self.misses += 1
-        parsed = parse(text, kind)
+        parsed = parse(text, kind, limited)
         entries[key] = parsed
         if len(entries) > self.max_entries:
             entries.popitem(last=False)
@@ -56,17 +56,18 @@ class ParseCache:
 CACHE = ParseCache()
 
 
-def condition(text: str, kind: str) -> ast.Condition:
+def condition(text: str, kind: str, limited: bool = True) -> ast.Condition:
     """A ConditionExpression, FilterExpression or KeyConditionExpression.
 
     The kind is part of the key because error messages name it; the trees are equal.
+    `limited=False` for a translation of legacy parameters (`parser.parse_condition`).
     """
-    return CACHE.get(kind, text, parser.parse_condition)
+    return CACHE.get(kind, text, parser.parse_condition, limited)
 
 
-def update(text: str) -> ast.Update:
-    return CACHE.get("UpdateExpression", text, parser.parse_update)
+def update(text: str, limited: bool = True) -> ast.Update:
+    return CACHE.get("UpdateExpression", text, parser.parse_update, limited)
 
 
-def projection(text: str) -> ast.Projection:
-    return CACHE.get("ProjectionExpression", text, parser.parse_projection)
+def projection(text: str, limited: bool = True) -> ast.Projection:
+    return CACHE.get("ProjectionExpression", text, parser.parse_projection, limited)

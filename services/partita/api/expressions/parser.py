@@ -70,25 +70,33 @@ def check_text(text: str, kind: str) -> None:
         )
 
 
-def parse_condition(text: str, kind: str = "ConditionExpression") -> ast.Condition:
-    check_text(text, kind)
-    parser = _Parser(text, kind, _CONDITION_KEYWORDS)
+def parse_condition(text: str, kind: str = "ConditionExpression", limited: bool = True) -> ast.Condition:
+    """`limited=False` for a condition translated from legacy parameters, which DynamoDB
+    does not hold to the expression's size or to 100 IN operands (dynalite's suite,
+    recorded against DynamoDB, scans with an IN of 27,500 values). The operator and
+    nesting limits stay: they bound the recursion of every walk over the tree, and a
+    translation reaches them only past 300 legacy conditions."""
+    if limited:
+        check_text(text, kind)
+    parser = _Parser(text, kind, _CONDITION_KEYWORDS, limited)
     tree = parser.condition_expression()
     _check_condition_statics(tree, kind, parser.redundant_parens)
     return tree
 
 
-def parse_update(text: str, kind: str = "UpdateExpression") -> ast.Update:
-    check_text(text, kind)
-    parser = _Parser(text, kind, _UPDATE_CLAUSES)
+def parse_update(text: str, kind: str = "UpdateExpression", limited: bool = True) -> ast.Update:
+    if limited:
+        check_text(text, kind)
+    parser = _Parser(text, kind, _UPDATE_CLAUSES, limited)
     tree = parser.update_expression()
     _check_update_statics(tree, kind, parser.clauses)
     return tree
 
 
-def parse_projection(text: str, kind: str = "ProjectionExpression") -> ast.Projection:
-    check_text(text, kind)
-    parser = _Parser(text, kind, frozenset())
+def parse_projection(text: str, kind: str = "ProjectionExpression", limited: bool = True) -> ast.Projection:
+    if limited:
+        check_text(text, kind)
+    parser = _Parser(text, kind, frozenset(), limited)
     tree = parser.projection_expression()
     _check_reserved(iter(tree.paths), kind)
     return tree
@@ -105,6 +113,7 @@ class _Parser:
         "groups",
         "keywords",
         "kind",
+        "limited",
         "operators",
         "pos",
         "redundant_parens",
@@ -112,10 +121,11 @@ class _Parser:
         "tokens",
     )
 
-    def __init__(self, text: str, kind: str, keywords: frozenset[str]) -> None:
+    def __init__(self, text: str, kind: str, keywords: frozenset[str], limited: bool = True) -> None:
         self.text = text
         self.kind = kind
         self.keywords = keywords
+        self.limited = limited
         self.tokens = tokenize(text)
         _check_paren_depth(self.tokens, kind)
         self.pos = 0
@@ -290,7 +300,7 @@ class _Parser:
                 self.pos += 1
                 options.append(self.condition_operand())
             self.expect_op(")")
-            if len(options) > MAX_IN_OPERANDS:
+            if len(options) > MAX_IN_OPERANDS and self.limited:
                 raise errors.validation(
                     f"Invalid {self.kind}: The IN operator is provided with too many operands; "
                     f"number of operands: {len(options)}"

@@ -85,16 +85,27 @@ def resolve_request(
     projection: str | None = None,
     names: Mapping[str, str] | None = None,
     values: Mapping[str, AttributeValue] | None = None,
+    legacy: bool = False,
 ) -> Resolved:
-    """Parse, resolve and check every expression of one request; raise on the first error."""
+    """Parse, resolve and check every expression of one request; raise on the first error.
+
+    `legacy`: the texts are translations of legacy parameters, not held to the
+    expression limits (`parser.parse_condition`)."""
     if names is not None or values is not None:
         check_attribute_maps(names, values)
+    limited = not legacy
     # Every expression is parsed (and its text-only checks run) before any is resolved.
-    key_tree = cache.condition(key_condition, "KeyConditionExpression") if key_condition is not None else None
-    update_tree = cache.update(update) if update is not None else None
-    condition_tree = cache.condition(condition, "ConditionExpression") if condition is not None else None
-    filter_tree = cache.condition(filter, "FilterExpression") if filter is not None else None
-    projection_tree = cache.projection(projection) if projection is not None else None
+    key_tree = (
+        cache.condition(key_condition, "KeyConditionExpression", limited)
+        if key_condition is not None
+        else None
+    )
+    update_tree = cache.update(update, limited) if update is not None else None
+    condition_tree = (
+        cache.condition(condition, "ConditionExpression", limited) if condition is not None else None
+    )
+    filter_tree = cache.condition(filter, "FilterExpression", limited) if filter is not None else None
+    projection_tree = cache.projection(projection, limited) if projection is not None else None
 
     resolver = Resolver(names, values)
     resolved_key = resolved_update = resolved_condition = resolved_filter = resolved_projection = None

@@ -98,6 +98,7 @@ def resolve(expressions: Expressions) -> Expressions:
         projection=expressions.projection,
         names=expressions.names,
         values=expressions.values,
+        legacy=expressions.legacy,
     )
     return Expressions(
         condition=expressions.condition,
