@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.compat.helpers import PYTESTMARK, create_table, error, validation
+from tests.integration.cluster import wait_active
 
 pytestmark = PYTESTMARK
 
@@ -199,3 +200,42 @@ def test_a_tables_id_is_a_version_4_uuid_that_stays_the_same(ddb: Any) -> None:
     first = ddb.describe_table(TableName=name)["Table"]["TableId"]
     assert uuid.UUID(first).version == 4 and str(uuid.UUID(first)) == first
     assert ddb.describe_table(TableName=name)["Table"]["TableId"] == first
+
+
+# --- as recorded against DynamoDB by LocalStack's snapshots --------------------------------
+
+
+def test_an_on_demand_tables_create_answer_does_not_date_its_billing_mode(ddb: Any) -> None:
+    request = spec(BillingMode="PAY_PER_REQUEST")
+    created = ddb.create_table(**request)["TableDescription"]
+    assert created["BillingModeSummary"] == {"BillingMode": "PAY_PER_REQUEST"}
+    wait_active(ddb, request["TableName"], timeout=30)
+    described = ddb.describe_table(TableName=request["TableName"])["Table"]
+    assert (
+        described["BillingModeSummary"]["LastUpdateToPayPerRequestDateTime"] == described["CreationDateTime"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "warm"),
+    [
+        (
+            {
+                "BillingMode": "PROVISIONED",
+                "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 6},
+            },
+            (5, 6),
+        ),
+        ({"BillingMode": "PAY_PER_REQUEST"}, (12000, 4000)),
+    ],
+    ids=["provisioned", "on-demand"],
+)
+def test_a_table_describes_its_warm_throughput(
+    ddb: Any, extra: dict[str, Any], warm: tuple[int, int]
+) -> None:
+    name = create_table(ddb, [("pk", "S")], prefix="warm", **extra)
+    assert ddb.describe_table(TableName=name)["Table"]["WarmThroughput"] == {
+        "ReadUnitsPerSecond": warm[0],
+        "WriteUnitsPerSecond": warm[1],
+        "Status": "ACTIVE",
+    }

@@ -139,6 +139,10 @@ def test_switching_billing_modes_both_ways(ddb: Any) -> None:
     described = wait_active(ddb, name, timeout=30)  # DynamoDB refuses a change while UPDATING
     assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     assert described["ProvisionedThroughput"]["ReadCapacityUnits"] == 0
+    # Dated when the table became on-demand, not when it was created.
+    assert (
+        described["BillingModeSummary"]["LastUpdateToPayPerRequestDateTime"] > described["CreationDateTime"]
+    )
     ddb.update_table(
         TableName=name, BillingMode="PROVISIONED",
         ProvisionedThroughput={"ReadCapacityUnits": 2, "WriteCapacityUnits": 3},

@@ -84,14 +84,16 @@ SECONDS_PER_DAY = 86400
 
 @dataclass(frozen=True)
 class ThroughputHistory:
-    """What DescribeTable's ProvisionedThroughput tells of past changes: when the
-    throughput last rose and fell (epoch seconds) and how many decreases the UTC day of
-    `decrease_day` (days since the epoch) has seen."""
+    """What DescribeTable tells of past throughput changes: when the provisioned
+    throughput last rose and fell (epoch seconds), how many decreases the UTC day of
+    `decrease_day` (days since the epoch) has seen, and when the table last became
+    PAY_PER_REQUEST (None: it was created so, or has never been)."""
 
     last_increase: float | None = None
     last_decrease: float | None = None
     decrease_day: int = 0
     decreases: int = 0
+    pay_per_request_since: float | None = None
 
     def after_change(self, before: tuple[int, int], after: tuple[int, int], now: float) -> ThroughputHistory:
         """The history once (RCU, WCU) went from `before` to `after` at `now`: an increase
@@ -115,16 +117,19 @@ class ThroughputHistory:
             "last_decrease": self.last_decrease,
             "decrease_day": self.decrease_day,
             "decreases": self.decreases,
+            "pay_per_request_since": self.pay_per_request_since,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ThroughputHistory:
         increase, decrease = data.get("last_increase"), data.get("last_decrease")
+        since = data.get("pay_per_request_since")
         return cls(
             last_increase=float(increase) if increase is not None else None,
             last_decrease=float(decrease) if decrease is not None else None,
             decrease_day=int(data.get("decrease_day", 0)),
             decreases=int(data.get("decreases", 0)),
+            pay_per_request_since=float(since) if since is not None else None,
         )
 
 

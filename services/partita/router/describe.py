@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from partita.common import throughput
 from partita.control.model import PartitionStats, SplitParent, TableRecord
 
 
@@ -37,10 +38,33 @@ def table_description(
         "DeletionProtectionEnabled": record.deletion_protection,
     }
     if record.billing_mode == "PAY_PER_REQUEST":
+        since = record.throughput_history.pay_per_request_since
         out["BillingModeSummary"] = {
             "BillingMode": "PAY_PER_REQUEST",
-            "LastUpdateToPayPerRequestDateTime": record.created_at,
+            "LastUpdateToPayPerRequestDateTime": record.created_at if since is None else since,
         }
+    out["WarmThroughput"] = warm_throughput(record)
+    return out
+
+
+def warm_throughput(record: TableRecord) -> dict[str, Any]:
+    """The rate the table takes at once: a provisioned table its throughput, an
+    on-demand one its initial allowance (as DynamoDB describes both; its allowance
+    grows with traffic, as DynamoDB's warm throughput does not until asked)."""
+    if record.billing_mode == "PAY_PER_REQUEST":
+        reads = int(throughput.on_demand_allowance(0.0, "read"))
+        writes = int(throughput.on_demand_allowance(0.0, "write"))
+    else:
+        reads, writes = record.read_capacity, record.write_capacity
+    return {"ReadUnitsPerSecond": reads, "WriteUnitsPerSecond": writes, "Status": record.status}
+
+
+def created_description(record: TableRecord, arn: str) -> dict[str, Any]:
+    """CreateTable's TableDescription: DynamoDB dates an on-demand table's billing mode
+    only once it is described."""
+    out = table_description(record, arn)
+    if "BillingModeSummary" in out:
+        out["BillingModeSummary"] = {"BillingMode": record.billing_mode}
     return out
 
 

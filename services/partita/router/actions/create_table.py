@@ -13,7 +13,7 @@ from partita.api.operations import create_table
 from partita.common import errors
 from partita.control.model import TableRecord, TableSpec, new_table_id
 from partita.router.context import RouterContext
-from partita.router.describe import table_description
+from partita.router.describe import created_description
 
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
@@ -35,4 +35,4 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")
     await ctx.tables.refresh()
     record = TableRecord.of(spec, None, [])
-    return {"TableDescription": table_description(record, ctx.table_arn(record.name))}
+    return {"TableDescription": created_description(record, ctx.table_arn(record.name))}

@@ -48,7 +48,14 @@ def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec, n
         rcu, wcu = req.read_capacity, req.write_capacity
     if mode == "PAY_PER_REQUEST":
         rcu = wcu = 0
-    history = spec.throughput_history.after_change((spec.read_capacity, spec.write_capacity), (rcu, wcu), now)
+    history = spec.throughput_history
+    if mode != spec.billing_mode:
+        # A change of billing mode is not one of provisioned throughput: it is neither
+        # an increase nor one of the day's decreases.
+        if mode == "PAY_PER_REQUEST":
+            history = dataclasses.replace(history, pay_per_request_since=now)
+    else:
+        history = history.after_change((spec.read_capacity, spec.write_capacity), (rcu, wcu), now)
     return dataclasses.replace(
         spec,
         billing_mode=mode,
