@@ -132,8 +132,9 @@ def test_an_empty_binary_key_is_refused(ddb: Any, table_b: str) -> None:
 
 
 def test_an_empty_set_is_refused(ddb: Any, table_s: str) -> None:
+    # PutItem words it as a list of one (moto's AWS-verified test_put_item_empty_set, 2026).
     assert validation(ddb.put_item, TableName=table_s, Item={"pk": {"S": key()}, "s": {"SS": []}}) == (
-        "One or more parameter values were invalid: An string set  may not be empty"
+        "1 validation error detected: One or more parameter values were invalid: An string set  may not be empty"
     )
 
 

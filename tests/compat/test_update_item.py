@@ -65,9 +65,10 @@ def test_overlapping_update_paths_are_refused(ddb: Any, table_s: str) -> None:
         UpdateExpression="SET a = :v REMOVE a.b",
         ExpressionAttributeValues={":v": {"S": "x"}},
     )
+    # UpdateItem words it as a list of one (moto's AWS-verified tests, 2026).
     assert message == (
-        "Invalid UpdateExpression: Two document paths overlap with each other; must remove or rewrite one of "
-        "these paths; path one: [a], path two: [a, b]"
+        "1 validation error detected: Invalid UpdateExpression: Two document paths overlap with each other; "
+        "must remove or rewrite one of these paths; path one: [a], path two: [a, b]"
     )
 
 
@@ -79,9 +80,9 @@ def test_a_repeated_section_is_refused(ddb: Any, table_s: str) -> None:
         UpdateExpression="SET a = :v SET b = :v",
         ExpressionAttributeValues={":v": {"S": "x"}},
     )
-    assert (
-        message
-        == 'Invalid UpdateExpression: The "SET" section can only be used once in an update expression;'
+    assert message == (
+        '1 validation error detected: Invalid UpdateExpression: The "SET" section can only be used once in an '
+        "update expression;"
     )
 
 
@@ -610,3 +611,54 @@ def test_an_empty_name_in_attribute_updates_is_refused_in_its_own_terms(ddb: Any
         AttributeUpdates={"": {"Value": {"N": "2"}, "Action": "PUT"}},
     )
     assert message == "One or more parameter values were invalid: Empty attribute name"
+
+
+# --- the write operations' list-of-one wording (moto's AWS-verified tests, 2026) -------------
+
+
+@pytest.mark.parametrize(
+    ("request_fields", "message"),
+    [
+        (
+            {"UpdateExpression": "ADD s :empty", "ExpressionAttributeValues": {":empty": {"SS": []}}},
+            "One or more parameter values were invalid: An string set  may not be empty",
+        ),
+        ({"UpdateExpression": ""}, "Invalid UpdateExpression: The expression can not be empty;"),
+        (
+            {"UpdateExpression": "SET a = :v", "ExpressionAttributeValues": {}},
+            "ExpressionAttributeValues must not be empty",
+        ),
+        (
+            {
+                "UpdateExpression": "SET a = :v",
+                "ExpressionAttributeValues": {":v": {"N": "1"}},
+                "ExpressionAttributeNames": {"#count": "count"},
+            },
+            "Value provided in ExpressionAttributeNames unused in expressions: keys: {#count}",
+        ),
+    ],
+    ids=["empty-set-value", "empty-expression", "empty-values", "unused-name"],
+)
+def test_update_item_lists_these_faults_as_one_validation_error(
+    ddb: Any, table_s: str, request_fields: dict[str, Any], message: str
+) -> None:
+    got = validation(ddb.update_item, TableName=table_s, Key={"pk": {"S": key()}}, **request_fields)
+    assert got == "1 validation error detected: " + message
+
+
+def test_delete_item_lists_an_unused_name_and_get_item_and_scan_do_not(ddb: Any, table_s: str) -> None:
+    unused = "Value provided in ExpressionAttributeNames unused in expressions: keys: {#count}"
+    names = {"#pk": "pk", "#count": "count"}
+    k = {"pk": {"S": key()}}
+    deleted = validation(
+        ddb.delete_item, TableName=table_s, Key=k, ConditionExpression="attribute_exists(#pk)",
+        ExpressionAttributeNames=names,
+    )  # fmt: skip
+    assert deleted == "1 validation error detected: " + unused
+    got = validation(
+        ddb.get_item, TableName=table_s, Key=k, ProjectionExpression="#pk", ExpressionAttributeNames=names
+    )
+    scanned = validation(
+        ddb.scan, TableName=table_s, ProjectionExpression="#pk", ExpressionAttributeNames=names
+    )
+    assert got == scanned == unused

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from partita.api import service_model
+from partita.api import error_wording, service_model
 from partita.common import errors, metrics
 from partita.common.errors import DynamoError
 from partita.common.logs import RateLimitedLog
@@ -135,7 +135,8 @@ class DynamoApp:
         try:
             body = await self._dispatch(request, labels)
             status = 200
-        except DynamoError as exc:
+        except DynamoError as raised:
+            exc = error_wording.as_answered(labels.operation, raised)
             if exc.code == "ProvisionedThroughputExceededException":
                 self._name_throttled_resources(exc)
             status, body, outcome = exc.status, exc.render(), exc.code

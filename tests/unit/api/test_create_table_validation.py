@@ -279,7 +279,7 @@ def test_definitions_beyond_the_key_attributes_are_refused(
 
 def test_an_attribute_defined_twice_is_refused_naming_it() -> None:
     body = request(AttributeDefinitions=[attr("pk"), attr("pk", "N")])
-    assert validation_message(body) == "Duplicate AttributeName=pk in AttributeDefinitions"
+    assert validation_message(body) == "Attribute Name is duplicated: pk"
 
 
 # --- billing mode and throughput --------------------------------------------------------

@@ -118,7 +118,8 @@ def validate(body: Any) -> CreateTableRequest:
     defined: dict[str, Any] = {}  # names to "S"|"N"|"B", checked against the enum above
     for d in attr_defs:
         if d["AttributeName"] in defined:
-            raise errors.validation(f"Duplicate AttributeName={d['AttributeName']} in AttributeDefinitions")
+            # DynamoDB's words, as ScyllaDB recorded them (scylladb/scylladb#13870).
+            raise errors.validation(f"Attribute Name is duplicated: {d['AttributeName']}")
         defined[d["AttributeName"]] = d["AttributeType"]
     key_names = [k["AttributeName"] for k in key_schema]
     undefined = any(n not in defined for n in key_names)
