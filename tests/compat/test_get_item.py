@@ -198,3 +198,16 @@ def test_a_path_into_a_key_attribute_is_refused_as_keys_are_scalars(
     assert message == (
         "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: pk"
     )
+
+
+def test_a_tables_arn_stands_for_its_name(ddb: Any, table_s: str) -> None:
+    # Since resource-based policies, DynamoDB takes a table's ARN wherever a TableName
+    # goes (moto's AWS-verified test_batch_write_with_binary_data scans by ARN).
+    arn = ddb.describe_table(TableName=table_s)["Table"]["TableArn"]
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=arn, Item={**k, "a": {"S": "by-arn"}})
+    assert ddb.get_item(TableName=table_s, Key=k)["Item"]["a"] == {"S": "by-arn"}
+    assert ddb.get_item(TableName=arn, Key=k, ConsistentRead=True)["Item"]["a"] == {"S": "by-arn"}
+    got = ddb.batch_get_item(RequestItems={arn: {"Keys": [k]}})["Responses"]
+    assert [item["a"] for items in got.values() for item in items] == [{"S": "by-arn"}]
+    assert ddb.describe_table(TableName=arn)["Table"]["TableName"] == table_s

@@ -43,8 +43,9 @@ from partita.common.errors import DynamoError
 MAX_NESTING = 80
 
 # Table names: the model now types TableName as TableArn (1..1024 characters, so that an
-# ARN may stand for the name), but Partita takes names only, and DynamoDB's recorded
-# answers for names are TableName's constraints.
+# ARN may stand for the name). The router has put the name in an ARN's place by now
+# (`router.table_arns`), and DynamoDB's recorded answers for names are TableName's
+# constraints.
 _TABLE_NAME = {"type": "string", "min": 3, "max": 255, "pattern": "[a-zA-Z0-9_.-]+"}
 _SHAPE_OVERRIDES: dict[str, dict[str, Any]] = {
     "TableArn": _TABLE_NAME,

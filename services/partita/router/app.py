@@ -51,6 +51,7 @@ from partita.router.context import RouterContext
 from partita.router.credentials import CredentialStore
 from partita.router.http_server import MAX_BODY_BYTES, HttpRequest, HttpResponse
 from partita.router.request_encoding import decoded_body
+from partita.router.table_arns import names_for_arns
 
 log = logging.getLogger(__name__)
 # Rejected requests, one line each at info, at most a burst of 100 then 10 a second.
@@ -235,6 +236,7 @@ class DynamoApp:
                 if isinstance(payload, list)
                 else "Start of structure or map found where not expected."
             )
+        payload = names_for_arns(payload)
         table_name = payload.get("TableName")
         if isinstance(table_name, str) and table_name in self.ctx.tables.tables:
             labels.table = table_name  # only tables the cluster has: labels stay bounded

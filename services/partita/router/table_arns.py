@@ -1,0 +1,40 @@
+"""A table's ARN where its name is asked for, as DynamoDB takes it.
+
+Since DynamoDB's resource-based policies, every operation taking a TableName (and the
+keys of a batch's RequestItems) takes the table's ARN as well. Partita keeps one
+account and region, so an ARN stands for the table named at its end: it is replaced by
+that name before the request is checked, and the request then runs (and is answered)
+exactly as if the name had been sent. An ARN that names no table (an index, a stream,
+another service) is left as sent, and refused as a table name.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_TABLE_ARN = re.compile(r"arn:aws[a-z-]*:dynamodb:[a-z0-9-]*:[0-9]*:table/([a-zA-Z0-9_.-]{3,255})")
+
+
+def table_name_of(value: str) -> str:
+    """The table an ARN names, or `value` itself when it is not a table's ARN."""
+    if not value.startswith("arn:"):
+        return value
+    match = _TABLE_ARN.fullmatch(value)
+    return match.group(1) if match is not None else value
+
+
+def names_for_arns(payload: dict[str, Any]) -> dict[str, Any]:
+    """`payload` with each table ARN in TableName and RequestItems' keys replaced by the
+    table's name (the same object when there is none, the common case)."""
+    table = payload.get("TableName")
+    if isinstance(table, str) and table.startswith("arn:"):
+        payload = {**payload, "TableName": table_name_of(table)}
+    items = payload.get("RequestItems")
+    if isinstance(items, dict) and any(isinstance(k, str) and k.startswith("arn:") for k in items):
+        named = {table_name_of(k): v for k, v in items.items()}
+        # A table named twice (by name and by ARN) is left for the checks to refuse;
+        # merging would drop one of its requests.
+        if len(named) == len(items):
+            payload = {**payload, "RequestItems": named}
+    return payload
