@@ -64,6 +64,10 @@ async def published(store: EtcdControlStore, partition: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("victim_role", ["follower", "leader"])
+async def _placements_hold(store: EtcdControlStore, members: frozenset[str]) -> bool:
+    return members in [m for sets in (await store.get_placements()).values() for m in sets]
+
+
 async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_rebuilt_full_member(
     kmock: Any,
     tmp_path: Path,
@@ -92,6 +96,8 @@ async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_reb
             name = part["metadata"]["name"]
             placed = members_of(part)
             assert set(placed) == {"pt-storage-a-0", "pt-storage-b-0", "pt-storage-c-0"}
+            # The operator publishes every table's placement for the pods' shard bound.
+            await eventually(lambda: _placements_hold(store, frozenset(placed)), "the placements published")
             leader = part["status"]["leader"]
             # A follower, or the leader itself: then a survivor is elected, judges the
             # old leader down and repairs.

@@ -67,6 +67,10 @@ LOADS = b"/partita-load/"
 # Replica moves the autoadmin asked for (load-based migration), by group: under
 # /partita/ so that storage nodes' watches wake for them.
 MOVES = PREFIX + b"moves/"
+# Every table's replica sets as the operator last published them (Kubernetes): one key,
+# outside /partita/ so that publishing wakes no watcher (storage pods read it as they
+# follow the memberships).
+PLACEMENTS = b"/partita-placements"
 # Who leads a role (the local autoadmin): outside /partita/ so that campaigning and
 # keeping a lease alive wake no watcher.
 LEADERS = b"/partita-leaders/"
@@ -173,6 +177,22 @@ class AutoadminStore(TableCatalog, PartitionMapStore, NodeMembership, Statistics
         if the stored spec still has `spec.revision`."""
 
 
+# Each table's partitions' replica sets, by table id.
+Placements = dict[int, tuple[frozenset[str], ...]]
+
+
+def encode_placements(placements: Placements) -> bytes:
+    """Placements as JSON, the same bytes for the same placements (so an unchanged
+    publication is seen as such)."""
+    return orjson.dumps(
+        {str(t): sorted(sorted(members) for members in sets) for t, sets in sorted(placements.items())}
+    )
+
+
+def decode_placements(data: bytes) -> Placements:
+    return {int(t): tuple(frozenset(m) for m in sets) for t, sets in orjson.loads(data).items()}
+
+
 class Memberships(Protocol):
     """Replication groups' memberships their leaders published (Kubernetes repair),
     by partition name, as opaque records (admin.proto `PublishedMembership`)."""
@@ -181,6 +201,13 @@ class Memberships(Protocol):
     async def get_membership(self, partition: str) -> bytes | None: ...
     async def delete_membership(self, partition: str) -> None: ...
     async def list_memberships(self) -> dict[str, bytes]: ...
+    async def put_placements(self, placements: Placements) -> None:
+        """Publish every table's partitions' replica sets (the operator, on Kubernetes,
+        where a storage pod reads no table it does not host; the shuffle-shard bound of
+        repair counts them)."""
+
+    async def get_placements(self) -> Placements:
+        """What was last published (empty if nothing was)."""
 
 
 class WatchedMemberships(Memberships, Watchable, Protocol):
@@ -288,6 +315,7 @@ class EtcdControlStore:
         # Listings by name: the store's revision as of the read, and what was read; and
         # each listing's decoded keys.
         self._listings: dict[str, tuple[int, list[Any]]] = {}
+        self._placements: tuple[int, Placements] | None = None
         self._decoded: dict[str, DecodedKeys] = {}
 
     async def _cas_put(self, key: bytes, value: dict[str, Any], revision: Revision) -> bool:
@@ -447,6 +475,19 @@ class EtcdControlStore:
 
     async def delete_membership(self, partition: str) -> None:
         await self._client.delete(MEMBERSHIP + partition.encode())
+
+    async def put_placements(self, placements: Placements) -> None:
+        await self._client.put(PLACEMENTS, encode_placements(placements))
+
+    async def get_placements(self) -> Placements:
+        """Decoded again only when the key was written since the last read."""
+        value = await self._client.get(PLACEMENTS)
+        if value is None:
+            return {}
+        revision = int(value.mod_revision)
+        if self._placements is None or self._placements[0] != revision:
+            self._placements = (revision, decode_placements(bytes(value.value)))
+        return dict(self._placements[1])
 
     async def list_memberships(self) -> dict[str, bytes]:
         """Every published membership by partition name, re-read only when the store moved."""
@@ -690,6 +731,7 @@ class MemoryControlStore:
         self._ready: set[tuple[int, str, str]] = set()
         self._stats: dict[tuple[int, str], PartitionStats] = {}
         self._memberships: dict[str, bytes] = {}
+        self._published_placements: Placements = {}
         self._draining: dict[str, str] = {}
         self._loads: dict[str, NodeLoad] = {}
         self._moves: dict[tuple[int, str], ReplicaMove] = {}
@@ -714,6 +756,13 @@ class MemoryControlStore:
 
     async def list_memberships(self) -> dict[str, bytes]:
         return dict(self._memberships)
+
+    async def put_placements(self, placements: Placements) -> None:
+        self._next_revision()
+        self._published_placements = decode_placements(encode_placements(placements))
+
+    async def get_placements(self) -> Placements:
+        return dict(self._published_placements)
 
     async def get_table_spec(self, name: str) -> TableSpec | None:
         return self._specs.get(name)

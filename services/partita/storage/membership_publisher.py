@@ -131,10 +131,12 @@ class MembershipPublisher:
 
 async def follow_memberships(hosting: AdminHosting, store: WatchedMemberships) -> None:
     """Apply the published memberships whenever the store changes (and at least every
-    FOLLOW_TIMEOUT_SECONDS), and start the split children waiting for their parents."""
+    FOLLOW_TIMEOUT_SECONDS), take the operator's latest placements of every table (for
+    the shard bound of repair), and start the split children waiting for their parents."""
     while True:
         try:
             await hosting.apply_published(await store.list_memberships())
+            hosting.state.published_placements = await store.get_placements()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the store is down: the held assignments stand

@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from partita.common.partition_map import Partition, data_members, is_replicated
 from partita.common.shard_bound import added_exposure
 from partita.common.throughput import Kind as UnitKind
 from partita.control.model import NodeRecord, ReplicaMove, TableRecord
-from partita.control.store import NodeStore
+from partita.control.store import NodeStore, Placements
 from partita.storage import admin_server, metrics
 from partita.storage.admission import DEFAULT_NODE_UNITS, StorageAdmission, partition_rate
 from partita.storage.assignments import AssignmentBook
@@ -109,6 +109,9 @@ class NodeState:
     # tables' placements, which a new member leaving its table's shard is checked
     # against (`shard_exposure`). Empty when hosting by assignment (Kubernetes).
     tables: list[TableRecord] = field(default_factory=list)
+    # When hosting by assignment: every table's replica sets as the operator last
+    # published them, in their place.
+    published_placements: Placements = field(default_factory=dict)
 
     def owner(self, request: pb.Request) -> Partition | None:
         """The hosted partition holding the request's key; None if this node has none."""
@@ -455,9 +458,16 @@ def shard_exposure(
     state: NodeState, table_id: int, shard: frozenset[str], candidates: Sequence[str], bound: int
 ) -> Mapping[str, int]:
     """How many other tables' partitions the table's shard would hold past `bound` with
-    each candidate node added to it, from the tables this node last read."""
-    others = (data_members(p) for t in state.tables if t.table_id != table_id for p in t.partitions)
-    return added_exposure(shard, candidates, others, bound)
+    each candidate node added to it, from the tables this node last read (or, hosting
+    by assignment, the placements the operator last published)."""
+    return added_exposure(shard, candidates, _other_replica_sets(state, table_id), bound)
+
+
+def _other_replica_sets(state: NodeState, table_id: int) -> Iterator[frozenset[str]]:
+    if state.tables:
+        return (data_members(p) for t in state.tables if t.table_id != table_id for p in t.partitions)
+    placed = state.published_placements
+    return (members for t, sets in placed.items() if t != table_id for members in sets)
 
 
 def led_groups(state: NodeState) -> dict[GroupId, tuple[int, Partition]]:

@@ -26,7 +26,15 @@ from partita.control.model import (
     TableSpec,
     TableState,
 )
-from partita.control.store import LOADS, PREFIX, STATS, ControlStore, EtcdControlStore, MemoryControlStore
+from partita.control.store import (
+    LOADS,
+    PLACEMENTS,
+    PREFIX,
+    STATS,
+    ControlStore,
+    EtcdControlStore,
+    MemoryControlStore,
+)
 from tests.unit.autoadmin.kube.emulator import NS, register_resources
 from tests.unit.control.conftest import TWO_PARTITIONS, table
 from tests.unit.control.kube_api import VersionedApiServer
@@ -47,6 +55,7 @@ async def store(etcd_port: int | None) -> AsyncIterator[ControlStore]:
     await raw.delete_prefix(PREFIX)  # each test starts from an empty store
     await raw.delete_prefix(STATS)
     await raw.delete_prefix(LOADS)
+    await raw.delete(PLACEMENTS)
     await raw.close()
     s = EtcdControlStore("127.0.0.1", etcd_port)
     yield s
@@ -398,3 +407,13 @@ async def test_every_tables_replica_sets_come_in_one_listing_by_table(store: Con
         5: (frozenset({"n1"}), frozenset({"n2"})),
         51: (frozenset({"n1", "n2", "n3"}),),
     }
+
+
+async def test_published_placements_read_back_as_published_and_replace_the_last(store: Any) -> None:
+    assert await store.get_placements() == {}
+    first = {7: (frozenset({"a", "b", "c"}), frozenset({"b", "c", "d"})), 9: (frozenset({"x"}),)}
+    await store.put_placements(first)
+    assert await store.get_placements() == first
+    assert await store.get_placements() == first  # read again, unchanged
+    await store.put_placements({9: (frozenset({"y", "z"}),)})
+    assert await store.get_placements() == {9: (frozenset({"y", "z"}),)}

@@ -75,3 +75,17 @@ def test_a_nodes_exposure_counts_every_other_table_it_last_read() -> None:
     assert shard_exposure(state, 7, shard, ["x", "y"], 1) == {"x": 1, "y": 0}
     assert shard_exposure(state, 7, shard, ["x", "y"], 2) == {"x": 0, "y": 0}
     assert shard_exposure(state, 8, frozenset({"x"}), ["a1"], 0) == {"a1": 1}
+
+
+def test_hosting_by_assignment_counts_the_placements_the_operator_published() -> None:
+    # On Kubernetes a pod lists no tables; the same counts come from the published
+    # placements (the same three tables as above).
+    state = NodeState("a1", "zone-a", engine=None)  # type: ignore[arg-type]
+    state.published_placements = {
+        7: (frozenset({"a1", "b1", "c1"}),),
+        8: (frozenset({"x", "b1", "c9"}),),
+        9: (frozenset({"y", "b9", "c9"}),),
+    }
+    shard = frozenset({"a1", "b1", "c1"})
+    assert shard_exposure(state, 7, shard, ["x", "y"], 1) == {"x": 1, "y": 0}
+    assert shard_exposure(state, 8, frozenset({"x"}), ["a1"], 0) == {"a1": 1}

@@ -30,6 +30,7 @@ from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.fleet_shrink import FleetShrink
 from partita.autoadmin.kube.membership_watch import MembershipWatch
 from partita.autoadmin.kube.migration_loop import KubeMigration
+from partita.autoadmin.kube.placements_publisher import PlacementsPublisher
 from partita.autoadmin.kube.replicas import PartitionRef, ReplicaDirector
 from partita.autoadmin.migration import MigrationPolicy
 from partita.autoadmin.placement import ShardPolicy
@@ -159,6 +160,7 @@ def build_registry(
     memberships: MembershipWatch | None = None,
     shrink: FleetShrink | None = None,
     migration: KubeMigration | None = None,
+    placements: PlacementsPublisher | None = None,
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     state = _State()
@@ -609,6 +611,8 @@ def build_registry(
             memberships.started()
         if migration is not None:
             migration.started()
+        if placements is not None:
+            placements.started()
         members = _plan_of(body).members
         table = await api.get(naming.API_VERSION, naming.TABLES, namespace, spec["table"])
         ref = _ref_of(namespace, name, spec)

@@ -27,7 +27,8 @@ from partita.autoadmin.kube.grpc_director import (
 )
 from partita.autoadmin.kube.handlers import OperatorConfig, build_registry, operator_settings
 from partita.autoadmin.kube.membership_watch import MembershipWatch
-from partita.autoadmin.kube.migration_loop import KubeMigration
+from partita.autoadmin.kube.migration_loop import KubeMigration, fleet_placements
+from partita.autoadmin.kube.placements_publisher import PlacementsPublisher
 from partita.autoadmin.kube.replicas import ReplicaDirector
 from partita.common import config as common_config
 from partita.common import metrics
@@ -118,8 +119,22 @@ async def run_operator(
         if followed is not None
         else None
     )
+    # Every table's placement for the pods' shard bound of repair, in that store too.
+    placements = (
+        PlacementsPublisher(followed, lambda: fleet_placements(api, config.fleet.namespace))
+        if followed is not None
+        else None
+    )
     registry = build_registry(
-        config, api, in_use, info, doorman=publisher, memberships=watch, shrink=shrink, migration=migration
+        config,
+        api,
+        in_use,
+        info,
+        doorman=publisher,
+        memberships=watch,
+        shrink=shrink,
+        migration=migration,
+        placements=placements,
     )
     kwargs: dict[str, Any] = {"peering_name": naming.PEERING_NAME, "priority": chosen}
     if identity is not None:
@@ -146,6 +161,8 @@ async def run_operator(
             await shrink.close()
         if migration is not None:
             await migration.close()
+        if placements is not None:
+            await placements.close()
         await api.close()
         if own_director is not None:
             await own_director.close()

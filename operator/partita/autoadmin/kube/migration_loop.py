@@ -23,6 +23,7 @@ from partita.autoadmin.kube.background import StartedByHandlers
 from partita.autoadmin.migration import MigrationPolicy, PartitionKey
 from partita.autoadmin.migration_driver import MigrationDriver, MigrationStore
 from partita.common import config
+from partita.control.store import Placements
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,23 @@ def partition_members(
     return out
 
 
+async def listed_members(
+    api: KubeApi, namespace: str, wanted: frozenset[int] | None
+) -> dict[PartitionKey, frozenset[str]]:
+    """`partition_members` of the Tables and Partitions listed now."""
+    tables = await api.list(naming.API_VERSION, naming.TABLES, namespace, {})
+    partitions = await api.list(naming.API_VERSION, naming.PARTITIONS, namespace, {})
+    return partition_members(tables, partitions, namespace, wanted)
+
+
+async def fleet_placements(api: KubeApi, namespace: str) -> Placements:
+    """Every table's partitions' replica sets, by table id."""
+    placed: dict[int, list[frozenset[str]]] = {}
+    for (table_id, _), members in (await listed_members(api, namespace, None)).items():
+        placed.setdefault(table_id, []).append(members)
+    return {table_id: tuple(sets) for table_id, sets in placed.items()}
+
+
 class KubeMigration(StartedByHandlers):
     def __init__(
         self,
@@ -80,12 +98,7 @@ class KubeMigration(StartedByHandlers):
             await asyncio.sleep(self.interval)
 
     async def _members_of(self, wanted: frozenset[int] | None) -> dict[PartitionKey, frozenset[str]]:
-        tables = await self.api.list(naming.API_VERSION, naming.TABLES, self.namespace, {})
-        partitions = await self.api.list(naming.API_VERSION, naming.PARTITIONS, self.namespace, {})
-        return partition_members(tables, partitions, self.namespace, wanted)
+        return await listed_members(self.api, self.namespace, wanted)
 
-    async def _placements(self) -> dict[int, tuple[frozenset[str], ...]]:
-        placed: dict[int, list[frozenset[str]]] = {}
-        for (table_id, _), members in (await self._members_of(None)).items():
-            placed.setdefault(table_id, []).append(members)
-        return {table_id: tuple(sets) for table_id, sets in placed.items()}
+    async def _placements(self) -> Placements:
+        return await fleet_placements(self.api, self.namespace)
