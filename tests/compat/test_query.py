@@ -417,3 +417,12 @@ def test_a_path_into_a_key_attribute_is_refused_in_a_query_projection(ddb: Any, 
     assert message == (
         "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: pk"
     )
+
+
+def test_a_key_condition_naming_two_attributes_names_the_expression_twice(ddb: Any, table_sn: str) -> None:
+    # DynamoDB's words as captured in October 2025 (moto's AWS-verified tests).
+    message = validation(ddb.query, TableName=table_sn, KeyConditionExpression="pk = sk")
+    assert message == (
+        "Invalid KeyConditionExpression: Invalid condition in KeyConditionExpression: Multiple attribute names "
+        "used in one condition"
+    )

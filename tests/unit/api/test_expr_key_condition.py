@@ -93,27 +93,32 @@ def test_operators_a_key_condition_cannot_use(expression: str, operator: str) ->
     [
         (
             ":a between size(b) and size(a) and b > :b",
-            "Invalid condition in KeyConditionExpression: BETWEEN operator must have the key attribute as "
+            "Invalid KeyConditionExpression: Invalid condition in KeyConditionExpression: BETWEEN operator must have the key attribute as "
             "its first operand",
         ),
         (
             "begins_with(:s, b) and a > :b",
-            "Invalid condition in KeyConditionExpression: begins_with operator must have the key attribute "
+            "Invalid KeyConditionExpression: Invalid condition in KeyConditionExpression: begins_with operator must have the key attribute "
             "as its first operand",
         ),
         ("size(b) > a AND a.b > b AND b > c", "KeyConditionExpressions cannot contain nested operations"),
         ("a between size(b) and size(a)", "KeyConditionExpressions cannot contain nested operations"),
         (
             "b > a.b",
-            "Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition",
+            "Invalid KeyConditionExpression: Invalid condition in KeyConditionExpression: Multiple attribute "
+            "names used in one condition",
         ),
         (
             "a between b and size(a)",
-            "Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition",
+            "Invalid KeyConditionExpression: Invalid condition in KeyConditionExpression: Multiple attribute "
+            "names used in one condition",
         ),
         ("b.d > a AND c.d > e.f", "KeyConditionExpressions cannot have conditions on nested attributes"),
         ("b[0] > a", "KeyConditionExpressions cannot have conditions on nested attributes"),
-        (":b > :a AND a < :b", "Invalid condition in KeyConditionExpression: No key attribute specified"),
+        (
+            ":b > :a AND a < :b",
+            "Invalid KeyConditionExpression: Invalid condition in KeyConditionExpression: No key attribute specified",
+        ),
         (
             "b > :a AND b < :a and c = :a and d = :a",
             "KeyConditionExpressions must only contain one condition per key",

@@ -168,14 +168,19 @@ def _operands(leaf: ast.Condition) -> tuple[ast.Operand, ...]:
     return leaf.args
 
 
+# DynamoDB's words as captured in October 2025 (moto's AWS-verified
+# test_query_unused_attribute_name), the expression's name given twice; dynalite's older
+# recordings lack the first "Invalid KeyConditionExpression: ".
+_INVALID_CONDITION = "Invalid KeyConditionExpression: Invalid condition in KeyConditionExpression: "
+
+
 def _key_attribute(leaf: ast.Condition) -> str:
     """The one top-level attribute a leaf condition constrains, checking its shape."""
     operands = _operands(leaf)
     if isinstance(leaf, (ast.Between, ast.FunctionCall)) and not isinstance(operands[0], ast.Path):
         operator = "BETWEEN" if isinstance(leaf, ast.Between) else "begins_with"
         raise errors.validation(
-            f"Invalid condition in KeyConditionExpression: {operator} operator must have the key "
-            "attribute as its first operand"
+            f"{_INVALID_CONDITION}{operator} operator must have the key attribute as its first operand"
         )
     key: ast.Path | None = None
     for operand in operands:
@@ -183,15 +188,12 @@ def _key_attribute(leaf: ast.Condition) -> str:
             raise errors.validation("KeyConditionExpressions cannot contain nested operations")
         if isinstance(operand, ast.Path):
             if key is not None:
-                raise errors.validation(
-                    "Invalid condition in KeyConditionExpression: "
-                    "Multiple attribute names used in one condition"
-                )
+                raise errors.validation(f"{_INVALID_CONDITION}Multiple attribute names used in one condition")
             if len(operand.elements) > 1:
                 raise errors.validation("KeyConditionExpressions cannot have conditions on nested attributes")
             key = operand
     if key is None:
-        raise errors.validation("Invalid condition in KeyConditionExpression: No key attribute specified")
+        raise errors.validation(f"{_INVALID_CONDITION}No key attribute specified")
     name = key.elements[0]
     assert isinstance(name, str)
     return name
