@@ -75,7 +75,7 @@ def parse_condition(text: str, kind: str = "ConditionExpression", limited: bool 
     does not hold to the expression's size or to 100 IN operands (dynalite's suite,
     recorded against DynamoDB, scans with an IN of 27,500 values). The operator and
     nesting limits stay: they bound the recursion of every walk over the tree, and a
-    translation reaches them only past 300 legacy conditions."""
+    translation reaches them only with well over a hundred legacy conditions."""
     if limited:
         check_text(text, kind)
     parser = _Parser(text, kind, _CONDITION_KEYWORDS, limited)
