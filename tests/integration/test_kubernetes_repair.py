@@ -63,11 +63,11 @@ async def published(store: EtcdControlStore, partition: str) -> dict[str, str]:
     return {m.node: m.role for m in admin_pb2.PublishedMembership.FromString(record).assignment.members}
 
 
-@pytest.mark.parametrize("victim_role", ["follower", "leader"])
 async def _placements_hold(store: EtcdControlStore, members: frozenset[str]) -> bool:
     return members in [m for sets in (await store.get_placements()).values() for m in sets]
 
 
+@pytest.mark.parametrize("victim_role", ["follower", "leader"])
 async def test_a_member_down_for_long_is_replaced_through_a_log_member_and_a_rebuilt_full_member(
     kmock: Any,
     tmp_path: Path,
