@@ -426,3 +426,18 @@ def test_a_key_condition_naming_two_attributes_names_the_expression_twice(ddb: A
         "Invalid KeyConditionExpression: Invalid condition in KeyConditionExpression: Multiple attribute names "
         "used in one condition"
     )
+
+
+def test_a_filter_expression_beside_key_conditions_is_held_to_the_expression_limits(
+    ddb: Any, table_sn: str
+) -> None:
+    # Alternator's test_limit_expression_len (run against DynamoDB): the legacy
+    # KeyConditions do not lift the FilterExpression's 4 KB.
+    message = validation(
+        ddb.query, TableName=table_sn,
+        KeyConditions={"pk": {"AttributeValueList": [{"S": key()}], "ComparisonOperator": "EQ"}},
+        FilterExpression="a" + " " * 4092 + "= :v", ExpressionAttributeValues={":v": {"N": "1"}},  # 4,097 bytes
+    )  # fmt: skip
+    assert message.startswith(
+        "Invalid FilterExpression: Expression size has exceeded the maximum allowed size"
+    )

@@ -147,7 +147,10 @@ def filter_and_projection(
             projection=projection,
             names=ph.names or None,
             values=ph.values or None,
-            legacy=True,
+            # Only a translated filter or projection is not held to the expression
+            # limits: beside KeyConditions the FilterExpression is the caller's own (and
+            # a translated key condition is two comparisons at most).
+            legacy=body.get(legacy_filter) is not None or to_get is not None,
         )
     )
 
