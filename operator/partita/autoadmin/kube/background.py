@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+
+log = logging.getLogger(__name__)
 
 
 class StartedByHandlers:
@@ -25,6 +28,31 @@ class StartedByHandlers:
     async def close(self) -> None:
         task, self._task = self._task, None
         await cancel_and_wait(task)
+
+
+class PassesInBackground(StartedByHandlers):
+    """A background loop of passes: `pass_once`, then `wait`, for as long as the operator
+    runs; a pass that fails (etcd or the API server unreachable) is logged and tried
+    again after the wait."""
+
+    # What a pass does, for the log line of a failed one ("<doing> failed").
+    doing = "a background pass"
+
+    async def pass_once(self) -> object:
+        raise NotImplementedError
+
+    async def wait(self) -> None:
+        raise NotImplementedError
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.pass_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("%s failed (%s); retrying", self.doing, exc)
+            await self.wait()
 
 
 async def cancel_and_wait(task: asyncio.Task[None] | None) -> None:

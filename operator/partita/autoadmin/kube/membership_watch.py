@@ -20,13 +20,12 @@ that differs from its spec.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 
 from partita.autoadmin.kube import builders, naming
 from partita.autoadmin.kube.api import KubeApi
-from partita.autoadmin.kube.background import StartedByHandlers
+from partita.autoadmin.kube.background import PassesInBackground
 from partita.autoadmin.kube.decisions import Member
 from partita.autoadmin.kube.grpc_director import published_members
 from partita.control.store import WatchedMemberships
@@ -37,7 +36,9 @@ log = logging.getLogger(__name__)
 IDLE_SECONDS = 5.0
 
 
-class MembershipWatch(StartedByHandlers):
+class MembershipWatch(PassesInBackground):
+    doing = "following published memberships"
+
     def __init__(self, store: WatchedMemberships, api: KubeApi, namespace: str) -> None:
         self.store = store
         self.api = api
@@ -45,15 +46,8 @@ class MembershipWatch(StartedByHandlers):
         self._seen: dict[str, bytes] = {}
         self.adopted = 0  # specs written (tests wait on it)
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.pass_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # etcd or the API server unreachable: try again
-                log.warning("following published memberships failed (%s); retrying", exc)
-            await self.store.wait_for_change(IDLE_SECONDS)
+    async def wait(self) -> None:
+        await self.store.wait_for_change(IDLE_SECONDS)
 
     async def pass_once(self) -> None:
         records = await self.store.list_memberships()

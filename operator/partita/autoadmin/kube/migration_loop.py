@@ -19,7 +19,7 @@ from typing import Any
 
 from partita.autoadmin.kube import naming, resources
 from partita.autoadmin.kube.api import KubeApi
-from partita.autoadmin.kube.background import StartedByHandlers
+from partita.autoadmin.kube.background import PassesInBackground
 from partita.autoadmin.migration import MigrationPolicy, PartitionKey
 from partita.autoadmin.migration_driver import MigrationDriver, MigrationStore
 from partita.common import config
@@ -73,7 +73,9 @@ async def fleet_placements(api: KubeApi, namespace: str) -> Placements:
     return {table_id: tuple(sets) for table_id, sets in placed.items()}
 
 
-class KubeMigration(StartedByHandlers):
+class KubeMigration(PassesInBackground):
+    doing = "migration check"
+
     def __init__(
         self,
         store: MigrationStore,
@@ -87,15 +89,11 @@ class KubeMigration(StartedByHandlers):
         self.interval = interval
         self.driver = MigrationDriver(store, policy, self._members_of, placements_of=self._placements)
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.driver.migrate_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # etcd or the API server unreachable: try again
-                log.warning("migration check failed (%s); retrying", exc)
-            await asyncio.sleep(self.interval)
+    async def pass_once(self) -> object:
+        return await self.driver.migrate_once()
+
+    async def wait(self) -> None:
+        await asyncio.sleep(self.interval)
 
     async def _members_of(self, wanted: frozenset[int] | None) -> dict[PartitionKey, frozenset[str]]:
         return await listed_members(self.api, self.namespace, wanted)

@@ -19,7 +19,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from partita.autoadmin.kube.background import StartedByHandlers
+from partita.autoadmin.kube.background import PassesInBackground
 from partita.control.store import Memberships, Placements, encode_placements
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 PUBLISH_SECONDS = 10.0
 
 
-class PlacementsPublisher(StartedByHandlers):
+class PlacementsPublisher(PassesInBackground):
+    doing = "publishing the tables' placements"
+
     def __init__(
         self,
         store: Memberships,
@@ -43,15 +45,8 @@ class PlacementsPublisher(StartedByHandlers):
         self._written: bytes | None = None
         self.published = 0  # writes (tests wait on it)
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.pass_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # etcd or the API server unreachable: try again
-                log.warning("publishing the tables' placements failed (%s); retrying", exc)
-            await asyncio.sleep(self.interval)
+    async def wait(self) -> None:
+        await asyncio.sleep(self.interval)
 
     async def pass_once(self) -> bool:
         """List and publish the placements if they changed; whether they were written."""
