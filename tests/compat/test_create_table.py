@@ -209,6 +209,7 @@ def test_an_on_demand_tables_create_answer_does_not_date_its_billing_mode(ddb: A
     request = spec(BillingMode="PAY_PER_REQUEST")
     created = ddb.create_table(**request)["TableDescription"]
     assert created["BillingModeSummary"] == {"BillingMode": "PAY_PER_REQUEST"}
+    assert "WarmThroughput" not in created  # told once described
     wait_active(ddb, request["TableName"], timeout=30)
     described = ddb.describe_table(TableName=request["TableName"])["Table"]
     assert (

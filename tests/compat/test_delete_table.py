@@ -23,7 +23,7 @@ def test_the_answer_describes_the_deleting_table_without_its_schema(ddb: Any) ->
     assert deleted["TableArn"] == described["TableArn"]
     assert deleted["TableId"] == described["TableId"]
     assert {"ItemCount", "TableSizeBytes", "ProvisionedThroughput"} <= set(deleted)
-    assert not {"KeySchema", "AttributeDefinitions", "CreationDateTime"} & set(deleted)
+    assert not {"KeySchema", "AttributeDefinitions", "CreationDateTime", "WarmThroughput"} & set(deleted)
 
 
 @pytest.mark.partita_only

@@ -60,9 +60,11 @@ def warm_throughput(record: TableRecord) -> dict[str, Any]:
 
 
 def created_description(record: TableRecord, arn: str) -> dict[str, Any]:
-    """CreateTable's TableDescription: DynamoDB dates an on-demand table's billing mode
-    only once it is described."""
+    """CreateTable's TableDescription: DynamoDB tells a table's warm throughput and dates
+    an on-demand table's billing mode only once it is described (LocalStack's recordings
+    of DynamoDB)."""
     out = table_description(record, arn)
+    del out["WarmThroughput"]
     if "BillingModeSummary" in out:
         out["BillingModeSummary"] = {"BillingMode": record.billing_mode}
     return out
@@ -109,9 +111,10 @@ def _outermost(families: list[SplitParent]) -> list[SplitParent]:
     return [f for f in families if not any(_under(f.partition_id, o.partition_id) for o in families)]
 
 
-# DynamoDB describes a table it has begun deleting without its schema and creation
-# time (the API reference's DeleteTable example; SDK waiters read TableStatus only).
-_NOT_IN_DELETING = ("AttributeDefinitions", "KeySchema", "CreationDateTime")
+# DynamoDB describes a table it has begun deleting without its schema, creation time
+# and warm throughput (the API reference's DeleteTable example, LocalStack's recordings;
+# SDK waiters read TableStatus only).
+_NOT_IN_DELETING = ("AttributeDefinitions", "KeySchema", "CreationDateTime", "WarmThroughput")
 
 
 def deleting_description(
