@@ -1,0 +1,72 @@
+"""Compressed answers: with an Accept-Encoding that allows gzip or deflate, DynamoDB
+compresses answers of more than 4 KB (and never smaller ones); without one it sends
+them as they are (DynamoDB's behaviour as Alternator's tests record it). The client
+here decompresses before botocore parses, as an SDK that asks for compression does."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from tests.compat.helpers import PYTESTMARK, key
+
+pytestmark = PYTESTMARK
+
+
+@contextmanager
+def _accepting(ddb: Any, accept: str | None) -> Iterator[list[dict[str, Any]]]:
+    """Requests carry `accept`; each answer's coding and sizes are recorded, and a
+    compressed body is decompressed before botocore parses it."""
+    seen: list[dict[str, Any]] = []
+
+    def add_header(params: dict[str, Any], **_: Any) -> None:
+        if accept is not None:
+            params["headers"]["Accept-Encoding"] = accept
+
+    def decompress(response_dict: dict[str, Any], **_: Any) -> None:
+        coding = response_dict["headers"].get("Content-Encoding")
+        sent = len(response_dict["body"])
+        if coding == "gzip":
+            response_dict["body"] = gzip.decompress(response_dict["body"])
+        elif coding == "deflate":
+            response_dict["body"] = zlib.decompress(response_dict["body"])
+        seen.append({"coding": coding, "sent": sent, "size": len(response_dict["body"])})
+
+    events = ddb.meta.events
+    events.register("before-call", add_header)
+    events.register("before-parse", decompress)
+    try:
+        yield seen
+    finally:
+        events.unregister("before-call", add_header)
+        events.unregister("before-parse", decompress)
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_an_answer_over_4_kb_comes_compressed_when_accepted(ddb: Any, table_s: str, coding: str) -> None:
+    k = {"pk": {"S": key()}}
+    big = "x" * 2048
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"S": big}, "b": {"S": big}, "c": {"S": big}})
+    with _accepting(ddb, coding) as seen:
+        got = ddb.get_item(TableName=table_s, Key=k, ProjectionExpression="a, b, c")["Item"]
+        assert got["a"]["S"] == got["b"]["S"] == got["c"]["S"] == big
+        assert seen[-1]["coding"] == coding and seen[-1]["size"] > 30 * seen[-1]["sent"]
+        # One attribute: under 4 KB, sent as it is.
+        assert ddb.get_item(TableName=table_s, Key=k, ProjectionExpression="a")["Item"]["a"]["S"] == big
+        assert seen[-1]["coding"] is None
+
+
+@pytest.mark.parametrize("accept", [None, "identity", "br", "gzip;q=0"])
+def test_an_answer_is_sent_as_it_is_unless_a_coding_is_accepted(
+    ddb: Any, table_s: str, accept: str | None
+) -> None:
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"S": "y" * 8000}})
+    with _accepting(ddb, accept) as seen:
+        assert ddb.get_item(TableName=table_s, Key=k)["Item"]["a"]["S"] == "y" * 8000
+        assert seen[-1]["coding"] is None
