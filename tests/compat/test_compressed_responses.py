@@ -6,11 +6,14 @@ here decompresses before botocore parses, as an SDK that asks for compression do
 from __future__ import annotations
 
 import gzip
+import http.client
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
+import orjson
 import pytest
 
 from tests.compat.helpers import PYTESTMARK, create_table, key
@@ -82,3 +85,35 @@ def test_a_large_answer_comes_compressed_whole(ddb: Any) -> None:
         items = ddb.scan(TableName=name, ConsistentRead=True)["Items"]
     assert {i["pk"]["S"]: i["v"]["S"] for i in items} == values
     assert seen[-1]["coding"] == "gzip" and seen[-1]["size"] > 120_000
+
+
+@pytest.mark.parametrize(
+    ("accept_headers", "coding"),
+    [(["gzip", "identity"], "gzip"), (["identity", "gzip"], None)],
+    ids=["gzip-first", "identity-first"],
+)
+def test_of_several_accept_encoding_headers_the_first_decides(
+    cluster: Any, ddb: Any, table_s: str, accept_headers: list[str], coding: str | None
+) -> None:
+    # DynamoDB's reading, as Alternator's tests record it (a client sending two such
+    # headers needs raw HTTP: the SDKs send one).
+    k = {"pk": {"S": key()}}
+    ddb.put_item(TableName=table_s, Item={**k, "a": {"S": "z" * 8000}})
+    body = orjson.dumps({"TableName": table_s, "Key": k})
+    conn = http.client.HTTPConnection(urlsplit(cluster.endpoint).netloc, timeout=30)
+    try:
+        conn.putrequest("POST", "/", skip_host=True, skip_accept_encoding=True)
+        for name, value in cluster.signed_headers("GetItem", body).items():
+            conn.putheader(name, value)
+        for value in accept_headers:
+            conn.putheader("Accept-Encoding", value)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        response = conn.getresponse()
+        payload = response.read()
+        assert response.status == 200
+        assert response.getheader("Content-Encoding") == coding
+    finally:
+        conn.close()
+    item = orjson.loads(gzip.decompress(payload) if coding == "gzip" else payload)["Item"]
+    assert item["a"]["S"] == "z" * 8000

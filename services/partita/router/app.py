@@ -51,7 +51,7 @@ from partita.router.admission import CONTROL_PLANE, KIND_OF, Admission
 from partita.router.auth import authenticate
 from partita.router.context import RouterContext
 from partita.router.credentials import CredentialStore
-from partita.router.http_server import MAX_BODY_BYTES, HttpRequest, HttpResponse
+from partita.router.http_server import FIRST_ACCEPT_ENCODING, MAX_BODY_BYTES, HttpRequest, HttpResponse
 from partita.router.request_encoding import decoded_body
 from partita.router.table_arns import names_for_arns
 
@@ -162,7 +162,10 @@ class DynamoApp:
             raise
         encoding = None
         if len(body) > response_encoding.THRESHOLD_BYTES:
-            encoding = response_encoding.chosen_encoding(request.headers.get("accept-encoding"))
+            headers = request.headers
+            encoding = response_encoding.chosen_encoding(
+                headers.get(FIRST_ACCEPT_ENCODING) or headers.get("accept-encoding")
+            )
             if encoding is not None:
                 body = await _compressed(body, encoding)
         cells = _REQUEST_CELLS.get((labels.operation, labels.table, outcome))

@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 # DynamoDB's largest request (BatchWriteItem) is 16 MB; anything larger is refused
 # before it is buffered.
 MAX_BODY_BYTES = 16 * 1024 * 1024 + 64 * 1024
+# Where the first of several Accept-Encoding headers is kept (their joined value stays
+# under "accept-encoding", which the signature covers): DynamoDB chooses an answer's
+# coding from the first alone. No header can have this name (it holds a colon).
+FIRST_ACCEPT_ENCODING = ":first accept-encoding"
 
 # The header names DynamoDB clients send, as they send them, to their lower-case text.
 _HEADER_NAMES = {
@@ -331,7 +335,12 @@ class HttpProtocol(asyncio.Protocol):
         # recoverable so the verifier canonicalises exactly what was signed.
         text = value.decode("utf-8", "surrogateescape")
         previous = self._headers.get(key)
-        self._headers[key] = text if previous is None else f"{previous},{text}"
+        if previous is None:
+            self._headers[key] = text
+        else:
+            self._headers[key] = f"{previous},{text}"
+            if key == "accept-encoding":
+                self._headers.setdefault(FIRST_ACCEPT_ENCODING, previous)
         if key == "content-length" and text.isdigit() and int(text) > MAX_BODY_BYTES:
             raise _TooLarge
 

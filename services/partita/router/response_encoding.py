@@ -12,8 +12,8 @@ never are. Choosing the coding follows DynamoDB's reading of the header, quirks 
 - a coding listed twice takes its highest quality; `*` stands for the codings not listed;
 - the highest quality wins; on a tie a listed coding beats one `*` stands for, an
   earlier listed one a later one, and gzip deflate.
-DynamoDB reads only the first of several Accept-Encoding headers; Partita's HTTP server
-joins them (as the signature needs), so here they count as one list.
+DynamoDB reads only the first of several Accept-Encoding headers (the signature covers
+them all, joined), and so does the router (`http_server.FIRST_ACCEPT_ENCODING`).
 """
 
 from __future__ import annotations
