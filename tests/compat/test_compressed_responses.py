@@ -89,8 +89,8 @@ def test_a_large_answer_comes_compressed_whole(ddb: Any) -> None:
 
 @pytest.mark.parametrize(
     ("accept_headers", "coding"),
-    [(["gzip", "identity"], "gzip"), (["identity", "gzip"], None)],
-    ids=["gzip-first", "identity-first"],
+    [(["gzip", "identity"], "gzip"), (["identity", "gzip"], None), (["", "gzip"], None)],
+    ids=["gzip-first", "identity-first", "empty-first"],
 )
 def test_of_several_accept_encoding_headers_the_first_decides(
     cluster: Any, ddb: Any, table_s: str, accept_headers: list[str], coding: str | None

@@ -164,7 +164,7 @@ class DynamoApp:
         if len(body) > response_encoding.THRESHOLD_BYTES:
             headers = request.headers
             encoding = response_encoding.chosen_encoding(
-                headers.get(FIRST_ACCEPT_ENCODING) or headers.get("accept-encoding")
+                headers.get(FIRST_ACCEPT_ENCODING, headers.get("accept-encoding"))
             )
             if encoding is not None:
                 body = await _compressed(body, encoding)
