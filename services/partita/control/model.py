@@ -48,6 +48,12 @@ class KeyElement:
     type: Literal["S", "N", "B"]
 
 
+def _optional_time(data: dict[str, Any], key: str) -> float | None:
+    """An epoch-seconds member of a stored record, None when absent or null."""
+    value = data.get(key)
+    return float(value) if value is not None else None
+
+
 @dataclass(frozen=True)
 class TimeToLive:
     """The table's Time to Live setting, as UpdateTimeToLive last left it.
@@ -71,11 +77,10 @@ class TimeToLive:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TimeToLive:
-        changed_at = data.get("changed_at")
         return cls(
             status=data.get("status", "DISABLED"),
             attribute_name=data.get("attribute_name"),
-            changed_at=float(changed_at) if changed_at is not None else None,
+            changed_at=_optional_time(data, "changed_at"),
         )
 
 
@@ -122,14 +127,12 @@ class ThroughputHistory:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ThroughputHistory:
-        increase, decrease = data.get("last_increase"), data.get("last_decrease")
-        since = data.get("pay_per_request_since")
         return cls(
-            last_increase=float(increase) if increase is not None else None,
-            last_decrease=float(decrease) if decrease is not None else None,
+            last_increase=_optional_time(data, "last_increase"),
+            last_decrease=_optional_time(data, "last_decrease"),
             decrease_day=int(data.get("decrease_day", 0)),
             decreases=int(data.get("decreases", 0)),
-            pay_per_request_since=float(since) if since is not None else None,
+            pay_per_request_since=_optional_time(data, "pay_per_request_since"),
         )
 
 
