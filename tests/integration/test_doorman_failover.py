@@ -5,11 +5,7 @@ clients follow it, and no client uses more than its last lease during the switch
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -22,7 +18,8 @@ import pytest
 from partita._proto import doorman_pb2 as pb
 from partita._proto import doorman_pb2_grpc
 from partita.doorman.client import Client, RateResource
-from tests.unit.control.conftest import Etcd, etcd, free_port
+from tests.integration.doorman_process import DoormanProcess
+from tests.unit.control.conftest import Etcd, etcd
 
 __all__ = ["etcd"]
 
@@ -38,47 +35,17 @@ WANTS = {"a": 50.0, "b": 30.0, "c": 40.0}
 FAIR = {"a": 35.0, "b": 30.0, "c": 35.0}  # 100 shared max-min fairly
 
 
-class Server:
+class Server(DoormanProcess):
     def __init__(self, name: str, tmp: Path, etcd_port: int, election: str) -> None:
-        self.name = name
-        self.port, self.metrics_port = free_port(), free_port()
-        self.address = f"127.0.0.1:{self.port}"
-        self.log = tmp / f"{name}.log"
-        with open(self.log, "wb") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "partita.cli.main",
-                    "doorman",
-                    "--server-id",
-                    name,
-                    "--port",
-                    str(self.port),
-                    "--metrics-port",
-                    str(self.metrics_port),
-                    "--config",
-                    str(tmp / "doorman.yaml"),
-                    "--etcd",
-                    f"127.0.0.1:{etcd_port}",
-                    "--election-name",
-                    election,
-                    "--election-ttl",
-                    "2",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 30
-        while True:
-            assert self.process.poll() is None, self.log.read_text()
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5),
-            ):
-                break
-            assert time.monotonic() < deadline, self.log.read_text()
-            time.sleep(0.05)
+        super().__init__(
+            name,
+            tmp,
+            [
+                "--config", str(tmp / "doorman.yaml"),
+                "--etcd", f"127.0.0.1:{etcd_port}",
+                "--election-name", election,
+            ],
+        )  # fmt: skip
 
     async def is_master(self) -> bool:
         # A server just started may take a connection before its gRPC service answers
@@ -91,6 +58,7 @@ class Server:
                     out = await stub.Discovery(pb.DiscoveryRequest(), timeout=2)
                     return bool(out.is_master)
                 except grpc.aio.AioRpcError as exc:
+                    self.assert_running()
                     if exc.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
                         raise
             await asyncio.sleep(0.2)
@@ -98,11 +66,6 @@ class Server:
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
             return str(r.read().decode())
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(10)
 
 
 @pytest.fixture
@@ -118,7 +81,7 @@ def servers(etcd: Etcd, tmp_path: Path) -> Iterator[Callable[[str], Server]]:
 
     yield start
     for server in started:
-        server.stop()
+        server.kill()
 
 
 async def eventually(check: Callable[[], object], timeout: float = 20.0) -> None:

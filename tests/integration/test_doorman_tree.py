@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from partita.doorman.client import Client, Mode, RateResource
-from tests.unit.control.conftest import Etcd, etcd, free_port
+from tests.integration.doorman_process import DoormanProcess
+from tests.unit.control.conftest import Etcd, etcd
 
 __all__ = ["etcd"]
 
@@ -40,48 +37,13 @@ resources:
 WANTS = {"a1": ("a", 40.0), "a2": ("a", 30.0), "b1": ("b", 50.0)}
 
 
-class Process:
-    def __init__(self, name: str, tmp: Path, argv: list[str]) -> None:
-        self.port, self.metrics_port = free_port(), free_port()
-        self.address = f"127.0.0.1:{self.port}"
-        self.log = tmp / f"{name}.log"
-        with open(self.log, "wb") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable, "-m", "partita.cli.main", "doorman",
-                    "--server-id", name,
-                    "--port", str(self.port),
-                    "--metrics-port", str(self.metrics_port),
-                    "--election-ttl", "2",
-                    *argv,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while True:
-            assert self.process.poll() is None, self.log.read_text()
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5),
-            ):
-                return
-            assert time.monotonic() < deadline, self.log.read_text()
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-
-
 @pytest.fixture
-def tree(etcd: Etcd, tmp_path: Path) -> Iterator[Callable[[str, list[str]], Process]]:
+def tree(etcd: Etcd, tmp_path: Path) -> Iterator[Callable[[str, list[str]], DoormanProcess]]:
     (tmp_path / "doorman.yaml").write_text(CONFIG)
-    started: list[Process] = []
+    started: list[DoormanProcess] = []
 
-    def start(name: str, argv: list[str]) -> Process:
-        process = Process(name, tmp_path, argv)
+    def start(name: str, argv: list[str]) -> DoormanProcess:
+        process = DoormanProcess(name, tmp_path, argv)
         started.append(process)
         return process
 
@@ -98,7 +60,7 @@ async def eventually(check: Callable[[], object], timeout: float) -> None:
 
 
 async def test_leaves_share_the_roots_capacity_and_a_killed_leafs_clients_run_on_safe_capacity(
-    etcd: Etcd, tmp_path: Path, tree: Callable[[str, list[str]], Process]
+    etcd: Etcd, tmp_path: Path, tree: Callable[[str, list[str]], DoormanProcess]
 ) -> None:
     run = uuid.uuid4().hex[:8]
     elected = ["--etcd", f"127.0.0.1:{etcd.port}"]
