@@ -8,7 +8,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from botocore.config import Config
 
 from partita.control.store import EtcdControlStore
 from tests.integration.raw_http import RawHttp
+from tests.ports import port_is_free
 
 T = TypeVar("T")
 
@@ -38,15 +38,6 @@ class PortTaken(RuntimeError):
     """`partita up` did not start because one of its ports was taken: found free when the
     layout was chosen, then taken by another process (another cluster of the same run, say)
     before `partita up` checked it, or before one of its processes bound it."""
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def free_port_layout() -> dict[str, int]:
@@ -69,7 +60,7 @@ def free_port_layout() -> dict[str, int]:
             base + 5 + 299,  # the autoadmin's /metrics
             *[base + 8 + i for i in (0, 1, 100, 101)],  # Doorman gRPC and metrics
         ]
-        if all(_free(p) for p in wanted):
+        if all(port_is_free(p) for p in wanted):
             return ports
     raise RuntimeError("no free port range found")
 
@@ -166,7 +157,7 @@ class Cluster(RawHttp):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             proc = next(p for p in self.cluster_file()["processes"] if p["name"] == name)
-            if proc["pid"] != old_pid and all(not _free(p) for p in proc["ports"].values()):
+            if proc["pid"] != old_pid and all(not port_is_free(p) for p in proc["ports"].values()):
                 return int(proc["pid"])
             time.sleep(0.1)
         raise TimeoutError(f"{name} was not restarted: {self.read_log()}")

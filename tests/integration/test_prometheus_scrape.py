@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -18,19 +17,13 @@ from typing import Any
 import pytest
 
 from tests.integration.cluster import Cluster, running, wait_active
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-prometheus")]
 
 TABLE = "Scraped"
 QUERY_TIMEOUT = 60.0
 LOAD_SECONDS_MAX = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")

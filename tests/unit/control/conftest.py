@@ -17,12 +17,7 @@ from partita.cli.supervisor import etcd_binary
 from partita.common.partition_map import Partition
 from partita.control.model import KeyElement, TableSpec
 from partita.control.store import PREFIX
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import free_port
 
 
 @dataclass

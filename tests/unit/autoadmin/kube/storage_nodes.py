@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,14 +17,10 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.ports import free_port
+
 # Generous: three Python processes start at once on a shared two-core machine.
 START_TIMEOUT = 90.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
