@@ -11,7 +11,11 @@ SIGKILLed for good: the two it was replicated to elect a leader and every write
 acknowledged before, during and after the change reads back strongly through the router.
 Lowered to 2: the group's leader removes the dead member (never a live one while the
 dead one would be left in a two-member group whose quorum needs it), and the two left
-serve with nothing lost."""
+serve with nothing lost. Lowered to 1: one member is left, still a group (the Partition
+stays marked `replicationGroup`), taking writes alone. The original node restarted (its
+replica erased, since it was removed while down) and the factor raised to 3 again: two
+members are built anew from the lone member's snapshot and log; that member then
+SIGKILLed, the two hold every write, those made while it was alone among them."""
 
 from __future__ import annotations
 
@@ -119,6 +123,30 @@ async def test_raising_and_lowering_a_tables_replication_factor_moves_members_an
             assert original not in kept
             for i in range(10):
                 await writes.put(f"two-{i}", str(i), "PutItem at replicationFactor 2")
+            await writes.read_back()
+
+            await _patch_table(api, "music", {"replicationFactor": 1})
+            changed_at = time.monotonic()
+            (alone,) = await settled_at(1)
+            assert (await partitions_of(api, "music"))[0]["spec"].get("replicationGroup") is True
+            for i in range(10):
+                await writes.put(f"one-{i}", str(i), "PutItem at replicationFactor 1 after 2")
+            await writes.read_back()
+
+            # The original node back (its replica, removed while it was down, is erased),
+            # and the factor raised to 3: two members built anew from the group of one.
+            by_id[original].start()
+            await by_id[original].wait_serving()
+            await _patch_table(api, "music", {"replicationFactor": 3})
+            changed_at = time.monotonic()
+            grown = await settled_at(3)
+            assert set(grown) == set(by_id)
+            await eventually(caught_up, "every member to apply everything committed")
+            # The one member that held the group alone gone: the two built from it hold
+            # every write, those made while it was alone among them.
+            by_id[alone].kill()
+            for i in range(5):
+                await writes.put(f"regrown-{i}", str(i), "PutItem after the lone member died")
             await writes.read_back()
     finally:
         await store.close()

@@ -45,6 +45,10 @@ class Partition:
     # Full members the group keeps (its leader's repair adds or removes members toward
     # it); 0: the storage node's default. Set per Table on Kubernetes (`replicationFactor`).
     replication_factor: int = 0
+    # Its group has run with more than one member (Kubernetes: the Partition's
+    # `replicationGroup`, set once its replication factor went above 1, never cleared):
+    # lowered back to one member it stays a group, whose log a split must respect.
+    grouped: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.start < self.end <= HASH_SPACE:
@@ -57,10 +61,17 @@ class Partition:
 
 
 def is_replicated(partition: Partition) -> bool:
-    """Whether a partition is a replication group's: several full members, or a
-    replication factor above 1 (a single replica being raised to a group). Its split
-    goes through the group's log; a single replica's is cut in place."""
-    return len(partition.replicas) > 1 or partition.replication_factor > 1
+    """Whether a partition is a replication group's: several full members; a
+    replication factor above 1 (a single replica being raised to a group); a group
+    lowered to one member (`grouped`); or a child of a split at a log index, which
+    only groups have. Its split goes through the group's log; a single replica's is cut
+    in place."""
+    return (
+        len(partition.replicas) > 1
+        or partition.replication_factor > 1
+        or partition.grouped
+        or partition.parent_index > 0
+    )
 
 
 def data_members(partition: Partition) -> frozenset[str]:

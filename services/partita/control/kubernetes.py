@@ -179,6 +179,7 @@ def partition_from_resource(obj: Mapping[str, Any]) -> Partition:
         parent=str(spec.get("parent", "")),
         parent_index=int(spec.get("parentIndex", 0)),
         replication_factor=int(spec.get("replicationFactor", 0)),
+        grouped=bool(spec.get("replicationGroup", False)),
     )
 
 

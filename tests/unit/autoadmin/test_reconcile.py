@@ -289,6 +289,28 @@ def test_a_single_replica_being_raised_to_a_group_is_split_at_its_log_index_not_
     assert isinstance(action, MarkSplit) and len(action.partitions) == len(raising)
 
 
+@pytest.mark.parametrize(
+    "lowered",
+    [
+        {"grouped": True},  # a group lowered back to one member (Kubernetes)
+        {"parent": "orders-0", "parent_index": 42},  # a child of a split at a log index
+    ],
+    ids=["lowered", "split-child"],
+)
+def test_a_group_of_one_member_is_split_at_its_log_index_not_in_place(lowered: dict[str, object]) -> None:
+    ones = tuple(
+        dataclasses.replace(p, replication_factor=1, **lowered)  # type: ignore[arg-type]
+        for p in placed(spec()).put
+    )
+    assert all(len(p.replicas) == 1 for p in ones)
+    raised = spec(write_capacity=6000, generation=2)
+    [action] = decide(Observed(raised, state("ACTIVE", 1), ones, frozenset()), NODES, GROUPS)
+    assert isinstance(action, MarkSplit) and len(action.partitions) == len(ones)
+    single = tuple(dataclasses.replace(p, replication_factor=1) for p in placed(spec()).put)
+    [cut] = decide(Observed(raised, state("ACTIVE", 1), single, frozenset()), NODES, GROUPS)
+    assert isinstance(cut, ChangePartitions)  # a single replica is still cut in place
+
+
 def test_a_marked_split_waits_for_its_leader_then_children_name_the_parent_and_index() -> None:
     parts = list(replicated(spec()))
     raised = spec(write_capacity=6000, generation=2)

@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 import yaml
 
+from partita.common.partition_map import is_replicated
 from partita.control import kubernetes
 from partita.control.kubernetes import KubernetesTableCatalog
 from partita.control.model import KeyElement, TableSpec, TimeToLive, table_status
@@ -149,6 +150,15 @@ def test_routes_lead_to_the_reported_leader_only_while_it_is_a_member(
 ) -> None:
     p = kubernetes.partition_from_resource(_partition_resource(status))
     assert (p.leader, p.replicas, p.start, p.end) == (leader, ("s-a-0", "s-b-0", "s-c-0"), 0, 1 << 64)
+
+
+def test_a_partition_lowered_to_one_member_is_still_replicated_by_its_group_mark() -> None:
+    resource = _partition_resource({"leader": "s-a-0"})
+    resource["spec"]["members"] = [{"node": "s-a-0", "zone": "a", "role": "full"}]
+    resource["spec"]["replicationFactor"] = 1
+    assert not is_replicated(kubernetes.partition_from_resource(resource))
+    resource["spec"]["replicationGroup"] = True
+    assert is_replicated(kubernetes.partition_from_resource(resource))
 
 
 def test_routes_name_only_full_members_a_joining_or_log_member_is_not_read_from() -> None:

@@ -34,14 +34,18 @@ def owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:
 def partition(table: Mapping[str, Any], plan: PartitionPlan) -> dict[str, Any]:
     """The Partition resource of one hash range of `table`."""
     meta = table["metadata"]
+    replication_factor = int(table["spec"].get("replicationFactor", 3))
     spec: dict[str, Any] = {
         "table": meta["name"],
         "hashRange": {"start": f"{plan.start:016x}", "last": f"{plan.last:016x}"},
         "members": member_specs(plan.members),
-        "replicationFactor": int(table["spec"].get("replicationFactor", 3)),
+        "replicationFactor": replication_factor,
     }
     if plan.parent:
         spec |= {"parent": plan.parent, "parentIndex": plan.parent_index}
+    if replication_factor > 1 or plan.parent:
+        # A split child continues its parent's group, whatever the factor is now.
+        spec["replicationGroup"] = True
     return {
         "apiVersion": naming.API_VERSION,
         "kind": naming.PARTITION_KIND,
@@ -53,6 +57,19 @@ def partition(table: Mapping[str, Any], plan: PartitionPlan) -> dict[str, Any]:
         },
         "spec": spec,
     }
+
+
+def replication_factor_patch(spec: Mapping[str, Any], replication_factor: int) -> dict[str, Any]:
+    """The change to a Partition's spec that gives it its Table's replicationFactor
+    (empty when it has it). Above 1 it also marks the Partition `replicationGroup`, for
+    good: lowered to one member later, its replicas still run a group with a log, which
+    a split must cut at a log index, not in place."""
+    change: dict[str, Any] = {}
+    if spec.get("replicationFactor") != replication_factor:
+        change["replicationFactor"] = replication_factor
+    if replication_factor > 1 and not spec.get("replicationGroup"):
+        change["replicationGroup"] = True
+    return change
 
 
 def member_specs(members: Sequence[Member]) -> list[dict[str, Any]]:

@@ -321,15 +321,12 @@ def build_registry(
         out = []
         changed = 0
         for o in objs:
-            if o["spec"].get("replicationFactor") != replication_factor:
+            change = builders.replication_factor_patch(o["spec"], replication_factor)
+            if change:
                 # Absent: a Partition made before the field; filled in, not a change.
-                changed += "replicationFactor" in o["spec"]
+                changed += "replicationFactor" in o["spec"] and "replicationFactor" in change
                 o = await api.patch_spec(
-                    naming.API_VERSION,
-                    naming.PARTITIONS,
-                    namespace,
-                    o["metadata"]["name"],
-                    {"replicationFactor": replication_factor},
+                    naming.API_VERSION, naming.PARTITIONS, namespace, o["metadata"]["name"], change
                 )
             out.append(o)
         if changed and not config.fleet.replication:

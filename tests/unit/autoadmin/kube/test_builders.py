@@ -136,6 +136,36 @@ def test_partition_object_names_ranges_and_owner(start: int, last: int, name: st
     assert obj["metadata"]["labels"][naming.TABLE_LABEL] == "music"
 
 
+def test_a_partition_is_marked_a_replication_group_above_one_replica_or_as_a_splits_child() -> None:
+    members = (decisions.Member("pt-storage-a-0", "a"),)
+    single = {**TABLE, "spec": {"replicationFactor": 1}}
+    assert (
+        "replicationGroup" not in builders.partition(single, decisions.PartitionPlan(0, 9, members))["spec"]
+    )
+    grouped = builders.partition(TABLE, decisions.PartitionPlan(0, 9, members))
+    child = builders.partition(single, decisions.PartitionPlan(0, 9, members, "music-0", 42, "music-0-0"))
+    for obj in (grouped, child):
+        validate(obj)
+        assert obj["spec"]["replicationGroup"] is True
+
+
+@pytest.mark.parametrize(
+    ("spec", "factor", "change"),
+    [
+        ({"replicationFactor": 1}, 1, {}),
+        ({"replicationFactor": 1}, 3, {"replicationFactor": 3, "replicationGroup": True}),
+        ({"replicationFactor": 3}, 3, {"replicationGroup": True}),  # made before the mark
+        ({"replicationFactor": 3, "replicationGroup": True}, 1, {"replicationFactor": 1}),
+        ({"replicationFactor": 2, "replicationGroup": True}, 2, {}),
+        ({}, 1, {"replicationFactor": 1}),
+    ],
+)
+def test_a_replication_factor_patch_marks_the_group_for_good(
+    spec: dict[str, object], factor: int, change: dict[str, object]
+) -> None:
+    assert builders.replication_factor_patch(spec, factor) == change
+
+
 def test_storage_pods_run_replication_groups_on_a_fixed_port_at_their_pod_dns_names() -> None:
     """Peers dial `<pod>.<headless service>.<namespace>.svc:<replicationPort>`: the pod
     listens on its own IP and that port, advertises its DNS name, and the port is a

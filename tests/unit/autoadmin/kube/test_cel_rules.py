@@ -119,10 +119,6 @@ def test_table_cross_field_rules(edit: Callable[[dict[str, Any]], Any], message:
     ("edit", "message"),
     [
         (lambda d: d["spec"].update(tableName="Other"), "tableName is immutable"),
-        (
-            lambda d: d["spec"].update(replicationFactor=1),
-            "replicationFactor cannot be lowered to 1 once above 1 (a replicated Table keeps at least two replicas)",
-        ),
         (lambda d: d["spec"]["keySchema"][1].update(keyType="HASH"), "keySchema is immutable"),
         (
             lambda d: d["spec"]["attributeDefinitions"][1].update(attributeType="N"),
@@ -146,12 +142,20 @@ def test_throughput_protection_and_replication_factor_may_change() -> None:
     assert violations("Table", _edited("table.yaml", edit), old=old) == []
 
 
-def test_a_single_replica_table_may_be_raised() -> None:
-    old = _edited("table.yaml", lambda d: d["spec"].update(replicationFactor=1))
-    assert (
-        violations("Table", _edited("table.yaml", lambda d: d["spec"].update(replicationFactor=3)), old=old)
-        == []
-    )
+def test_a_single_replica_table_may_be_raised_and_lowered_back() -> None:
+    single = _edited("table.yaml", lambda d: d["spec"].update(replicationFactor=1))
+    tripled = _edited("table.yaml", lambda d: d["spec"].update(replicationFactor=3))
+    assert violations("Table", tripled, old=single) == []
+    assert violations("Table", single, old=tripled) == []
+
+
+def test_a_partitions_replication_group_mark_is_never_cleared() -> None:
+    marked = _edited("partition.yaml", lambda d: d["spec"].update(replicationGroup=True))
+    cleared = _edited("partition.yaml", lambda d: d["spec"].update(replicationGroup=False))
+    assert violations("Partition", marked, old=_example("partition.yaml")) == []
+    assert violations("Partition", marked, old=cleared) == []
+    assert violations("Partition", marked, old=marked) == []
+    assert "replicationGroup cannot be cleared" in violations("Partition", cleared, old=marked)
 
 
 @pytest.mark.parametrize(

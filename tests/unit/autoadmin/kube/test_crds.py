@@ -77,11 +77,12 @@ def test_immutable_fields_carry_transition_rules() -> None:
     for field in ("tableName", "keySchema", "attributeDefinitions"):
         rules = spec[field]["x-kubernetes-validations"]
         assert any(r["rule"] == "self == oldSelf" and "immutable" in r["message"] for r in rules), field
-    # A Table's replication factor changes (the groups' leaders move members toward it),
-    # though not from above 1 down to 1.
-    (rule,) = spec["replicationFactor"]["x-kubernetes-validations"]
-    assert rule["rule"] == "oldSelf == 1 || self > 1"
+    # A Table's replication factor changes freely (the groups' leaders move members
+    # toward it); a Partition's replication-group mark, once set, stays.
+    assert "x-kubernetes-validations" not in spec["replicationFactor"]
     partition = custom_schema("Partition")["properties"]["spec"]["properties"]
+    (rule,) = partition["replicationGroup"]["x-kubernetes-validations"]
+    assert rule["rule"] == "self || !oldSelf"
     assert any("oldSelf" in r["rule"] for r in partition["table"]["x-kubernetes-validations"])
     assert any("oldSelf.start" in r["rule"] for r in partition["hashRange"]["x-kubernetes-validations"])
 
