@@ -20,12 +20,14 @@ from typing import Any
 import orjson
 
 from partita.api import error_wording, service_model
+from partita.api.partiql import parser as partiql_parser
 from partita.common import errors, metrics
 from partita.common.errors import DynamoError
 from partita.common.logs import RateLimitedLog
 from partita.router import metrics as router_metrics
 from partita.router import response_encoding
 from partita.router.actions import (
+    batch_execute_statement,
     batch_get_item,
     batch_write_item,
     create_table,
@@ -35,6 +37,7 @@ from partita.router.actions import (
     describe_limits,
     describe_table,
     describe_time_to_live,
+    execute_statement,
     get_item,
     list_tables,
     list_tags_of_resource,
@@ -83,6 +86,8 @@ OPERATIONS: dict[str, Action] = {
     "BatchWriteItem": batch_write_item.run,
     "UpdateTimeToLive": update_time_to_live.run,
     "DescribeTimeToLive": describe_time_to_live.run,
+    "ExecuteStatement": execute_statement.run,
+    "BatchExecuteStatement": batch_execute_statement.run,
 }
 
 # The request cells by (operation, table, outcome), read directly on every request.
@@ -264,6 +269,9 @@ class DynamoApp:
         if self.admission is not None:
             if operation in KIND_OF:
                 self._admit(named, KIND_OF[operation])
+            elif operation in STATEMENT_OPERATIONS:
+                for kind, table in statement_heads(payload):
+                    self._admit([table], kind)
             elif operation in CONTROL_PLANE:
                 self.admission.admit_control()
         result = await action(self.ctx, payload)
@@ -305,7 +313,21 @@ def tables_named(payload: dict[str, Any]) -> list[str]:
     arn = payload.get("ResourceArn")
     if isinstance(arn, str) and ":table/" in arn:
         names.append(arn.split(":table/", 1)[1].split("/", 1)[0])
+    names.extend(table for _, table in statement_heads(payload))
     return names
+
+
+# PartiQL: the tables and kinds of work its statements name (`partiql.parser.head`).
+STATEMENT_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement"})
+
+
+def statement_heads(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    texts = [payload.get("Statement")]
+    listed = payload.get("Statements")
+    if isinstance(listed, list):
+        texts.extend(entry.get("Statement") for entry in listed if isinstance(entry, dict))
+    heads = (partiql_parser.head(text) for text in texts if isinstance(text, str))
+    return [h for h in heads if h is not None]
 
 
 # CORS, as DynamoDB answers a browser's requests (Alternator's DynamoDB-verified tests and
