@@ -22,6 +22,19 @@ _CONDITION_FUNCTIONS = (
     "attribute_not_exists",
 )
 _SET_FUNCTIONS = ("list_append", "set_add", "set_delete")
+# `IS <type>`: PartiQL's type names, as the DynamoDB type each matches.
+_IS_TYPES = {
+    "NULL": "NULL",
+    "BOOL": "BOOL",
+    "BOOLEAN": "BOOL",
+    "STRING": "S",
+    "NUMERIC": "N",
+    "NUMBER": "N",
+    "BLOB": "B",
+    "STRUCT": "M",
+    "TUPLE": "M",
+    "LIST": "L",
+}
 _RETURNING = {
     ("ALL", "OLD"): "ALL_OLD",
     ("MODIFIED", "OLD"): "UPDATED_OLD",
@@ -294,12 +307,15 @@ class _Parser:
             negated = self._at_keyword("NOT")
             if negated:
                 self._advance()
-            if not self._at_keyword("MISSING", "NULL"):
-                raise self._unexpected("expected MISSING or NULL")
-            what = self._advance().text.upper()
+            if self.tok.kind != "name":
+                raise self._unexpected("expected MISSING, NULL or a type")
+            word = self._advance().text.upper()
+            what = "MISSING" if word == "MISSING" else _IS_TYPES.get(word)
+            if what is None:
+                raise errors.validation(f"Unsupported data type for IS operator: {word}")
             if not isinstance(subject, s.Path):
-                raise malformed(f"IS {what} applies to an attribute")
-            return s.Is(subject, what, negated)  # type: ignore[arg-type]
+                raise malformed(f"IS {word} applies to an attribute")
+            return s.Is(subject, what, negated)
         if self._at_keyword("BETWEEN"):
             self._advance()
             low = self._operand()

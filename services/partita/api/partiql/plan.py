@@ -141,7 +141,7 @@ class _Expression:
         path = self.path(c.path)
         if c.what == "MISSING":
             return f"attribute_exists({path})" if c.negated else f"attribute_not_exists({path})"
-        typed = f"attribute_type({path}, {self.value({'S': 'NULL'})})"
+        typed = f"attribute_type({path}, {self.value({'S': c.what})})"
         return f"NOT {typed}" if c.negated else typed
 
     def request(self, base: dict[str, Any]) -> dict[str, Any]:

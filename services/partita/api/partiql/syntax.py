@@ -56,10 +56,11 @@ class In:
 
 @dataclass(frozen=True, slots=True)
 class Is:
-    """`path IS [NOT] MISSING` or `path IS [NOT] NULL`."""
+    """`path IS [NOT] MISSING`, or `path IS [NOT] <type>` (NULL, BOOL, STRING, ...) as
+    the DynamoDB type it names ("NULL", "BOOL", "S", "N", "B", "M", "L")."""
 
     path: Path
-    what: Literal["MISSING", "NULL"]
+    what: str
     negated: bool
 
 

@@ -141,6 +141,18 @@ def test_conditions_render_with_placeholders_and_the_grouping_they_need() -> Non
     )
 
 
+def test_is_a_type_is_an_attribute_type_test() -> None:
+    got = _plan("SELECT * FROM t WHERE a IS NULL AND b IS NOT BOOLEAN AND c IS STRING AND d IS NOT MISSING")
+    assert got.requests[0]["FilterExpression"] == (
+        "attribute_type(#n0, :v0) AND NOT attribute_type(#n1, :v1) AND attribute_type(#n2, :v2) "
+        "AND attribute_exists(#n3)"
+    )
+    assert [v["S"] for v in got.requests[0]["ExpressionAttributeValues"].values()] == ["NULL", "BOOL", "S"]
+    with pytest.raises(DynamoError) as err:
+        _plan("SELECT * FROM t WHERE a IS DATE")
+    assert err.value.message == "Unsupported data type for IS operator: DATE"
+
+
 def test_insert_is_a_put_that_must_not_find_the_key() -> None:
     got = _plan("INSERT INTO t VALUE {'pk': 'k', 'sk': 1}")
     assert got == WritePlan(
