@@ -291,3 +291,23 @@ def test_batch_writes_run_each_statement_and_report_each_failure(ddb: Any, table
     }
     assert ddb.get_item(TableName=table_s, Key={"pk": {"S": existing}})["Item"]["n"] == {"N": "2"}
     assert "Item" in ddb.get_item(TableName=table_s, Key={"pk": {"S": new}})
+
+
+def test_consumed_capacity_sums_the_requests_a_statement_made(ddb: Any, table_s: str) -> None:
+    keys = [key(), key()]
+    for k in keys:
+        ddb.put_item(TableName=table_s, Item={"pk": {"S": k}})
+    out = ddb.execute_statement(
+        Statement=f'SELECT * FROM "{table_s}" WHERE pk IN [?, ?]',
+        Parameters=[{"S": k} for k in keys],
+        ReturnConsumedCapacity="TOTAL",
+    )
+    # Two Queries of one small item each, eventually consistent: half a unit each.
+    assert out["ConsumedCapacity"] == {"TableName": table_s, "CapacityUnits": 1.0}
+    batch = ddb.batch_execute_statement(
+        Statements=[
+            {"Statement": f'SELECT * FROM "{table_s}" WHERE pk = ?', "Parameters": [{"S": k}]} for k in keys
+        ],
+        ReturnConsumedCapacity="TOTAL",
+    )
+    assert batch["ConsumedCapacity"] == [{"TableName": table_s, "CapacityUnits": 1.0}]

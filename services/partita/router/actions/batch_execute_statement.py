@@ -11,7 +11,7 @@ import orjson
 
 from partita.api.partiql import parser
 from partita.api.partiql import syntax as s
-from partita.api.partiql.plan import KeySchema, WritePlan, batch_get, plan
+from partita.api.partiql.plan import WritePlan, batch_get, plan
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import get_item, statements
@@ -66,11 +66,7 @@ async def _one(
         if isinstance(parsed, DynamoError):
             raise parsed
         table = parsed.source.table
-        cached = ctx.tables.get(table)
-        if cached is None:
-            raise errors.resource_not_found()
-        record = cached.record
-        key = KeySchema(record.partition_key.name, record.sort_key.name if record.sort_key else None)
+        key = statements.key_schema(ctx, table)
         request = batch_get(parsed, key) if isinstance(parsed, s.Select) else plan(parsed, key)
     except DynamoError as exc:
         return {"Error": _entry_error(exc)}, None
@@ -103,16 +99,7 @@ def _entry_error(exc: DynamoError) -> dict[str, str]:
 
 def _by_table(consumed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The statements' ConsumedCapacity, one entry per table."""
-    tables: dict[str, dict[str, Any]] = {}
+    tables: dict[str, list[dict[str, Any]]] = {}
     for c in consumed:
-        name = c["TableName"]
-        if name not in tables:
-            tables[name] = dict(c)
-            continue
-        total = tables[name]
-        for field in ("CapacityUnits", "ReadCapacityUnits", "WriteCapacityUnits"):
-            if field in c:
-                total[field] = total.get(field, 0) + c[field]
-        if "Table" in c and "Table" in total:
-            total["Table"] = {k: total["Table"].get(k, 0) + v for k, v in c["Table"].items()}
-    return list(tables.values())
+        tables.setdefault(c["TableName"], []).append(c)
+    return [statements.summed(each) for each in tables.values()]

@@ -30,17 +30,17 @@ def planned(
     ctx: RouterContext, statement: str, parameters: list[dict[str, Any]] | None
 ) -> ReadPlan | WritePlan:
     parsed = parser.parse(statement, parameters)
-    cached = ctx.tables.get(parsed.source.table)
+    return plan(parsed, key_schema(ctx, parsed.source.table))
+
+
+def key_schema(ctx: RouterContext, table: str) -> KeySchema:
+    """The key attributes of a table the router knows (a statement names no other)."""
+    cached = ctx.tables.get(table)
     if cached is None:
         raise errors.resource_not_found()
     record = cached.record
     sort = record.sort_key.name if record.sort_key is not None else None
-    return plan(parsed, KeySchema(record.partition_key.name, sort))
-
-
-def table_of(p: ReadPlan | WritePlan) -> str:
-    request = p.requests[0] if isinstance(p, ReadPlan) else p.request
-    return str(request["TableName"])
+    return KeySchema(record.partition_key.name, sort)
 
 
 async def write(
@@ -99,7 +99,7 @@ async def read(ctx: RouterContext, p: ReadPlan, body: dict[str, Any]) -> dict[st
             break
     out["Items"] = items
     if consumed:
-        out["ConsumedCapacity"] = _summed(consumed)
+        out["ConsumedCapacity"] = summed(consumed)
     return out
 
 
@@ -151,11 +151,11 @@ def _labelled(item: dict[str, Any], labels: tuple[tuple[Path, str], ...]) -> dic
     return out
 
 
-def _summed(consumed: list[dict[str, Any]]) -> dict[str, Any]:
+def summed(consumed: list[dict[str, Any]]) -> dict[str, Any]:
     """The ConsumedCapacity of several requests on one table, as one."""
     out = dict(consumed[0])
     for more in consumed[1:]:
-        for name in ("CapacityUnits", "ReadCapacityUnits"):
+        for name in ("CapacityUnits", "ReadCapacityUnits", "WriteCapacityUnits"):
             if name in more:
                 out[name] = out.get(name, 0) + more[name]
         if "Table" in more and "Table" in out:
