@@ -268,8 +268,9 @@ def test_batch_reads_answer_each_statement_with_its_item_or_error(ddb: Any, tabl
 
 
 def test_batch_writes_run_each_statement_and_report_each_failure(ddb: Any, table_s: str) -> None:
-    existing, new = key(), key()
-    ddb.put_item(TableName=table_s, Item={"pk": {"S": existing}, "n": {"N": "1"}})
+    existing, other, new = key(), key(), key()
+    for k in (existing, other):
+        ddb.put_item(TableName=table_s, Item={"pk": {"S": k}, "n": {"N": "1"}})
     responses = ddb.batch_execute_statement(
         Statements=[
             {
@@ -277,7 +278,7 @@ def test_batch_writes_run_each_statement_and_report_each_failure(ddb: Any, table
                 "Parameters": [{"N": "2"}, {"S": existing}],
             },
             {"Statement": f"INSERT INTO \"{table_s}\" VALUE {{'pk': '{new}'}}"},
-            {"Statement": f"INSERT INTO \"{table_s}\" VALUE {{'pk': '{existing}'}}"},
+            {"Statement": f"INSERT INTO \"{table_s}\" VALUE {{'pk': '{other}'}}"},
             {"Statement": f'UPDATE "{table_s}" SET n = ? WHERE pk = ?', "Parameters": [{"N": "2"}]},
         ]
     )["Responses"]
@@ -311,3 +312,21 @@ def test_consumed_capacity_sums_the_requests_a_statement_made(ddb: Any, table_s:
         ReturnConsumedCapacity="TOTAL",
     )
     assert batch["ConsumedCapacity"] == [{"TableName": table_s, "CapacityUnits": 1.0}]
+
+
+def test_a_batch_naming_one_item_twice_is_refused(ddb: Any, table_sn: str) -> None:
+    k = key()
+    statements = [
+        {"Statement": f"SELECT * FROM \"{table_sn}\" WHERE pk = '{k}' AND sk = 1"},
+        {"Statement": f"SELECT * FROM \"{table_sn}\" WHERE sk = 1.0 AND pk = '{k}'"},  # the same number
+    ]
+    assert validation(ddb.batch_execute_statement, Statements=statements) == (
+        "Provided list of item keys contains duplicates"
+    )
+    writes = [
+        {"Statement": f"INSERT INTO \"{table_sn}\" VALUE {{'pk': '{k}', 'sk': 2}}"},
+        {"Statement": f"DELETE FROM \"{table_sn}\" WHERE pk = '{k}' AND sk = 2"},
+    ]
+    assert validation(ddb.batch_execute_statement, Statements=writes) == (
+        "Provided list of item keys contains duplicates"
+    )

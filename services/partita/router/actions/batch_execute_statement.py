@@ -5,6 +5,7 @@ answers with its result or its own error, never failing the others."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -12,12 +13,14 @@ import orjson
 from partita.api.partiql import parser
 from partita.api.partiql import syntax as s
 from partita.api.partiql.plan import WritePlan, batch_get, plan
+from partita.api.values import values_equal
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import get_item, statements
 from partita.router.context import RouterContext
 
 MIXED = "Read and write requests together in the same batch is not supported."
+DUPLICATES = "Provided list of item keys contains duplicates"
 # The error codes of a statement's entry (BatchStatementError), by the exception the
 # same request alone would answer with.
 _ENTRY_CODES = {
@@ -46,8 +49,10 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     kinds = {isinstance(p, s.Select) for p in parsed if not isinstance(p, DynamoError)}
     if len(kinds) > 1:
         raise errors.validation(MIXED)
+    prepared = [_prepared(ctx, p) for p in parsed]
+    _refuse_duplicates([p for p in prepared if not isinstance(p, DynamoError)])
     results = await asyncio.gather(
-        *(_one(ctx, p, entry, capacity) for p, entry in zip(parsed, entries, strict=True))
+        *(_one(ctx, p, entry, capacity) for p, entry in zip(prepared, entries, strict=True))
     )
     out: dict[str, Any] = {"Responses": [r for r, _ in results]}
     consumed = [c for _, c in results if c is not None]
@@ -56,33 +61,67 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A statement ready to run: its table, and its GetItem request or write plan."""
+
+    table: str
+    request: dict[str, Any] | WritePlan
+    key: dict[str, Any]  # the item's primary key
+
+
+def _prepared(ctx: RouterContext, parsed: s.Statement | DynamoError) -> _Prepared | DynamoError:
+    if isinstance(parsed, DynamoError):
+        return parsed
+    try:
+        table = parsed.source.table
+        schema = statements.key_schema(ctx, table)
+        if isinstance(parsed, s.Select):
+            get = batch_get(parsed, schema)
+            return _Prepared(table, get, get["Key"])
+        write = plan(parsed, schema)
+        assert isinstance(write, WritePlan)
+        item_key = write.request.get("Key")
+        if item_key is None:  # an INSERT: the key is in the item
+            item = write.request["Item"]
+            item_key = {n: item[n] for n in (schema.partition, schema.sort) if n is not None and n in item}
+        return _Prepared(table, write, item_key)
+    except DynamoError as exc:
+        return exc
+
+
+def _refuse_duplicates(prepared: list[_Prepared]) -> None:
+    """One item named twice in a batch (reads too) refuses the whole batch, as
+    BatchGetItem and BatchWriteItem do."""
+    for i, one in enumerate(prepared):
+        for other in prepared[:i]:
+            same_table = one.table == other.table and one.key.keys() == other.key.keys()
+            if same_table and all(values_equal(one.key[n], other.key[n]) for n in one.key):
+                raise errors.validation(DUPLICATES)
+
+
 async def _one(
-    ctx: RouterContext, parsed: s.Statement | DynamoError, entry: dict[str, Any], capacity: str | None
+    ctx: RouterContext, prepared: _Prepared | DynamoError, entry: dict[str, Any], capacity: str | None
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """A statement's response entry and the capacity it consumed. As DynamoDB answers,
     an entry names its table once the statement has run, whatever the outcome, and not
     when it was refused before (parse and translation errors)."""
-    try:
-        if isinstance(parsed, DynamoError):
-            raise parsed
-        table = parsed.source.table
-        key = statements.key_schema(ctx, table)
-        request = batch_get(parsed, key) if isinstance(parsed, s.Select) else plan(parsed, key)
-    except DynamoError as exc:
-        return {"Error": _entry_error(exc)}, None
+    if isinstance(prepared, DynamoError):
+        return {"Error": _entry_error(prepared)}, None
+    table, request = prepared.table, prepared.request
     try:
         if isinstance(request, dict):
+            get = dict(request)
             if entry.get("ConsistentRead") is not None:
-                request["ConsistentRead"] = entry["ConsistentRead"]
+                get["ConsistentRead"] = entry["ConsistentRead"]
             if capacity is not None:
-                request["ReturnConsumedCapacity"] = capacity
-            answer = await get_item.run(ctx, request)
+                get["ReturnConsumedCapacity"] = capacity
+            answer = await get_item.run(ctx, get)
             got = orjson.loads(answer) if isinstance(answer, bytes) else answer
             out = {"TableName": table}
             if "Item" in got:
                 out["Item"] = got["Item"]
             return out, got.get("ConsumedCapacity")
-        assert isinstance(request, WritePlan)
         # A batch member's ReturnValuesOnConditionCheckFailure is taken but changes nothing.
         written = await statements.write(ctx, request, capacity)
         out = {"TableName": table}
