@@ -25,10 +25,11 @@ def test_keys_that_are_not_a_list_are_a_serialization_exception(cluster: Any, ta
 def test_more_than_100_keys_in_one_table_is_a_constraint_violation(ddb: Any, table_s: str) -> None:
     keys = [{"pk": {"S": str(i)}} for i in range(101)]
     message = validation(ddb.batch_get_item, RequestItems={table_s: {"Keys": keys}})
-    assert message.startswith("1 validation error detected: Value '[")
-    assert message.endswith(
-        f"at 'requestItems.{table_s}.member.keys' failed to satisfy constraint: "
-        "Member must have length less than or equal to 100"
+    # Named by the request's members, without the value (nubo-db's conformance suite,
+    # run against DynamoDB in 2026).
+    assert message == (
+        f"1 validation error detected: Value at 'RequestItems.{table_s}.member.Keys' failed to satisfy "
+        "constraint: Member must have length less than or equal to 100"
     )
 
 
@@ -58,10 +59,10 @@ def test_a_key_of_the_wrong_schema_is_refused(ddb: Any, table_sn: str) -> None:
     )
 
 
-def test_an_empty_request_is_a_constraint_violation(ddb: Any) -> None:
+def test_an_empty_request_is_refused_as_missing_its_items(ddb: Any) -> None:
+    # DynamoDB's own words (nubo-db's conformance suite, run against DynamoDB in 2026).
     assert validation(ddb.batch_get_item, RequestItems={}) == (
-        "1 validation error detected: Value '{}' at 'requestItems' failed to satisfy constraint: "
-        "Member must have length greater than or equal to 1"
+        "The requestItems parameter is required for BatchGetItem"
     )
 
 

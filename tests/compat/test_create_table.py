@@ -59,7 +59,17 @@ WITH_OTHER = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "
     ("member", "extra"),
     [
         ("GlobalSecondaryIndexes", {"GlobalSecondaryIndexes": GSI, "AttributeDefinitions": WITH_OTHER}),
-        ("LocalSecondaryIndexes", {"LocalSecondaryIndexes": LSI, "AttributeDefinitions": WITH_OTHER}),
+        (
+            "LocalSecondaryIndexes",
+            {
+                "LocalSecondaryIndexes": LSI,
+                "KeySchema": [
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+                "AttributeDefinitions": [*WITH_OTHER, {"AttributeName": "sk", "AttributeType": "S"}],
+            },
+        ),
         (
             "StreamSpecification",
             {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}},
@@ -75,6 +85,31 @@ def test_an_unimplemented_parameter_is_refused_by_name_and_no_table_is_created(
     message = validation(ddb.create_table, **request)
     assert message == f"Partita does not support creating a table with {member} yet"
     assert not table_exists(ddb, request["TableName"])
+
+
+def test_a_local_index_needs_a_table_with_a_sort_key(ddb: Any) -> None:
+    request = spec(LocalSecondaryIndexes=LSI, AttributeDefinitions=WITH_OTHER)
+    assert validation(ddb.create_table, **request) == (
+        "One or more parameter values were invalid: Table KeySchema does not have a range key, "
+        "which is required when specifying a LocalSecondaryIndex"
+    )
+
+
+def test_two_indexes_may_not_share_a_name(ddb: Any) -> None:
+    twice = [GSI[0], {**GSI[0], "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}]
+    request = spec(GlobalSecondaryIndexes=twice, AttributeDefinitions=WITH_OTHER)
+    assert validation(ddb.create_table, **request) == (
+        "One or more parameter values were invalid: Duplicate index name: by-other"
+    )
+
+
+def test_more_than_two_key_elements_are_printed_as_dynamodb_prints_them(ddb: Any) -> None:
+    keys = [{"AttributeName": n, "KeyType": t} for n, t in (("pk", "HASH"), ("sk", "RANGE"), ("x", "RANGE"))]
+    assert validation(ddb.create_table, **spec(KeySchema=keys)) == (
+        "1 validation error detected: Value '[KeySchemaElement(attributeName=pk, keyType=HASH), "
+        "KeySchemaElement(attributeName=sk, keyType=RANGE), KeySchemaElement(attributeName=x, keyType=RANGE)]' "
+        "at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2"
+    )
 
 
 def test_asking_for_the_standard_table_class_without_deletion_protection_is_accepted(ddb: Any) -> None:

@@ -220,8 +220,10 @@ def test_a_limit_below_one_is_a_constraint_violation(cluster: Any, table_sn: str
     body = {"TableName": table_sn, "KeyConditionExpression": "pk = :p",
             "ExpressionAttributeValues": {":p": {"S": "x"}}, "Limit": 0}  # fmt: skip
     _, out = raw_call(cluster, "Query", json.dumps(body).encode())
+    # DynamoDB's newer front end names Query's Limit without its value (nubo-db's
+    # conformance suite, run against DynamoDB in 2026); Scan's still has Coral's form.
     assert out["message"] == (
-        "1 validation error detected: Value '0' at 'limit' failed to satisfy constraint: "
+        "1 validation error detected: Value at 'Limit' failed to satisfy constraint: "
         "Member must have value greater than or equal to 1"
     )
 

@@ -171,3 +171,12 @@ def test_capacity_beyond_a_trillion_units_is_out_of_bounds_not_over_a_limit(
         ddb.update_table, TableName=table_s, BillingMode="PROVISIONED", ProvisionedThroughput=throughput
     )
     assert message == f"Given value 1000000000001 for {member} is out of bounds"
+
+
+def test_an_index_the_table_lacks_is_not_found(ddb: Any, table_s: str) -> None:
+    code, _ = error(
+        ddb.update_table,
+        TableName=table_s,
+        GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "doesNotExist"}}],
+    )
+    assert code == "ResourceNotFoundException"

@@ -29,10 +29,11 @@ wins (`_SHAPE_OVERRIDES`, `_NOT_REQUIRED`, `_UNCHECKED_KEY_SHAPES`), each with w
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from partita.api.item import check_base64
-from partita.api.shape import repr_value
+from partita.api.shape import CREATE_TABLE_NEEDS_NAME, repr_value
 from partita.common import errors
 from partita.common.errors import DynamoError
 
@@ -46,7 +47,9 @@ MAX_NESTING = 80
 # ARN may stand for the name). The router has put the name in an ARN's place by now
 # (`router.table_arns`), and DynamoDB's recorded answers for names are TableName's
 # constraints.
-_TABLE_NAME = {"type": "string", "min": 3, "max": 255, "pattern": "[a-zA-Z0-9_.-]+"}
+# An empty name is reported by the model's own minimum (1) alone (nubo-db's conformance
+# suite, run against DynamoDB in 2026: PutItem with TableName '').
+_TABLE_NAME = {"type": "string", "min": 3, "max": 255, "pattern": "[a-zA-Z0-9_.-]+", "floor": 1}
 _SHAPE_OVERRIDES: dict[str, dict[str, Any]] = {
     "TableArn": _TABLE_NAME,
     # Attribute names (Item keys, ExpressionAttributeNames values, AttributesToGet):
@@ -116,15 +119,20 @@ class Walk:
     (`found`); a second one, only for such a request, builds every message with its
     member path (`messages`)."""
 
-    __slots__ = ("found", "messages")
+    __slots__ = ("found", "messages", "valueless")
 
-    def __init__(self, describe: bool) -> None:
+    def __init__(self, describe: bool, valueless: Callable[[str], str | None] | None = None) -> None:
         self.found = False
         self.messages: list[str] | None = [] if describe else None
+        self.valueless = valueless
 
     def violation(self, value: object, path: str, constraint: str) -> None:
         self.found = True
         if self.messages is not None:
+            named = self.valueless(path) if self.valueless is not None else None
+            if named is not None:
+                self.messages.append(f"Value at '{named}' failed to satisfy constraint: {constraint}")
+                return
             shown = "null" if value is None else repr_value(value)
             self.messages.append(f"Value {shown} at '{path}' failed to satisfy constraint: {constraint}")
 
@@ -145,9 +153,11 @@ def _compiled(pattern: str) -> re.Pattern[str] | None:
 class Constraints:
     """A shape's constraints, with Coral's wording, in the order Coral reports them."""
 
-    __slots__ = ("enum", "enum_text", "max", "min", "pattern", "pattern_text")
+    __slots__ = ("enum", "enum_text", "floor", "max", "min", "pattern", "pattern_text")
 
     def __init__(self, shape: dict[str, Any]) -> None:
+        # A length below `floor` is reported alone, as that minimum (see _TABLE_NAME).
+        self.floor: int | None = shape.get("floor")
         pattern = shape.get("pattern")
         self.pattern_text: str = pattern or ""
         self.pattern: re.Pattern[str] | None = _compiled(pattern) if pattern else None
@@ -174,6 +184,9 @@ class Constraints:
         return out
 
     def check_text(self, value: str, walk: Walk, path: str) -> bool:
+        if self.floor is not None and len(value) < self.floor:
+            walk.violation(value, path, f"Member must have length greater than or equal to {self.floor}")
+            return False
         ok = True
         if self.pattern is not None and self.pattern.fullmatch(value) is None:
             walk.violation(
@@ -470,6 +483,27 @@ _PLANS: dict[str, StructureCheck] = compile_model(_MODEL)
 _NO_MEMBERS = StructureCheck()
 
 
+# Members DynamoDB's newer front end reports by their request name, without the value
+# ("Value at 'Limit' ..."), where others still get Coral's form (nubo-db's conformance
+# suite, run against DynamoDB in 2026: Query's Limit, BatchGetItem's Keys; Scan's Limit
+# is still "Value '0' at 'limit'").
+_BATCH_GET_KEYS = re.compile(r"requestItems\.(.+)\.member\.keys")
+
+
+def _query_names(path: str) -> str | None:
+    return "Limit" if path == "limit" else None
+
+
+def _batch_get_names(path: str) -> str | None:
+    keys = _BATCH_GET_KEYS.fullmatch(path)
+    return f"RequestItems.{keys.group(1)}.member.Keys" if keys else None
+
+
+_VALUELESS: dict[str, Callable[[str], str | None]] = {"Query": _query_names, "BatchGetItem": _batch_get_names}
+# Batches without RequestItems: DynamoDB's own words, not Coral's (same suite).
+_BATCHES = frozenset({"BatchGetItem", "BatchWriteItem"})
+
+
 def check_request(operation: str, body: dict[str, Any]) -> None:
     """Stages (a) and (b) for `operation`: the first wrongly typed member raises its
     SerializationException; otherwise every constraint violation is reported in one
@@ -477,9 +511,13 @@ def check_request(operation: str, body: dict[str, Any]) -> None:
     today) is checked as a structure without members."""
     plan = _PLANS.get(operation, _NO_MEMBERS)
     walk = Walk(describe=False)
-    plan.check(body, 1, walk, "")
+    plan.check(body, 1, walk, "")  # raises the first wrongly typed member's error
+    if operation in _BATCHES and body.get("RequestItems") in (None, {}):
+        raise errors.validation(f"The requestItems parameter is required for {operation}")
+    if operation == "CreateTable" and body.get("TableName") is None:
+        raise errors.validation(CREATE_TABLE_NEEDS_NAME)
     if walk.found:
-        described = Walk(describe=True)
+        described = Walk(describe=True, valueless=_VALUELESS.get(operation))
         plan.check(body, 1, described, "")
         assert described.messages is not None
         raise errors.constraint_violations(described.messages)

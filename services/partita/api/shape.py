@@ -19,6 +19,12 @@ _VALID_TABLE_NAMES: set[str] = set()
 _VALID_TABLE_NAMES_MAX = 10_000
 
 
+# CreateTable without a TableName: DynamoDB's own words, not Coral's "Value null at
+# 'tableName'" that the data operations still give (nubo-db's conformance suite, run
+# against DynamoDB in 2026).
+CREATE_TABLE_NEEDS_NAME = "The parameter 'TableName' is required but was not present in the request"
+
+
 class Violations:
     def __init__(self) -> None:
         self.messages: list[str] = []

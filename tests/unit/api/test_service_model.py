@@ -160,11 +160,47 @@ def test_nested_paths_name_list_elements_and_map_entries() -> None:
         "Value '' at 'tags.1.member.key' failed to satisfy constraint: Member must have length greater than or equal to 1"
         in message
     )
+    # BatchGetItem's Keys, as DynamoDB's newer front end names them: by the request's
+    # member names and without the value (nubo-db's conformance suite, 2026).
     batch = validation_message("BatchGetItem", {"RequestItems": {"tab": {"Keys": []}}})
-    assert (
-        "at 'requestItems.tab.member.keys' failed to satisfy constraint: Member must have length greater than or equal to 1"
-        in batch
+    assert batch == (
+        "1 validation error detected: Value at 'RequestItems.tab.member.Keys' failed to satisfy constraint: "
+        "Member must have length greater than or equal to 1"
     )
+
+
+@pytest.mark.parametrize(
+    ("operation", "body", "message"),
+    [
+        (
+            "Query",
+            {"TableName": "tab", "Limit": 0},
+            "1 validation error detected: Value at 'Limit' failed to satisfy constraint: "
+            "Member must have value greater than or equal to 1",
+        ),
+        (  # Scan's Limit keeps Coral's form
+            "Scan",
+            {"TableName": "tab", "Limit": 0},
+            "1 validation error detected: Value '0' at 'limit' failed to satisfy constraint: "
+            "Member must have value greater than or equal to 1",
+        ),
+        (
+            "PutItem",
+            {"TableName": "", "Item": {}},
+            "1 validation error detected: Value '' at 'tableName' failed to satisfy constraint: "
+            "Member must have length greater than or equal to 1",
+        ),
+        ("BatchGetItem", {"RequestItems": {}}, "The requestItems parameter is required for BatchGetItem"),
+        ("BatchWriteItem", {}, "The requestItems parameter is required for BatchWriteItem"),
+        (
+            "CreateTable",
+            {"KeySchema": [], "AttributeDefinitions": []},
+            "The parameter 'TableName' is required but was not present in the request",
+        ),
+    ],
+)
+def test_messages_of_dynamodbs_newer_front_end(operation: str, body: dict[str, Any], message: str) -> None:
+    assert validation_message(operation, body) == message
 
 
 def test_map_keys_and_map_values_are_reported_on_the_map() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from partita.api import service_model
 from partita.api.operations.common import check_units_in_bounds
 from partita.api.operations.tag_resource import check_tag_rules, check_tags
-from partita.api.shape import Violations, expect_dict, expect_type
+from partita.api.shape import CREATE_TABLE_NEEDS_NAME, Violations, expect_dict, expect_type
 from partita.common import errors
 from partita.control.model import BillingMode, KeyElement
 
@@ -62,6 +62,8 @@ def validate(body: Any) -> CreateTableRequest:
     billing = body.get("BillingMode")
     throughput = expect_type(body.get("ProvisionedThroughput"), dict, "a structure")
 
+    if name is None:
+        raise errors.validation(CREATE_TABLE_NEEDS_NAME)
     v.table_name(name)
     if v.not_null(attr_defs, "attributeDefinitions"):
         for i, d in enumerate(attr_defs, 1):
@@ -84,7 +86,9 @@ def validate(body: Any) -> CreateTableRequest:
             if v.not_null(k.get("KeyType"), f"keySchema.{i}.member.keyType"):
                 v.enum(k.get("KeyType"), f"keySchema.{i}.member.keyType", ["HASH", "RANGE"])
         if len(key_schema) > 2:
-            v.add(key_schema, "keySchema", "Member must have length less than or equal to 2")
+            v.add(
+                _java_key_schema(key_schema), "keySchema", "Member must have length less than or equal to 2"
+            )
         if len(key_schema) < 1:
             v.add(key_schema, "keySchema", "Member must have length greater than or equal to 1")
     v.enum(billing, "billingMode", ["PROVISIONED", "PAY_PER_REQUEST"])
@@ -99,6 +103,7 @@ def validate(body: Any) -> CreateTableRequest:
     tags = check_tags(expect_type(body.get("Tags"), list, "a list") or [], v)
     v.raise_if_any()
     assert isinstance(name, str) and attr_defs is not None and key_schema is not None
+    _check_index_names(body, key_schema)
     refuse_not_implemented(body)
 
     # Precedence as DynamoDB's (recorded by dynalite's tests): billing mode against
@@ -171,11 +176,46 @@ def validate(body: Any) -> CreateTableRequest:
     )
 
 
+def _java_key_schema(key_schema: list[Any]) -> str:
+    """A KeySchema as DynamoDB prints it in a constraint message: Java's rendering of
+    its elements, `[KeySchemaElement(attributeName=pk, keyType=HASH), ...]` (nubo-db's
+    conformance suite, run against DynamoDB in 2026)."""
+    elements = []
+    for k in key_schema:
+        fields = [
+            f"{n}={k[m]}" for n, m in (("attributeName", "AttributeName"), ("keyType", "KeyType")) if m in k
+        ]
+        elements.append(f"KeySchemaElement({', '.join(fields)})")
+    return f"[{', '.join(elements)}]"
+
+
 def _key_name_size(name: str, where: str, v: Violations) -> None:
     if len(name) < 1:
         v.add(name, where, "Member must have length greater than or equal to 1")
     if len(name.encode("utf-8")) > MAX_KEY_NAME_BYTES:
         v.add(name, where, f"Member must have length less than or equal to {MAX_KEY_NAME_BYTES}")
+
+
+def _check_index_names(body: dict[str, Any], key_schema: list[Any]) -> None:
+    """What DynamoDB refuses of secondary indexes before they are built (which Partita
+    does not do yet): a local index on a table without a sort key, and one name given
+    to two indexes (nubo-db's conformance suite, run against DynamoDB in 2026)."""
+    local = body.get("LocalSecondaryIndexes")
+    has_range = any(isinstance(k, dict) and k.get("KeyType") == "RANGE" for k in key_schema)
+    if isinstance(local, list) and local and not has_range:
+        raise errors.validation(
+            _INVALID + "Table KeySchema does not have a range key, which is required when specifying a "
+            "LocalSecondaryIndex"
+        )
+    seen: set[str] = set()
+    for member in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+        indexes = body.get(member)
+        for index in indexes if isinstance(indexes, list) else []:
+            name = index.get("IndexName") if isinstance(index, dict) else None
+            if isinstance(name, str) and name in seen:
+                raise errors.validation(_INVALID + f"Duplicate index name: {name}")
+            if isinstance(name, str):
+                seen.add(name)
 
 
 def refuse_not_implemented(body: dict[str, Any]) -> None:

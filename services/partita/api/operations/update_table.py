@@ -44,6 +44,19 @@ class UpdateTableRequest:
         return self.billing_mode is not None or self.read_capacity is not None
 
 
+def _refuse_unknown_indexes(updates: Any) -> None:
+    """No table has a secondary index yet: an index to update or delete is not found.
+    The error is DynamoDB's (nubo-db's conformance suite, 2026); the wording follows
+    its message for a missing table, as no record of the index's was found."""
+    for update in updates if isinstance(updates, list) else []:
+        for action in ("Update", "Delete"):
+            named = update.get(action) if isinstance(update, dict) else None
+            if isinstance(named, dict) and isinstance(named.get("IndexName"), str):
+                raise errors.resource_not_found(
+                    f"Requested resource not found: Index: {named['IndexName']} not found"
+                )
+
+
 def validate(body: Any) -> UpdateTableRequest:
     body = expect_dict(body)
     v = Violations()
@@ -70,6 +83,7 @@ def validate(body: Any) -> UpdateTableRequest:
             "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates "
             "or SSESpecification or ReplicaUpdates is required"
         )
+    _refuse_unknown_indexes(body.get("GlobalSecondaryIndexUpdates"))
     if unsupported:
         raise errors.validation(f"Partita does not support updating {', '.join(unsupported)} yet")
     if billing == "PROVISIONED" and throughput is None:
