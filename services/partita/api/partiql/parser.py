@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from partita.api.expressions import ast
 from partita.api.partiql import syntax as s
 from partita.api.partiql.lexer import Token, malformed, tokens
 from partita.common import errors
@@ -133,7 +134,7 @@ class _Parser:
 
     def _select(self) -> s.Select:
         self._keyword("SELECT")
-        projection: tuple[s.Path, ...] | None
+        projection: tuple[ast.Path, ...] | None
         if self._at_punct("*"):
             self._advance()
             projection = None
@@ -149,7 +150,7 @@ class _Parser:
         if self._at_keyword("WHERE"):
             self._advance()
             where = self._condition()
-        order: list[tuple[s.Path, bool]] = []
+        order: list[tuple[ast.Path, bool]] = []
         if self._at_keyword("ORDER"):
             self._advance()
             self._keyword("BY")
@@ -169,20 +170,20 @@ class _Parser:
         self._keyword("INTO")
         source = self._table_ref()
         self._keyword("VALUE")
-        item = self._value()
-        if "M" not in item.value:
+        item = self._attribute_value()
+        if "M" not in item:
             raise errors.validation(
                 "Unsupported format in item expression. "
                 "Please use struct format {...} to express item values for insert statement."
             )
         if self._at_keyword("RETURNING"):
             raise errors.validation("RETURNING is not supported in INSERT")
-        return s.Insert(source, item)
+        return s.Insert(source, item["M"])
 
     def _update(self) -> s.Update:
         self._keyword("UPDATE")
         source = self._table_ref()
-        actions: list[s.Assign | s.Remove] = []
+        actions: list[ast.UpdateAction] = []
         while self._at_keyword("SET", "REMOVE"):
             if self._advance().text.upper() == "SET":
                 actions.append(self._assign())
@@ -190,10 +191,10 @@ class _Parser:
                     self._advance()
                     actions.append(self._assign())
             else:
-                actions.append(s.Remove(self._path()))
+                actions.append(ast.UpdateAction("REMOVE", self._path()))
                 while self._at_punct(","):
                     self._advance()
-                    actions.append(s.Remove(self._path()))
+                    actions.append(ast.UpdateAction("REMOVE", self._path()))
         if not actions:
             raise self._unexpected("expected SET or REMOVE")
         self._keyword("WHERE")
@@ -234,7 +235,9 @@ class _Parser:
 
     # --- SET ---------------------------------------------------------------------
 
-    def _assign(self) -> s.Assign:
+    def _assign(self) -> ast.UpdateAction:
+        """`path = value`, `path = a + b`, `list_append(a, b)`; `set_add(path, set)` and
+        `set_delete(path, set)` are an UpdateExpression's ADD and DELETE."""
         path = self._path()
         self._punct("=")
         tok = self.tok
@@ -243,18 +246,20 @@ class _Parser:
             args = self._arguments()
             if len(args) != 2:
                 raise malformed(f"{name} takes two arguments")
-            return s.Assign(path, name, args)  # type: ignore[arg-type]
+            if name == "list_append":
+                return ast.UpdateAction("SET", path, ast.FunctionCall(name, args))
+            return ast.UpdateAction("ADD" if name == "set_add" else "DELETE", path, args[1])
         first = self._operand()
         if self._at_punct("+", "-"):
             op = self._advance().text
-            return s.Assign(path, op, (first, self._operand()))  # type: ignore[arg-type]
-        return s.Assign(path, "value", (first,))
+            return ast.UpdateAction("SET", path, ast.Arithmetic(op, first, self._operand()))
+        return ast.UpdateAction("SET", path, first)
 
     def _next_is(self, mark: str) -> bool:
         after = self.toks[self.i + 1] if self.i + 1 < len(self.toks) else self.tok
         return after.kind == "punct" and after.text == mark
 
-    def _arguments(self) -> tuple[s.Operand, ...]:
+    def _arguments(self) -> tuple[ast.Operand, ...]:
         self._punct("(")
         args = [self._operand()]
         while self._at_punct(","):
@@ -265,27 +270,27 @@ class _Parser:
 
     # --- conditions --------------------------------------------------------------
 
-    def _condition(self) -> s.Condition:
+    def _condition(self) -> ast.Condition:
         left = self._conjunction()
         while self._at_keyword("OR"):
             self._advance()
-            left = s.Or(left, self._conjunction())
+            left = ast.Or(left, self._conjunction())
         return left
 
-    def _conjunction(self) -> s.Condition:
+    def _conjunction(self) -> ast.Condition:
         left = self._negation()
         while self._at_keyword("AND"):
             self._advance()
-            left = s.And(left, self._negation())
+            left = ast.And(left, self._negation())
         return left
 
-    def _negation(self) -> s.Condition:
+    def _negation(self) -> ast.Condition:
         if self._at_keyword("NOT"):
             self._advance()
-            return s.Not(self._negation())
+            return ast.Not(self._negation())
         return self._predicate()
 
-    def _predicate(self) -> s.Condition:
+    def _predicate(self) -> ast.Condition:
         if self._at_punct("("):
             self._advance()
             inner = self._condition()
@@ -296,11 +301,11 @@ class _Parser:
             name = self._advance().text.lower()
             args = self._arguments()
             wanted = 1 if name.startswith("attribute_") and name != "attribute_type" else 2
-            if len(args) != wanted or not isinstance(args[0], s.Path):
+            if len(args) != wanted or not isinstance(args[0], ast.Path):
                 raise malformed(
                     f"{name} takes a path and {'no other' if wanted == 1 else 'one more'} argument"
                 )
-            return s.Function(name, args)  # type: ignore[arg-type]
+            return ast.FunctionCall(name, args)
         subject = self._operand()
         if self._at_keyword("IS"):
             self._advance()
@@ -313,14 +318,14 @@ class _Parser:
             what = "MISSING" if word == "MISSING" else _IS_TYPES.get(word)
             if what is None:
                 raise errors.validation(f"Unsupported data type for IS operator: {word}")
-            if not isinstance(subject, s.Path):
+            if not isinstance(subject, ast.Path):
                 raise malformed(f"IS {word} applies to an attribute")
-            return s.Is(subject, what, negated)
+            return _is(subject, what, negated)
         if self._at_keyword("BETWEEN"):
             self._advance()
             low = self._operand()
             self._keyword("AND")
-            return s.Between(subject, low, self._operand())
+            return ast.Between(subject, low, self._operand())
         if self._at_keyword("IN"):
             self._advance()
             close = {"[": "]", "(": ")"}.get(self.tok.text) if self.tok.kind == "punct" else None
@@ -332,20 +337,20 @@ class _Parser:
                 self._advance()
                 options.append(self._operand())
             self._punct(close)
-            return s.In(subject, tuple(options))
+            return ast.In(subject, tuple(options))
         if self.tok.kind == "punct" and self.tok.text in _COMPARISONS:
             op = _COMPARISONS[self._advance().text]
-            return s.Comparison(op, subject, self._operand())  # type: ignore[arg-type]
+            return ast.Compare(op, subject, self._operand())
         raise self._unexpected("expected a comparison")
 
-    def _operand(self) -> s.Operand:
+    def _operand(self) -> ast.Operand:
         tok = self.tok
         if tok.kind == "name" and tok.text.lower() == "size" and self._next_is("("):
             self._advance()
             args = self._arguments()
-            if len(args) != 1 or not isinstance(args[0], s.Path):
+            if len(args) != 1 or not isinstance(args[0], ast.Path):
                 raise malformed("size takes one path")
-            return s.Size(args[0])
+            return ast.FunctionCall("size", args)
         if tok.kind in ("name", "quoted") and not self._literal_keyword(tok):
             return self._path()
         return self._value()
@@ -354,8 +359,8 @@ class _Parser:
     def _literal_keyword(tok: Token) -> bool:
         return tok.kind == "name" and tok.text.upper() in ("TRUE", "FALSE", "NULL")
 
-    def _path(self) -> s.Path:
-        elements: list[s.PathElement] = [self._name("an attribute name")]
+    def _path(self) -> ast.Path:
+        elements: list[ast.PathElement] = [self._name("an attribute name")]
         while True:
             if self._at_punct("."):
                 self._advance()
@@ -367,12 +372,12 @@ class _Parser:
                 elements.append(int(self._advance().text))
                 self._punct("]")
             else:
-                return s.Path(tuple(elements))
+                return ast.Path(tuple(elements))
 
     # --- values ------------------------------------------------------------------
 
-    def _value(self) -> s.Value:
-        return s.Value(self._attribute_value())
+    def _value(self) -> ast.Literal:
+        return ast.Literal(self._attribute_value())
 
     def _attribute_value(self) -> dict[str, Any]:
         tok = self.tok
@@ -434,6 +439,15 @@ class _Parser:
                 out.append(self._attribute_value())
         self._punct(closing)
         return out
+
+
+def _is(path: ast.Path, what: str, negated: bool) -> ast.Condition:
+    """`IS [NOT] MISSING` as attribute_not_exists (attribute_exists), `IS [NOT] <type>`
+    as (NOT) attribute_type."""
+    if what == "MISSING":
+        return ast.FunctionCall("attribute_exists" if negated else "attribute_not_exists", (path,))
+    typed = ast.FunctionCall("attribute_type", (path, ast.Literal({"S": what})))
+    return ast.Not(typed) if negated else typed
 
 
 def _set_of(elements: list[dict[str, Any]]) -> dict[str, Any]:

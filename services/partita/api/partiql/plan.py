@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
+from partita.api.expressions import ast, printer
 from partita.api.partiql import syntax as s
 from partita.common import errors
 
@@ -45,7 +46,7 @@ class ReadPlan:
     requests: tuple[dict[str, Any], ...]  # a Query per partition key value, or one Scan
     # A projection with a nested path: PartiQL names each value by its path's last
     # attribute (and the list indexes after it), where ProjectionExpression nests it.
-    labels: tuple[tuple[s.Path, str], ...] | None = None
+    labels: tuple[tuple[ast.Path, str], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +73,7 @@ def plan(statement: s.Statement, key: KeySchema) -> Plan:
         condition = f"attribute_not_exists({out.name(key.partition)})"
         return WritePlan(
             "PutItem",
-            out.request(
-                {"TableName": table, "Item": statement.item.value["M"], "ConditionExpression": condition}
-            ),
+            out.request({"TableName": table, "Item": statement.item, "ConditionExpression": condition}),
             insert=True,
         )
     if isinstance(statement, s.Update):
@@ -83,7 +82,8 @@ def plan(statement: s.Statement, key: KeySchema) -> Plan:
 
 
 class _Expression:
-    """Placeholders for the names and values of one request's expressions."""
+    """One request's expressions: the statement's resolved nodes as a raw tree, names
+    and values replaced by placeholders, printed by the expression printer."""
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
@@ -99,50 +99,44 @@ class _Expression:
         self.values[placeholder] = value
         return placeholder
 
-    def path(self, path: s.Path) -> str:
-        out = []
-        for element in path.elements:
-            if isinstance(element, int):
-                out.append(f"[{element}]")
-            else:
-                out.append(("." if out else "") + self.name(element))
-        return "".join(out)
+    def path(self, path: ast.Path) -> ast.Path:
+        return ast.Path(tuple(e if isinstance(e, int) else self.name(e) for e in path.elements))
 
-    def operand(self, operand: s.Operand) -> str:
-        if isinstance(operand, s.Path):
-            return self.path(operand)
-        if isinstance(operand, s.Size):
-            return f"size({self.path(operand.path)})"
-        return self.value(operand.value)
+    def raw(self, node: Any) -> Any:
+        """`node` (a condition or operand) with placeholders for its names and values."""
+        if isinstance(node, ast.Path):
+            return self.path(node)
+        if isinstance(node, ast.Literal):
+            return ast.ValueRef(self.value(node.value))
+        if isinstance(node, ast.FunctionCall):
+            return ast.FunctionCall(node.name, tuple(self.raw(a) for a in node.args))
+        if isinstance(node, ast.Arithmetic):
+            return ast.Arithmetic(node.op, self.raw(node.left), self.raw(node.right))
+        if isinstance(node, ast.Compare):
+            return ast.Compare(node.op, self.raw(node.left), self.raw(node.right))
+        if isinstance(node, ast.Between):
+            return ast.Between(self.raw(node.operand), self.raw(node.low), self.raw(node.high))
+        if isinstance(node, ast.In):
+            return ast.In(self.raw(node.operand), tuple(self.raw(o) for o in node.options))
+        if isinstance(node, (ast.And, ast.Or)):
+            return type(node)(self.raw(node.left), self.raw(node.right))
+        assert isinstance(node, ast.Not)
+        return ast.Not(self.raw(node.operand))
 
-    def condition(self, c: s.Condition) -> str:
-        if isinstance(c, s.Comparison):
-            return f"{self.operand(c.left)} {c.op} {self.operand(c.right)}"
-        if isinstance(c, s.Between):
-            return f"{self.operand(c.subject)} BETWEEN {self.operand(c.low)} AND {self.operand(c.high)}"
-        if isinstance(c, s.In):
-            return f"{self.operand(c.subject)} IN ({', '.join(self.operand(o) for o in c.options)})"
-        if isinstance(c, s.Is):
-            return self._is(c)
-        if isinstance(c, s.Function):
-            return f"{c.name}({', '.join(self.operand(a) for a in c.args)})"
-        if isinstance(c, s.And):
-            # AND binds tighter than OR: only an OR inside needs its parentheses.
-            return " AND ".join(self._grouped(t, s.Or) for t in _conjuncts(c))
-        if isinstance(c, s.Or):
-            return f"{self.condition(c.left)} OR {self.condition(c.right)}"
-        return f"NOT {self._grouped(c.operand, (s.And, s.Or))}"
+    def condition(self, c: ast.Condition) -> str:
+        return printer.to_text(self.raw(c))
 
-    def _grouped(self, c: s.Condition, kinds: type | tuple[type, ...]) -> str:
-        text = self.condition(c)
-        return f"({text})" if isinstance(c, kinds) else text
+    def update(self, actions: tuple[ast.UpdateAction, ...]) -> str:
+        """The UpdateExpression: its SET, REMOVE, ADD and DELETE sections, once each."""
+        ordered = sorted(actions, key=lambda a: _SECTIONS.index(a.clause))
+        raw = tuple(
+            ast.UpdateAction(a.clause, self.path(a.path), None if a.value is None else self.raw(a.value))
+            for a in ordered
+        )
+        return printer.to_text(ast.Update(raw))
 
-    def _is(self, c: s.Is) -> str:
-        path = self.path(c.path)
-        if c.what == "MISSING":
-            return f"attribute_exists({path})" if c.negated else f"attribute_not_exists({path})"
-        typed = f"attribute_type({path}, {self.value({'S': c.what})})"
-        return f"NOT {typed}" if c.negated else typed
+    def projection(self, paths: list[ast.Path]) -> str:
+        return printer.to_text(ast.Projection(tuple(self.path(p) for p in paths)))
 
     def request(self, base: dict[str, Any]) -> dict[str, Any]:
         out = dict(base)
@@ -153,7 +147,7 @@ class _Expression:
         return out
 
 
-# --- SELECT ------------------------------------------------------------------------
+_SECTIONS = ("SET", "REMOVE", "ADD", "DELETE")
 
 
 def batch_get(statement: s.Statement, key: KeySchema) -> dict[str, Any]:
@@ -200,7 +194,7 @@ def _check_order(statement: s.Select, key: KeySchema, partition_values: list[dic
     for path, _ in statement.order_by:
         if path.elements not in ((key.partition,), (key.sort,)):
             raise errors.validation(
-                f"Attribute {path.root} in ORDER BY clause must be part of the primary key"
+                f"Attribute {path.elements[0]} in ORDER BY clause must be part of the primary key"
             )
     if not partition_values:
         raise errors.validation(
@@ -212,7 +206,7 @@ def _check_order(statement: s.Select, key: KeySchema, partition_values: list[dic
         )
 
 
-def _labels(statement: s.Select) -> tuple[tuple[s.Path, str], ...] | None:
+def _labels(statement: s.Select) -> tuple[tuple[ast.Path, str], ...] | None:
     projection = statement.projection
     if projection is None or all(len(p.elements) == 1 for p in projection):
         return None
@@ -228,8 +222,8 @@ def _queries(
     statement: s.Select,
     key: KeySchema,
     partition_values: list[dict[str, Any]],
-    sort_term: s.Condition | None,
-    rest: list[s.Condition],
+    sort_term: ast.Condition | None,
+    rest: list[ast.Condition],
 ) -> ReadPlan:
     forward = True
     for path, descending in statement.order_by:
@@ -274,15 +268,15 @@ def _project(statement: s.Select, out: _Expression, base: dict[str, Any]) -> Non
     if projection is None:
         return
     if _labels(statement) is not None:
-        roots = list(dict.fromkeys(p.root for p in projection))
-        base["ProjectionExpression"] = ", ".join(out.name(r) for r in roots)
+        roots = dict.fromkeys(p.elements[0] for p in projection)
+        base["ProjectionExpression"] = out.projection([ast.Path((r,)) for r in roots])
     else:
-        base["ProjectionExpression"] = ", ".join(out.path(p) for p in projection)
+        base["ProjectionExpression"] = out.projection(list(projection))
 
 
 def _partition_key_values(
-    terms: list[s.Condition], partition: str
-) -> tuple[list[dict[str, Any]], list[s.Condition]]:
+    terms: list[ast.Condition], partition: str
+) -> tuple[list[dict[str, Any]], list[ast.Condition]]:
     """The partition key's values from the first term that names them (`pk = v`,
     `pk IN [...]`, or `pk = v OR pk = w ...`), and the other terms."""
     for i, term in enumerate(terms):
@@ -296,23 +290,23 @@ def _partition_key_values(
     return [], terms
 
 
-def _key_values(term: s.Condition, name: str) -> list[dict[str, Any]]:
-    if isinstance(term, s.Comparison) and term.op == "=":
+def _key_values(term: ast.Condition, name: str) -> list[dict[str, Any]]:
+    if isinstance(term, ast.Compare) and term.op == "=":
         value = _key_equality(term, name)
         return [value] if value is not None else []
-    if isinstance(term, s.In) and _is_attribute(term.subject, name):
-        if all(isinstance(o, s.Value) for o in term.options):
-            return [o.value for o in term.options if isinstance(o, s.Value)]
+    if isinstance(term, ast.In) and _is_attribute(term.operand, name):
+        if all(isinstance(o, ast.Literal) for o in term.options):
+            return [o.value for o in term.options if isinstance(o, ast.Literal)]
         return []
-    if isinstance(term, s.Or):
+    if isinstance(term, ast.Or):
         left, right = _key_values(term.left, name), _key_values(term.right, name)
         return left + right if left and right else []
     return []
 
 
 def _sort_key_term(
-    terms: list[s.Condition], sort: str | None
-) -> tuple[s.Condition | None, list[s.Condition]]:
+    terms: list[ast.Condition], sort: str | None
+) -> tuple[ast.Condition | None, list[ast.Condition]]:
     """The first term a Query's key condition can take on the sort key, and the rest."""
     if sort is None:
         return None, terms
@@ -323,58 +317,40 @@ def _sort_key_term(
     return None, terms
 
 
-def _as_sort_key_condition(term: s.Condition, sort: str) -> s.Condition | None:
-    if isinstance(term, s.Comparison) and term.op in _KEY_CONDITION_OPS:
-        if _is_attribute(term.left, sort) and isinstance(term.right, s.Value):
+def _as_sort_key_condition(term: ast.Condition, sort: str) -> ast.Condition | None:
+    if isinstance(term, ast.Compare) and term.op in _KEY_CONDITION_OPS:
+        if _is_attribute(term.left, sort) and isinstance(term.right, ast.Literal):
             return term
-        if _is_attribute(term.right, sort) and isinstance(term.left, s.Value):
-            return s.Comparison(_FLIPPED[term.op], term.right, term.left)  # type: ignore[arg-type]
+        if _is_attribute(term.right, sort) and isinstance(term.left, ast.Literal):
+            return ast.Compare(_FLIPPED[term.op], term.right, term.left)
     if (
-        isinstance(term, s.Between)
-        and _is_attribute(term.subject, sort)
-        and isinstance(term.low, s.Value)
-        and isinstance(term.high, s.Value)
+        isinstance(term, ast.Between)
+        and _is_attribute(term.operand, sort)
+        and isinstance(term.low, ast.Literal)
+        and isinstance(term.high, ast.Literal)
     ):
         return term
     if (
-        isinstance(term, s.Function)
+        isinstance(term, ast.FunctionCall)
         and term.name == "begins_with"
         and _is_attribute(term.args[0], sort)
-        and isinstance(term.args[1], s.Value)
+        and isinstance(term.args[1], ast.Literal)
     ):
         return term
     return None
 
 
-def _names_key(term: s.Condition, key: KeySchema) -> bool:
+def _names_key(term: ast.Condition, key: KeySchema) -> bool:
     """Whether a term reads a key attribute (a Query's filter may not)."""
     keys = {key.partition, key.sort}
     return any(p.elements[0] in keys for p in _paths(term))
 
 
-def _paths(term: s.Condition) -> list[s.Path]:
-    if isinstance(term, (s.And, s.Or)):
-        return _paths(term.left) + _paths(term.right)
-    if isinstance(term, s.Not):
-        return _paths(term.operand)
-    if isinstance(term, s.Is):
-        return [term.path]
-    operands: tuple[s.Operand, ...]
-    if isinstance(term, s.Comparison):
-        operands = (term.left, term.right)
-    elif isinstance(term, s.Between):
-        operands = (term.subject, term.low, term.high)
-    elif isinstance(term, s.In):
-        operands = (term.subject, *term.options)
-    else:
-        operands = term.args
-    out = []
-    for o in operands:
-        if isinstance(o, s.Path):
-            out.append(o)
-        elif isinstance(o, s.Size):
-            out.append(o.path)
-    return out
+def _paths(node: object) -> list[ast.Path]:
+    """Every path a condition or operand reads."""
+    if isinstance(node, ast.Path):
+        return [node]
+    return [p for child in ast.children(node) for p in _paths(child)]
 
 
 # --- UPDATE and DELETE ---------------------------------------------------------------
@@ -383,39 +359,14 @@ def _paths(term: s.Condition) -> list[s.Path]:
 def _update(statement: s.Update, key: KeySchema) -> WritePlan:
     item_key, rest = _primary_key(statement.where, key)
     out = _Expression()
-    sets: list[str] = []
-    adds: list[str] = []
-    deletes: list[str] = []
-    removes: list[str] = []
-    for action in statement.actions:
-        if isinstance(action, s.Remove):
-            removes.append(out.path(action.path))
-            continue
-        target = out.path(action.path)
-        if action.kind == "value":
-            sets.append(f"{target} = {out.operand(action.args[0])}")
-        elif action.kind in ("+", "-"):
-            sets.append(
-                f"{target} = {out.operand(action.args[0])} {action.kind} {out.operand(action.args[1])}"
-            )
-        elif action.kind == "list_append":
-            sets.append(
-                f"{target} = list_append({out.operand(action.args[0])}, {out.operand(action.args[1])})"
-            )
-        else:
-            (adds if action.kind == "set_add" else deletes).append(f"{target} {out.operand(action.args[1])}")
-    sections = [
-        f"{word} {', '.join(parts)}"
-        for word, parts in (("SET", sets), ("REMOVE", removes), ("ADD", adds), ("DELETE", deletes))
-        if parts
-    ]
+    updates = out.update(statement.actions)
     condition = f"attribute_exists({out.name(key.partition)})"
     if rest:
         condition += f" AND ({out.condition(_joined(rest))})"
     request: dict[str, Any] = {
         "TableName": statement.source.table,
         "Key": item_key,
-        "UpdateExpression": " ".join(sections),
+        "UpdateExpression": updates,
         "ConditionExpression": condition,
     }
     if statement.returning is not None:
@@ -444,7 +395,7 @@ def _delete(statement: s.Delete, key: KeySchema) -> WritePlan:
     return WritePlan("DeleteItem", out.request(request), returning=statement.returning is not None)
 
 
-def _primary_key(where: s.Condition, key: KeySchema) -> tuple[dict[str, Any], list[s.Condition]]:
+def _primary_key(where: ast.Condition, key: KeySchema) -> tuple[dict[str, Any], list[ast.Condition]]:
     """The item's key from the WHERE clause's `=` terms on the key attributes (every one
     of them needed), and the other terms."""
     rest = _conjuncts(where)
@@ -453,7 +404,7 @@ def _primary_key(where: s.Condition, key: KeySchema) -> tuple[dict[str, Any], li
         if name is None:
             continue
         values = [
-            _key_equality(t, name) if isinstance(t, s.Comparison) and t.op == "=" else None for t in rest
+            _key_equality(t, name) if isinstance(t, ast.Compare) and t.op == "=" else None for t in rest
         ]
         found = [v for v in values if v is not None]
         if not found:
@@ -470,27 +421,27 @@ def _primary_key(where: s.Condition, key: KeySchema) -> tuple[dict[str, Any], li
 # --- terms -----------------------------------------------------------------------------
 
 
-def _conjuncts(c: s.Condition) -> list[s.Condition]:
-    if isinstance(c, s.And):
+def _conjuncts(c: ast.Condition) -> list[ast.Condition]:
+    if isinstance(c, ast.And):
         return _conjuncts(c.left) + _conjuncts(c.right)
     return [c]
 
 
-def _joined(terms: list[s.Condition]) -> s.Condition:
+def _joined(terms: list[ast.Condition]) -> ast.Condition:
     out = terms[0]
     for term in terms[1:]:
-        out = s.And(out, term)
+        out = ast.And(out, term)
     return out
 
 
-def _is_attribute(operand: s.Operand, name: str) -> bool:
-    return isinstance(operand, s.Path) and operand.elements == (name,)
+def _is_attribute(operand: ast.Operand, name: str) -> bool:
+    return isinstance(operand, ast.Path) and operand.elements == (name,)
 
 
-def _key_equality(term: s.Comparison, name: str) -> dict[str, Any] | None:
+def _key_equality(term: ast.Compare, name: str) -> dict[str, Any] | None:
     """The value of `name = value` (or `value = name`); None for any other comparison."""
-    if _is_attribute(term.left, name) and isinstance(term.right, s.Value):
+    if _is_attribute(term.left, name) and isinstance(term.right, ast.Literal):
         return term.right.value
-    if _is_attribute(term.right, name) and isinstance(term.left, s.Value):
+    if _is_attribute(term.right, name) and isinstance(term.left, ast.Literal):
         return term.left.value
     return None

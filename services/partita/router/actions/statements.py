@@ -11,9 +11,9 @@ from typing import Any
 
 import orjson
 
+from partita.api.expressions.ast import Path
 from partita.api.partiql import parser
 from partita.api.partiql.plan import KeySchema, ReadPlan, WritePlan, plan
-from partita.api.partiql.syntax import Path
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import delete_item, put_item, query, scan, update_item

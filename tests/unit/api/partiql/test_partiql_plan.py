@@ -177,10 +177,10 @@ def test_update_is_an_update_of_an_existing_item_with_the_other_terms_as_its_con
         {
             "TableName": "t",
             "Key": {"pk": {"S": "k"}, "sk": {"N": "2"}},
-            "UpdateExpression": "SET #n0 = list_append(#n0, :v0) REMOVE #n2 DELETE #n1 :v1",
+            "UpdateExpression": "SET #n0 = list_append(#n0, :v0) REMOVE #n1 DELETE #n2 :v1",
             "ConditionExpression": "attribute_exists(#n3) AND (#n4 <> :v2)",
             "ReturnValues": "ALL_OLD",
-            "ExpressionAttributeNames": {"#n0": "a", "#n1": "s", "#n2": "b", "#n3": "pk", "#n4": "c"},
+            "ExpressionAttributeNames": {"#n0": "a", "#n1": "b", "#n2": "s", "#n3": "pk", "#n4": "c"},
             "ExpressionAttributeValues": {
                 ":v0": {"L": [{"N": "1"}]},
                 ":v1": {"SS": ["x"]},
