@@ -260,6 +260,8 @@ class DynamoApp:
         # Coral's first stage, for every operation in OPERATIONS alike.
         service_model.check_request(operation, payload)
         named = tables_named(payload)
+        heads = statement_heads(payload) if operation in STATEMENT_OPERATIONS else []
+        named.extend(table for _, table in heads)
         for table in named:
             if not credential.may_access(table):
                 raise errors.access_denied(
@@ -270,7 +272,7 @@ class DynamoApp:
             if operation in KIND_OF:
                 self._admit(named, KIND_OF[operation])
             elif operation in STATEMENT_OPERATIONS:
-                for kind, table in statement_heads(payload):
+                for kind, table in heads:
                     self._admit([table], kind)
             elif operation in CONTROL_PLANE:
                 self.admission.admit_control()
@@ -313,7 +315,6 @@ def tables_named(payload: dict[str, Any]) -> list[str]:
     arn = payload.get("ResourceArn")
     if isinstance(arn, str) and ":table/" in arn:
         names.append(arn.split(":table/", 1)[1].split("/", 1)[0])
-    names.extend(table for _, table in statement_heads(payload))
     return names
 
 
@@ -322,11 +323,15 @@ STATEMENT_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement"})
 
 
 def statement_heads(payload: dict[str, Any]) -> list[tuple[str, str]]:
-    texts = [payload.get("Statement")]
+    entries = [payload]
     listed = payload.get("Statements")
     if isinstance(listed, list):
-        texts.extend(entry.get("Statement") for entry in listed if isinstance(entry, dict))
-    heads = (partiql_parser.head(text) for text in texts if isinstance(text, str))
+        entries.extend(entry for entry in listed if isinstance(entry, dict))
+    heads = (
+        partiql_parser.head(entry["Statement"], entry.get("Parameters"))
+        for entry in entries
+        if isinstance(entry.get("Statement"), str)
+    )
     return [h for h in heads if h is not None]
 
 

@@ -192,6 +192,37 @@ async def test_a_table_outside_the_credentials_permissions_is_access_denied(app:
     assert orjson.loads(response.body)["__type"] == "com.amazon.coral.service#AccessDeniedException"
 
 
+@pytest.mark.parametrize(
+    ("operation", "body"),
+    [
+        ("ExecuteStatement", {"Statement": 'SELECT * FROM "Payroll"'}),
+        # An attribute named FROM must not pass for the table.
+        (
+            "ExecuteStatement",
+            {"Statement": 'SELECT a.from, from FROM "Payroll" WHERE pk = ?', "Parameters": [{"S": "x"}]},
+        ),
+        ("ExecuteStatement", {"Statement": "UPDATE Payroll SET salary = 1 WHERE pk = 'me'"}),
+        (
+            "BatchExecuteStatement",
+            {
+                "Statements": [
+                    {"Statement": "SELECT * FROM Orders WHERE pk = 'a'"},
+                    {"Statement": "SELECT * FROM Payroll WHERE pk = 'b'"},
+                ]
+            },
+        ),
+    ],
+)
+async def test_a_partiql_statement_on_a_table_outside_the_permissions_is_access_denied(
+    app: DynamoApp, operation: str, body: dict[str, Any]
+) -> None:
+    code, message = error_of(await app(signed(operation, body, credential=LIMITED)))
+    assert code == "AccessDeniedException"
+    assert message.endswith(
+        f"dynamodb:{operation} on resource: arn:aws:dynamodb:us-east-1:123456789012:table/Payroll"
+    )
+
+
 async def test_a_permitted_table_reaches_the_operation(app: DynamoApp) -> None:
     response = await app(signed("DescribeTable", {"TableName": "Orders"}, credential=LIMITED))
     assert error_of(response) == (

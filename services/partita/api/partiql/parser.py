@@ -44,22 +44,16 @@ _RETURNING = {
 }
 
 
-def head(statement: str) -> tuple[str, str] | None:
-    """What a statement does ("read" or "write") and the table it names, from its first
-    tokens alone (permissions and admission are decided before it is parsed whole);
-    None when they cannot be read there (the parse then says why)."""
+def head(statement: str, parameters: list[dict[str, Any]] | None = None) -> tuple[str, str] | None:
+    """What a statement does ("read" or "write") and the table it names, for the
+    permissions and admission decided before it runs; None when it does not parse (it
+    then fails before any table is touched). A full parse, not a look at its first
+    words: an attribute may be named FROM (`SELECT a.from FROM t`)."""
     try:
-        toks = tokens(statement)
+        parsed = parse(statement, parameters)
     except DynamoError:
         return None
-    words = [t.text.upper() if t.kind == "name" else "" for t in toks]
-    introducer = {"SELECT": "FROM", "DELETE": "FROM", "INSERT": "INTO", "UPDATE": "UPDATE"}.get(words[0])
-    if introducer is None or introducer not in words:
-        return None
-    at = words.index(introducer) + 1
-    if at >= len(toks) or toks[at].kind not in ("name", "quoted"):
-        return None
-    return ("read" if words[0] == "SELECT" else "write"), toks[at].text
+    return ("read" if isinstance(parsed, s.Select) else "write"), parsed.source.table
 
 
 def parse(statement: str, parameters: list[dict[str, Any]] | None = None) -> s.Statement:
