@@ -5,7 +5,8 @@ what the tree holds is values, as if written as literals."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from partita.api.expressions import ast
 from partita.api.partiql import syntax as s
@@ -13,6 +14,7 @@ from partita.api.partiql.lexer import Token, malformed, tokens
 from partita.common import errors
 from partita.common.errors import DynamoError
 
+T = TypeVar("T")
 PARAMETER_COUNT = "Number of parameters in request and statement don't match."
 _COMPARISONS = {"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _CONDITION_FUNCTIONS = (
@@ -133,11 +135,7 @@ class _Parser:
             self._advance()
             projection = None
         else:
-            paths = [self._path()]
-            while self._at_punct(","):
-                self._advance()
-                paths.append(self._path())
-            projection = tuple(paths)
+            projection = tuple(self._comma_list(self._path))
         self._keyword("FROM")
         source = self._table_ref()
         where = None
@@ -180,15 +178,9 @@ class _Parser:
         actions: list[ast.UpdateAction] = []
         while self._at_keyword("SET", "REMOVE"):
             if self._advance().text.upper() == "SET":
-                actions.append(self._assign())
-                while self._at_punct(","):
-                    self._advance()
-                    actions.append(self._assign())
+                actions.extend(self._comma_list(self._assign))
             else:
-                actions.append(ast.UpdateAction("REMOVE", self._path()))
-                while self._at_punct(","):
-                    self._advance()
-                    actions.append(ast.UpdateAction("REMOVE", self._path()))
+                actions.extend(ast.UpdateAction("REMOVE", p) for p in self._comma_list(self._path))
         if not actions:
             raise self._unexpected("expected SET or REMOVE")
         self._keyword("WHERE")
@@ -255,12 +247,17 @@ class _Parser:
 
     def _arguments(self) -> tuple[ast.Operand, ...]:
         self._punct("(")
-        args = [self._operand()]
-        while self._at_punct(","):
-            self._advance()
-            args.append(self._operand())
+        args = self._comma_list(self._operand)
         self._punct(")")
         return tuple(args)
+
+    def _comma_list(self, one: Callable[[], T]) -> list[T]:
+        """One or more of what `one` parses, separated by commas."""
+        out = [one()]
+        while self._at_punct(","):
+            self._advance()
+            out.append(one())
+        return out
 
     # --- conditions --------------------------------------------------------------
 
@@ -326,10 +323,7 @@ class _Parser:
             if close is None:
                 raise self._unexpected("expected a list after IN")
             self._advance()
-            options = [self._operand()]
-            while self._at_punct(","):
-                self._advance()
-                options.append(self._operand())
+            options = self._comma_list(self._operand)
             self._punct(close)
             return ast.In(subject, tuple(options))
         if self.tok.kind == "punct" and self.tok.text in _COMPARISONS:
@@ -427,10 +421,7 @@ class _Parser:
         self._punct(opening)
         out: list[dict[str, Any]] = []
         if not self._at_punct(closing):
-            out.append(self._attribute_value())
-            while self._at_punct(","):
-                self._advance()
-                out.append(self._attribute_value())
+            out = self._comma_list(self._attribute_value)
         self._punct(closing)
         return out
 

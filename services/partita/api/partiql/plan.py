@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from partita.api.expressions import ast, printer
+from partita.api.expressions.parser import walk_paths
 from partita.api.partiql import syntax as s
 from partita.common import errors
 
@@ -343,14 +344,7 @@ def _as_sort_key_condition(term: ast.Condition, sort: str) -> ast.Condition | No
 def _names_key(term: ast.Condition, key: KeySchema) -> bool:
     """Whether a term reads a key attribute (a Query's filter may not)."""
     keys = {key.partition, key.sort}
-    return any(p.elements[0] in keys for p in _paths(term))
-
-
-def _paths(node: object) -> list[ast.Path]:
-    """Every path a condition or operand reads."""
-    if isinstance(node, ast.Path):
-        return [node]
-    return [p for child in ast.children(node) for p in _paths(child)]
+    return any(p.elements[0] in keys for p in walk_paths(term))
 
 
 # --- UPDATE and DELETE ---------------------------------------------------------------

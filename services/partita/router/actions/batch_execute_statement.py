@@ -13,7 +13,7 @@ import orjson
 from partita.api.partiql import parser
 from partita.api.partiql import syntax as s
 from partita.api.partiql.plan import WritePlan, batch_get, plan
-from partita.api.values import values_equal
+from partita.api.table_keys import key_of_key
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import get_item, statements
@@ -67,7 +67,9 @@ class _Prepared:
 
     table: str
     request: dict[str, Any] | WritePlan
-    key: dict[str, Any]  # the item's primary key
+    # The item's storage key, as BatchGetItem compares keys (numbers by value); None
+    # when the key does not fit the schema (the statement then fails when it runs).
+    key: bytes | None
 
 
 def _prepared(ctx: RouterContext, parsed: s.Statement | DynamoError) -> _Prepared | DynamoError:
@@ -76,28 +78,41 @@ def _prepared(ctx: RouterContext, parsed: s.Statement | DynamoError) -> _Prepare
     try:
         table = parsed.source.table
         schema = statements.key_schema(ctx, table)
+        request: dict[str, Any] | WritePlan
         if isinstance(parsed, s.Select):
-            get = batch_get(parsed, schema)
-            return _Prepared(table, get, get["Key"])
-        write = plan(parsed, schema)
-        assert isinstance(write, WritePlan)
-        item_key = write.request.get("Key")
-        if item_key is None:  # an INSERT: the key is in the item
-            item = write.request["Item"]
-            item_key = {n: item[n] for n in (schema.partition, schema.sort) if n is not None and n in item}
-        return _Prepared(table, write, item_key)
+            request = batch_get(parsed, schema)
+            item_key = request["Key"]
+        else:
+            write = plan(parsed, schema)
+            assert isinstance(write, WritePlan)
+            request = write
+            # An INSERT's key is in its item.
+            item_key = write.request.get("Key") or {
+                n: v for n, v in write.request["Item"].items() if n in (schema.partition, schema.sort)
+            }
     except DynamoError as exc:
         return exc
+    return _Prepared(table, request, _storage_key(ctx, table, item_key))
+
+
+def _storage_key(ctx: RouterContext, table: str, item_key: dict[str, Any]) -> bytes | None:
+    cached = ctx.tables.get(table)
+    try:
+        return key_of_key(cached.record, item_key).storage_key if cached is not None else None
+    except DynamoError:
+        return None
 
 
 def _refuse_duplicates(prepared: list[_Prepared]) -> None:
     """One item named twice in a batch (reads too) refuses the whole batch, as
     BatchGetItem and BatchWriteItem do."""
-    for i, one in enumerate(prepared):
-        for other in prepared[:i]:
-            same_table = one.table == other.table and one.key.keys() == other.key.keys()
-            if same_table and all(values_equal(one.key[n], other.key[n]) for n in one.key):
-                raise errors.validation(DUPLICATES)
+    seen: set[tuple[str, bytes]] = set()
+    for one in prepared:
+        if one.key is None:
+            continue
+        if (one.table, one.key) in seen:
+            raise errors.validation(DUPLICATES)
+        seen.add((one.table, one.key))
 
 
 async def _one(

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from partita.api.expressions.ast import Path
+from partita.api.expressions.paths import get_value
 from partita.api.partiql import parser
 from partita.api.partiql.plan import KeySchema, ReadPlan, WritePlan, plan
 from partita.common import errors
@@ -135,20 +136,8 @@ def _resume(token: Any, count: int, request_id: str) -> tuple[int, dict[str, Any
 def _labelled(item: dict[str, Any], labels: tuple[tuple[Path, str], ...]) -> dict[str, Any]:
     """An item projected as PartiQL names its values: each path's value (when the item
     has it) under its label."""
-    out = {}
-    for path, label in labels:
-        value: Any = {"M": item}
-        for element in path.elements:
-            inner = value.get("L" if isinstance(element, int) else "M")
-            if isinstance(element, int):
-                value = inner[element] if isinstance(inner, list) and element < len(inner) else None
-            else:
-                value = inner.get(element) if isinstance(inner, dict) else None
-            if value is None:
-                break
-        if value is not None:
-            out[label] = value
-    return out
+    found = ((label, get_value(item, path.elements)) for path, label in labels)
+    return {label: value for label, value in found if value is not None}
 
 
 def summed(consumed: list[dict[str, Any]]) -> dict[str, Any]:
