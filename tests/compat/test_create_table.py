@@ -58,18 +58,6 @@ WITH_OTHER = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "
 @pytest.mark.parametrize(
     ("member", "extra"),
     [
-        ("GlobalSecondaryIndexes", {"GlobalSecondaryIndexes": GSI, "AttributeDefinitions": WITH_OTHER}),
-        (
-            "LocalSecondaryIndexes",
-            {
-                "LocalSecondaryIndexes": LSI,
-                "KeySchema": [
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
-                "AttributeDefinitions": [*WITH_OTHER, {"AttributeName": "sk", "AttributeType": "S"}],
-            },
-        ),
         (
             "StreamSpecification",
             {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}},

@@ -60,6 +60,20 @@ def consumed(table: str, units: float, mode: str | None) -> dict[str, Any] | Non
     return out
 
 
+def consumed_on_index(
+    table: str, index: str, local: bool, units: float, mode: str | None
+) -> dict[str, Any] | None:
+    """The ConsumedCapacity of a Query or Scan of a secondary index: every unit the
+    index's, none the table's."""
+    out = consumed(table, units, mode)
+    if out is not None and mode == "INDEXES":
+        out["Table"] = {"CapacityUnits": 0.0}
+        out["LocalSecondaryIndexes" if local else "GlobalSecondaryIndexes"] = {
+            index: {"CapacityUnits": units}
+        }
+    return out
+
+
 def consumed_per_table(units: Iterable[tuple[str, float]], mode: str | None) -> list[dict[str, Any]] | None:
     """BatchGetItem/BatchWriteItem: one ConsumedCapacity per table, in first-seen order."""
     if mode != "TOTAL" and mode != "INDEXES":

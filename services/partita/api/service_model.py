@@ -68,6 +68,7 @@ _ENUM_ORDER: dict[str, list[str]] = {
         "CONTAINS",
     ],
     "ScalarAttributeType": ["B", "N", "S"],
+    "ProjectionType": ["ALL", "INCLUDE", "KEYS_ONLY"],
 }  # fmt: skip
 # Members the model requires but DynamoDB checks later, in its own words (recorded by
 # dynalite): the tag operations answer an invalid ARN before a missing Tags/TagKeys.

@@ -9,7 +9,9 @@ The mapping (used by the operator too, so there is one):
   means `deleting`;
 - what the CRD has no field for rides in annotations: the table id a router chose
   (`partita.io/table-id`; a Table made with kubectl gets a stable hash of its namespace
-  and name), the exact creation time, the Time to Live setting;
+  and name), the exact creation time, the Time to Live setting, and each secondary
+  index's creation time (the indexes themselves are `spec.globalSecondaryIndexes` and
+  `spec.localSecondaryIndexes`, as in CreateTable);
 - state: `status.tableStatus` (CREATING while the autoadmin's phase is CREATING) and
   `status.observedGeneration`;
 - revision: `metadata.resourceVersion`. A replace is a merge patch carrying the
@@ -38,10 +40,13 @@ from partita.common.partition_map import Partition, current_partitions
 from partita.control.model import (
     NO_REVISION,
     BillingMode,
+    IndexKind,
     KeyElement,
     NodeRecord,
     PartitionStats,
+    ProjectionType,
     Revision,
+    SecondaryIndex,
     TablePhase,
     TableRecord,
     TableSpec,
@@ -55,6 +60,19 @@ API_VERSION = f"{GROUP}/{VERSION}"
 TABLE_ID_ANNOTATION = f"{GROUP}/table-id"
 CREATED_AT_ANNOTATION = f"{GROUP}/created-at"
 TIME_TO_LIVE_ANNOTATION = f"{GROUP}/time-to-live"
+# Each secondary index's creation time, as JSON pairs [[name, epoch seconds], ...] in the
+# spec's order of its indexes. Kept rather than derived: a global index added by
+# UpdateTable is younger than its table, which deriving its time from the table's would
+# lose; and the Table's two index lists cannot say how the spec interleaved global and
+# local indexes, which the order of the pairs does (so a spec reads back equal). An
+# index the annotation does not name (one written with kubectl) takes the table's
+# creation time: nobody recorded its own, and that one stays put from read to read.
+INDEX_CREATED_AT_ANNOTATION = f"{GROUP}/index-created-at"
+# The Table's members holding each kind of secondary index.
+_INDEX_MEMBERS: tuple[tuple[IndexKind, str], ...] = (
+    ("GLOBAL", "globalSecondaryIndexes"),
+    ("LOCAL", "localSecondaryIndexes"),
+)
 # The label every Partition resource carries: the name of its Table resource.
 TABLE_LABEL = f"{GROUP}/table"
 KUBE_API_ENV = "PARTITA_KUBE_API"
@@ -86,6 +104,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
     throughput = spec.get("provisionedThroughput") or {}
     table_id = notes.get(TABLE_ID_ANNOTATION)
     created = notes.get(CREATED_AT_ANNOTATION)
+    created_at = float(created) if created else _timestamp(meta.get("creationTimestamp"))
     ttl = notes.get(TIME_TO_LIVE_ANNOTATION)
     return TableSpec(
         name=str(spec["tableName"]),
@@ -96,14 +115,72 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         billing_mode=cast(BillingMode, spec.get("billingMode", "PAY_PER_REQUEST")),
         read_capacity=int(throughput.get("readCapacityUnits", 0)),
         write_capacity=int(throughput.get("writeCapacityUnits", 0)),
-        created_at=float(created) if created else _timestamp(meta.get("creationTimestamp")),
+        created_at=created_at,
         tags=tuple((t["key"], t["value"]) for t in spec.get("tags", [])),
         generation=int(meta.get("generation", 1)),
         deleting=bool(meta.get("deletionTimestamp")),
         time_to_live=TimeToLive.from_json(orjson.loads(ttl)) if ttl else TimeToLive(),
         deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
+        indexes=_indexes_from_resource(spec, types, created_at, notes.get(INDEX_CREATED_AT_ANNOTATION)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
     )
+
+
+def _indexes_from_resource(
+    spec: Mapping[str, Any], types: Mapping[str, Any], table_created_at: float, note: str | None
+) -> tuple[SecondaryIndex, ...]:
+    """The Table's secondary indexes, in the order the creation-time annotation gives
+    (those it does not name after them, globals first, each list in its order)."""
+    created = {str(name): float(at) for name, at in (orjson.loads(note) if note else [])}
+    indexes = []
+    for kind, member in _INDEX_MEMBERS:
+        for item in spec.get(member) or []:
+            keys = {
+                k["keyType"]: KeyElement(k["attributeName"], types.get(k["attributeName"], "S"))
+                for k in item["keySchema"]
+            }
+            projection = item.get("projection") or {}
+            throughput = item.get("provisionedThroughput") or {}
+            name = str(item["indexName"])
+            indexes.append(
+                SecondaryIndex(
+                    name=name,
+                    kind=kind,
+                    partition_key=keys["HASH"],
+                    sort_key=keys.get("RANGE"),
+                    projection_type=cast(ProjectionType, projection.get("projectionType", "ALL")),
+                    non_key_attributes=tuple(projection.get("nonKeyAttributes") or ()),
+                    read_capacity=int(throughput.get("readCapacityUnits", 0)),
+                    write_capacity=int(throughput.get("writeCapacityUnits", 0)),
+                    created_at=created.get(name, table_created_at),
+                )
+            )
+    rank = {name: i for i, name in enumerate(created)}
+    return tuple(sorted(indexes, key=lambda index: rank.get(index.name, len(rank))))
+
+
+def _index_resource(index: SecondaryIndex, billing_mode: BillingMode) -> dict[str, Any]:
+    """One entry of the Table's index lists, as CreateTable gives it (camelCase)."""
+    projection: dict[str, Any] = {"projectionType": index.projection_type}
+    if index.non_key_attributes:  # INCLUDE only; the CRD refuses an empty list
+        projection["nonKeyAttributes"] = list(index.non_key_attributes)
+    out: dict[str, Any] = {
+        "indexName": index.name,
+        "keySchema": [
+            {"attributeName": key.name, "keyType": role}
+            for role, key in (("HASH", index.partition_key), ("RANGE", index.sort_key))
+            if key is not None
+        ],
+        "projection": projection,
+    }
+    # As in DynamoDB, a global index of a provisioned table has throughput of its own; a
+    # local one shares the table's, and an on-demand table's indexes have none.
+    if index.kind == "GLOBAL" and billing_mode == "PROVISIONED":
+        out["provisionedThroughput"] = {
+            "readCapacityUnits": index.read_capacity,
+            "writeCapacityUnits": index.write_capacity,
+        }
+    return out
 
 
 def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
@@ -128,18 +205,24 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
             "readCapacityUnits": spec.read_capacity,
             "writeCapacityUnits": spec.write_capacity,
         }
+    annotations = {
+        TABLE_ID_ANNOTATION: str(spec.table_id),
+        CREATED_AT_ANNOTATION: repr(spec.created_at),
+        TIME_TO_LIVE_ANNOTATION: orjson.dumps(spec.time_to_live.to_json()).decode(),
+    }
+    # Absent rather than empty when there are none, as CreateTable omits them (and the
+    # CRD refuses an empty list of local indexes).
+    for kind, member in _INDEX_MEMBERS:
+        indexes = [_index_resource(i, spec.billing_mode) for i in spec.indexes if i.kind == kind]
+        if indexes:
+            body[member] = indexes
+    if spec.indexes:
+        pairs = [[index.name, index.created_at] for index in spec.indexes]
+        annotations[INDEX_CREATED_AT_ANNOTATION] = orjson.dumps(pairs).decode()
     return {
         "apiVersion": API_VERSION,
         "kind": "Table",
-        "metadata": {
-            "name": resource_name(spec.name),
-            "namespace": namespace,
-            "annotations": {
-                TABLE_ID_ANNOTATION: str(spec.table_id),
-                CREATED_AT_ANNOTATION: repr(spec.created_at),
-                TIME_TO_LIVE_ANNOTATION: orjson.dumps(spec.time_to_live.to_json()).decode(),
-            },
-        },
+        "metadata": {"name": resource_name(spec.name), "namespace": namespace, "annotations": annotations},
         "spec": body,
     }
 
@@ -314,8 +397,13 @@ class KubernetesTableCatalog:
                     "resourceVersion": spec.revision,
                     "annotations": patch["metadata"]["annotations"],
                 }
+                # A merge patch leaves alone what it does not name: null removes what the
+                # spec no longer has (throughput, the last global index dropped).
                 if spec.billing_mode == "PAY_PER_REQUEST":
-                    patch["spec"]["provisionedThroughput"] = None  # merge patch: remove it
+                    patch["spec"]["provisionedThroughput"] = None
+                for _kind, member in _INDEX_MEMBERS:
+                    patch["spec"].setdefault(member, None)
+                patch["metadata"]["annotations"].setdefault(INDEX_CREATED_AT_ANNOTATION, None)
                 await self._call("PATCH", url, patch, "application/merge-patch+json")
         except KubernetesApiError as exc:
             if exc.status in (404, 409):  # gone, or another writer came first

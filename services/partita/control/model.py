@@ -136,6 +136,61 @@ class ThroughputHistory:
         )
 
 
+ProjectionType = Literal["ALL", "KEYS_ONLY", "INCLUDE"]
+IndexKind = Literal["GLOBAL", "LOCAL"]
+
+
+@dataclass(frozen=True)
+class SecondaryIndex:
+    """A global or local secondary index as CreateTable (or UpdateTable) asked for it.
+
+    A local index shares the table's partition key; `read_capacity`/`write_capacity` are
+    a provisioned global index's own throughput (0 otherwise).
+    """
+
+    name: str
+    kind: IndexKind
+    partition_key: KeyElement
+    sort_key: KeyElement | None
+    projection_type: ProjectionType = "ALL"
+    non_key_attributes: tuple[str, ...] = ()
+    read_capacity: int = 0
+    write_capacity: int = 0
+    created_at: float = 0.0
+
+    @property
+    def key_names(self) -> list[str]:
+        return [self.partition_key.name] + ([self.sort_key.name] if self.sort_key else [])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "partition_key": [self.partition_key.name, self.partition_key.type],
+            "sort_key": [self.sort_key.name, self.sort_key.type] if self.sort_key else None,
+            "projection_type": self.projection_type,
+            "non_key_attributes": list(self.non_key_attributes),
+            "read_capacity": self.read_capacity,
+            "write_capacity": self.write_capacity,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SecondaryIndex:
+        sort_key = data.get("sort_key")
+        return cls(
+            name=data["name"],
+            kind=data["kind"],
+            partition_key=KeyElement(*data["partition_key"]),
+            sort_key=KeyElement(*sort_key) if sort_key else None,
+            projection_type=data.get("projection_type", "ALL"),
+            non_key_attributes=tuple(data.get("non_key_attributes", ())),
+            read_capacity=int(data.get("read_capacity", 0)),
+            write_capacity=int(data.get("write_capacity", 0)),
+            created_at=float(data.get("created_at", 0.0)),
+        )
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """The desired table. `generation` counts the changes the autoadmin must apply
@@ -158,6 +213,7 @@ class TableSpec:
     # DynamoDB's DeletionProtectionEnabled: DeleteTable is refused while it is on.
     deletion_protection: bool = False
     throughput_history: ThroughputHistory = ThroughputHistory()
+    indexes: tuple[SecondaryIndex, ...] = ()
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -177,6 +233,7 @@ class TableSpec:
             "time_to_live": self.time_to_live.to_json(),
             "deletion_protection": self.deletion_protection,
             "throughput_history": self.throughput_history.to_json(),
+            "indexes": [index.to_json() for index in self.indexes],
         }
 
     @classmethod
@@ -202,6 +259,7 @@ class TableSpec:
             time_to_live=TimeToLive.from_json(data.get("time_to_live") or {}),
             deletion_protection=bool(data.get("deletion_protection", False)),
             throughput_history=ThroughputHistory.from_json(data.get("throughput_history") or {}),
+            indexes=tuple(SecondaryIndex.from_json(i) for i in data.get("indexes") or ()),
             revision=revision,
         )
 
@@ -297,6 +355,7 @@ class TableRecord:
     time_to_live: TimeToLive = TimeToLive()
     deletion_protection: bool = False
     throughput_history: ThroughputHistory = ThroughputHistory()
+    indexes: tuple[SecondaryIndex, ...] = ()
 
     @classmethod
     def of(cls, spec: TableSpec, state: TableState | None, partitions: list[Partition]) -> TableRecord:
@@ -316,6 +375,7 @@ class TableRecord:
             time_to_live=spec.time_to_live,
             deletion_protection=spec.deletion_protection,
             throughput_history=spec.throughput_history,
+            indexes=spec.indexes,
         )
 
     @property
@@ -326,6 +386,9 @@ class TableRecord:
     def key_names(self) -> list[str]:
         """The key attributes: the partition key's name, then the sort key's if any."""
         return [self.partition_key.name] + ([self.sort_key.name] if self.sort_key else [])
+
+    def index(self, name: str) -> SecondaryIndex | None:
+        return next((i for i in self.indexes if i.name == name), None)
 
     def with_status(self, status: TableStatus) -> TableRecord:
         return dataclasses.replace(self, status=status)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from partita.common import throughput
-from partita.control.model import PartitionStats, SplitParent, TableRecord
+from partita.control.model import PartitionStats, SecondaryIndex, SplitParent, TableRecord
 
 
 def table_description(
@@ -44,6 +44,50 @@ def table_description(
             "LastUpdateToPayPerRequestDateTime": record.created_at if since is None else since,
         }
     out["WarmThroughput"] = warm_throughput(record)
+    global_indexes = [i for i in record.indexes if i.kind == "GLOBAL"]
+    local_indexes = [i for i in record.indexes if i.kind == "LOCAL"]
+    if global_indexes:
+        out["GlobalSecondaryIndexes"] = [global_index_description(record, i, arn) for i in global_indexes]
+    if local_indexes:
+        out["LocalSecondaryIndexes"] = [_index_description(i, arn) for i in local_indexes]
+    return out
+
+
+def _index_description(index: SecondaryIndex, table_arn: str) -> dict[str, Any]:
+    """What DynamoDB tells of any secondary index. Its ItemCount and IndexSizeBytes are
+    not counted yet (README: indexes are evaluated from the table when read)."""
+    key_schema = [{"AttributeName": index.partition_key.name, "KeyType": "HASH"}]
+    if index.sort_key is not None:
+        key_schema.append({"AttributeName": index.sort_key.name, "KeyType": "RANGE"})
+    projection: dict[str, Any] = {"ProjectionType": index.projection_type}
+    if index.non_key_attributes:
+        projection["NonKeyAttributes"] = list(index.non_key_attributes)
+    return {
+        "IndexName": index.name,
+        "KeySchema": key_schema,
+        "Projection": projection,
+        "IndexSizeBytes": 0,
+        "ItemCount": 0,
+        "IndexArn": f"{table_arn}/index/{index.name}",
+    }
+
+
+def global_index_description(record: TableRecord, index: SecondaryIndex, table_arn: str) -> dict[str, Any]:
+    """A global index: ACTIVE at once (it needs no backfill: it is read from the table),
+    with its own throughput as DynamoDB describes it."""
+    out = _index_description(index, table_arn)
+    out["IndexStatus"] = "ACTIVE"
+    out["ProvisionedThroughput"] = {
+        "NumberOfDecreasesToday": 0,
+        "ReadCapacityUnits": index.read_capacity,
+        "WriteCapacityUnits": index.write_capacity,
+    }
+    if record.billing_mode == "PAY_PER_REQUEST":
+        reads = int(throughput.on_demand_allowance(0.0, "read"))
+        writes = int(throughput.on_demand_allowance(0.0, "write"))
+    else:
+        reads, writes = index.read_capacity, index.write_capacity
+    out["WarmThroughput"] = {"ReadUnitsPerSecond": reads, "WriteUnitsPerSecond": writes, "Status": "ACTIVE"}
     return out
 
 
@@ -65,6 +109,9 @@ def created_description(record: TableRecord, arn: str) -> dict[str, Any]:
     of DynamoDB)."""
     out = table_description(record, arn)
     del out["WarmThroughput"]
+    for index in out.get("GlobalSecondaryIndexes", ()):
+        index["IndexStatus"] = "CREATING"
+        del index["WarmThroughput"]
     if "BillingModeSummary" in out:
         out["BillingModeSummary"] = {"BillingMode": record.billing_mode}
     return out

@@ -47,6 +47,7 @@ import orjson
 from partita._proto import storage_pb2 as pb
 from partita.api import capacity
 from partita.api.expressions import Resolver, apply_update, ast, cache, evaluate, project, project_paths
+from partita.api.index_keys import check_index_key_values
 from partita.api.item import MAX_DEPTH, MAX_ITEM_BYTES
 from partita.api.values import Item, item_size
 from partita.common import errors
@@ -247,6 +248,9 @@ def plan_update(engine: Engine, request: pb.Request) -> Plan:
         raise errors.validation(_UPDATE_TOO_BIG)
     if _depth(new_item) > MAX_DEPTH:
         raise errors.nesting_too_deep()
+    index_keys = options.get("index_keys")
+    if index_keys:
+        check_index_key_values(index_keys, new_item)
     new = orjson.dumps(new_item)
     response = pb.Response(id=request.id, status=pb.OK)
     returned = options.get("return", "NONE")

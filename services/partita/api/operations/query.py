@@ -17,7 +17,7 @@ from partita.api.operations.common import Expressions
 from partita.api.operations.reads import ReadCommon
 from partita.api.shape import Violations, expect_dict
 from partita.common import errors
-from partita.control.model import TableRecord
+from partita.control.model import KeyElement, SecondaryIndex, TableRecord
 
 
 @dataclass(frozen=True)
@@ -27,25 +27,29 @@ class QueryRequest:
     expressions: Expressions
     legacy_filter: bool  # the filter came from QueryFilter (its errors say so)
 
-    def key_condition(self, record: TableRecord) -> KeyCondition:
-        """The key condition matched to the table's key schema (DynamoDB's messages)."""
+    def key_condition(self, record: TableRecord, index: SecondaryIndex | None = None) -> KeyCondition:
+        """The key condition matched to the key schema of the table, or of the index the
+        Query reads (DynamoDB's messages)."""
         tree = self.expressions.resolved.key_condition
         assert tree is not None
-        sort_name = record.sort_key.name if record.sort_key else None
-        types = {record.partition_key.name: record.partition_key.type}
-        if record.sort_key is not None:
-            types[record.sort_key.name] = record.sort_key.type
-        condition = plan_key_condition(tree, record.partition_key.name, sort_name, types)
+        keys = (
+            (record.partition_key, record.sort_key)
+            if index is None
+            else (index.partition_key, index.sort_key)
+        )
+        partition_key, sort_key = keys
+        types = {element.name: element.type for element in keys if element is not None}
+        condition = plan_key_condition(tree, partition_key.name, sort_key.name if sort_key else None, types)
         reads.check_scalar_key_paths(self.expressions.resolved.projection, record)
-        self._check_filter_keys(record)
+        self._check_filter_keys(keys)
         return condition
 
-    def _check_filter_keys(self, record: TableRecord) -> None:
+    def _check_filter_keys(self, keys: tuple[KeyElement, KeyElement | None]) -> None:
         tree = self.expressions.resolved.filter
         if tree is None:
             return
         heads = {p.elements[0] for p in walk_paths(tree)}
-        for element in (record.partition_key, record.sort_key):
+        for element in keys:
             if element is not None and element.name in heads:
                 source = "QueryFilter" if self.legacy_filter else "Filter Expression"
                 raise errors.validation(
@@ -92,6 +96,13 @@ def validate(body: Any) -> QueryRequest:
     )
     select = reads.effective_select(read.select, expressions.projection is not None)
     read = ReadCommon(
-        read.table_name, read.index_name, select, read.limit, read.consistent, start, read.capacity
+        read.table_name,
+        read.index_name,
+        select,
+        read.limit,
+        read.consistent,
+        start,
+        read.capacity,
+        read.select,
     )
     return QueryRequest(read, forward is not False, expressions, body.get("QueryFilter") is not None)

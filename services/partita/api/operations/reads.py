@@ -30,6 +30,9 @@ class ReadCommon:
     consistent: bool
     exclusive_start: dict[str, Any] | None
     capacity: str
+    # Select as the request gave it ("" if absent): an index read tells ALL_ATTRIBUTES
+    # from ALL_PROJECTED_ATTRIBUTES, and defaults to the latter.
+    requested_select: str = ""
 
 
 def shape(body: dict[str, Any], v: Violations) -> tuple[ReadCommon, list[str] | None]:

@@ -69,6 +69,13 @@ def validate(body: Any) -> ScanRequest:
     expressions = reads.filter_and_projection(body, "ScanFilter", to_get)
     select = reads.effective_select(read.select, expressions.projection is not None)
     read = ReadCommon(
-        read.table_name, read.index_name, select, read.limit, read.consistent, start, read.capacity
+        read.table_name,
+        read.index_name,
+        select,
+        read.limit,
+        read.consistent,
+        start,
+        read.capacity,
+        read.select,
     )
     return ScanRequest(read, segment or 0, total or 1, expressions)

@@ -62,13 +62,12 @@ Plan = ReadPlan | WritePlan
 
 
 def plan(statement: s.Statement, key: KeySchema) -> Plan:
-    if statement.source.index is not None:
-        if isinstance(statement, s.Insert):
-            raise errors.validation(INSERT_ON_INDEX)
-        raise errors.validation(NO_INDEX if isinstance(statement, s.Select) else WRITE_ON_INDEX)
-    table = statement.source.table
+    """`key`: the key attributes of the table, or of the index a SELECT reads."""
     if isinstance(statement, s.Select):
         return _select(statement, key)
+    if statement.source.index is not None:
+        raise errors.validation(INSERT_ON_INDEX if isinstance(statement, s.Insert) else WRITE_ON_INDEX)
+    table = statement.source.table
     if isinstance(statement, s.Insert):
         out = _Expression()
         condition = f"attribute_not_exists({out.name(key.partition)})"
@@ -180,11 +179,17 @@ def _select(statement: s.Select, key: KeySchema) -> ReadPlan:
         if not any(_names_key(t, key) for t in rest):
             return _queries(statement, key, partition_values, sort_term, rest)
     out = _Expression()
-    base: dict[str, Any] = {"TableName": statement.source.table}
+    base: dict[str, Any] = _source(statement)
     if statement.where is not None:
         base["FilterExpression"] = out.condition(statement.where)
     _project(statement, out, base)
     return ReadPlan("Scan", (out.request(base),), _labels(statement))
+
+
+def _source(statement: s.Select) -> dict[str, Any]:
+    """The table a SELECT reads, and its index if it names one."""
+    source = statement.source
+    return {"TableName": source.table, **({"IndexName": source.index} if source.index is not None else {})}
 
 
 def _check_order(statement: s.Select, key: KeySchema, partition_values: list[dict[str, Any]]) -> None:
@@ -240,7 +245,7 @@ def _queries(
         condition = f"{out.name(key.partition)} = {out.value(value)}"
         if sort_term is not None:
             condition += f" AND {out.condition(sort_term)}"
-        base: dict[str, Any] = {"TableName": statement.source.table, "KeyConditionExpression": condition}
+        base: dict[str, Any] = {**_source(statement), "KeyConditionExpression": condition}
         if rest:
             base["FilterExpression"] = out.condition(_joined(rest))
         if not forward:

@@ -14,6 +14,7 @@ import orjson
 
 from partita._proto import storage_pb2 as pb
 from partita.api import capacity
+from partita.api.index_keys import check_index_key_values, collection_metrics, index_key_attributes
 from partita.api.operations import batch_write_item
 from partita.api.table_keys import ItemKey, key_of_item, key_of_key
 from partita.common import errors
@@ -58,19 +59,28 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     unprocessed: dict[str, list[Any]] = {}
     units: list[tuple[str, float]] = []
     failures: list[BaseException] = []
-    for (write, _, _), result in zip(planned, results, strict=True):
+    collections: dict[str, list[dict[str, Any]]] = {}
+    for (write, table, _), result in zip(planned, results, strict=True):
         if isinstance(result, BaseException):
             if not (isinstance(result, DynamoError) and result.retriable):
                 raise result
             failures.append(result)
             unprocessed.setdefault(write.table_name, []).append(write.raw)
-        elif charged:
+            continue
+        if charged:
             units.append((write.table_name, capacity.write_units(result.capacity_bytes, write.size)))
+        written = write.put if write.put is not None else write.key
+        assert written is not None
+        collection = collection_metrics(table.record, body, written)
+        if collection is not None:
+            collections.setdefault(write.table_name, []).append(collection)
     if failures and len(failures) == len(planned):
         raise failures[0]
     consumed = capacity.consumed_per_table(units, req.capacity) if charged else None
     return wire.body(
-        (b'"UnprocessedItems":', orjson.dumps(unprocessed)), (b'"ConsumedCapacity":', wire.encoded(consumed))
+        (b'"UnprocessedItems":', orjson.dumps(unprocessed)),
+        (b'"ConsumedCapacity":', wire.encoded(consumed)),
+        (b'"ItemCollectionMetrics":', wire.encoded(collections or None)),
     )
 
 
@@ -79,9 +89,12 @@ def _key(record: Any, write: batch_write_item.WriteRequest) -> ItemKey:
         assert write.key is not None
         return key_of_key(record, write.key)
     try:
-        return key_of_item(record, write.put)
+        key = key_of_item(record, write.put)
     except DynamoError as exc:
         # DynamoDB words a put's key problems like a key's in a batch.
         if "Missing the key" in exc.message or "Type mismatch for key" in exc.message:
             raise errors.validation(_KEY_MISMATCH) from None
         raise
+    if record.indexes:
+        check_index_key_values(index_key_attributes(record.indexes), write.put)
+    return key

@@ -6,6 +6,7 @@ partitions and moves it to ACTIVE once every replica serves.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -18,6 +19,7 @@ from partita.router.describe import created_description
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     req = create_table.validate(body)
+    now = round(time.time(), 3)
     spec = TableSpec(
         name=req.table_name,
         table_id=new_table_id(),
@@ -27,9 +29,10 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         billing_mode=req.billing_mode,
         read_capacity=req.read_capacity,
         write_capacity=req.write_capacity,
-        created_at=round(time.time(), 3),
+        created_at=now,
         tags=req.tags,
         deletion_protection=req.deletion_protection,
+        indexes=tuple(dataclasses.replace(index, created_at=now) for index in req.indexes),
     )
     if not await ctx.catalog.create_table_spec(spec):
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from partita._proto import storage_pb2 as pb
+from partita.api.index_keys import collection_metrics
 from partita.api.operations import delete_item
 from partita.api.table_keys import key_of_key
 from partita.router.actions.writes import send_write
@@ -26,4 +27,5 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         options,
         capacity_mode=req.capacity,
         return_old_on_failure=req.return_old_on_failure,
+        collection=collection_metrics(table.record, body, req.key),
     )

@@ -10,7 +10,7 @@ from partita.api.operations import query
 from partita.api.values import values_equal
 from partita.common import errors, keys
 from partita.control.model import TableRecord
-from partita.router.actions import ranges
+from partita.router.actions import index_reads, ranges
 from partita.router.context import RouterContext
 
 _INVALID_START = "The provided starting key is invalid"
@@ -21,6 +21,8 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     read = req.read
     table = ranges.table_to_read(ctx, read, _INVALID_START)
     record = table.record
+    if read.index_name is not None:
+        return await index_reads.query(ctx, table, ranges.index_to_read(record, read, req.expressions), req)
     condition = req.key_condition(record)
     pk = record.partition_key
     pk_bytes = keys.partition_key_bytes(pk.name, condition.partition_value, pk.type)

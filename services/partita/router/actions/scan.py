@@ -14,7 +14,7 @@ from partita.api.operations import scan
 from partita.api.operations.reads import check_scalar_key_paths
 from partita.common import errors, keys
 from partita.control.model import TableRecord
-from partita.router.actions import ranges
+from partita.router.actions import index_reads, ranges
 from partita.router.context import RouterContext
 
 HASH_SPACE = keys.HASH_SPACE
@@ -29,6 +29,8 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     record = table.record
     check_scalar_key_paths(req.expressions.resolved.projection, record)
     check_scalar_key_paths(req.expressions.resolved.filter, record)
+    if read.index_name is not None:
+        return await index_reads.scan(ctx, table, ranges.index_to_read(record, read, req.expressions), req)
     seg_lo = req.segment * HASH_SPACE // req.total_segments
     seg_hi = (req.segment + 1) * HASH_SPACE // req.total_segments
     resume_hash, resume_key = seg_lo, b""

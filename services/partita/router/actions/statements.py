@@ -14,7 +14,8 @@ import orjson
 from partita.api.expressions.ast import Path
 from partita.api.expressions.paths import get_value
 from partita.api.partiql import parser
-from partita.api.partiql.plan import KeySchema, ReadPlan, WritePlan, plan
+from partita.api.partiql.plan import NO_INDEX, KeySchema, ReadPlan, WritePlan, plan
+from partita.api.partiql.syntax import Select
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import delete_item, put_item, query, scan, update_item
@@ -31,17 +32,25 @@ def planned(
     ctx: RouterContext, statement: str, parameters: list[dict[str, Any]] | None
 ) -> ReadPlan | WritePlan:
     parsed = parser.parse(statement, parameters)
-    return plan(parsed, key_schema(ctx, parsed.source.table))
+    index = parsed.source.index if isinstance(parsed, Select) else None
+    return plan(parsed, key_schema(ctx, parsed.source.table, index))
 
 
-def key_schema(ctx: RouterContext, table: str) -> KeySchema:
-    """The key attributes of a table the router knows (a statement names no other)."""
+def key_schema(ctx: RouterContext, table: str, index_name: str | None = None) -> KeySchema:
+    """The key attributes of a table the router knows (a statement names no other), or
+    of the table's index a SELECT reads."""
     cached = ctx.tables.get(table)
     if cached is None:
         raise errors.resource_not_found()
     record = cached.record
-    sort = record.sort_key.name if record.sort_key is not None else None
-    return KeySchema(record.partition_key.name, sort)
+    keys = (record.partition_key, record.sort_key)
+    if index_name is not None:
+        index = record.index(index_name)
+        if index is None:
+            raise errors.validation(NO_INDEX)
+        keys = (index.partition_key, index.sort_key)
+    partition, sort = keys
+    return KeySchema(partition.name, sort.name if sort is not None else None)
 
 
 async def write(

@@ -1,10 +1,25 @@
-"""UpdateTable: billing mode, provisioned throughput and deletion protection, stored in
-the table spec with compare-and-swap.
+"""UpdateTable: billing mode, provisioned throughput, deletion protection and global
+secondary indexes, stored in the table spec with compare-and-swap.
 
 As in DynamoDB, a change of throughput takes the table through UPDATING: it moves the
 spec's generation on, and the table is ACTIVE again once the autoadmin has applied it
 (split partitions where the new throughput needs more, and every replica serves them).
 Deletion protection alone leaves the autoadmin nothing to do, and the table as it was.
+
+An index change does not move the generation either. The generation counts what the
+autoadmin must apply, and an index asks nothing of it: an index is evaluated from the
+table's items when it is read (`router/actions/index_reads.py`), so a new global index
+needs no backfill and serves at once (items whose key attributes have another type are
+simply not in it, as DynamoDB's backfill leaves them out), a deleted one is gone at
+once, and an index's own throughput is not placed anywhere. Moving the generation would
+only hold the table in UPDATING until the autoadmin had observed a change it has nothing
+to do for. So the answer tells the change as DynamoDB's does while it is under way (the
+new index CREATING, a deleted one DELETING, an updated one UPDATING with its old
+throughput), with the table ACTIVE, which DynamoDB shows too once an index build is past
+its resource allocation; the next DescribeTable already shows the index ACTIVE, or gone,
+which is what SDK waiters and test suites poll for. (In Kubernetes the API server moves
+`metadata.generation` on every spec change, so there the table is UPDATING until the
+operator has observed it, as for any other spec change.)
 """
 
 from __future__ import annotations
@@ -15,16 +30,19 @@ from typing import Any
 
 from partita.api.operations import common, update_table
 from partita.common import errors
-from partita.control.model import BillingMode, TableRecord, TableSpec
+from partita.control.model import BillingMode, SecondaryIndex, TableRecord, TableSpec
 from partita.router.actions import table_spec
 from partita.router.context import RouterContext
 from partita.router.describe import table_description
 
 
 def _updated(req: update_table.UpdateTableRequest, spec: TableSpec, now: float) -> TableSpec:
+    before = spec
     if req.deletion_protection is not None:
         spec = dataclasses.replace(spec, deletion_protection=req.deletion_protection)
-    return _throughput_updated(req, spec, now) if req.changes_throughput else spec
+    if req.changes_throughput:
+        spec = _throughput_updated(req, spec, now)
+    return update_table.with_index_updates(req, before, spec, now)
 
 
 def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec, now: float) -> TableSpec:
@@ -101,8 +119,47 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     )
     cached = ctx.tables.get(spec.name)
     answered = _as_answered(before[-1], spec, now) if before and req.changes_throughput else spec
+    if before and req.index_updates:
+        answered = dataclasses.replace(answered, indexes=_indexes_as_answered(req, before[-1], answered))
     record = TableRecord.of(answered, None, list(cached.record.partitions) if cached else []).with_status(
         "UPDATING" if req.changes_throughput else "ACTIVE"
     )
     stats = await ctx.tables.stats_of(spec.table_id)
-    return {"TableDescription": table_description(record, ctx.table_arn(spec.name), stats)}
+    description = table_description(record, ctx.table_arn(spec.name), stats)
+    _tell_index_changes(req, description)
+    return {"TableDescription": description}
+
+
+def _indexes_as_answered(
+    req: update_table.UpdateTableRequest, before: TableSpec, after: TableSpec
+) -> tuple[SecondaryIndex, ...]:
+    """The indexes UpdateTable's answer lists: as DynamoDB's, a deleted one still, where it
+    was, and an updated one with its old throughput (in effect once it is ACTIVE again),
+    unless the table switched to PROVISIONED, where the answer has the new throughput
+    already (the 2026 catalogue of DynamoDB's answers cited in
+    api/operations/update_table.py, DDB-TABLE-165)."""
+    actions = {u.name: u.action for u in req.index_updates}
+    told_before = ("Update", "Delete") if before.billing_mode == after.billing_mode else ("Delete",)
+    now_there = {i.name: i for i in after.indexes}
+    out = [
+        i if actions.get(i.name) in told_before else now_there[i.name]
+        for i in before.indexes
+        if i.name in now_there or actions.get(i.name) == "Delete"
+    ]
+    return (*out, *(i for i in after.indexes if actions.get(i.name) == "Create"))
+
+
+_STATUS_TOLD = {"Create": "CREATING", "Update": "UPDATING", "Delete": "DELETING"}
+
+
+def _tell_index_changes(req: update_table.UpdateTableRequest, description: dict[str, Any]) -> None:
+    """Each changed index's IndexStatus as the answer tells it; a new one is not being
+    backfilled yet (DynamoDB's answer: Backfilling false, DDB-TABLE-138, -165)."""
+    actions = {u.name: u.action for u in req.index_updates}
+    for index in description.get("GlobalSecondaryIndexes", ()):
+        action = actions.get(index["IndexName"])
+        if action is None:
+            continue
+        index["IndexStatus"] = _STATUS_TOLD[action]
+        if action == "Create":
+            index["Backfilling"] = False

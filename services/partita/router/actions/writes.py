@@ -24,8 +24,10 @@ async def send_write(
     return_old_on_failure: bool,
     value: bytes = b"",
     new_size: int = 0,
+    collection: dict[str, Any] | None = None,
 ) -> bytes:
-    """`options` holds the op's own storage options; this adds the shared ones."""
+    """`options` holds the op's own storage options; this adds the shared ones.
+    `collection`: the ItemCollectionMetrics to answer with, if any."""
     if return_old_on_failure:
         options["return_old_on_failure"] = True
     charged = capacity_mode != "NONE"
@@ -45,5 +47,7 @@ async def send_write(
         units = capacity.write_units(response.capacity_bytes, new_size)
         consumed = capacity.consumed(table.record.name, units, capacity_mode)
     return wire.body(
-        (b'"Attributes":', wire.attributes(response)), (b'"ConsumedCapacity":', wire.encoded(consumed))
+        (b'"Attributes":', wire.attributes(response)),
+        (b'"ConsumedCapacity":', wire.encoded(consumed)),
+        (b'"ItemCollectionMetrics":', wire.encoded(collection)),
     )

@@ -215,7 +215,15 @@ def test_a_batch_select_is_a_get_of_one_whole_key_and_nothing_else() -> None:
         assert err.value.message == BATCH_SELECT_LACKS_KEY
 
 
-def test_an_index_is_refused_while_tables_have_none() -> None:
+def test_a_select_of_an_index_is_a_query_or_scan_of_it_and_a_write_to_one_is_refused() -> None:
+    by_group = KeySchema("g", "r")  # the index's keys, as the router gives them
+    planned = plan(parse("SELECT * FROM t.\"idx\" WHERE g = 'x' AND r > 1"), by_group)
+    assert isinstance(planned, ReadPlan) and planned.operation == "Query"
+    assert planned.requests[0]["IndexName"] == "idx"
+    assert planned.requests[0]["KeyConditionExpression"] == "#n0 = :v0 AND #n1 > :v1"
+    scanned = plan(parse('SELECT * FROM t."idx" WHERE a = 1'), by_group)
+    assert isinstance(scanned, ReadPlan) and scanned.operation == "Scan"
+    assert scanned.requests[0]["IndexName"] == "idx"
     with pytest.raises(DynamoError) as err:
-        _plan('SELECT * FROM t."idx"')
-    assert err.value.message == "The table does not have the specified index"
+        plan(parse('DELETE FROM t."idx" WHERE pk = 1'), by_group)
+    assert err.value.message == "This operation is not supported on an index"

@@ -95,7 +95,7 @@ def _provisioned_without_throughput(d: dict[str, Any]) -> None:
             lambda d: d["spec"]["attributeDefinitions"].append(
                 {"attributeName": "Year", "attributeType": "N"}
             ),
-            "attributeDefinitions may only define key attributes (secondary indexes are not supported yet)",
+            "attributeDefinitions may only define attributes of the table's or an index's key schema",
         ),
         (
             lambda d: d["spec"].update(keySchema=list(reversed(d["spec"]["keySchema"]))),
@@ -122,7 +122,7 @@ def test_table_cross_field_rules(edit: Callable[[dict[str, Any]], Any], message:
         (lambda d: d["spec"]["keySchema"][1].update(keyType="HASH"), "keySchema is immutable"),
         (
             lambda d: d["spec"]["attributeDefinitions"][1].update(attributeType="N"),
-            "attributeDefinitions are immutable",
+            "an attribute definition's type is immutable",
         ),
     ],
 )

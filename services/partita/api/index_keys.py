@@ -1,0 +1,135 @@
+"""Secondary indexes over a table's items: which items an index holds, as what, in what
+order, and the checks a write makes on index key attributes (pure).
+
+Partita evaluates an index from the base table's items when it is read (see
+`router/actions/index_reads.py`): an item belongs to an index when it has every one of
+the index's key attributes, each of the index's declared type (an item written before a
+global index was added may not: DynamoDB's backfill leaves such an item out too). A
+write refuses an index key attribute of another type, or an empty string or binary, as
+DynamoDB does, so items written after an index exists always fit it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from partita.api.values import Item
+from partita.common import errors, keys
+from partita.control.model import SecondaryIndex, TableRecord
+
+# (index name, attribute, declared type, HASH or RANGE) of every index key attribute
+# of a table: what a write checks (sent to the storage node for an UpdateItem).
+IndexKeyAttribute = tuple[str, str, str, str]
+
+
+def index_key_attributes(indexes: Iterable[SecondaryIndex]) -> list[IndexKeyAttribute]:
+    return [
+        (index.name, element.name, element.type, role)
+        for index in indexes
+        for element, role in ((index.partition_key, "HASH"), (index.sort_key, "RANGE"))
+        if element is not None
+    ]
+
+
+def check_index_key_values(attributes: Sequence[Sequence[str]], item: Item) -> None:
+    """ValidationException for an index key attribute of the wrong type, empty, or
+    longer than a key of its role may be (2048 bytes for a partition key, 1024 for a
+    sort key, as the table's own keys).
+
+    The type and empty-value messages are DynamoDB's (ScyllaDB Alternator's
+    test_gsi.py, run against it); the size one as DynamoDB reported it for a global
+    index's partition key (wellcomecollection/platform#2285, dynalite#35).
+    """
+    for index_name, name, expected, role in attributes:
+        av = item.get(name)
+        if av is None:
+            continue
+        actual = next(iter(av))
+        if actual != expected:
+            raise errors.validation(
+                "One or more parameter values were invalid: Type mismatch for Index Key "
+                f"{name} Expected: {expected} Actual: {actual} IndexName: {index_name}"
+            )
+        if expected == "N":
+            continue
+        if av[actual] == "":
+            what = "string" if expected == "S" else "binary"
+            raise errors.validation(
+                "One or more parameter values are not valid. A value specified for a secondary index key "
+                f"is not supported. The AttributeValue for a key attribute cannot contain an empty {what} "
+                f"value. IndexName: {index_name}, IndexKey: {name}"
+            )
+        size = len(keys.key_bytes(av, expected))  # type: ignore[arg-type]  # S or B, checked above
+        limit = keys.MAX_PARTITION_KEY_BYTES if role == "HASH" else keys.MAX_SORT_KEY_BYTES
+        if size > limit:
+            raise errors.validation(
+                f"One or more parameter values were invalid: Size limit exceeded for Index Key {name} "
+                f"Actual Size: {size} bytes Max Size: {limit} bytes IndexName: {index_name}"
+            )
+
+
+def in_index(index: SecondaryIndex, item: Item) -> bool:
+    """Whether the index holds the item: every index key attribute there, of its type."""
+    for element in (index.partition_key, index.sort_key):
+        if element is None:
+            continue
+        av = item.get(element.name)
+        if av is None or element.type not in av:
+            return False
+    return True
+
+
+def projected_names(record: TableRecord, index: SecondaryIndex) -> frozenset[str] | None:
+    """The attributes an index entry holds; None: all of the item's (ALL)."""
+    if index.projection_type == "ALL":
+        return None
+    names = set(record.key_names) | set(index.key_names)
+    if index.projection_type == "INCLUDE":
+        names |= set(index.non_key_attributes)
+    return frozenset(names)
+
+
+def entry_of(item: Item, names: frozenset[str] | None) -> Item:
+    """The index entry of an item: the item cut to the index's projected attributes."""
+    if names is None:
+        return item
+    return {name: av for name, av in item.items() if name in names}
+
+
+def entry_key(record: TableRecord, index: SecondaryIndex, item: Item) -> dict[str, Any]:
+    """An entry's LastEvaluatedKey: the table's key attributes and the index's."""
+    return {name: item[name] for name in (*record.key_names, *index.key_names) if name in item}
+
+
+def storage_key_of(record: TableRecord, item: Item) -> bytes:
+    """The base item's storage key (its place in the table), from its key attributes."""
+    pk_el = record.partition_key
+    pk = keys.partition_key_bytes(pk_el.name, item[pk_el.name], pk_el.type)
+    sk = None
+    if record.sort_key is not None:
+        sk = keys.sort_key_bytes(record.sort_key.name, item[record.sort_key.name], record.sort_key.type)
+    return keys.item_key(record.table_id, keys.key_hash(pk_el.type, pk), pk, sk)
+
+
+def query_order(record: TableRecord, index: SecondaryIndex, item: Item) -> tuple[bytes, bytes]:
+    """Where an entry sorts in a Query of its index key: by the index's sort key, then
+    (for entries that share it) by the base item's place in the table."""
+    sort = b""
+    if index.sort_key is not None:
+        sort = keys.encode_sort_key(item[index.sort_key.name], index.sort_key.type)
+    return sort, storage_key_of(record, item)
+
+
+def collection_metrics(record: TableRecord, body: Any, key_source: Item) -> dict[str, Any] | None:
+    """A write's ItemCollectionMetrics: asked for (ReturnItemCollectionMetrics SIZE) and
+    the table has a local index (DynamoDB reports item collections for those tables
+    only). The size estimate is DynamoDB's smallest range: collections are not measured."""
+    if body.get("ReturnItemCollectionMetrics") != "SIZE" or not has_local_index(record):
+        return None
+    name = record.partition_key.name
+    return {"ItemCollectionKey": {name: key_source[name]}, "SizeEstimateRangeGB": [0.0, 1.0]}
+
+
+def has_local_index(record: TableRecord) -> bool:
+    return any(index.kind == "LOCAL" for index in record.indexes)

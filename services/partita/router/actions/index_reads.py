@@ -1,0 +1,238 @@
+"""Query and Scan of a secondary index, evaluated from the base table's items.
+
+Partita keeps no index partitions yet: an index read gathers the base items the index
+holds (`api.index_keys.in_index`) from the partitions that can hold them (a local
+index: the one item collection of the Query's partition key; a global index: every
+partition, or the Scan's segment), orders them as the index orders its entries, and
+pages through them as DynamoDB pages an index (Limit and the 1 MB budget count index
+entries, LastEvaluatedKey holds the table's and the index's key attributes). An entry
+is its item cut to the index's projection; a local index fetches what its entries
+lack from the item, as DynamoDB fetches from the table.
+
+What this costs: a read of a global index reads the whole table, every page. The
+answers are an index's (and stronger: a global index read here is never stale), the
+cost is not; maintained index partitions are not built yet (README).
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+from typing import Any
+
+import orjson
+
+from partita._proto import storage_pb2 as pb
+from partita.api import capacity
+from partita.api.expressions import KeyCondition, evaluate, project
+from partita.api.index_keys import entry_key, entry_of, in_index, projected_names, query_order, storage_key_of
+from partita.api.operations.common import Expressions
+from partita.api.operations.query import QueryRequest
+from partita.api.operations.reads import ReadCommon
+from partita.api.operations.scan import ScanRequest
+from partita.api.values import Item, item_size, values_equal
+from partita.common import errors, keys
+from partita.control.model import SecondaryIndex, TableRecord
+from partita.router.actions import ranges, wire
+from partita.router.context import RouterContext
+from partita.router.table_cache import CachedTable
+
+_INVALID_START = "The provided starting key is invalid: The provided key element does not match the schema"
+
+
+async def query(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, req: QueryRequest) -> bytes:
+    record = table.record
+    condition = req.key_condition(record, index)
+    # The nodes keep only the items the key condition matches (a key condition is a
+    # filter too), so a selective Query moves only its answer to the router.
+    expressions = req.expressions
+    matching = Expressions(
+        filter=expressions.key_condition, names=expressions.names, values=expressions.values
+    ).storage_body()
+    if index.kind == "LOCAL":
+        pk = record.partition_key
+        pk_bytes = keys.partition_key_bytes(pk.name, condition.partition_value, pk.type)
+        h = keys.key_hash(pk.type, pk_bytes)
+        lo, hi = keys.item_collection_bounds(record.table_id, h, pk_bytes)
+        items: list[Item] = []
+        await _gather(ctx, table, pb.QUERY, h, lo, hi, req.read.consistent, matching, items)
+    else:
+        items = await _gather_hashes(ctx, table, 0, keys.HASH_SPACE, matching, consistent=False)
+    held = [item for item in items if in_index(index, item) and condition.matches(item)]
+    orders = sorted((query_order(record, index, item), i) for i, item in enumerate(held))
+    if not req.forward:
+        orders.reverse()
+    entries = [held[i] for _, i in orders]
+    start = req.read.exclusive_start
+    if start is not None:
+        at = _query_start(record, index, start, condition)
+        positions = [order for order, _ in orders]
+        if req.forward:
+            entries = entries[bisect.bisect_right(positions, at) :]
+        else:
+            # Descending: the entries below the start, i.e. after it in this order.
+            below = [order < at for order in positions]
+            entries = [entry for entry, keep in zip(entries, below, strict=True) if keep]
+    return _page(record, index, entries, req.read, req.expressions)
+
+
+async def scan(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, req: ScanRequest) -> bytes:
+    """An index Scan in the order of the base items' places in the table (a segment of a
+    parallel Scan holds the entries whose items hash into it)."""
+    record = table.record
+    seg_lo = req.segment * keys.HASH_SPACE // req.total_segments
+    seg_hi = (req.segment + 1) * keys.HASH_SPACE // req.total_segments
+    read = req.read
+    after = b""
+    if read.exclusive_start is not None:
+        start = ranges.start_key(record, {name: read.exclusive_start[name] for name in record.key_names})
+        if not seg_lo <= start.hash < seg_hi:
+            raise errors.validation(
+                "The provided starting key is invalid: Invalid ExclusiveStartKey. Please use ExclusiveStartKey "
+                f"with correct Segment. TotalSegments: {req.total_segments} Segment: {req.segment}"
+            )
+        seg_lo, after = start.hash, start.storage_key
+    items = await _gather_hashes(ctx, table, seg_lo, seg_hi, _holding_keys(index), consistent=read.consistent)
+    placed = sorted(
+        (storage_key_of(record, item), i) for i, item in enumerate(items) if in_index(index, item)
+    )
+    entries = [items[i] for place, i in placed if place > after]
+    return _page(record, index, entries, read, req.expressions)
+
+
+def _query_start(
+    record: TableRecord, index: SecondaryIndex, start: dict[str, Any], condition: KeyCondition
+) -> tuple[bytes, bytes]:
+    """ExclusiveStartKey's place among a Query's entries, checked as a table Query checks
+    its own (`query._start_key`, DynamoDB's messages): the table's and the index's key
+    attributes and nothing else, inside the key condition."""
+    if any(name not in start for name in index.key_names):
+        raise errors.validation(_INVALID_START)
+    if len(start) != len({*record.key_names, *index.key_names}):
+        raise errors.validation("The provided starting key is invalid")
+    same_partition = values_equal(start[index.partition_key.name], condition.partition_value)
+    if index.sort_key is None or condition.sort_op is None:
+        if not same_partition:
+            raise errors.validation(
+                "The provided starting key is outside query boundaries based on provided conditions"
+            )
+    else:
+        if not condition.sort_matches(start[index.sort_key.name]):
+            raise errors.validation("The provided starting key does not match the range key predicate")
+        if not same_partition:
+            raise errors.validation("The query can return at most one row and cannot be restarted")
+    table_key = ranges.start_key(record, {name: start[name] for name in record.key_names})
+    sort = b""
+    if index.sort_key is not None:
+        av = start[index.sort_key.name]
+        if not isinstance(av, dict) or index.sort_key.type not in av:
+            raise errors.validation(_INVALID_START)
+        sort = keys.encode_sort_key(av, index.sort_key.type)
+    return sort, table_key.storage_key
+
+
+def _holding_keys(index: SecondaryIndex) -> dict[str, Any]:
+    """A storage filter keeping the items that have the index's key attributes."""
+    names = {f"#k{i}": name for i, name in enumerate(index.key_names)}
+    return {"filter": " AND ".join(f"attribute_exists({n})" for n in names), "names": names}
+
+
+async def _gather_hashes(
+    ctx: RouterContext,
+    table: CachedTable,
+    lo_hash: int,
+    hi_hash: int,
+    matching: dict[str, Any],
+    *,
+    consistent: bool,
+) -> list[Item]:
+    """Every item of the table whose key hash is in [lo_hash, hi_hash), partition by partition."""
+    items: list[Item] = []
+    record = table.record
+    for partition in table.partition_map.partitions_from(lo_hash):
+        if partition.start >= hi_hash:
+            break
+        start = max(partition.start, lo_hash)
+        lo, hi = keys.hash_range_bounds(record.table_id, start, min(partition.end, hi_hash))
+        await _gather(ctx, table, pb.SCAN, start, lo, hi, consistent, matching, items)
+    return items
+
+
+async def _gather(
+    ctx: RouterContext,
+    table: CachedTable,
+    op: pb.Op,
+    key_hash: int,
+    lo: bytes,
+    hi: bytes,
+    consistent: bool,
+    matching: dict[str, Any],
+    out: list[Item],
+) -> None:
+    """Every item in [lo, hi) on the node owning `key_hash` that the storage filter in
+    `matching` keeps, read a 1 MB page at a time."""
+    record = table.record
+    while lo < hi:
+        options = {
+            **matching,
+            "lo": base64.b64encode(lo).decode(),
+            "hi": base64.b64encode(hi).decode(),
+            "budget": ranges.PAGE_BYTES,
+            "key_names": record.key_names,
+        }
+        request = pb.Request(op=op, key_hash=key_hash, consistent=consistent, body=orjson.dumps(options))
+        response = await ctx.send(table, request)
+        out.extend(orjson.loads(response.value))
+        last = orjson.loads(response.body)["last"]
+        if last is None:
+            return
+        lo = storage_key_of(record, last) + b"\x00"  # the least key above the last one read
+
+
+def _page(
+    record: TableRecord,
+    index: SecondaryIndex,
+    entries: list[Item],
+    read: ReadCommon,
+    expressions: Expressions,
+) -> bytes:
+    """One page of ordered index entries: Limit and the 1 MB budget over entries read,
+    then the filter, then what the request selects."""
+    names = projected_names(record, index)
+    local = index.kind == "LOCAL"
+    tree = expressions.resolved.filter
+    projection = expressions.resolved.projection
+    out: list[Item] = []
+    scanned = count = size = 0
+    last: dict[str, Any] | None = None
+    for item in entries:
+        entry = entry_of(item, names)
+        scanned += 1
+        size += item_size(entry)
+        # A local index fetches from the table what its entry lacks; a global one cannot.
+        seen = item if local else entry
+        if tree is None or evaluate(tree, seen):
+            count += 1
+            if read.select != "COUNT":
+                out.append(_returned(read, item, entry, seen, projection))
+        if (read.limit and scanned >= read.limit) or size >= ranges.PAGE_BYTES:
+            last = entry_key(record, index, item)
+            break
+    units = capacity.range_read_units(size, read.consistent)
+    consumed = capacity.consumed_on_index(read.table_name, index.name, local, units, read.capacity)
+    return wire.body(
+        (b'"Items":', None if read.select == "COUNT" else orjson.dumps(out)),
+        (b'"Count":', str(count).encode()),
+        (b'"ScannedCount":', str(scanned).encode()),
+        (b'"LastEvaluatedKey":', wire.encoded(last)),
+        (b'"ConsumedCapacity":', wire.encoded(consumed)),
+    )
+
+
+def _returned(read: ReadCommon, item: Item, entry: Item, seen: Item, projection: Any) -> Item:
+    if projection is not None:
+        returned: Item = project(seen, projection)
+        return returned
+    if read.requested_select == "ALL_ATTRIBUTES":
+        return item  # a global index allows it only when its entries are whole items
+    return entry  # ALL_PROJECTED_ATTRIBUTES, an index read's default
