@@ -289,6 +289,21 @@ def parse_item_key(data: bytes) -> tuple[int, int, bytes, bytes | None]:
         pos = zero + 2
 
 
+# A transaction's lock on an item (storage/transactions.py) is stored beside it, inside
+# its partition's key range (so replication, snapshots and splits carry it), under the
+# item key with this marker after the table id and hash. No item key has it there: an
+# escaped partition key never starts with 0x00 0x03.
+_LOCK_MARK = b"\x00\x03"
+
+
+def lock_key(item_storage_key: bytes) -> bytes:
+    return item_storage_key[:16] + _LOCK_MARK + item_storage_key[16:]
+
+
+def is_lock_key(key: bytes) -> bool:
+    return key[16:18] == _LOCK_MARK
+
+
 def hash_range_bounds(table_id: int, start_hash: int, end_hash: int) -> tuple[bytes, bytes]:
     """[lo, hi) of every storage key of a table whose hash is in [start_hash, end_hash).
 

@@ -74,6 +74,12 @@ PLACEMENTS = b"/partita-placements"
 # Who leads a role (the local autoadmin): outside /partita/ so that campaigning and
 # keeping a lease alive wake no watcher.
 LEADERS = b"/partita-leaders/"
+# The transaction ledger (router/actions/transactions.py): each TransactWriteItems that
+# spans partitions, its participants and outcome, until every participant has resolved
+# it; and ClientRequestTokens of finished transactions. Outside /partita/ so that
+# transactions wake no watcher.
+TRANSACTIONS = b"/partita-tx/ledger/"
+TOKENS = b"/partita-tx/tokens/"
 # A key nothing writes: reading it costs etcd next to nothing and its answer's header
 # carries the store's revision, which moves with every write anywhere.
 REVISION_PROBE = b"/partita-revision-probe"
@@ -81,6 +87,7 @@ REVISION_PROBE = b"/partita-revision-probe"
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+CAS_TRIES = 5
 
 
 class Watchable(Protocol):
@@ -218,6 +225,24 @@ class NodeStore(RouteSource, NodeMembership, Statistics, PartitionMapStore, Memb
     """What a storage node uses: it follows the partition objects through the joined
     view, registers itself, reports the replicas it serves and their counts; a group's
     leader writes its partition object's members when it repairs the group."""
+
+
+class TransactionLedger(Protocol):
+    """Where a transaction's coordinator records it across partitions, so that any
+    router can finish it if the coordinator dies: records are JSON objects whose
+    "state" is "pending", "committed" or "aborted"."""
+
+    async def put_transaction(self, tx_id: str, record: dict[str, Any]) -> None: ...
+    async def decide_transaction(self, tx_id: str, outcome: str) -> str | None:
+        """Move a pending transaction to `outcome`, once: the outcome it has after
+        (another decider's, if it came first); None if there is no record."""
+
+    async def delete_transaction(self, tx_id: str) -> None: ...
+    async def list_transactions(self) -> list[tuple[str, dict[str, Any]]]: ...
+    async def get_token(self, token: str) -> dict[str, Any] | None: ...
+    async def put_token(self, token: str, record: dict[str, Any]) -> None: ...
+    async def delete_token(self, token: str) -> None: ...
+    async def list_tokens(self) -> list[tuple[str, dict[str, Any]]]: ...
 
 
 class ControlStore(AutoadminStore, RouteSource, Statistics, Protocol):
@@ -712,6 +737,54 @@ class EtcdControlStore:
             except Exception as exc:
                 log.debug("watch on %r broke: %s", PREFIX, exc)
             await asyncio.sleep(0.5)
+
+    # --- transaction ledger ------------------------------------------------------
+
+    async def put_transaction(self, tx_id: str, record: dict[str, Any]) -> None:
+        await self._client.put(TRANSACTIONS + tx_id.encode(), orjson.dumps(record))
+
+    async def decide_transaction(self, tx_id: str, outcome: str) -> str | None:
+        key = TRANSACTIONS + tx_id.encode()
+        tx = self._client.transactions
+        for _ in range(CAS_TRIES):
+            kv = await self._client.get(key)
+            if kv is None:
+                return None
+            record = orjson.loads(kv.value)
+            if record["state"] != "pending":
+                return str(record["state"])
+            decided = orjson.dumps({**record, "state": outcome})
+            ok, _ = await self._client.transaction(
+                compare=[tx.mod(key) == kv.mod_revision], success=[tx.put(key, decided)], failure=[]
+            )
+            if ok:
+                return outcome
+        raise RuntimeError(f"transaction {tx_id}: its record kept changing")
+
+    async def delete_transaction(self, tx_id: str) -> None:
+        await self._client.delete(TRANSACTIONS + tx_id.encode())
+
+    async def list_transactions(self) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (kv.key[len(TRANSACTIONS) :].decode(), orjson.loads(kv.value))
+            for kv in await self._client.get_prefix(TRANSACTIONS)
+        ]
+
+    async def get_token(self, token: str) -> dict[str, Any] | None:
+        kv = await self._client.get(TOKENS + token.encode())
+        return None if kv is None else dict(orjson.loads(kv.value))
+
+    async def put_token(self, token: str, record: dict[str, Any]) -> None:
+        await self._client.put(TOKENS + token.encode(), orjson.dumps(record))
+
+    async def delete_token(self, token: str) -> None:
+        await self._client.delete(TOKENS + token.encode())
+
+    async def list_tokens(self) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (kv.key[len(TOKENS) :].decode(), orjson.loads(kv.value))
+            for kv in await self._client.get_prefix(TOKENS)
+        ]
 
     async def close(self) -> None:
         for task in (self._node_keepalive, self._watcher, self._leadership):

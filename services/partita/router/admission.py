@@ -39,6 +39,8 @@ KIND_OF: dict[str, Kind] = {
     "UpdateItem": "write",
     "DeleteItem": "write",
     "BatchWriteItem": "write",
+    "TransactGetItems": "read",
+    "TransactWriteItems": "write",
 }
 # Unused provisioned throughput kept for bursts (DynamoDB: five minutes).
 BURST_SECONDS = DEFAULT_BURST_SECONDS

@@ -38,6 +38,7 @@ from partita.router.actions import (
     describe_table,
     describe_time_to_live,
     execute_statement,
+    execute_transaction,
     get_item,
     list_tables,
     list_tags_of_resource,
@@ -45,6 +46,7 @@ from partita.router.actions import (
     query,
     scan,
     tag_resource,
+    transactions,
     untag_resource,
     update_item,
     update_table,
@@ -88,6 +90,9 @@ OPERATIONS: dict[str, Action] = {
     "DescribeTimeToLive": describe_time_to_live.run,
     "ExecuteStatement": execute_statement.run,
     "BatchExecuteStatement": batch_execute_statement.run,
+    "TransactWriteItems": transactions.run_write,
+    "TransactGetItems": transactions.run_get,
+    "ExecuteTransaction": execute_transaction.run,
 }
 
 # The request cells by (operation, table, outcome), read directly on every request.
@@ -312,6 +317,13 @@ def tables_named(payload: dict[str, Any]) -> list[str]:
     items = payload.get("RequestItems")
     if isinstance(items, dict):
         names.extend(name for name in items if isinstance(name, str))
+    listed = payload.get("TransactItems")
+    if isinstance(listed, list):
+        for entry in listed:
+            for action in entry.values() if isinstance(entry, dict) else ():
+                name = action.get("TableName") if isinstance(action, dict) else None
+                if isinstance(name, str):
+                    names.append(name)
     arn = payload.get("ResourceArn")
     if isinstance(arn, str) and ":table/" in arn:
         names.append(arn.split(":table/", 1)[1].split("/", 1)[0])
@@ -319,14 +331,15 @@ def tables_named(payload: dict[str, Any]) -> list[str]:
 
 
 # PartiQL: the tables and kinds of work its statements name (`partiql.parser.head`).
-STATEMENT_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement"})
+STATEMENT_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"})
 
 
 def statement_heads(payload: dict[str, Any]) -> list[tuple[str, str]]:
     entries = [payload]
-    listed = payload.get("Statements")
-    if isinstance(listed, list):
-        entries.extend(entry for entry in listed if isinstance(entry, dict))
+    for member in ("Statements", "TransactStatements"):
+        listed = payload.get(member)
+        if isinstance(listed, list):
+            entries.extend(entry for entry in listed if isinstance(entry, dict))
     heads = (
         partiql_parser.head(entry["Statement"], entry.get("Parameters"))
         for entry in entries

@@ -32,7 +32,7 @@ from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.metrics import CounterCell
 from partita.common.partition_map import Partition
-from partita.control.store import TableCatalog
+from partita.control.store import TableCatalog, TransactionLedger
 from partita.router import metrics
 from partita.router.storage_client import DataPath
 from partita.router.table_cache import CachedTable, TableCache
@@ -79,6 +79,9 @@ class RouterContext:
         self.catalog = catalog
         self.storage = storage
         self.settings = settings
+        # Where transactions across partitions are recorded (etcd); None: such
+        # transactions are refused (a context built without a cluster, in tests).
+        self.ledger: TransactionLedger | None = None
         self._consumed: dict[str, tuple[CounterCell, CounterCell]] = {}
         # (table id, partition id) -> the node its replicas last named as leader.
         self._leaders: dict[tuple[int, str], str] = {}

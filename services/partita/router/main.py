@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from partita.control.kubernetes import KubernetesRouteSource, KubernetesTableCatalog
-from partita.control.store import EtcdControlStore, RouteSource, TableCatalog
+from partita.control.store import EtcdControlStore, RouteSource, TableCatalog, TransactionLedger
 from partita.router import metrics
 from partita.router.admission import Admission, ProvisionedRate, RateSource
 from partita.router.app import DynamoApp
@@ -22,6 +22,7 @@ from partita.router.credentials import CredentialStore
 from partita.router.http_server import Connections, start_http_server
 from partita.router.storage_client import DataChannel, StorageClient
 from partita.router.table_cache import TableCache
+from partita.router.transaction_sweeper import sweep_transactions
 
 if TYPE_CHECKING:
     from partita.doorman.client import Client as DoormanClient
@@ -53,15 +54,15 @@ def watch_tables(tables: TableCache) -> None:
 
 def control_store(
     kind: str, etcd_host: str, etcd_port: int, namespace: str | None
-) -> tuple[TableCatalog, RouteSource]:
+) -> tuple[TableCatalog, RouteSource, TransactionLedger]:
     """The catalog the router writes and the routes it reads: etcd (the local cluster),
     or in Kubernetes the Table and Partition resources (nodes and statistics from etcd,
-    where storage nodes register)."""
+    where storage nodes register); and the transaction ledger, in etcd either way."""
     store = EtcdControlStore(etcd_host, etcd_port)
     if kind == "etcd":
-        return store, store
+        return store, store, store
     catalog = KubernetesTableCatalog.in_cluster(namespace)
-    return catalog, KubernetesRouteSource(catalog, store)
+    return catalog, KubernetesRouteSource(catalog, store), store
 
 
 @dataclass
@@ -75,6 +76,7 @@ class RunningRouter:
     refresher: asyncio.Task[None]
     routes: RouteSource
     doorman_client: DoormanClient | None
+    sweeper: asyncio.Task[None] | None = None
 
     async def close(self) -> None:
         for address, requests, batches in self.storage.batching():
@@ -82,6 +84,8 @@ class RunningRouter:
         self.server.close()
         await self.connections.finish(FINISH_SECONDS)
         self.refresher.cancel()
+        if self.sweeper is not None:
+            self.sweeper.cancel()
         await self.storage.close()
         if self.doorman_client is not None:
             await self.doorman_client.close()  # releases this router's leases at once
@@ -107,13 +111,15 @@ async def start(
     """`local`: in-process data channels by storage node data address (a router in a
     storage node's process); `reuse_port`: share the port with the other processes
     serving it (SO_REUSEPORT: the kernel spreads connections over them)."""
-    catalog, routes = control_store(store_kind, etcd_host, etcd_port, namespace)
+    catalog, routes, ledger = control_store(store_kind, etcd_host, etcd_port, namespace)
     tables = TableCache(routes)
     watch_tables(tables)
     await tables.refresh()
     refresher = asyncio.create_task(tables.run())
     storage = StorageClient(local)
     ctx = RouterContext(tables, catalog, storage, settings)
+    ctx.ledger = ledger
+    sweeper = asyncio.create_task(sweep_transactions(ctx, ledger))
     doorman_client: DoormanClient | None = None
     source: RateSource = ProvisionedRate()
     if admission == "doorman":
@@ -133,7 +139,7 @@ async def start(
     connections = Connections()
     server = await start_http_server(app, host, port, reuse_port=reuse_port, connections=connections)
     log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
-    return RunningRouter(server, connections, storage, refresher, routes, doorman_client)
+    return RunningRouter(server, connections, storage, refresher, routes, doorman_client, sweeper)
 
 
 async def serve(starting: Awaitable[RunningRouter]) -> None:

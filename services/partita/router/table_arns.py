@@ -37,4 +37,26 @@ def names_for_arns(payload: dict[str, Any]) -> dict[str, Any]:
         # merging would drop one of its requests.
         if len(named) == len(items):
             payload = {**payload, "RequestItems": named}
+    listed = payload.get("TransactItems")
+    if isinstance(listed, list) and any(_names_an_arn(entry) for entry in listed):
+        payload = {**payload, "TransactItems": [_action_by_name(entry) for entry in listed]}
     return payload
+
+
+def _names_an_arn(entry: Any) -> bool:
+    return isinstance(entry, dict) and any(
+        isinstance(action, dict) and str(action.get("TableName", "")).startswith("arn:")
+        for action in entry.values()
+    )
+
+
+def _action_by_name(entry: Any) -> Any:
+    """A transaction's entry with its action's table ARN replaced by the table's name."""
+    if not _names_an_arn(entry):
+        return entry
+    return {
+        member: {**action, "TableName": table_name_of(action["TableName"])}
+        if isinstance(action, dict) and str(action.get("TableName", "")).startswith("arn:")
+        else action
+        for member, action in entry.items()
+    }

@@ -9,17 +9,19 @@ frame.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+import orjson
 from google.protobuf.message import DecodeError
 
 from partita._proto import storage_pb2 as pb
 from partita.api import capacity
-from partita.common import errors
+from partita.common import errors, keys
 from partita.common.errors import DynamoError
 from partita.common.framing import FrameDecoder, FrameError, encode_frame
 from partita.common.partition_map import Partition
@@ -31,13 +33,17 @@ from partita.storage.heat import PartitionHeat
 from partita.storage.operations import PLANNERS, Plan, error_response
 from partita.storage.replica_host import Superseded
 from partita.storage.replication.core import NotLeader
+from partita.storage.transactions import plan_prepare, plan_resolve
 
 if TYPE_CHECKING:
     from partita.storage.node import NodeState
 
 log = logging.getLogger(__name__)
 
-_WRITES = frozenset((pb.PUT, pb.DELETE, pb.UPDATE))
+_WRITES = frozenset((pb.PUT, pb.DELETE, pb.UPDATE, pb.TX_PREPARE, pb.TX_RESOLVE))
+# Requests that name several keys (in their body), all in the request's partition.
+_MULTI_KEY = frozenset((pb.TX_PREPARE, pb.TX_RESOLVE))
+_PLANNERS = {**PLANNERS, pb.TX_PREPARE: plan_prepare, pb.TX_RESOLVE: plan_resolve}
 # Answers that send the router elsewhere: they read no item.
 _REROUTED = frozenset((pb.NOT_LEADER, pb.WRONG_PARTITION, pb.UNAVAILABLE))
 # A replicated write or strong read not decided by then is answered as of unknown outcome.
@@ -76,7 +82,7 @@ class DataPlane:
 
     def plan(self, request: pb.Request) -> Plan:
         owner = self.state.owner(request)
-        if owner is None:
+        if owner is None or (request.op in _MULTI_KEY and not _owns_every_key(owner, request)):
             return Plan(pb.Response(id=request.id, status=pb.WRONG_PARTITION))
         if self.admission is not None:
             refused = self._admit(request)
@@ -102,7 +108,7 @@ class DataPlane:
     def _plan_local(self, request: pb.Request, owner: Partition, group: str | None) -> Plan:
         """`group`: the partition's replication group, None for a single replica (its
         WAL group is then named only if the request writes: reads pay nothing for it)."""
-        planner = PLANNERS.get(request.op)
+        planner = _PLANNERS.get(request.op)
         if planner is None:
             return Plan(error_response(request.id, errors.validation("unsupported operation")))
         try:
@@ -363,6 +369,14 @@ class DataPlane:
         # Leadership lost, or cancelled: the outcome is unknown.
         log.warning("replicated write of %s undecided: %r", plan.group, exc)
         return error_response(plan.response.id, errors.internal_server_error("write outcome unknown"))
+
+
+def _owns_every_key(owner: Partition, request: pb.Request) -> bool:
+    """Whether every key a transaction's request names is in the partition (the router
+    grouped them by its partition map, which a split may have changed since)."""
+    body = orjson.loads(request.body)
+    encoded = body.get("keys") or [action["key"] for action in body.get("actions", ())]
+    return all(owner.start <= keys.parse_item_key(base64.b64decode(k))[1] < owner.end for k in encoded)
 
 
 def _on_done(decided: Callable[[int], None], i: int) -> Callable[[asyncio.Future[None]], None]:

@@ -52,6 +52,7 @@ from partita.api.item import MAX_DEPTH, MAX_ITEM_BYTES
 from partita.api.values import Item, item_size
 from partita.common import errors
 from partita.common.errors import DynamoError
+from partita.common.keys import is_lock_key, lock_key
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 
@@ -129,6 +130,25 @@ class _Expressions:
         return self.resolver.projection(cache.projection(text, not self.options.get("legacy")))
 
 
+# What a write to an item a transaction holds gets (TransactionConflictException).
+ONGOING = "Transaction is ongoing for the item"
+
+
+def check_unlocked(engine: Engine, key: bytes) -> None:
+    """TransactionConflictException while a transaction holds the item at `key`
+    (storage/transactions.py: its lock is stored beside it)."""
+    if engine.latest(lock_key(key)) is not None:
+        raise errors.from_code("TransactionConflictException", ONGOING)
+
+
+def check_condition_only(engine: Engine, request: pb.Request) -> Plan:
+    """A transaction's ConditionCheck: the condition on the item, nothing written; it
+    costs a write unit, as a failed conditional write does."""
+    old = engine.latest(request.key)
+    _check_condition(_Expressions(_options(request)), _load(old))
+    return Plan(pb.Response(id=request.id, status=pb.OK, capacity_units=_write_charge(old, 0)))
+
+
 def _check_condition(exprs: _Expressions, old: Item | None) -> None:
     """Raise ConditionalCheckFailedException unless the condition holds for `old`."""
     condition = exprs.condition()
@@ -164,8 +184,12 @@ def _write_charge(old: bytes | None, new_size: int) -> float:
 
 
 def plan_get(engine: Engine, request: pb.Request) -> Plan:
+    """A read of the item's committed state, whatever a transaction has staged for it;
+    `unlocked` in the body (TransactGetItems) refuses an item a transaction holds."""
     value = engine.get(request.key)
     if value is None:
+        if request.body and _options(request).get("unlocked"):
+            check_unlocked(engine, request.key)
         return Plan(
             pb.Response(
                 id=request.id, status=pb.NOT_FOUND, capacity_units=capacity.read_units(0, request.consistent)
@@ -178,6 +202,8 @@ def plan_get(engine: Engine, request: pb.Request) -> Plan:
             units = _read_charge(value, request.consistent)
         return Plan(pb.Response(id=request.id, status=pb.OK, value=value, capacity_units=units))
     exprs = _Expressions(_options(request))
+    if exprs.options.get("unlocked"):
+        check_unlocked(engine, request.key)
     item = _load(value)
     assert item is not None
     response = pb.Response(id=request.id, status=pb.OK, value=value)
@@ -193,6 +219,7 @@ def plan_get(engine: Engine, request: pb.Request) -> Plan:
 
 
 def plan_put(engine: Engine, request: pb.Request) -> Plan:
+    check_unlocked(engine, request.key)
     options = _options(request)
     old = engine.latest(request.key)
     # item_size comes from the router; the stored length bounds it for older senders.
@@ -212,6 +239,7 @@ def plan_put(engine: Engine, request: pb.Request) -> Plan:
 
 
 def plan_delete(engine: Engine, request: pb.Request) -> Plan:
+    check_unlocked(engine, request.key)
     options = _options(request)
     old = engine.latest(request.key)
     response = pb.Response(id=request.id, status=pb.OK, capacity_units=_write_charge(old, 0))
@@ -231,6 +259,7 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
 
 def plan_update(engine: Engine, request: pb.Request) -> Plan:
     """UpdateItem: condition, then the update applied to the previous item, one step."""
+    check_unlocked(engine, request.key)
     options = _options(request)
     exprs = _Expressions(options)
     old = engine.latest(request.key)
@@ -337,7 +366,9 @@ def plan_range(engine: Engine, request: pb.Request) -> Plan:
     scanned = count = size = 0
     last: Item | None = None
     stopped = False
-    for _, value in engine.scan(lo, hi, reverse=bool(options.get("reverse"))):
+    for key, value in engine.scan(lo, hi, reverse=bool(options.get("reverse"))):
+        if is_lock_key(key):
+            continue  # a transaction's lock, not an item
         item: Item = orjson.loads(value)
         scanned += 1
         size += item_size(item)

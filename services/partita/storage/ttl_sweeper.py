@@ -106,6 +106,8 @@ class TtlSweeper:
         read = 0
         last = lo
         for key, value in self.state.engine.scan(lo, hi):
+            if keys.is_lock_key(key):
+                continue  # a transaction's lock, not an item
             read += 1
             last = key
             if is_expired(orjson.loads(value), attribute, now):

@@ -223,6 +223,35 @@ async def test_a_partiql_statement_on_a_table_outside_the_permissions_is_access_
     )
 
 
+@pytest.mark.parametrize(
+    ("operation", "body"),
+    [
+        (
+            "TransactWriteItems",
+            {
+                "TransactItems": [
+                    {"Put": {"TableName": "Orders", "Item": {"pk": {"S": "a"}}}},
+                    {"Update": {"TableName": "Payroll", "Key": {"pk": {"S": "me"}}, "UpdateExpression": "SET s = :s",
+                                "ExpressionAttributeValues": {":s": {"N": "1"}}}},
+                ]
+            },
+        ),
+        (
+            "TransactGetItems",
+            {"TransactItems": [{"Get": {"TableName": "Payroll", "Key": {"pk": {"S": "me"}}}}]},
+        ),
+    ],
+)  # fmt: skip
+async def test_a_transaction_touching_a_table_outside_the_permissions_is_access_denied(
+    app: DynamoApp, operation: str, body: dict[str, Any]
+) -> None:
+    code, message = error_of(await app(signed(operation, body, credential=LIMITED)))
+    assert code == "AccessDeniedException"
+    assert message.endswith(
+        f"dynamodb:{operation} on resource: arn:aws:dynamodb:us-east-1:123456789012:table/Payroll"
+    )
+
+
 async def test_a_permitted_table_reaches_the_operation(app: DynamoApp) -> None:
     response = await app(signed("DescribeTable", {"TableName": "Orders"}, credential=LIMITED))
     assert error_of(response) == (
