@@ -57,9 +57,12 @@ def ddb(cluster: Cluster) -> Any:
     return client
 
 
-async def _prepare_and_die(cluster: Cluster, pks: list[str], decide: bool) -> str:
-    """What a coordinator does up to its death: the ledger record, every partition
-    prepared, and (`decide`) the outcome "committed"; the transaction's id."""
+async def _prepare_and_die(
+    cluster: Cluster, pks: list[str], decide: bool, *, recorded: bool = True, at: float | None = None
+) -> str:
+    """What a coordinator does up to its death: the ledger record (unless not
+    `recorded`), every partition prepared (locked at `at`, now by default), and
+    (`decide`) the outcome "committed"; the transaction's id."""
     store = EtcdControlStore("127.0.0.1", cluster.ports["etcd"])
     storage = StorageClient()
     try:
@@ -77,10 +80,12 @@ async def _prepare_and_die(cluster: Cluster, pks: list[str], decide: bool) -> st
         participants, _ = transactions.participants_of(ctx, req.actions)
         assert len(participants) > 1, "the transaction must span partitions"
         tx = f"dead-coordinator-{time.time_ns()}"
-        await store.put_transaction(tx, transactions.ledger_record(participants))
+        if recorded:
+            await store.put_transaction(tx, transactions.ledger_record(participants))
+        locked_at = time.time() if at is None else at
         for participant in participants:
             await transactions.send_to(
-                ctx, participant, pb.TX_PREPARE, {"tx": tx, "actions": participant.actions}
+                ctx, participant, pb.TX_PREPARE, {"tx": tx, "at": locked_at, "actions": participant.actions}
             )
         if decide:
             assert await store.decide_transaction(tx, "committed") == "committed"
@@ -126,9 +131,27 @@ def test_a_transaction_left_by_a_dead_coordinator_is_finished(
         ddb.put_item(TableName="ledgered", Item={"pk": {"S": pks[0]}, "v": {"S": "plain"}})
     assert err.value.response["Error"]["Code"] == "TransactionConflictException"
     assert err.value.response["Error"]["Message"] == "Transaction is ongoing for the item"
+    assert "LockedBy" not in str(err.value.response)  # which transaction is Partita's own business
     assert _values(ddb, pks) == ["old"] * ITEMS
 
     expected = ["new" if decided else "old"] * ITEMS
     _wait_until(lambda: not _ledger_holds(cluster, tx), "swept")
     assert _values(ddb, pks) == expected
     ddb.put_item(TableName="ledgered", Item={"pk": {"S": pks[0]}, "v": {"S": "plain"}})  # unlocked
+
+
+def test_a_lock_the_ledger_no_longer_knows_is_dropped_by_the_next_write(cluster: Cluster, ddb: Any) -> None:
+    """The lock of a prepare that landed after its transaction was aborted and swept (no
+    ledger record), old enough: the next plain write drops it and is applied."""
+    pks = [f"orphan-{i}" for i in range(ITEMS)]
+    for pk in pks:
+        ddb.put_item(TableName="ledgered", Item={"pk": {"S": pk}, "v": {"S": "old"}})
+    asyncio.run(_prepare_and_die(cluster, pks, False, recorded=False, at=time.time() - 120))
+    ddb.put_item(TableName="ledgered", Item={"pk": {"S": pks[0]}, "v": {"S": "plain"}})
+    assert _values(ddb, pks[:2]) == ["plain", "old"]
+    # A recent lock of an unrecorded transaction is left alone: its coordinator may be alive.
+    fresh = [f"fresh-{i}" for i in range(ITEMS)]
+    asyncio.run(_prepare_and_die(cluster, fresh, False, recorded=False))
+    with pytest.raises(ClientError) as err:
+        ddb.put_item(TableName="ledgered", Item={"pk": {"S": fresh[0]}, "v": {"S": "plain"}})
+    assert err.value.response["Error"]["Code"] == "TransactionConflictException"

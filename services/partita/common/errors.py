@@ -19,6 +19,11 @@ SERVICE_NS = "com.amazon.coral.service"
 AVAILABILITY_NS = "com.amazon.coral.availability"  # ThrottlingException's, as DynamoDB sends it
 
 
+# Fields an error carries between Partita's processes only, never to a client: which
+# transaction holds a locked item, and since when (router/actions/orphan_locks.py).
+INTERNAL_EXTRA = frozenset({"LockedBy", "LockedAt"})
+
+
 class DynamoError(Exception):
     """An error DynamoDB would return; rendered as `{"__type": ..., "message": ...}`."""
 
@@ -56,7 +61,9 @@ class DynamoError(Exception):
         out: dict[str, Any] = {"__type": self.type_name}
         if self.message:  # an error without text has no message member at all (dynalite)
             out[key] = self.message
-        out.update(self.extra)
+        for name, value in self.extra.items():
+            if name not in INTERNAL_EXTRA:
+                out[name] = value
         return out
 
     def render(self) -> bytes:

@@ -237,6 +237,7 @@ class TransactionLedger(Protocol):
         """Move a pending transaction to `outcome`, once: the outcome it has after
         (another decider's, if it came first); None if there is no record."""
 
+    async def get_transaction(self, tx_id: str) -> dict[str, Any] | None: ...
     async def delete_transaction(self, tx_id: str) -> None: ...
     async def list_transactions(self) -> list[tuple[str, dict[str, Any]]]: ...
     async def get_token(self, token: str) -> dict[str, Any] | None: ...
@@ -760,6 +761,10 @@ class EtcdControlStore:
             if ok:
                 return outcome
         raise RuntimeError(f"transaction {tx_id}: its record kept changing")
+
+    async def get_transaction(self, tx_id: str) -> dict[str, Any] | None:
+        kv = await self._client.get(TRANSACTIONS + tx_id.encode())
+        return None if kv is None else dict(orjson.loads(kv.value))
 
     async def delete_transaction(self, tx_id: str) -> None:
         await self._client.delete(TRANSACTIONS + tx_id.encode())

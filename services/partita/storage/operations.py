@@ -136,9 +136,15 @@ ONGOING = "Transaction is ongoing for the item"
 
 def check_unlocked(engine: Engine, key: bytes) -> None:
     """TransactionConflictException while a transaction holds the item at `key`
-    (storage/transactions.py: its lock is stored beside it)."""
-    if engine.latest(lock_key(key)) is not None:
-        raise errors.from_code("TransactionConflictException", ONGOING)
+    (storage/transactions.py: its lock is stored beside it). The error names the
+    transaction and when its coordinator locked the item, for the router alone (it
+    clears a lock its ledger no longer knows, router/actions/orphan_locks.py)."""
+    stored = engine.latest(lock_key(key))
+    if stored is not None:
+        lock = orjson.loads(stored)
+        raise errors.from_code(
+            "TransactionConflictException", ONGOING, {"LockedBy": lock["tx"], "LockedAt": lock.get("at", 0.0)}
+        )
 
 
 def check_condition_only(engine: Engine, request: pb.Request) -> Plan:

@@ -24,7 +24,7 @@ store) so that a coordinator that dies between the two steps is finished by anot
 (router/transaction_sweeper.py).
 
 Request bodies (JSON):
-  TX_PREPARE  {"tx": id, "commit": bool, "actions": [{"op": "put"|"update"|"delete"|"check",
+  TX_PREPARE  {"tx": id, "commit": bool, "at": epoch seconds, "actions": [{"op": "put"|"update"|"delete"|"check",
                "key": base64 storage key, "value": base64 item JSON (put), "size": int (put),
                "options": the single write's storage options}]}
   TX_RESOLVE  {"tx": id, "commit": bool, "keys": [base64 storage keys]}
@@ -70,7 +70,10 @@ def plan_prepare(engine: Engine, request: pb.Request) -> Plan:
     if body.get("commit"):
         effects = [effect for _, planned in staged for effect in planned]
     else:
-        effects = [Effect(Kind.PUT, keys.lock_key(key), _lock_value(tx, planned)) for key, planned in staged]
+        at = float(body.get("at", 0.0))
+        effects = [
+            Effect(Kind.PUT, keys.lock_key(key), _lock_value(tx, at, planned)) for key, planned in staged
+        ]
     return Plan(response, effects or None)
 
 
@@ -146,8 +149,10 @@ def _plan_action(engine: Engine, request_id: int, key: bytes, action: dict[str, 
     return PLANNERS[single.op](engine, single)
 
 
-def _lock_value(tx: str, planned: list[Effect]) -> bytes:
-    lock: dict[str, Any] = {"tx": tx}
+def _lock_value(tx: str, at: float, planned: list[Effect]) -> bytes:
+    """The lock: its transaction, when the coordinator asked (its clock, epoch
+    seconds), and the item's staged value (or its deletion)."""
+    lock: dict[str, Any] = {"tx": tx, "at": at}
     for effect in planned:  # at most one per action: a put, or a delete of its item
         if effect.kind in (Kind.DELETE, Kind.SERVICE_DELETE):
             lock["delete"] = True

@@ -44,6 +44,12 @@ def test_an_index_holds_items_with_every_key_attribute_of_its_type() -> None:
     assert not in_index(_ALL, _item("a", 1, g={"S": "x"}))
     assert not in_index(_ALL, _item("a", 1, g={"N": "1"}, r={"N": "2"}))  # written before the index
     assert in_index(_KEYS, _item("a", 1, g={"S": "x"}))
+    # Written before the index, with a value no write could give an index key.
+    assert not in_index(_KEYS, _item("a", 1, g={"S": ""}))
+    assert not in_index(_KEYS, _item("a", 1, g={"S": "x" * 2049}))
+    by_tag = SecondaryIndex("tags", "GLOBAL", KeyElement("g", "S"), KeyElement("t", "S"))
+    assert in_index(by_tag, _item("a", 1, g={"S": "x"}, t={"S": "y" * 1024}))
+    assert not in_index(by_tag, _item("a", 1, g={"S": "x"}, t={"S": "y" * 1025}))
 
 
 def test_an_entry_holds_the_projected_attributes() -> None:

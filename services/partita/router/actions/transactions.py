@@ -204,7 +204,10 @@ async def _two_phase(ctx: RouterContext, participants: list[Participant], count:
     tx = uuid.uuid4().hex
     await ledger.put_transaction(tx, ledger_record(participants))
     prepared = await asyncio.gather(
-        *(send_to(ctx, p, pb.TX_PREPARE, {"tx": tx, "actions": p.actions}) for p in participants),
+        *(
+            send_to(ctx, p, pb.TX_PREPARE, {"tx": tx, "at": time.time(), "actions": p.actions})
+            for p in participants
+        ),
         return_exceptions=True,
     )
     failures = [r for r in prepared if isinstance(r, BaseException)]

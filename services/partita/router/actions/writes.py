@@ -8,7 +8,9 @@ from typing import Any
 from partita._proto import storage_pb2 as pb
 from partita.api import capacity
 from partita.api.table_keys import ItemKey
+from partita.common.errors import DynamoError
 from partita.router.actions import wire
+from partita.router.actions.orphan_locks import clear_orphan
 from partita.router.context import RouterContext
 from partita.router.table_cache import CachedTable
 
@@ -41,7 +43,14 @@ async def send_write(
         body=wire.request_body(options),
         item_size=new_size,  # the node meters the write with it
     )
-    response = await ctx.send(table, request)
+    try:
+        response = await ctx.send(table, request)
+    except DynamoError as exc:
+        if exc.code != "TransactionConflictException" or not await clear_orphan(
+            ctx, table, key.hash, key.storage_key, exc
+        ):
+            raise
+        response = await ctx.send(table, request)
     consumed = None
     if charged:
         units = capacity.write_units(response.capacity_bytes, new_size)
