@@ -407,3 +407,13 @@ def test_a_write_to_a_table_with_a_local_index_reports_its_item_collection(ddb: 
         ReturnItemCollectionMetrics="SIZE",
     )
     assert batch["ItemCollectionMetrics"][indexed][0]["ItemCollectionKey"] == {"pk": {"S": pk}}
+
+
+def test_a_scan_of_an_index_follows_the_index_s_order(ddb: Any, indexed: str) -> None:
+    group = uuid.uuid4().hex
+    _fill_group(ddb, indexed, group, [3, 1, 4, 2])
+    seen = []
+    for item in all_pages(ddb.scan, TableName=indexed, IndexName="by_group", Limit=3)[0]:
+        if item["group"]["S"] == group:
+            seen.append(item["rank"]["N"])
+    assert seen == ["1", "2", "3", "4"]  # one index partition key: in its sort key's order

@@ -141,3 +141,15 @@ def collection_metrics(record: TableRecord, body: Any, key_source: Item) -> dict
 
 def has_local_index(record: TableRecord) -> bool:
     return any(index.kind == "LOCAL" for index in record.indexes)
+
+
+def scan_order(record: TableRecord, index: SecondaryIndex, item: Item) -> tuple[int, bytes, bytes, bytes]:
+    """Where an entry sorts in a Scan of its index: as the index's own partitions hold
+    it, by its index partition key's hash (a parallel Scan's segments divide those),
+    then that key, then its index sort key, then its item's place in the table."""
+    element = index.partition_key
+    raw = keys.key_bytes(item[element.name], element.type)
+    sort = b""
+    if index.sort_key is not None:
+        sort = keys.encode_sort_key(item[index.sort_key.name], index.sort_key.type)
+    return keys.key_hash(element.type, raw), raw, sort, storage_key_of(record, item)

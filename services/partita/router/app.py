@@ -58,7 +58,7 @@ from partita.router.context import RouterContext
 from partita.router.credentials import CredentialStore
 from partita.router.http_server import FIRST_ACCEPT_ENCODING, MAX_BODY_BYTES, HttpRequest, HttpResponse
 from partita.router.request_encoding import decoded_body
-from partita.router.table_arns import names_for_arns
+from partita.router.table_arns import keyed_by_arn, names_for_arns, request_item_arns
 
 log = logging.getLogger(__name__)
 # Rejected requests, one line each at info, at most a burst of 100 then 10 a second.
@@ -258,6 +258,7 @@ class DynamoApp:
                 if isinstance(payload, list)
                 else "Start of structure or map found where not expected."
             )
+        arns = request_item_arns(payload)
         payload = names_for_arns(payload)
         table_name = payload.get("TableName")
         if isinstance(table_name, str) and table_name in self.ctx.tables.tables:
@@ -282,6 +283,8 @@ class DynamoApp:
             elif operation in CONTROL_PLANE:
                 self.admission.admit_control()
         result = await action(self.ctx, payload)
+        if arns:
+            result = keyed_by_arn(result, arns)
         return result if isinstance(result, bytes) else orjson.dumps(result)
 
     def _admit(self, named: list[str], kind: str) -> None:

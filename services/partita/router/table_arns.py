@@ -4,14 +4,18 @@ Since DynamoDB's resource-based policies, every operation taking a TableName (an
 keys of a batch's RequestItems) takes the table's ARN as well. Partita keeps one
 account and region, so an ARN stands for the table named at its end: it is replaced by
 that name before the request is checked, and the request then runs (and is answered)
-exactly as if the name had been sent. An ARN that names no table (an index, a stream,
-another service) is left as sent, and refused as a table name.
+as if the name had been sent, except that a batch's answer is keyed by the ARNs its
+RequestItems were keyed by, as DynamoDB keys it (moto's test_batch_write_using_arn, run
+against DynamoDB). An ARN that names no table (an index, a stream, another service) is
+left as sent, and refused as a table name.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+import orjson
 
 _TABLE_ARN = re.compile(r"arn:aws[a-z-]*:dynamodb:[a-z0-9-]*:[0-9]*:table/([a-zA-Z0-9_.-]{3,255})")
 
@@ -60,3 +64,29 @@ def _action_by_name(entry: Any) -> Any:
         else action
         for member, action in entry.items()
     }
+
+
+# A batch answer's members keyed by table.
+_KEYED_BY_TABLE = ("Responses", "UnprocessedKeys", "UnprocessedItems", "ItemCollectionMetrics")
+
+
+def request_item_arns(payload: dict[str, Any]) -> dict[str, str]:
+    """The tables a batch's RequestItems name by ARN: name -> the ARN as sent."""
+    items = payload.get("RequestItems")
+    if not isinstance(items, dict):
+        return {}
+    return {
+        table_name_of(k): k
+        for k in items
+        if isinstance(k, str) and k.startswith("arn:") and table_name_of(k) != k
+    }
+
+
+def keyed_by_arn(answer: bytes | dict[str, Any], arns: dict[str, str]) -> bytes | dict[str, Any]:
+    """A batch's answer with its tables keyed by the ARNs the request used."""
+    out = orjson.loads(answer) if isinstance(answer, bytes) else dict(answer)
+    for member in _KEYED_BY_TABLE:
+        keyed = out.get(member)
+        if isinstance(keyed, dict):
+            out[member] = {arns.get(name, name): value for name, value in keyed.items()}
+    return orjson.dumps(out) if isinstance(answer, bytes) else out

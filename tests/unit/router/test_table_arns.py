@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from partita.router.table_arns import names_for_arns, table_name_of
+import orjson
+
+from partita.router.table_arns import keyed_by_arn, names_for_arns, request_item_arns, table_name_of
 
 ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/orders"
 
@@ -42,3 +44,20 @@ def test_a_request_without_arns_is_passed_through_untouched() -> None:
 def test_a_batch_naming_one_table_twice_is_not_merged() -> None:
     batch = {"RequestItems": {ARN: {"Keys": [1]}, "orders": {"Keys": [2]}}}
     assert names_for_arns(batch) == batch
+
+
+def test_a_batch_by_arn_is_answered_by_arn() -> None:
+    arns = request_item_arns({"RequestItems": {ARN: {"Keys": []}, "other": {"Keys": []}}})
+    assert arns == {"orders": ARN}
+    answer = orjson.dumps(
+        {"Responses": {"orders": [1], "other": [2]}, "UnprocessedKeys": {"orders": {"Keys": []}}}
+    )
+    assert orjson.loads(keyed_by_arn(answer, arns)) == {
+        "Responses": {ARN: [1], "other": [2]},
+        "UnprocessedKeys": {ARN: {"Keys": []}},
+    }
+    # A transaction's tables are named by their ARNs too.
+    transact = {"TransactItems": [{"Put": {"TableName": ARN, "Item": {}}}, {"Get": {"TableName": "other"}}]}
+    assert names_for_arns(transact) == {
+        "TransactItems": [{"Put": {"TableName": "orders", "Item": {}}}, {"Get": {"TableName": "other"}}]
+    }

@@ -25,7 +25,15 @@ import orjson
 from partita._proto import storage_pb2 as pb
 from partita.api import capacity
 from partita.api.expressions import KeyCondition, evaluate, project
-from partita.api.index_keys import entry_key, entry_of, in_index, projected_names, query_order, storage_key_of
+from partita.api.index_keys import (
+    entry_key,
+    entry_of,
+    in_index,
+    projected_names,
+    query_order,
+    scan_order,
+    storage_key_of,
+)
 from partita.api.operations.common import Expressions
 from partita.api.operations.query import QueryRequest
 from partita.api.operations.reads import ReadCommon
@@ -77,27 +85,44 @@ async def query(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, r
 
 
 async def scan(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, req: ScanRequest) -> bytes:
-    """An index Scan in the order of the base items' places in the table (a segment of a
-    parallel Scan holds the entries whose items hash into it)."""
+    """An index Scan in the index's order (`index_keys.scan_order`); a segment of a
+    parallel Scan holds the entries whose index partition key hashes into it."""
     record = table.record
     seg_lo = req.segment * keys.HASH_SPACE // req.total_segments
     seg_hi = (req.segment + 1) * keys.HASH_SPACE // req.total_segments
     read = req.read
-    after = b""
+    after: tuple[int, bytes, bytes, bytes] | None = None
     if read.exclusive_start is not None:
-        start = ranges.start_key(record, {name: read.exclusive_start[name] for name in record.key_names})
-        if not seg_lo <= start.hash < seg_hi:
+        after = _scan_start(record, index, read.exclusive_start)
+        if not seg_lo <= after[0] < seg_hi:
             raise errors.validation(
                 "The provided starting key is invalid: Invalid ExclusiveStartKey. Please use ExclusiveStartKey "
                 f"with correct Segment. TotalSegments: {req.total_segments} Segment: {req.segment}"
             )
-        seg_lo, after = start.hash, start.storage_key
-    items = await _gather_hashes(ctx, table, seg_lo, seg_hi, _holding_keys(index), consistent=read.consistent)
-    placed = sorted(
-        (storage_key_of(record, item), i) for i, item in enumerate(items) if in_index(index, item)
+    # A local index's partition key is the table's: its segment is the same hash range
+    # of the table. A global index's entries may be on any partition.
+    lo_hash, hi_hash = (seg_lo, seg_hi) if index.kind == "LOCAL" else (0, keys.HASH_SPACE)
+    items = await _gather_hashes(
+        ctx, table, lo_hash, hi_hash, _holding_keys(index), consistent=read.consistent
     )
-    entries = [items[i] for place, i in placed if place > after]
+    placed = sorted(
+        (order, i)
+        for i, item in enumerate(items)
+        if in_index(index, item) and seg_lo <= (order := scan_order(record, index, item))[0] < seg_hi
+    )
+    entries = [items[i] for order, i in placed if after is None or order > after]
     return _page(record, index, entries, read, req.expressions)
+
+
+def _scan_start(
+    record: TableRecord, index: SecondaryIndex, start: dict[str, Any]
+) -> tuple[int, bytes, bytes, bytes]:
+    """ExclusiveStartKey's place among a Scan's entries: the table's key attributes and
+    the index's, of their types."""
+    if any(name not in start for name in index.key_names) or not in_index(index, start):
+        raise errors.validation(_INVALID_START)
+    ranges.start_key(record, {name: start[name] for name in record.key_names})  # the table's key, checked
+    return scan_order(record, index, start)
 
 
 def _query_start(
