@@ -264,3 +264,13 @@ def test_execute_transaction_runs_partiql_writes_as_one_transaction(ddb: Any, ac
         ]
     )
     assert read["Responses"] == [{"Item": {"data": {"S": "new"}}}]
+
+
+def test_a_transactional_write_is_charged_for_the_item_it_replaces(ddb: Any, accounts: str) -> None:
+    pk = key()
+    ddb.put_item(TableName=accounts, Item={"pk": {"S": pk}, "blob": {"S": "x" * 2900}})  # 3 KB: 3 WCU
+    out = ddb.transact_write_items(
+        TransactItems=[{"Delete": {"TableName": accounts, "Key": {"pk": {"S": pk}}}}],
+        ReturnConsumedCapacity="TOTAL",
+    )
+    assert out["ConsumedCapacity"][0]["CapacityUnits"] == 6.0  # twice the plain delete's

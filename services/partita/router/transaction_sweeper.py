@@ -51,6 +51,7 @@ async def sweep_once(ctx: RouterContext, ledger: TransactionLedger, now: float) 
         participants = _participants(ctx, record)
         if participants is None:
             await ledger.delete_transaction(tx)  # its table is gone, and its locks with it
+            log.info("transaction %s dropped by a sweeper: a table of it was deleted", tx)
             continue
         if await resolve(ctx, tx, participants, outcome == "committed"):
             await ledger.delete_transaction(tx)

@@ -84,7 +84,9 @@ class DataPlane:
         owner = self.state.owner(request)
         if owner is None or (request.op in _MULTI_KEY and not _owns_every_key(owner, request)):
             return Plan(pb.Response(id=request.id, status=pb.WRONG_PARTITION))
-        if self.admission is not None:
+        # A transaction's resolution finishes work admitted when it was prepared: never
+        # refused, or a committed transaction would stay invisible until swept.
+        if self.admission is not None and request.op != pb.TX_RESOLVE:
             refused = self._admit(request)
             if refused is not None:
                 return Plan(refused)

@@ -6,6 +6,7 @@ with a key-range reason, without touching the engine."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from partita.common.partition_map import Partition
 from partita.storage import metrics as storage_metrics
 from partita.storage.admission import PARTITION_MAX_UNITS, Refusal, StorageAdmission, partition_rate
 from partita.storage.data_server import DataPlane
+from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 from partita.storage.hosting import desired_hosting
 from partita.storage.node import NodeState
@@ -267,3 +269,32 @@ def test_a_boosted_partition_of_large_items_keeps_its_boost_through_one_heavy_pe
     buckets.used = 14 * 98.0  # then a heavy one
     admission.adapt(now + 2.0)
     assert buckets.allocated.rate > 882.0, buckets.allocated.rate
+
+
+async def test_a_transactions_resolution_is_never_refused(engine: Engine) -> None:
+    """Its prepare was admitted; refusing the commit would leave a committed transaction
+    unreadable until a sweeper finished it."""
+    record = records.table_record(
+        *ONE, name="txhot", table_id=0x78, billing_mode="PROVISIONED", read_capacity=10, write_capacity=1
+    )
+    state = NodeState(node_id="a", zone="a", engine=engine, hosted=desired_hosting([record], "a"))
+    clock = Clock()
+    plane = DataPlane(state, StorageAdmission(clock.now), clock)
+    key = keys.item_key(record.table_id, 5, b"k", None)
+    lock = orjson.dumps({"tx": "t", "at": 0.0, "put": '{"pk":{"S":"k"}}'})
+    await engine.commit([Effect(Kind.PUT, keys.lock_key(key), lock)])
+    for i in range(5):  # spend the partition's second of writes
+        other = keys.item_key(record.table_id, 5, f"o{i}".encode(), None)
+        plan = plane.plan(pb.Request(id=i, op=pb.PUT, key=other, key_hash=5, value=b"{}", table_id=0x78,
+                                     partition_id="p0"))  # fmt: skip
+        if plan.effects:
+            await plane.commit([plan])
+    resolve = {"tx": "t", "commit": True, "keys": [base64.b64encode(key).decode()]}
+    plan = plane.plan(
+        pb.Request(
+            id=9, op=pb.TX_RESOLVE, key_hash=5, body=orjson.dumps(resolve), table_id=0x78, partition_id="p0"
+        )
+    )
+    assert plan.response.status == pb.OK and plan.effects
+    await plane.commit([plan])
+    assert engine.get(key) == b'{"pk":{"S":"k"}}' and engine.get(keys.lock_key(key)) is None

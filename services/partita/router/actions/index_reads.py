@@ -2,8 +2,9 @@
 
 Partita keeps no index partitions yet: an index read gathers the base items the index
 holds (`api.index_keys.in_index`) from the partitions that can hold them (a local
-index: the one item collection of the Query's partition key; a global index: every
-partition, or the Scan's segment), orders them as the index orders its entries, and
+index: the one item collection of the Query's partition key, or the hash range of a
+Scan's segment; a global index: every partition), orders them as the index orders its
+entries, and
 pages through them as DynamoDB pages an index (Limit and the 1 MB budget count index
 entries, LastEvaluatedKey holds the table's and the index's key attributes). An entry
 is its item cut to the index's projection; a local index fetches what its entries

@@ -55,6 +55,9 @@ _DUPLICATE = "Transaction request cannot include multiple operations on one item
 # TransactGetItems: rounds of two reads before a read transaction is cancelled.
 _READ_ROUNDS = 3
 _ONGOING = "Transaction is ongoing for the item"
+# A committed transaction's partitions told again, with growing pauses, before the answer.
+RESOLVE_ATTEMPTS = 4
+RESOLVE_BACKOFF_SECONDS = 0.05
 
 
 @dataclass
@@ -87,20 +90,20 @@ async def run_write(ctx: RouterContext, body: Any) -> bytes:
                 raise errors.from_code(
                     "TransactionInProgressException", "Transaction from previous request is still in progress"
                 )
-            return _answer(req, participants, keys_of, body)
+            return _answer(req, participants, keys_of, body, None)
         await ledger.put_token(token_key, {"digest": req.digest, "state": "running", "at": time.time()})
     try:
         if len(participants) == 1:
-            await _commit_at_once(ctx, participants[0], len(req.actions))
+            units = await _commit_at_once(ctx, participants[0], len(req.actions))
         else:
-            await _two_phase(ctx, participants, len(req.actions))
+            units = await _two_phase(ctx, participants, len(req.actions))
     except BaseException:
         if token_key is not None and ledger is not None:
             await ledger.delete_token(token_key)
         raise
     if token_key is not None and ledger is not None:
         await ledger.put_token(token_key, {"digest": req.digest, "state": "done", "at": time.time()})
-    return _answer(req, participants, keys_of, body)
+    return _answer(req, participants, keys_of, body, units)
 
 
 def participants_of(
@@ -189,15 +192,21 @@ def _located(record: Any, action: WriteAction | GetAction) -> ItemKey | DynamoEr
         raise
 
 
-async def _commit_at_once(ctx: RouterContext, participant: Participant, count: int) -> None:
+async def _commit_at_once(ctx: RouterContext, participant: Participant, count: int) -> list[float]:
     body = {"tx": uuid.uuid4().hex, "commit": True, "actions": participant.actions}
     try:
-        await send_to(ctx, participant, pb.TX_PREPARE, body)
+        response = await send_to(ctx, participant, pb.TX_PREPARE, body)
     except DynamoError as exc:
         raise _placed(exc, [participant], count) from None
+    return [response.capacity_units]
 
 
-async def _two_phase(ctx: RouterContext, participants: list[Participant], count: int) -> None:
+def _units_of(prepared: list[Any]) -> list[float]:
+    return [r.capacity_units if isinstance(r, pb.Response) else 0.0 for r in prepared]
+
+
+async def _two_phase(ctx: RouterContext, participants: list[Participant], count: int) -> list[float]:
+    """The transaction over several partitions; each participant's consumed units."""
     ledger = ctx.ledger
     if ledger is None:
         raise errors.internal_server_error("No transaction ledger: transactions across partitions are off")
@@ -212,10 +221,16 @@ async def _two_phase(ctx: RouterContext, participants: list[Participant], count:
     )
     failures = [r for r in prepared if isinstance(r, BaseException)]
     outcome = await ledger.decide_transaction(tx, "aborted" if failures else "committed")
-    if await resolve(ctx, tx, participants, outcome == "committed"):
-        await ledger.delete_transaction(tx)
+    for attempt in range(RESOLVE_ATTEMPTS):
+        # Committed is committed: its items must be readable once it is answered, so a
+        # partition that could not be told (its leader moving) is told again; what is
+        # left after that, a sweeper finishes.
+        if await resolve(ctx, tx, participants, outcome == "committed"):
+            await ledger.delete_transaction(tx)
+            break
+        await asyncio.sleep(RESOLVE_BACKOFF_SECONDS * (attempt + 1))
     if outcome == "committed":
-        return
+        return _units_of(prepared)
     if not failures:
         # A sweeper aborted it first: the coordinator had taken too long.
         raise errors.internal_server_error(
@@ -297,15 +312,21 @@ def _answer(
     participants: list[Participant],
     keys_of: list[tuple[str, ItemKey, dict[str, Any]]],
     body: dict[str, Any],
+    units: list[float] | None,
 ) -> bytes:
+    """`units`: what each participant's partition charged (twice a plain write's units,
+    sized on the larger of each item's old and new value, as DynamoDB charges); None for
+    a retry answered from its token, charged as its items' sizes say."""
     consumed = None
     if req.capacity != "NONE":
-        # A transactional write costs twice a plain one (DynamoDB's rule), per item.
-        units = [
-            (name, 2 * capacity.write_units(action.size))
-            for (name, _, _), action in zip(keys_of, req.actions, strict=True)
-        ]
-        consumed = _with_axis(capacity.consumed_per_table(units, req.capacity), "WriteCapacityUnits")
+        if units is not None:
+            charged = [(p.table.record.name, u) for p, u in zip(participants, units, strict=True)]
+        else:
+            charged = [
+                (name, 2 * capacity.write_units(action.size))
+                for (name, _, _), action in zip(keys_of, req.actions, strict=True)
+            ]
+        consumed = _with_axis(capacity.consumed_per_table(charged, req.capacity), "WriteCapacityUnits")
     metrics: dict[str, list[dict[str, Any]]] = {}
     if req.collection_metrics:
         tables = {p.table.record.name: p.table.record for p in participants}
