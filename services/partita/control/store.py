@@ -242,6 +242,10 @@ class TransactionLedger(Protocol):
     async def list_transactions(self) -> list[tuple[str, dict[str, Any]]]: ...
     async def get_token(self, token: str) -> dict[str, Any] | None: ...
     async def put_token(self, token: str, record: dict[str, Any]) -> None: ...
+    async def claim_token(self, token: str, record: dict[str, Any]) -> bool:
+        """Store `record` for a token none holds; False if one does (a request with the
+        same token got there first)."""
+
     async def delete_token(self, token: str) -> None: ...
     async def list_tokens(self) -> list[tuple[str, dict[str, Any]]]: ...
 
@@ -781,6 +785,9 @@ class EtcdControlStore:
 
     async def put_token(self, token: str, record: dict[str, Any]) -> None:
         await self._client.put(TOKENS + token.encode(), orjson.dumps(record))
+
+    async def claim_token(self, token: str, record: dict[str, Any]) -> bool:
+        return await self._cas_put(TOKENS + token.encode(), record, NO_REVISION)
 
     async def delete_token(self, token: str) -> None:
         await self._client.delete(TOKENS + token.encode())

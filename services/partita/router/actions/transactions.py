@@ -54,6 +54,7 @@ TOKEN_SECONDS = 600.0
 _DUPLICATE = "Transaction request cannot include multiple operations on one item"
 # TransactGetItems: rounds of two reads before a read transaction is cancelled.
 _READ_ROUNDS = 3
+_READ_PAUSE_SECONDS = 0.02
 _ONGOING = "Transaction is ongoing for the item"
 # A committed transaction's partitions told again, with growing pauses, before the answer.
 RESOLVE_ATTEMPTS = 4
@@ -80,18 +81,15 @@ async def run_write(ctx: RouterContext, body: Any) -> bytes:
     token_key = _token_key(req.token) if req.token is not None else None
     if token_key is not None and ledger is not None:
         earlier = await ledger.get_token(token_key)
-        if earlier is not None and time.time() - float(earlier["at"]) < TOKEN_SECONDS:
-            if earlier["digest"] != req.digest:
-                raise errors.from_code(
-                    "IdempotentParameterMismatchException",
-                    "The request uses the same client token as a previous, but non-identical request.",
-                )
-            if earlier["state"] == "running":
-                raise errors.from_code(
-                    "TransactionInProgressException", "Transaction from previous request is still in progress"
-                )
+        if earlier is not None and time.time() - float(earlier["at"]) >= TOKEN_SECONDS:
+            await ledger.delete_token(token_key)  # expired: the token starts a new request
+            earlier = None
+        running = {"digest": req.digest, "state": "running", "at": time.time()}
+        if earlier is None and not await ledger.claim_token(token_key, running):
+            earlier = await ledger.get_token(token_key)  # the same token's request got there first
+        if earlier is not None:
+            _check_retry(earlier, req.digest)
             return _answer(req, participants, keys_of, body, None)
-        await ledger.put_token(token_key, {"digest": req.digest, "state": "running", "at": time.time()})
     try:
         if len(participants) == 1:
             units = await _commit_at_once(ctx, participants[0], len(req.actions))
@@ -104,6 +102,20 @@ async def run_write(ctx: RouterContext, body: Any) -> bytes:
     if token_key is not None and ledger is not None:
         await ledger.put_token(token_key, {"digest": req.digest, "state": "done", "at": time.time()})
     return _answer(req, participants, keys_of, body, units)
+
+
+def _check_retry(earlier: dict[str, Any], digest: str) -> None:
+    """A request with a token already used: the same request, finished (answered again
+    without running), or another one, or one still running."""
+    if earlier["digest"] != digest:
+        raise errors.from_code(
+            "IdempotentParameterMismatchException",
+            "The request uses the same client token as a previous, but non-identical request.",
+        )
+    if earlier["state"] == "running":
+        raise errors.from_code(
+            "TransactionInProgressException", "Transaction from previous request is still in progress"
+        )
 
 
 def participants_of(
@@ -377,7 +389,9 @@ async def run_get(ctx: RouterContext, body: Any) -> bytes:
             raise errors.validation(_DUPLICATE)
         seen.add((table.record.table_id, key.storage_key))
     reads: list[bytes | None] = []
-    for _ in range(_READ_ROUNDS):
+    for round_ in range(_READ_ROUNDS):
+        if round_:
+            await asyncio.sleep(_READ_PAUSE_SECONDS * round_)  # a transaction resolving meanwhile
         first = await _read_all(ctx, tables, keys)
         second = await _read_all(ctx, tables, keys) if not _conflicts(first) else first
         if not _conflicts(second) and first == second:
