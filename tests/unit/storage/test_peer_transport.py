@@ -20,6 +20,7 @@ from partita.common.framing import FrameDecoder, encode_frame
 from partita.storage.peer_transport import PeerTransport, encode_hello
 from partita.storage.replication.coalesce import Beat, Envelope
 from partita.storage.replication.wire import decode_envelope, encode_envelope
+from tests.ports import free_port
 
 
 def on_both_loops(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
@@ -50,8 +51,12 @@ class Cluster:
     transports: dict[str, PeerTransport] = field(default_factory=dict)
     received: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
-    async def start(self, node: str, port: int = 0) -> PeerTransport:
+    async def start(self, node: str, port: int | None = None) -> PeerTransport:
+        """`port`: where to listen; by default a free one below the ephemeral range, so a
+        node killed and started again on it finds it still free (an ephemeral port may
+        be taken meanwhile by a parallel test's outgoing connection, as a CI run saw)."""
         inbox = self.received.setdefault(node, [])
+        port = free_port() if port is None else port
         transport = PeerTransport(
             self.addresses.get, lambda env: inbox.append((env.src, env.beats[0].round)), node_id=node
         )
