@@ -417,3 +417,91 @@ def test_a_scan_of_an_index_follows_the_index_s_order(ddb: Any, indexed: str) ->
         if item["group"]["S"] == group:
             seen.append(item["rank"]["N"])
     assert seen == ["1", "2", "3", "4"]  # one index partition key: in its sort key's order
+
+
+# --- multi-attribute keys (DynamoDB's since November 2025) --------------------------------
+
+
+@pytest.fixture(scope="module")
+def multi(ddb: Any) -> str:
+    """A global index keyed on (tenant, region) HASH and (dt, seq) RANGE."""
+    name = f"compat-multi-{uuid.uuid4().hex[:10]}"
+    ddb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "tenant", "AttributeType": "S"},
+            {"AttributeName": "region", "AttributeType": "S"},
+            {"AttributeName": "dt", "AttributeType": "S"},
+            {"AttributeName": "seq", "AttributeType": "N"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_tenant",
+                "KeySchema": [
+                    {"AttributeName": "tenant", "KeyType": "HASH"},
+                    {"AttributeName": "region", "KeyType": "HASH"},
+                    {"AttributeName": "dt", "KeyType": "RANGE"},
+                    {"AttributeName": "seq", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    wait_active(ddb, name, timeout=30)
+    return name
+
+
+def _multi_query(ddb: Any, table: str, condition: str, **values: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = ddb.query(
+        TableName=table,
+        IndexName="by_tenant",
+        KeyConditionExpression=condition,
+        ExpressionAttributeNames={"#r": "region"},
+        ExpressionAttributeValues={f":{k}": v for k, v in values.items()},
+    )
+    return out
+
+
+def test_a_multi_attribute_key_is_described_and_queried_attribute_by_attribute(ddb: Any, multi: str) -> None:
+    (index,) = ddb.describe_table(TableName=multi)["Table"]["GlobalSecondaryIndexes"]
+    assert [k["KeyType"] for k in index["KeySchema"]] == ["HASH", "HASH", "RANGE", "RANGE"]
+    tenant = uuid.uuid4().hex
+    rows = [("eu", "d2", 1), ("eu", "d1", 2), ("eu", "d1", 1), ("us", "d1", 1), ("eu", "d1", 10)]
+    for i, (region, day, seq) in enumerate(rows):
+        ddb.put_item(
+            TableName=multi,
+            Item={"pk": {"S": f"{tenant}-{i}"}, "tenant": {"S": tenant}, "region": {"S": region},
+                  "dt": {"S": day}, "seq": {"N": str(seq)}},
+        )  # fmt: skip
+    ddb.put_item(
+        TableName=multi, Item={"pk": {"S": f"{tenant}-x"}, "tenant": {"S": tenant}, "region": {"S": "eu"}}
+    )
+    everything = _multi_query(ddb, multi, "tenant = :t AND #r = :r", t={"S": tenant}, r={"S": "eu"})
+    assert [(i["dt"]["S"], i["seq"]["N"]) for i in everything["Items"]] == [
+        ("d1", "1"), ("d1", "2"), ("d1", "10"), ("d2", "1")
+    ]  # fmt: skip
+    later = _multi_query(
+        ddb, multi, "tenant = :t AND #r = :r AND dt = :d AND seq > :s",
+        t={"S": tenant}, r={"S": "eu"}, d={"S": "d1"}, s={"N": "1"},
+    )  # fmt: skip
+    assert [i["seq"]["N"] for i in later["Items"]] == ["2", "10"]
+
+
+def test_a_multi_attribute_key_condition_needs_every_hash_and_a_leading_run_of_ranges(
+    ddb: Any, multi: str
+) -> None:
+    missing_hash = validation(
+        ddb.query, TableName=multi, IndexName="by_tenant", KeyConditionExpression="tenant = :t",
+        ExpressionAttributeValues={":t": {"S": "x"}},
+    )  # fmt: skip
+    assert "HASH" in missing_hash and "equality" in missing_hash and "region" in missing_hash
+    skipped = validation(
+        ddb.query, TableName=multi, IndexName="by_tenant",
+        KeyConditionExpression="tenant = :t AND #r = :r AND seq = :s",
+        ExpressionAttributeNames={"#r": "region"},
+        ExpressionAttributeValues={":t": {"S": "x"}, ":r": {"S": "eu"}, ":s": {"N": "1"}},
+    )  # fmt: skip
+    assert "RANGE" in skipped and "equality" in skipped and "dt" in skipped

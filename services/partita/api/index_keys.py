@@ -27,8 +27,8 @@ def index_key_attributes(indexes: Iterable[SecondaryIndex]) -> list[IndexKeyAttr
     return [
         (index.name, element.name, element.type, role)
         for index in indexes
-        for element, role in ((index.partition_key, "HASH"), (index.sort_key, "RANGE"))
-        if element is not None
+        for role, elements in (("HASH", index.hash_keys), ("RANGE", index.range_keys))
+        for element in elements
     ]
 
 
@@ -74,17 +74,16 @@ def in_index(index: SecondaryIndex, item: Item) -> bool:
     and a key value a write could give it (not empty, not too long). An item written
     before a global index was added may have neither: DynamoDB's backfill leaves it out
     (ScyllaDB Alternator's test_gsi_updatetable.py, run against DynamoDB)."""
-    for element, limit in (
-        (index.partition_key, keys.MAX_PARTITION_KEY_BYTES),
-        (index.sort_key, keys.MAX_SORT_KEY_BYTES),
+    for elements, limit in (
+        (index.hash_keys, keys.MAX_PARTITION_KEY_BYTES),
+        (index.range_keys, keys.MAX_SORT_KEY_BYTES),
     ):
-        if element is None:
-            continue
-        av = item.get(element.name)
-        if av is None or element.type not in av:
-            return False
-        if element.type != "N" and not 0 < len(keys.key_bytes(av, element.type)) <= limit:
-            return False
+        for element in elements:
+            av = item.get(element.name)
+            if av is None or element.type not in av:
+                return False
+            if element.type != "N" and not 0 < len(keys.key_bytes(av, element.type)) <= limit:
+                return False
     return True
 
 
@@ -120,13 +119,15 @@ def storage_key_of(record: TableRecord, item: Item) -> bytes:
     return keys.item_key(record.table_id, keys.key_hash(pk_el.type, pk), pk, sk)
 
 
-def query_order(record: TableRecord, index: SecondaryIndex, item: Item) -> tuple[bytes, bytes]:
-    """Where an entry sorts in a Query of its index key: by the index's sort key, then
-    (for entries that share it) by the base item's place in the table."""
-    sort = b""
-    if index.sort_key is not None:
-        sort = keys.encode_sort_key(item[index.sort_key.name], index.sort_key.type)
-    return sort, storage_key_of(record, item)
+def query_order(record: TableRecord, index: SecondaryIndex, item: Item) -> tuple[tuple[bytes, ...], bytes]:
+    """Where an entry sorts in a Query of its index key: by the index's sort key (each of
+    a multi-attribute one's attributes in turn), then (for entries that share it) by
+    the base item's place in the table."""
+    return _range_order(index, item), storage_key_of(record, item)
+
+
+def _range_order(index: SecondaryIndex, item: Item) -> tuple[bytes, ...]:
+    return tuple(keys.encode_sort_key(item[e.name], e.type) for e in index.range_keys)
 
 
 def collection_metrics(record: TableRecord, body: Any, key_source: Item) -> dict[str, Any] | None:
@@ -143,13 +144,23 @@ def has_local_index(record: TableRecord) -> bool:
     return any(index.kind == "LOCAL" for index in record.indexes)
 
 
-def scan_order(record: TableRecord, index: SecondaryIndex, item: Item) -> tuple[int, bytes, bytes, bytes]:
+def scan_order(
+    record: TableRecord, index: SecondaryIndex, item: Item
+) -> tuple[int, bytes, tuple[bytes, ...], bytes]:
     """Where an entry sorts in a Scan of its index: as the index's own partitions hold
     it, by its index partition key's hash (a parallel Scan's segments divide those),
-    then that key, then its index sort key, then its item's place in the table."""
-    element = index.partition_key
-    raw = keys.key_bytes(item[element.name], element.type)
-    sort = b""
-    if index.sort_key is not None:
-        sort = keys.encode_sort_key(item[index.sort_key.name], index.sort_key.type)
-    return keys.key_hash(element.type, raw), raw, sort, storage_key_of(record, item)
+    then that key, then its index sort key, then its item's place in the table. A
+    multi-attribute partition key is hashed as one value: its attributes' canonical
+    bytes, each with its type and length."""
+    if not index.more_hash_keys:
+        element = index.partition_key
+        raw = keys.key_bytes(item[element.name], element.type)
+        hashed = keys.key_hash(element.type, raw)
+    else:
+        raw = b"".join(
+            e.type.encode() + len(part).to_bytes(4, "big") + part
+            for e in index.hash_keys
+            for part in (keys.key_bytes(item[e.name], e.type),)
+        )
+        hashed = keys.key_hash("B", raw)
+    return hashed, raw, _range_order(index, item), storage_key_of(record, item)

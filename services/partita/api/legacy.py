@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from partita.api.expressions.key_condition import MAX_CONDITIONS
 from partita.api.item import check_value
 from partita.api.values import AttributeValue, compare, value_type
 from partita.common import errors
@@ -294,7 +295,8 @@ def filter_conditions(raw: Any, operator: str | None, param: str, ph: Placeholde
 def key_conditions(raw: Any, ph: Placeholders) -> str:
     """KeyConditions as a KeyConditionExpression (the key schema is checked later)."""
     conditions = _conditions(raw, "KeyConditions")
-    if len(conditions) not in (1, 2):
+    # Up to eight for a multi-attribute index key; a table's takes two (key_condition.plan).
+    if not 1 <= len(conditions) <= MAX_CONDITIONS:
         raise errors.validation("Conditions can be of length 1 or 2 only")
     parts = []
     for attribute, operator, values in conditions:

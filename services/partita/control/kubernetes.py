@@ -135,10 +135,12 @@ def _indexes_from_resource(
     indexes = []
     for kind, member in _INDEX_MEMBERS:
         for item in spec.get(member) or []:
-            keys = {
-                k["keyType"]: KeyElement(k["attributeName"], types.get(k["attributeName"], "S"))
+            elements = [
+                (k["keyType"], KeyElement(k["attributeName"], types.get(k["attributeName"], "S")))
                 for k in item["keySchema"]
-            }
+            ]
+            hashes = [e for role, e in elements if role == "HASH"]
+            ranges = [e for role, e in elements if role == "RANGE"]
             projection = item.get("projection") or {}
             throughput = item.get("provisionedThroughput") or {}
             name = str(item["indexName"])
@@ -146,8 +148,10 @@ def _indexes_from_resource(
                 SecondaryIndex(
                     name=name,
                     kind=kind,
-                    partition_key=keys["HASH"],
-                    sort_key=keys.get("RANGE"),
+                    partition_key=hashes[0],
+                    sort_key=ranges[0] if ranges else None,
+                    more_hash_keys=tuple(hashes[1:]),
+                    more_range_keys=tuple(ranges[1:]),
                     projection_type=cast(ProjectionType, projection.get("projectionType", "ALL")),
                     non_key_attributes=tuple(projection.get("nonKeyAttributes") or ()),
                     read_capacity=int(throughput.get("readCapacityUnits", 0)),
@@ -168,8 +172,8 @@ def _index_resource(index: SecondaryIndex, billing_mode: BillingMode) -> dict[st
         "indexName": index.name,
         "keySchema": [
             {"attributeName": key.name, "keyType": role}
-            for role, key in (("HASH", index.partition_key), ("RANGE", index.sort_key))
-            if key is not None
+            for role, keys in (("HASH", index.hash_keys), ("RANGE", index.range_keys))
+            for key in keys
         ],
         "projection": projection,
     }

@@ -145,7 +145,10 @@ class SecondaryIndex:
     """A global or local secondary index as CreateTable (or UpdateTable) asked for it.
 
     A local index shares the table's partition key; `read_capacity`/`write_capacity` are
-    a provisioned global index's own throughput (0 otherwise).
+    a provisioned global index's own throughput (0 otherwise). A global index's key may
+    have up to four HASH and four RANGE attributes (DynamoDB's multi-attribute keys):
+    `partition_key` and `sort_key` are the first of each, `more_hash_keys` and
+    `more_range_keys` the rest, in the key schema's order.
     """
 
     name: str
@@ -157,10 +160,24 @@ class SecondaryIndex:
     read_capacity: int = 0
     write_capacity: int = 0
     created_at: float = 0.0
+    more_hash_keys: tuple[KeyElement, ...] = ()
+    more_range_keys: tuple[KeyElement, ...] = ()
+
+    @property
+    def hash_keys(self) -> tuple[KeyElement, ...]:
+        return (self.partition_key, *self.more_hash_keys)
+
+    @property
+    def range_keys(self) -> tuple[KeyElement, ...]:
+        return ((self.sort_key,) if self.sort_key else ()) + self.more_range_keys
+
+    @property
+    def multi_attribute(self) -> bool:
+        return bool(self.more_hash_keys or self.more_range_keys)
 
     @property
     def key_names(self) -> list[str]:
-        return [self.partition_key.name] + ([self.sort_key.name] if self.sort_key else [])
+        return [element.name for element in (*self.hash_keys, *self.range_keys)]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,6 +190,16 @@ class SecondaryIndex:
             "read_capacity": self.read_capacity,
             "write_capacity": self.write_capacity,
             "created_at": self.created_at,
+            **(
+                {"more_hash_keys": [[e.name, e.type] for e in self.more_hash_keys]}
+                if self.more_hash_keys
+                else {}
+            ),
+            **(
+                {"more_range_keys": [[e.name, e.type] for e in self.more_range_keys]}
+                if self.more_range_keys
+                else {}
+            ),
         }
 
     @classmethod
@@ -188,6 +215,8 @@ class SecondaryIndex:
             read_capacity=int(data.get("read_capacity", 0)),
             write_capacity=int(data.get("write_capacity", 0)),
             created_at=float(data.get("created_at", 0.0)),
+            more_hash_keys=tuple(KeyElement(*e) for e in data.get("more_hash_keys", ())),
+            more_range_keys=tuple(KeyElement(*e) for e in data.get("more_range_keys", ())),
         )
 
 

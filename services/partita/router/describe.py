@@ -56,9 +56,9 @@ def table_description(
 def _index_description(index: SecondaryIndex, table_arn: str) -> dict[str, Any]:
     """What DynamoDB tells of any secondary index. Its ItemCount and IndexSizeBytes are
     not counted yet (README: indexes are evaluated from the table when read)."""
-    key_schema = [{"AttributeName": index.partition_key.name, "KeyType": "HASH"}]
-    if index.sort_key is not None:
-        key_schema.append({"AttributeName": index.sort_key.name, "KeyType": "RANGE"})
+    key_schema = [{"AttributeName": e.name, "KeyType": "HASH"} for e in index.hash_keys] + [
+        {"AttributeName": e.name, "KeyType": "RANGE"} for e in index.range_keys
+    ]
     projection: dict[str, Any] = {"ProjectionType": index.projection_type}
     if index.non_key_attributes:
         projection["NonKeyAttributes"] = list(index.non_key_attributes)

@@ -556,16 +556,16 @@ def test_a_global_index_key_has_its_hash_attributes_before_its_range_attributes(
     [[hash_key("x"), hash_key("y")], [hash_key("x"), range_key("y"), range_key("z")]],
     ids=["two-hash", "two-range"],
 )
-def test_a_valid_multi_attribute_global_key_is_refused_as_not_supported_yet(
+def test_a_multi_attribute_global_key_becomes_its_hash_and_range_attributes(
     keys: list[dict[str, str]],
 ) -> None:
-    # Valid in DynamoDB (moto's and Alternator's multi-attribute tests); a SecondaryIndex
-    # holds one partition key and one sort key.
+    # Valid in DynamoDB since November 2025 (moto's and Alternator's multi-attribute tests).
     names = [k["AttributeName"] for k in keys]
     body = request(AttributeDefinitions=attrs("a", "b", *names), GlobalSecondaryIndexes=[gsi("multi", *keys)])
-    assert validation_message(body) == (
-        "Partita does not support a global secondary index with a multi-attribute key yet: multi"
-    )
+    (index,) = create_table.validate(body).indexes
+    assert [e.name for e in index.hash_keys] == [k["AttributeName"] for k in keys if k["KeyType"] == "HASH"]
+    assert [e.name for e in index.range_keys] == [k["AttributeName"] for k in keys if k["KeyType"] == "RANGE"]
+    assert index.key_names == names
 
 
 # --- projection ------------------------------------------------------------------------

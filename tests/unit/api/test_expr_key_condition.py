@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from partita.api.expressions import KeyCondition, plan_key_condition, resolve_request
+from partita.api.expressions.key_condition import plan_multi
 from partita.common.errors import DynamoError
 
 VALUES: dict[str, Any] = {":p": {"S": "pk1"}, ":a": {"N": "1"}, ":b": {"N": "5"}, ":s": {"S": "ab"}}
@@ -124,7 +125,10 @@ def test_operators_a_key_condition_cannot_use(expression: str, operator: str) ->
             "KeyConditionExpressions must only contain one condition per key",
         ),
         ("p = :p AND p = :p", "KeyConditionExpressions must only contain one condition per key"),
-        (":a = a and b = :a and :a = c", "Conditions can be of length 1 or 2 only"),
+        (
+            " and ".join(f"k{i} = :a" for i in range(9)),  # past a multi-attribute key's eight
+            "Conditions can be of length 1 or 2 only",
+        ),
     ],
 )
 def test_shape_errors(expression: str, expected: str) -> None:
@@ -154,6 +158,11 @@ def test_partition_key_must_be_present_and_compared_for_equality() -> None:
         plan("p < :p")
 
 
+def test_a_table_key_takes_two_conditions_at_most() -> None:
+    with pytest.raises(DynamoError, match=r": Conditions can be of length 1 or 2 only$"):
+        plan("p = :p AND c = :a AND x = :a")
+
+
 def test_second_condition_must_be_on_the_sort_key() -> None:
     with pytest.raises(DynamoError, match=r": Query condition missed key schema element: c$"):
         plan("p = :p AND x < :a")
@@ -166,3 +175,33 @@ def test_values_must_match_the_key_types() -> None:
         plan("p = :a")
     with pytest.raises(DynamoError, match="Condition parameter type does not match schema type"):
         plan("p = :p AND c = :s")
+
+
+# --- multi-attribute index keys -------------------------------------------------------------
+
+HASHES = [("h1", "S"), ("h2", "S")]
+RANGES = [("r1", "N"), ("r2", "N")]
+
+
+def test_a_multi_attribute_condition_takes_every_hash_and_a_leading_run_of_ranges() -> None:
+    condition = plan_multi(resolved("h1 = :p AND h2 = :s AND r1 = :a AND r2 < :b"), HASHES, RANGES)
+    item = {"h1": {"S": "pk1"}, "h2": {"S": "ab"}, "r1": {"N": "1"}, "r2": {"N": "3"}}
+    assert condition.matches(item)
+    assert not condition.matches({**item, "r2": {"N": "5"}})
+    assert not condition.matches({**item, "h2": {"S": "other"}})
+    assert plan_multi(resolved("h1 = :p AND h2 = :s"), HASHES, RANGES).matches({**item, "r1": {"N": "9"}})
+
+
+@pytest.mark.parametrize(
+    ("expression", "words"),
+    [
+        ("h1 = :p", ("HASH", "equality", "h2")),
+        ("h1 = :p AND h2 > :s", ("HASH", "equality", "h2")),
+        ("h1 = :p AND h2 = :s AND r2 = :a", ("RANGE", "equality", "r1")),
+        ("h1 = :p AND h2 = :s AND r1 < :a AND r2 = :b", ("RANGE", "r1")),
+    ],
+)
+def test_a_multi_attribute_condition_names_what_it_lacks(expression: str, words: tuple[str, ...]) -> None:
+    with pytest.raises(DynamoError) as err:
+        plan_multi(resolved(expression), HASHES, RANGES)
+    assert all(word in err.value.message for word in words), err.value.message

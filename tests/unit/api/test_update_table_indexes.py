@@ -655,14 +655,13 @@ def test_more_than_a_hundred_projected_attributes_over_all_indexes_are_refused()
     )
 
 
-def test_a_valid_multi_attribute_key_is_refused_as_not_supported_yet() -> None:
+def test_a_multi_attribute_key_is_created() -> None:
     body = request(
         create("idx", [*keys("x"), {"AttributeName": "y", "KeyType": "HASH"}]),
         AttributeDefinitions=defs(x="S", y="S"),
     )
-    assert message(body, ON_DEMAND) == (
-        "Partita does not support a global secondary index with a multi-attribute key yet: idx"
-    )
+    index = applied(body, ON_DEMAND).indexes[-1]
+    assert [e.name for e in index.hash_keys] == ["x", "y"] and index.range_keys == ()
 
 
 # --- a Delete or an Update against the table ------------------------------------------------

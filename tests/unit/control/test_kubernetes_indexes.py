@@ -74,8 +74,31 @@ INTERLEAVED = dataclasses.replace(
 )
 
 
+# A multi-attribute global key: two HASH attributes, then two RANGE ones.
+MULTI = dataclasses.replace(
+    INDEXED,
+    attribute_definitions=(
+        ("pk", "S"),
+        ("sk", "N"),
+        ("genre", "S"),
+        ("year", "N"),
+        ("region", "S"),
+        ("day", "N"),
+    ),
+    indexes=(
+        dataclasses.replace(
+            BY_GENRE,
+            more_hash_keys=(KeyElement("region", "S"),),
+            more_range_keys=(KeyElement("day", "N"),),
+        ),
+    ),
+)
+
+
 @pytest.mark.parametrize(
-    "spec", [INDEXED, _on_demand(INDEXED), INTERLEAVED], ids=["provisioned", "on-demand", "interleaved"]
+    "spec",
+    [INDEXED, _on_demand(INDEXED), INTERLEAVED, MULTI],
+    ids=["provisioned", "on-demand", "interleaved", "multi-attribute"],
 )
 def test_indexes_are_written_as_the_crd_wants_and_read_back_the_same(spec: TableSpec) -> None:
     obj = kubernetes.resource_from_spec(spec, NS)

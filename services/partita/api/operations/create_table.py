@@ -418,15 +418,6 @@ def _check_indexes(
             _INVALID
             + f"Number of projected attributes in all indexes exceeds limit of {MAX_PROJECTED_ATTRIBUTES}"
         )
-    # A valid multi-attribute key (DynamoDB's since November 2025) is one Partita cannot
-    # build yet: refused by name, after every check DynamoDB would make.
-    for index in globals_:
-        kinds = [k["KeyType"] for k in index["KeySchema"]]
-        if kinds.count("HASH") > 1 or kinds.count("RANGE") > 1:
-            raise errors.validation(
-                "Partita does not support a global secondary index with a multi-attribute key yet: "
-                f"{index['IndexName']}"
-            )
     return tuple(
         [secondary_index(index, "LOCAL", defined, mode) for index in locals_]
         + [secondary_index(index, "GLOBAL", defined, mode) for index in globals_]
@@ -530,18 +521,21 @@ def secondary_index(
     index: dict[str, Any], kind: IndexKind, defined: dict[str, Any], mode: BillingMode
 ) -> SecondaryIndex:
     keys = index["KeySchema"]
-    hash_name = keys[0]["AttributeName"]
-    sort_key = None
-    if len(keys) == 2:
-        sort_name = keys[1]["AttributeName"]
-        sort_key = KeyElement(sort_name, defined[sort_name])
+    hashes = [
+        KeyElement(k["AttributeName"], defined[k["AttributeName"]]) for k in keys if k["KeyType"] == "HASH"
+    ]
+    ranges = [
+        KeyElement(k["AttributeName"], defined[k["AttributeName"]]) for k in keys if k["KeyType"] == "RANGE"
+    ]
     projection = index["Projection"]
     throughput = index.get("ProvisionedThroughput") if kind == "GLOBAL" and mode == "PROVISIONED" else None
     return SecondaryIndex(
         name=index["IndexName"],
         kind=kind,
-        partition_key=KeyElement(hash_name, defined[hash_name]),
-        sort_key=sort_key,
+        partition_key=hashes[0],
+        sort_key=ranges[0] if ranges else None,
+        more_hash_keys=tuple(hashes[1:]),
+        more_range_keys=tuple(ranges[1:]),
         projection_type=projection["ProjectionType"],
         non_key_attributes=tuple(projection.get("NonKeyAttributes") or ()),
         read_capacity=int(throughput["ReadCapacityUnits"]) if throughput else 0,

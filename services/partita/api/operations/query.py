@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.api.expressions import KeyCondition, plan_key_condition
+from partita.api.expressions.key_condition import MultiKeyCondition
+from partita.api.expressions.key_condition import plan_multi as plan_multi_key_condition
 from partita.api.expressions.parser import walk_paths
 from partita.api.operations import common, reads
 from partita.api.operations.common import Expressions
@@ -44,7 +46,20 @@ class QueryRequest:
         self._check_filter_keys(keys)
         return condition
 
-    def _check_filter_keys(self, keys: tuple[KeyElement, KeyElement | None]) -> None:
+    def multi_key_condition(self, record: TableRecord, index: SecondaryIndex) -> MultiKeyCondition:
+        """The key condition matched to a global index's multi-attribute key."""
+        tree = self.expressions.resolved.key_condition
+        assert tree is not None
+        condition = plan_multi_key_condition(
+            tree,
+            [(e.name, e.type) for e in index.hash_keys],
+            [(e.name, e.type) for e in index.range_keys],
+        )
+        reads.check_scalar_key_paths(self.expressions.resolved.projection, record)
+        self._check_filter_keys((*index.hash_keys, *index.range_keys))
+        return condition
+
+    def _check_filter_keys(self, keys: tuple[KeyElement | None, ...]) -> None:
         tree = self.expressions.resolved.filter
         if tree is None:
             return

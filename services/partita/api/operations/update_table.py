@@ -388,12 +388,6 @@ def _created(req: UpdateTableRequest, spec: TableSpec, update: IndexUpdate, now:
             _INVALID
             + f"Number of projected attributes in all indexes exceeds limit of {MAX_PROJECTED_ATTRIBUTES}"
         )
-    kinds = [k["KeyType"] for k in index["KeySchema"]]
-    if kinds.count("HASH") > 1 or kinds.count("RANGE") > 1:
-        # As CreateTable: a valid multi-attribute key Partita cannot build yet.
-        raise errors.validation(
-            f"Partita does not support a global secondary index with a multi-attribute key yet: {update.name}"
-        )
     new = dataclasses.replace(secondary_index(index, "GLOBAL", requested, spec.billing_mode), created_at=now)
     known = {n for n, _ in spec.attribute_definitions}
     added = tuple((n, requested[n]) for n in dict.fromkeys(key_names) if n not in known)

@@ -26,6 +26,7 @@ import orjson
 from partita._proto import storage_pb2 as pb
 from partita.api import capacity
 from partita.api.expressions import KeyCondition, evaluate, project
+from partita.api.expressions.key_condition import MultiKeyCondition
 from partita.api.index_keys import (
     entry_key,
     entry_of,
@@ -51,7 +52,9 @@ _INVALID_START = "The provided starting key is invalid: The provided key element
 
 async def query(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, req: QueryRequest) -> bytes:
     record = table.record
-    condition = req.key_condition(record, index)
+    condition: KeyCondition | MultiKeyCondition = (
+        req.multi_key_condition(record, index) if index.multi_attribute else req.key_condition(record, index)
+    )
     # The nodes keep only the items the key condition matches (a key condition is a
     # filter too), so a selective Query moves only its answer to the router.
     expressions = req.expressions
@@ -59,6 +62,7 @@ async def query(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, r
         filter=expressions.key_condition, names=expressions.names, values=expressions.values
     ).storage_body()
     if index.kind == "LOCAL":
+        assert isinstance(condition, KeyCondition)  # a local index's key is one attribute of each kind
         pk = record.partition_key
         pk_bytes = keys.partition_key_bytes(pk.name, condition.partition_value, pk.type)
         h = keys.key_hash(pk.type, pk_bytes)
@@ -92,7 +96,7 @@ async def scan(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, re
     seg_lo = req.segment * keys.HASH_SPACE // req.total_segments
     seg_hi = (req.segment + 1) * keys.HASH_SPACE // req.total_segments
     read = req.read
-    after: tuple[int, bytes, bytes, bytes] | None = None
+    after: tuple[int, bytes, tuple[bytes, ...], bytes] | None = None
     if read.exclusive_start is not None:
         after = _scan_start(record, index, read.exclusive_start)
         if not seg_lo <= after[0] < seg_hi:
@@ -117,7 +121,7 @@ async def scan(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, re
 
 def _scan_start(
     record: TableRecord, index: SecondaryIndex, start: dict[str, Any]
-) -> tuple[int, bytes, bytes, bytes]:
+) -> tuple[int, bytes, tuple[bytes, ...], bytes]:
     """ExclusiveStartKey's place among a Scan's entries: the table's key attributes and
     the index's, of their types."""
     if any(name not in start for name in index.key_names) or not in_index(index, start):
@@ -127,8 +131,11 @@ def _scan_start(
 
 
 def _query_start(
-    record: TableRecord, index: SecondaryIndex, start: dict[str, Any], condition: KeyCondition
-) -> tuple[bytes, bytes]:
+    record: TableRecord,
+    index: SecondaryIndex,
+    start: dict[str, Any],
+    condition: KeyCondition | MultiKeyCondition,
+) -> tuple[tuple[bytes, ...], bytes]:
     """ExclusiveStartKey's place among a Query's entries, checked as a table Query checks
     its own (`query._start_key`, DynamoDB's messages): the table's and the index's key
     attributes and nothing else, inside the key condition."""
@@ -136,25 +143,32 @@ def _query_start(
         raise errors.validation(_INVALID_START)
     if len(start) != len({*record.key_names, *index.key_names}):
         raise errors.validation("The provided starting key is invalid")
+    if isinstance(condition, MultiKeyCondition):
+        if not condition.matches(start):
+            raise errors.validation(_OUTSIDE)
+    else:
+        _check_start_against(index, start, condition)
+    table_key = ranges.start_key(record, {name: start[name] for name in record.key_names})
+    for element in index.range_keys:
+        av = start[element.name]
+        if not isinstance(av, dict) or element.type not in av:
+            raise errors.validation(_INVALID_START)
+    return tuple(keys.encode_sort_key(start[e.name], e.type) for e in index.range_keys), table_key.storage_key
+
+
+_OUTSIDE = "The provided starting key is outside query boundaries based on provided conditions"
+
+
+def _check_start_against(index: SecondaryIndex, start: dict[str, Any], condition: KeyCondition) -> None:
     same_partition = values_equal(start[index.partition_key.name], condition.partition_value)
     if index.sort_key is None or condition.sort_op is None:
         if not same_partition:
-            raise errors.validation(
-                "The provided starting key is outside query boundaries based on provided conditions"
-            )
+            raise errors.validation(_OUTSIDE)
     else:
         if not condition.sort_matches(start[index.sort_key.name]):
             raise errors.validation("The provided starting key does not match the range key predicate")
         if not same_partition:
             raise errors.validation("The query can return at most one row and cannot be restarted")
-    table_key = ranges.start_key(record, {name: start[name] for name in record.key_names})
-    sort = b""
-    if index.sort_key is not None:
-        av = start[index.sort_key.name]
-        if not isinstance(av, dict) or index.sort_key.type not in av:
-            raise errors.validation(_INVALID_START)
-        sort = keys.encode_sort_key(av, index.sort_key.type)
-    return sort, table_key.storage_key
 
 
 def _holding_keys(index: SecondaryIndex) -> dict[str, Any]:

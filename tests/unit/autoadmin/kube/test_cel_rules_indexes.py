@@ -167,11 +167,23 @@ def test_an_on_demand_tables_global_index_has_no_throughput() -> None:
         ),
         (
             lambda d: d["spec"]["globalSecondaryIndexes"][0]["keySchema"].reverse(),
-            "an index keySchema must be a HASH key optionally followed by a RANGE key",
+            "an index keySchema must be its HASH attributes followed by its RANGE attributes",
         ),
         (
             lambda d: d["spec"]["globalSecondaryIndexes"][0]["keySchema"][1].update(attributeName="Genre"),
-            "an index's HASH and RANGE keys must be different attributes",
+            "an index's key attributes must be different attributes",
+        ),
+        (
+            lambda d: d["spec"]["globalSecondaryIndexes"][0]["keySchema"].append(  # a HASH after the RANGE
+                {"attributeName": "Label", "keyType": "HASH"}
+            ),
+            "an index keySchema must be its HASH attributes followed by its RANGE attributes",
+        ),
+        (
+            lambda d: d["spec"]["globalSecondaryIndexes"][0].update(
+                keySchema=[{"attributeName": f"H{n}", "keyType": "HASH"} for n in range(5)]
+            ),
+            "an index keySchema may have at most four HASH and four RANGE attributes",
         ),
         (
             lambda d: d["spec"]["localSecondaryIndexes"][0]["projection"].pop("nonKeyAttributes"),
@@ -195,7 +207,10 @@ def test_index_rules_on_create(edit: Edit, message: str) -> None:
         lambda d: d["spec"]["globalSecondaryIndexes"][0].update(indexName="x" * 256),
         lambda d: d["spec"]["globalSecondaryIndexes"][0]["projection"].update(projectionType="SOME"),
         lambda d: d["spec"]["globalSecondaryIndexes"][0].update(keySchema=[]),
-        lambda d: d["spec"]["globalSecondaryIndexes"][0]["keySchema"].append(
+        lambda d: d["spec"]["globalSecondaryIndexes"][0].update(  # past four HASH and four RANGE
+            keySchema=[{"attributeName": f"K{n}", "keyType": "HASH" if n < 4 else "RANGE"} for n in range(9)]
+        ),
+        lambda d: d["spec"]["localSecondaryIndexes"][0]["keySchema"].append(
             {"attributeName": "Album", "keyType": "RANGE"}
         ),
         lambda d: d["spec"]["globalSecondaryIndexes"][0].pop("projection"),
@@ -234,6 +249,28 @@ def test_as_many_indexes_as_dynamodb_allows_fit_the_attribute_definitions() -> N
 
     doc = _edited(edit)
     assert len(doc["spec"]["attributeDefinitions"]) == 47
+    validate(doc)
+    assert violations(doc) == []
+
+
+def test_a_multi_attribute_global_index_key_fits() -> None:
+    """Up to four HASH attributes then up to four RANGE ones (DynamoDB's since 2025)."""
+
+    def edit(d: dict[str, Any]) -> None:
+        names = [f"H{n}" for n in range(4)] + [f"R{n}" for n in range(4)]
+        d["spec"]["globalSecondaryIndexes"].append(
+            {
+                "indexName": "ByMany",
+                "keySchema": [
+                    {"attributeName": n, "keyType": "HASH" if n[0] == "H" else "RANGE"} for n in names
+                ],
+                "projection": {"projectionType": "ALL"},
+                "provisionedThroughput": {"readCapacityUnits": 1, "writeCapacityUnits": 1},
+            }
+        )
+        d["spec"]["attributeDefinitions"] += [{"attributeName": n, "attributeType": "S"} for n in names]
+
+    doc = _edited(edit)
     validate(doc)
     assert violations(doc) == []
 
