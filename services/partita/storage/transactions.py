@@ -38,7 +38,8 @@ from typing import Any
 import orjson
 
 from partita._proto import storage_pb2 as pb
-from partita.common import errors, keys
+from partita.api.operations.transactions import canceled
+from partita.common import keys
 from partita.common.errors import DynamoError
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
@@ -121,16 +122,6 @@ def cancellation_reason(exc: DynamoError) -> dict[str, Any]:
     if exc.code == "ProvisionedThroughputExceededException":
         return {"Code": "ProvisionedThroughputExceeded", "Message": exc.message}
     return {"Code": exc.code.removesuffix("Exception"), "Message": exc.message}
-
-
-def canceled(reasons: list[dict[str, Any]]) -> DynamoError:
-    """TransactionCanceledException in DynamoDB's words, its reasons in the error body."""
-    codes = ", ".join(reason["Code"] for reason in reasons)
-    return errors.from_code(
-        "TransactionCanceledException",
-        f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
-        {"CancellationReasons": reasons},
-    )
 
 
 def _plan_action(engine: Engine, request_id: int, key: bytes, action: dict[str, Any]) -> Plan:

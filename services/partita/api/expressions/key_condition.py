@@ -130,13 +130,14 @@ def plan(
     values = _values(sort)
     for value in values:
         _check_type(value, sort_key, key_types)  # type: ignore[arg-type]  # sort is not None
-    if isinstance(sort, ast.Compare):
-        op = sort.op if isinstance(sort.left, ast.Path) else _MIRRORED[sort.op]
-    elif isinstance(sort, ast.Between):
-        op = "BETWEEN"
-    else:
-        op = "begins_with"
-    return KeyCondition(partition_key, partition_value, sort_key, op, values)
+    return KeyCondition(partition_key, partition_value, sort_key, _sort_op(sort), values)
+
+
+def _sort_op(leaf: ast.Condition) -> str:
+    """A sort key condition's operator, as seen from the key (`:v < sk` is `sk > :v`)."""
+    if isinstance(leaf, ast.Compare):
+        return leaf.op if isinstance(leaf.left, ast.Path) else _MIRRORED[leaf.op]
+    return "BETWEEN" if isinstance(leaf, ast.Between) else "begins_with"
 
 
 def _check_type(value: AttributeValue, key: str, key_types: Mapping[str, str] | None) -> None:
@@ -279,17 +280,12 @@ def plan_multi(
     name = named[-1]
     leaf = by_key[name]
     values = tuple(_typed(v, name, types) for v in _values(leaf))
-    if isinstance(leaf, ast.Compare):
-        op = leaf.op if isinstance(leaf.left, ast.Path) else _MIRRORED[leaf.op]
-    elif isinstance(leaf, ast.Between):
-        op = "BETWEEN"
-    else:
-        op = "begins_with"
-        if types[name] == "N":
-            raise errors.validation(
-                "Invalid KeyConditionExpression: Incorrect operand type for operator or function; "
-                "operator or function: begins_with, operand type: N"
-            )
+    op = _sort_op(leaf)
+    if op == "begins_with" and types[name] == "N":
+        raise errors.validation(
+            "Invalid KeyConditionExpression: Incorrect operand type for operator or function; "
+            "operator or function: begins_with, operand type: N"
+        )
     return MultiKeyCondition(tuple(equal), KeyCondition("", {}, name, op, values))
 
 

@@ -109,15 +109,5 @@ def validate(body: Any) -> QueryRequest:
         key_condition=key_condition,
         key_conditions=key_conditions if key_condition is None else None,
     )
-    select = reads.effective_select(read.select, expressions.projection is not None)
-    read = ReadCommon(
-        read.table_name,
-        read.index_name,
-        select,
-        read.limit,
-        read.consistent,
-        start,
-        read.capacity,
-        read.select,
-    )
+    read = reads.settled(read, start, expressions.projection is not None)
     return QueryRequest(read, forward is not False, expressions, body.get("QueryFilter") is not None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,13 @@ def select_problem(select: str, index_name: str | None, projection: bool, to_get
         if projection:
             return f"Cannot specify the ProjectionExpression when choosing to get {_SELECTION[select]}"
     return None
+
+
+def settled(read: ReadCommon, start: dict[str, Any] | None, has_projection: bool) -> ReadCommon:
+    """The request's shared parameters once checked: its ExclusiveStartKey's values, and
+    the Select it amounts to (the one it gave kept as `requested_select`)."""
+    select = effective_select(read.select, has_projection)
+    return dataclasses.replace(read, select=select, exclusive_start=start, requested_select=read.select)
 
 
 def effective_select(select: str, has_projection: bool) -> str:

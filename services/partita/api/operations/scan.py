@@ -67,15 +67,5 @@ def validate(body: Any) -> ScanRequest:
                 f"Segment: {segment} is not less than TotalSegments: {total}"
             )
     expressions = reads.filter_and_projection(body, "ScanFilter", to_get)
-    select = reads.effective_select(read.select, expressions.projection is not None)
-    read = ReadCommon(
-        read.table_name,
-        read.index_name,
-        select,
-        read.limit,
-        read.consistent,
-        start,
-        read.capacity,
-        read.select,
-    )
+    read = reads.settled(read, start, expressions.projection is not None)
     return ScanRequest(read, segment or 0, total or 1, expressions)

@@ -147,3 +147,14 @@ def _write_action(entry: Any) -> WriteAction:
     return WriteAction(
         kind, delete.table_name, None, delete.key, 0, delete.return_old_on_failure, delete.expressions
     )
+
+
+def canceled(reasons: list[dict[str, Any]]) -> errors.DynamoError:
+    """TransactionCanceledException in DynamoDB's words, one reason per action, the
+    reasons in the error body (storage nodes and routers both cancel)."""
+    codes = ", ".join(reason["Code"] for reason in reasons)
+    return errors.from_code(
+        "TransactionCanceledException",
+        f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
+        {"CancellationReasons": reasons},
+    )

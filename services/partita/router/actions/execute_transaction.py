@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from partita.api.operations.transactions import canceled
 from partita.api.partiql import parser
 from partita.api.partiql import syntax as s
 from partita.api.partiql.plan import WritePlan, batch_get, plan
@@ -67,4 +68,4 @@ def _duplicates_named(exc: DynamoError, writes: list[WritePlan]) -> DynamoError:
         else reason
         for write, reason in zip(writes, reasons, strict=True)
     ]
-    return transactions.canceled(named)
+    return canceled(named)

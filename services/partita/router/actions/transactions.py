@@ -40,7 +40,7 @@ from partita.api import capacity
 from partita.api.expressions import project
 from partita.api.index_keys import check_index_key_values, collection_metrics, index_key_attributes
 from partita.api.operations import transactions
-from partita.api.operations.transactions import GetAction, WriteAction
+from partita.api.operations.transactions import GetAction, WriteAction, canceled
 from partita.api.table_keys import ItemKey, key_of_item, key_of_key
 from partita.common import errors
 from partita.common.errors import DynamoError
@@ -248,10 +248,10 @@ async def _two_phase(ctx: RouterContext, participants: list[Participant], count:
         raise errors.internal_server_error(
             "The transaction timed out before it was decided; it was not applied"
         )
-    canceled = [
+    cancellations = [
         f for f in failures if isinstance(f, DynamoError) and f.code == "TransactionCanceledException"
     ]
-    if canceled:
+    if cancellations:
         raise _placed_all(prepared, participants, count)
     raise failures[0]
 
@@ -308,15 +308,6 @@ def _placed_all(answers: list[Any], participants: list[Participant], count: int)
             ):
                 reasons[position] = reason
     return canceled(reasons)
-
-
-def canceled(reasons: list[dict[str, Any]]) -> DynamoError:
-    codes = ", ".join(reason["Code"] for reason in reasons)
-    return errors.from_code(
-        "TransactionCanceledException",
-        f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
-        {"CancellationReasons": reasons},
-    )
 
 
 def _answer(
