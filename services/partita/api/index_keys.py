@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from partita.api.table_keys import key_of_item
 from partita.api.values import Item
 from partita.common import errors, keys
 from partita.control.model import SecondaryIndex, TableRecord
@@ -109,21 +110,11 @@ def entry_key(record: TableRecord, index: SecondaryIndex, item: Item) -> dict[st
     return {name: item[name] for name in (*record.key_names, *index.key_names) if name in item}
 
 
-def storage_key_of(record: TableRecord, item: Item) -> bytes:
-    """The base item's storage key (its place in the table), from its key attributes."""
-    pk_el = record.partition_key
-    pk = keys.partition_key_bytes(pk_el.name, item[pk_el.name], pk_el.type)
-    sk = None
-    if record.sort_key is not None:
-        sk = keys.sort_key_bytes(record.sort_key.name, item[record.sort_key.name], record.sort_key.type)
-    return keys.item_key(record.table_id, keys.key_hash(pk_el.type, pk), pk, sk)
-
-
 def query_order(record: TableRecord, index: SecondaryIndex, item: Item) -> tuple[tuple[bytes, ...], bytes]:
     """Where an entry sorts in a Query of its index key: by the index's sort key (each of
     a multi-attribute one's attributes in turn), then (for entries that share it) by
     the base item's place in the table."""
-    return _range_order(index, item), storage_key_of(record, item)
+    return _range_order(index, item), key_of_item(record, item).storage_key
 
 
 def _range_order(index: SecondaryIndex, item: Item) -> tuple[bytes, ...]:
@@ -163,4 +154,4 @@ def scan_order(
             for part in (keys.key_bytes(item[e.name], e.type),)
         )
         hashed = keys.key_hash("B", raw)
-    return hashed, raw, _range_order(index, item), storage_key_of(record, item)
+    return hashed, raw, _range_order(index, item), key_of_item(record, item).storage_key

@@ -42,8 +42,8 @@ from typing import Any
 import pytest
 
 from partita.api.operations import create_table
-from partita.common.errors import DynamoError
 from partita.control.model import KeyElement, SecondaryIndex
+from tests.unit.api.test_create_table_validation import failure, validation_message
 
 INVALID = "One or more parameter values were invalid: "
 THROUGHPUT = {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}
@@ -93,18 +93,6 @@ def request(**overrides: Any) -> dict[str, Any]:
         else:
             body[key] = value
     return body
-
-
-def failure(body: Any) -> DynamoError:
-    with pytest.raises(DynamoError) as err:
-        create_table.validate(body)
-    return err.value
-
-
-def validation_message(body: Any) -> str:
-    error = failure(body)
-    assert error.code == "ValidationException", error
-    return error.message
 
 
 # --- accepted ---------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from partita.api.index_keys import (
     index_key_attributes,
     projected_names,
     query_order,
-    storage_key_of,
 )
+from partita.api.table_keys import key_of_item
 from partita.common.errors import DynamoError
 from partita.control.model import KeyElement, SecondaryIndex, TableRecord
 
@@ -81,8 +81,8 @@ def test_entries_sort_by_the_index_sort_key_then_their_place_in_the_table() -> N
     assert ranks[:2] == ["-3", "2.5"]
     # Two entries sharing a sort key keep one stable order: their items' places in the table.
     tied = ordered[2:]
-    assert [storage_key_of(_TABLE, item) for item in tied] == sorted(
-        storage_key_of(_TABLE, item) for item in tied
+    assert [key_of_item(_TABLE, item).storage_key for item in tied] == sorted(
+        key_of_item(_TABLE, item).storage_key for item in tied
     )
 
 

@@ -9,15 +9,19 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import aetcd
+import aiohttp
 import pytest
 
 from partita.cli.supervisor import etcd_binary
 from partita.common.partition_map import Partition
+from partita.control.kubernetes import KubernetesTableCatalog
 from partita.control.model import KeyElement, TableSpec
 from partita.control.store import PREFIX
 from tests.ports import free_port
+from tests.unit.autoadmin.kube.emulator import NS, register_resources
 
 
 @dataclass
@@ -92,3 +96,19 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10) 
     while not await check():
         assert time.monotonic() < deadline, "condition never became true"
         await asyncio.sleep(0.1)
+
+
+# A Kubernetes-backed table catalog on the kmock API server, and a raw client of that
+# server (the Kubernetes catalog's tests and its indexes' tests).
+@pytest.fixture
+async def catalog(kmock: Any) -> AsyncIterator[KubernetesTableCatalog]:
+    register_resources(kmock)
+    kube = KubernetesTableCatalog(str(kmock.url), NS)
+    yield kube
+    await kube.close()
+
+
+@pytest.fixture
+async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
+        yield session

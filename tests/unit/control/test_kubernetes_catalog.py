@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -20,7 +18,7 @@ from partita.common.partition_map import is_replicated
 from partita.control import kubernetes
 from partita.control.kubernetes import KubernetesTableCatalog
 from partita.control.model import KeyElement, TableSpec, TimeToLive, table_status
-from tests.unit.autoadmin.kube.emulator import NS, TABLES, register_resources
+from tests.unit.autoadmin.kube.emulator import NS, TABLES
 from tests.unit.autoadmin.kube.manifests import validate
 from tests.unit.control.conftest import table
 from tests.unit.control.kube_api import VersionedApiServer
@@ -53,20 +51,6 @@ def test_resource_names_are_dns_labels_and_keep_table_names_apart(name: str) -> 
     resource = kubernetes.resource_name(name)
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", resource) and len(resource) <= 63
     assert kubernetes.resource_name("Music") != kubernetes.resource_name("music")
-
-
-@pytest.fixture
-async def catalog(kmock: Any) -> AsyncIterator[KubernetesTableCatalog]:
-    register_resources(kmock)
-    kube = KubernetesTableCatalog(str(kmock.url), NS)
-    yield kube
-    await kube.close()
-
-
-@pytest.fixture
-async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
-        yield session
 
 
 async def test_a_table_made_with_kubectl_is_found_by_its_dynamodb_name(

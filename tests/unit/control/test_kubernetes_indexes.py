@@ -7,8 +7,6 @@ server (tests/unit/control/kube_api.py)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import pytest
@@ -16,7 +14,7 @@ import pytest
 from partita.control import kubernetes
 from partita.control.kubernetes import KubernetesTableCatalog
 from partita.control.model import KeyElement, SecondaryIndex, TableSpec
-from tests.unit.autoadmin.kube.emulator import NS, TABLES, register_resources
+from tests.unit.autoadmin.kube.emulator import NS, TABLES
 from tests.unit.autoadmin.kube.manifests import validate
 from tests.unit.autoadmin.kube.test_cel_rules_indexes import violations
 from tests.unit.control.conftest import table
@@ -157,20 +155,6 @@ def test_indexes_written_with_kubectl_take_the_tables_creation_time_and_defaults
         KeyElement("year", "N"),
         KeyElement("album", "B"),
     )
-
-
-@pytest.fixture
-async def catalog(kmock: Any) -> AsyncIterator[KubernetesTableCatalog]:
-    register_resources(kmock)
-    kube = KubernetesTableCatalog(str(kmock.url), NS)
-    yield kube
-    await kube.close()
-
-
-@pytest.fixture
-async def api(kmock: Any) -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
-        yield session
 
 
 async def test_update_table_adds_and_removes_a_global_index(

@@ -211,21 +211,7 @@ async def test_a_table_outside_the_credentials_permissions_is_access_denied(app:
                 ]
             },
         ),
-    ],
-)
-async def test_a_partiql_statement_on_a_table_outside_the_permissions_is_access_denied(
-    app: DynamoApp, operation: str, body: dict[str, Any]
-) -> None:
-    code, message = error_of(await app(signed(operation, body, credential=LIMITED)))
-    assert code == "AccessDeniedException"
-    assert message.endswith(
-        f"dynamodb:{operation} on resource: arn:aws:dynamodb:us-east-1:123456789012:table/Payroll"
-    )
-
-
-@pytest.mark.parametrize(
-    ("operation", "body"),
-    [
+        # A transaction's actions each name a table.
         (
             "TransactWriteItems",
             {
@@ -242,7 +228,7 @@ async def test_a_partiql_statement_on_a_table_outside_the_permissions_is_access_
         ),
     ],
 )  # fmt: skip
-async def test_a_transaction_touching_a_table_outside_the_permissions_is_access_denied(
+async def test_a_statement_or_transaction_on_a_table_outside_the_permissions_is_access_denied(
     app: DynamoApp, operation: str, body: dict[str, Any]
 ) -> None:
     code, message = error_of(await app(signed(operation, body, credential=LIMITED)))

@@ -34,12 +34,12 @@ from partita.api.index_keys import (
     projected_names,
     query_order,
     scan_order,
-    storage_key_of,
 )
 from partita.api.operations.common import Expressions
 from partita.api.operations.query import QueryRequest
 from partita.api.operations.reads import ReadCommon
 from partita.api.operations.scan import ScanRequest
+from partita.api.table_keys import key_of_key
 from partita.api.values import Item, item_size, values_equal
 from partita.common import errors, keys
 from partita.control.model import SecondaryIndex, TableRecord
@@ -226,7 +226,7 @@ async def _gather(
         last = orjson.loads(response.body)["last"]
         if last is None:
             return
-        lo = storage_key_of(record, last) + b"\x00"  # the least key above the last one read
+        lo = key_of_key(record, last).storage_key + b"\x00"  # the least key above the last one read
 
 
 def _page(
