@@ -47,14 +47,14 @@ class RemoteEndpoint(RawHttp):
             "secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
         }
 
-    def client(self, **overrides: Any) -> Any:
+    def client(self, service: str = "dynamodb", **overrides: Any) -> Any:
         kwargs: dict[str, Any] = {
             "endpoint_url": self.endpoint,
             "region_name": self.region,
             "config": Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=30),
         }
         kwargs.update(overrides)
-        return boto3.client("dynamodb", **kwargs)
+        return boto3.client(service, **kwargs)
 
     def signed_headers(
         self,

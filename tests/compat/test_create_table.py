@@ -58,10 +58,6 @@ WITH_OTHER = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "
 @pytest.mark.parametrize(
     ("member", "extra"),
     [
-        (
-            "StreamSpecification",
-            {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}},
-        ),
         ("SSESpecification", {"SSESpecification": {"Enabled": True}}),
         ("TableClass", {"TableClass": "STANDARD_INFREQUENT_ACCESS"}),
     ],

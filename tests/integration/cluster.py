@@ -130,7 +130,8 @@ class Cluster(RawHttp):
         cred: dict[str, Any] = data["credentials"][0]
         return cred
 
-    def client(self, **overrides: Any) -> Any:
+    def client(self, service: str = "dynamodb", **overrides: Any) -> Any:
+        """A boto3 client of `service` ("dynamodb" or "dynamodbstreams": one endpoint)."""
         cred = self.credentials()
         kwargs: dict[str, Any] = {
             "endpoint_url": self.endpoint,
@@ -140,7 +141,7 @@ class Cluster(RawHttp):
             "config": Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=30),
         }
         kwargs.update(overrides)
-        return boto3.client("dynamodb", **kwargs)
+        return boto3.client(service, **kwargs)
 
     def cluster_file(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.data_dir / "cluster.json").read_text())

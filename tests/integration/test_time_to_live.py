@@ -107,3 +107,47 @@ def test_a_table_without_ttl_keeps_items_whose_attribute_looks_expired(ttl_clust
     ddb.put_item(TableName=name, Item={"pk": {"S": "old"}, "expires": {"N": str(int(time.time()) - 60)}})
     time.sleep(2.5)  # two sweeps pass this table by
     assert _present(ddb, name, "old")
+
+
+def test_an_expired_items_deletion_is_a_remove_record_by_the_service(ttl_cluster: Cluster) -> None:
+    """DynamoDB Streams shows a TTL deletion as a REMOVE whose userIdentity is the service."""
+    ddb = ttl_cluster.client()
+    streams = ttl_cluster.client("dynamodbstreams")
+    name = f"ttl-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "OLD_IMAGE"},
+    )
+    wait_active(ddb, name)
+    ddb.update_time_to_live(
+        TableName=name, TimeToLiveSpecification={"AttributeName": "expires", "Enabled": True}
+    )
+    expired = {"pk": {"S": "gone"}, "expires": {"N": str(int(time.time()) - 60)}}
+    ddb.put_item(TableName=name, Item=expired)
+    ddb.delete_item(TableName=name, Key={"pk": {"S": "gone-by-client"}})  # missing: no record
+    ddb.put_item(TableName=name, Item={"pk": {"S": "kept"}})
+    ddb.delete_item(TableName=name, Key={"pk": {"S": "kept"}})
+    arn = ddb.describe_table(TableName=name)["Table"]["LatestStreamArn"]
+    shards = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
+
+    def removes() -> list[dict[str, Any]]:
+        found = []
+        for shard in shards:
+            iterator = streams.get_shard_iterator(
+                StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+            )["ShardIterator"]
+            found.extend(
+                r
+                for r in streams.get_records(ShardIterator=iterator)["Records"]
+                if r["eventName"] == "REMOVE"
+            )
+        return found
+
+    _until(lambda: len(removes()) == 2, 30, "the expired item's REMOVE record")
+    by_key = {r["dynamodb"]["Keys"]["pk"]["S"]: r for r in removes()}
+    assert by_key["gone"]["userIdentity"] == {"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}
+    assert by_key["gone"]["dynamodb"]["OldImage"] == expired
+    assert "userIdentity" not in by_key["kept"]  # a client's delete

@@ -69,6 +69,8 @@ _ENUM_ORDER: dict[str, list[str]] = {
     ],
     "ScalarAttributeType": ["B", "N", "S"],
     "ProjectionType": ["ALL", "INCLUDE", "KEYS_ONLY"],
+    # The 2026 catalogue of DynamoDB's answers (DDB-TABLE-035).
+    "StreamViewType": ["OLD_IMAGE", "KEYS_ONLY", "NEW_AND_OLD_IMAGES", "NEW_IMAGE"],
 }  # fmt: skip
 # Members the model requires but DynamoDB checks later, in its own words (recorded by
 # dynalite): the tag operations answer an invalid ARN before a missing Tags/TagKeys.
@@ -479,8 +481,17 @@ def load_model() -> dict[str, Any]:
     return model
 
 
+def load_streams_model() -> dict[str, Any]:
+    """DynamoDB Streams' service model (its operations share DynamoDB's endpoint)."""
+    from botocore.loaders import Loader
+
+    model: dict[str, Any] = Loader().load_service_model("dynamodbstreams", "service-2")
+    return model
+
+
 _MODEL = load_model()
-_PLANS: dict[str, StructureCheck] = compile_model(_MODEL)
+# No DynamoDB Streams operation shares a name with one of DynamoDB's.
+_PLANS: dict[str, StructureCheck] = {**compile_model(load_streams_model()), **compile_model(_MODEL)}
 _NO_MEMBERS = StructureCheck()
 
 

@@ -304,6 +304,51 @@ def is_lock_key(key: bytes) -> bool:
     return key[16:18] == _LOCK_MARK
 
 
+# A partition's stream records (DynamoDB Streams, api/streams.py) are stored inside its
+# key range too, at its first hash, so they follow its data through replication,
+# snapshots, migration and splits:
+#     table_id | partition start hash | 0x00 0x04 | stream time (ms, 8) |
+#     length (1) | partition id | log index (8) | position in the entry (4)
+# A split leaves a parent's records in its lower child's range, still under the parent's
+# id, so the closed parent shard stays readable.
+_STREAM_MARK = b"\x00\x04"
+STREAM_TIME = struct.Struct(">Q")
+STREAM_POSITION = struct.Struct(">QI")
+
+
+def stream_shard_prefix(table_id: int, start_hash: int, stream_ms: int, partition_id: str) -> bytes:
+    """Every stream record of one shard (a partition's records for one stream) starts so."""
+    pid = partition_id.encode()
+    if len(pid) > 255:
+        raise ValueError("partition id too long for a stream key")
+    return (
+        _HEAD.pack(table_id, start_hash)
+        + _STREAM_MARK
+        + STREAM_TIME.pack(stream_ms)
+        + bytes((len(pid),))
+        + pid
+    )
+
+
+def stream_area(table_id: int, start_hash: int) -> tuple[bytes, bytes]:
+    """[lo, hi) of every stream record stored at a partition's first hash: its own
+    shards of every stream, and a split parent's when it is the lower child."""
+    head = _HEAD.pack(table_id, start_hash)
+    return head + _STREAM_MARK, head + b"\x00\x05"
+
+
+def shard_prefix_of(key: bytes) -> bytes:
+    """The shard prefix (`stream_shard_prefix`) of a stream record's key."""
+    return key[: 26 + 1 + key[26]]
+
+
+def is_item_key(key: bytes) -> bool:
+    """Whether a storage key is an item's, not a record kept beside the items (a
+    transaction's lock, a stream record). An escaped partition key starts with a byte
+    other than 0x00, or with 0x00 0xFF."""
+    return key[16] != 0 or key[17] == 0xFF
+
+
 def hash_range_bounds(table_id: int, start_hash: int, end_hash: int) -> tuple[bytes, bytes]:
     """[lo, hi) of every storage key of a table whose hash is in [start_hash, end_hash).
 

@@ -47,6 +47,7 @@ from partita.control.model import (
     ProjectionType,
     Revision,
     SecondaryIndex,
+    StreamSpec,
     TablePhase,
     TableRecord,
     TableSpec,
@@ -60,6 +61,8 @@ API_VERSION = f"{GROUP}/{VERSION}"
 TABLE_ID_ANNOTATION = f"{GROUP}/table-id"
 CREATED_AT_ANNOTATION = f"{GROUP}/created-at"
 TIME_TO_LIVE_ANNOTATION = f"{GROUP}/time-to-live"
+# The table's DynamoDB Stream, set through CreateTable and UpdateTable (StreamSpec JSON).
+STREAM_ANNOTATION = f"{GROUP}/stream"
 # Each secondary index's creation time, as JSON pairs [[name, epoch seconds], ...] in the
 # spec's order of its indexes. Kept rather than derived: a global index added by
 # UpdateTable is younger than its table, which deriving its time from the table's would
@@ -106,6 +109,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
     created = notes.get(CREATED_AT_ANNOTATION)
     created_at = float(created) if created else _timestamp(meta.get("creationTimestamp"))
     ttl = notes.get(TIME_TO_LIVE_ANNOTATION)
+    stream = notes.get(STREAM_ANNOTATION)
     return TableSpec(
         name=str(spec["tableName"]),
         table_id=int(table_id) if table_id else default_table_id(meta.get("namespace", ""), meta["name"]),
@@ -120,6 +124,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         generation=int(meta.get("generation", 1)),
         deleting=bool(meta.get("deletionTimestamp")),
         time_to_live=TimeToLive.from_json(orjson.loads(ttl)) if ttl else TimeToLive(),
+        stream=StreamSpec.from_json(orjson.loads(stream)) if stream else StreamSpec(),
         deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
         indexes=_indexes_from_resource(spec, types, created_at, notes.get(INDEX_CREATED_AT_ANNOTATION)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
@@ -214,6 +219,8 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         CREATED_AT_ANNOTATION: repr(spec.created_at),
         TIME_TO_LIVE_ANNOTATION: orjson.dumps(spec.time_to_live.to_json()).decode(),
     }
+    if spec.stream.exists:
+        annotations[STREAM_ANNOTATION] = orjson.dumps(spec.stream.to_json()).decode()
     # Absent rather than empty when there are none, as CreateTable omits them (and the
     # CRD refuses an empty list of local indexes).
     for kind, member in _INDEX_MEMBERS:

@@ -84,6 +84,46 @@ class TimeToLive:
         )
 
 
+StreamViewType = Literal["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"]
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """The table's DynamoDB Stream, as CreateTable or UpdateTable last left it.
+
+    `created_at` (epoch seconds) names the latest stream (its label and ARN); it is kept
+    when the stream is disabled, as DynamoDB keeps a disabled stream readable (24 hours)
+    and names it in DescribeTable. A stream enabled again is a new stream: a new time.
+    """
+
+    enabled: bool = False
+    view_type: StreamViewType | None = None
+    created_at: float | None = None
+    disabled_at: float | None = None
+
+    @property
+    def exists(self) -> bool:
+        """Whether the table has a stream, enabled or still readable after disabling."""
+        return self.created_at is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "view_type": self.view_type,
+            "created_at": self.created_at,
+            "disabled_at": self.disabled_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StreamSpec:
+        return cls(
+            enabled=bool(data.get("enabled", False)),
+            view_type=data.get("view_type"),
+            created_at=_optional_time(data, "created_at"),
+            disabled_at=_optional_time(data, "disabled_at"),
+        )
+
+
 SECONDS_PER_DAY = 86400
 
 
@@ -243,6 +283,7 @@ class TableSpec:
     deletion_protection: bool = False
     throughput_history: ThroughputHistory = ThroughputHistory()
     indexes: tuple[SecondaryIndex, ...] = ()
+    stream: StreamSpec = StreamSpec()
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -263,6 +304,7 @@ class TableSpec:
             "deletion_protection": self.deletion_protection,
             "throughput_history": self.throughput_history.to_json(),
             "indexes": [index.to_json() for index in self.indexes],
+            "stream": self.stream.to_json(),
         }
 
     @classmethod
@@ -289,6 +331,7 @@ class TableSpec:
             deletion_protection=bool(data.get("deletion_protection", False)),
             throughput_history=ThroughputHistory.from_json(data.get("throughput_history") or {}),
             indexes=tuple(SecondaryIndex.from_json(i) for i in data.get("indexes") or ()),
+            stream=StreamSpec.from_json(data.get("stream") or {}),
             revision=revision,
         )
 
@@ -385,6 +428,7 @@ class TableRecord:
     deletion_protection: bool = False
     throughput_history: ThroughputHistory = ThroughputHistory()
     indexes: tuple[SecondaryIndex, ...] = ()
+    stream: StreamSpec = StreamSpec()
 
     @classmethod
     def of(cls, spec: TableSpec, state: TableState | None, partitions: list[Partition]) -> TableRecord:
@@ -405,6 +449,7 @@ class TableRecord:
             deletion_protection=spec.deletion_protection,
             throughput_history=spec.throughput_history,
             indexes=spec.indexes,
+            stream=spec.stream,
         )
 
     @property

@@ -21,6 +21,7 @@ import orjson
 
 from partita.api import error_wording, service_model
 from partita.api.partiql import parser as partiql_parser
+from partita.api.streams import iterator_table
 from partita.common import errors, metrics
 from partita.common.errors import DynamoError
 from partita.common.logs import RateLimitedLog
@@ -45,6 +46,7 @@ from partita.router.actions import (
     put_item,
     query,
     scan,
+    streams,
     tag_resource,
     transactions,
     untag_resource,
@@ -65,6 +67,9 @@ log = logging.getLogger(__name__)
 rejections = RateLimitedLog(logging.getLogger("partita.router.rejected"))
 
 TARGET_PREFIX = "DynamoDB_20120810."
+# DynamoDB Streams' operations arrive on the same endpoint under their own prefix (boto3's
+# dynamodbstreams client signs them for the service "dynamodb").
+STREAMS_TARGET_PREFIX = "DynamoDBStreams_20120810."
 Action = Callable[[RouterContext, Any], Awaitable[dict[str, Any] | bytes]]
 
 OPERATIONS: dict[str, Action] = {
@@ -93,6 +98,13 @@ OPERATIONS: dict[str, Action] = {
     "TransactWriteItems": transactions.run_write,
     "TransactGetItems": transactions.run_get,
     "ExecuteTransaction": execute_transaction.run,
+}
+
+STREAM_OPERATIONS: dict[str, Action] = {
+    "ListStreams": streams.list_streams,
+    "DescribeStream": streams.describe_stream,
+    "GetShardIterator": streams.get_shard_iterator,
+    "GetRecords": streams.get_records,
 }
 
 # The request cells by (operation, table, outcome), read directly on every request.
@@ -240,8 +252,14 @@ class DynamoApp:
             lookup=self.credentials.lookup,
         )
         target = request.headers.get("x-amz-target", "")
-        operation = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else ""
-        action = OPERATIONS.get(operation)
+        if target.startswith(TARGET_PREFIX):
+            operation = target[len(TARGET_PREFIX) :]
+            action = OPERATIONS.get(operation)
+        elif target.startswith(STREAMS_TARGET_PREFIX):
+            operation = target[len(STREAMS_TARGET_PREFIX) :]
+            action = STREAM_OPERATIONS.get(operation)
+        else:
+            action = None
         if action is None:
             raise errors.unknown_operation()
         labels.operation = operation
@@ -327,9 +345,15 @@ def tables_named(payload: dict[str, Any]) -> list[str]:
                 name = action.get("TableName") if isinstance(action, dict) else None
                 if isinstance(name, str):
                     names.append(name)
-    arn = payload.get("ResourceArn")
-    if isinstance(arn, str) and ":table/" in arn:
-        names.append(arn.split(":table/", 1)[1].split("/", 1)[0])
+    for member in ("ResourceArn", "StreamArn"):
+        arn = payload.get(member)
+        if isinstance(arn, str) and ":table/" in arn:
+            names.append(arn.split(":table/", 1)[1].split("/", 1)[0])
+    iterator = payload.get("ShardIterator")
+    if isinstance(iterator, str):
+        table = iterator_table(iterator)
+        if table is not None:
+            names.append(table)
     return names
 
 

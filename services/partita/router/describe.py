@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from partita.api import streams
 from partita.common import throughput
 from partita.control.model import PartitionStats, SecondaryIndex, SplitParent, TableRecord
 
@@ -50,6 +51,12 @@ def table_description(
         out["GlobalSecondaryIndexes"] = [global_index_description(record, i, arn) for i in global_indexes]
     if local_indexes:
         out["LocalSecondaryIndexes"] = [_index_description(i, arn) for i in local_indexes]
+    stream = record.stream
+    if stream.enabled:
+        out["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream.view_type}
+    if stream.exists:  # a disabled stream is still named, as DynamoDB names it
+        out["LatestStreamLabel"] = streams.stream_label(stream)
+        out["LatestStreamArn"] = streams.stream_arn(arn, stream)
     return out
 
 

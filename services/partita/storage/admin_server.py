@@ -14,13 +14,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal, cast
 
 import grpc
+import orjson
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from partita._proto import admin_pb2 as pb
 from partita._proto import admin_pb2_grpc as pb_grpc
 from partita.common import config, keys
 from partita.common.partition_map import HASH_SPACE
-from partita.control.model import BillingMode, KeyElement
+from partita.control.model import BillingMode, KeyElement, StreamSpec
 from partita.storage import metrics
 from partita.storage.assignments import (
     FULL,
@@ -75,6 +76,7 @@ def assignment_of(request: pb.HostReplicaRequest) -> Assignment:
         write_capacity=t.write_capacity,
         created_at=t.created_at,
         ttl_attribute=t.ttl_attribute or None,
+        stream=StreamSpec.from_json(orjson.loads(t.stream)) if t.stream else StreamSpec(),
     )
     members = tuple(m.node for m in request.members)
     if len(set(members)) != len(members):
@@ -119,6 +121,7 @@ def request_of(assignment: Assignment, zones: Mapping[str, str]) -> pb.HostRepli
         write_capacity=t.write_capacity,
         created_at=t.created_at,
         ttl_attribute=t.ttl_attribute or "",
+        stream=orjson.dumps(t.stream.to_json()).decode() if t.stream.exists else "",
     )
     if t.sort_key is not None:
         table.sort_key.CopyFrom(pb.KeyAttribute(name=t.sort_key.name, type=t.sort_key.type))

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 import orjson
 
 from partita.common.partition_map import Partition, current_partitions
-from partita.control.model import BillingMode, KeyElement, TableRecord, TimeToLive
+from partita.control.model import BillingMode, KeyElement, StreamSpec, TableRecord, TimeToLive
 from partita.storage.hosting import HostedTable
 
 FILE_NAME = "assignments.json"
@@ -40,6 +40,7 @@ class TableInfo:
     write_capacity: int
     created_at: float
     ttl_attribute: str | None  # while Time to Live is on
+    stream: StreamSpec = field(default_factory=StreamSpec)
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ def _record(table: TableInfo, partitions: list[Partition]) -> TableRecord:
         created_at=table.created_at,
         partitions=tuple(sorted(partitions, key=lambda p: p.start)),
         time_to_live=ttl,
+        stream=table.stream,
     )
 
 
@@ -239,6 +241,7 @@ def _to_json(a: Assignment) -> dict[str, Any]:
             "write_capacity": t.write_capacity,
             "created_at": t.created_at,
             "ttl_attribute": t.ttl_attribute,
+            "stream": t.stream.to_json(),
         },
     }
 
@@ -256,6 +259,7 @@ def _from_json(e: Mapping[str, Any]) -> Assignment:
         write_capacity=int(t["write_capacity"]),
         created_at=float(t["created_at"]),
         ttl_attribute=t["ttl_attribute"],
+        stream=StreamSpec.from_json(t.get("stream") or {}),
     )
     # Files written before members carried addresses have none.
     addresses = tuple((str(n), str(a)) for n, a in e.get("addresses", {}).items())

@@ -28,11 +28,14 @@ from partita.common.partition_map import Partition
 from partita.common.throughput import Kind
 from partita.storage import metrics
 from partita.storage.admission import Refusal, StorageAdmission, partition_rate
+from partita.storage.effects import Effect
+from partita.storage.effects import Kind as EffectKind
 from partita.storage.group_log import group_of
 from partita.storage.heat import PartitionHeat
 from partita.storage.operations import PLANNERS, Plan, error_response
 from partita.storage.replica_host import Superseded
 from partita.storage.replication.core import NotLeader
+from partita.storage.stream_reads import plan_stream_read, plan_stream_trim
 from partita.storage.transactions import plan_prepare, plan_resolve
 
 if TYPE_CHECKING:
@@ -40,10 +43,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_WRITES = frozenset((pb.PUT, pb.DELETE, pb.UPDATE, pb.TX_PREPARE, pb.TX_RESOLVE))
+_WRITES = frozenset((pb.PUT, pb.DELETE, pb.UPDATE, pb.TX_PREPARE, pb.TX_RESOLVE, pb.STREAM_TRIM))
+# Requests admitted without the partition's buckets: a transaction's resolution (it
+# finishes work admitted when prepared), stream reads (DynamoDB Streams' reads are not
+# charged to the table's capacity) and the leader's own trims of old stream records.
+_UNMETERED = frozenset((pb.TX_RESOLVE, pb.STREAM_READ, pb.STREAM_TRIM))
 # Requests that name several keys (in their body), all in the request's partition.
 _MULTI_KEY = frozenset((pb.TX_PREPARE, pb.TX_RESOLVE))
-_PLANNERS = {**PLANNERS, pb.TX_PREPARE: plan_prepare, pb.TX_RESOLVE: plan_resolve}
+_PLANNERS = {
+    **PLANNERS,
+    pb.TX_PREPARE: plan_prepare,
+    pb.TX_RESOLVE: plan_resolve,
+    pb.STREAM_READ: plan_stream_read,
+    pb.STREAM_TRIM: plan_stream_trim,
+}
 # Answers that send the router elsewhere: they read no item.
 _REROUTED = frozenset((pb.NOT_LEADER, pb.WRONG_PARTITION, pb.UNAVAILABLE))
 # A replicated write or strong read not decided by then is answered as of unknown outcome.
@@ -86,7 +99,7 @@ class DataPlane:
             return Plan(pb.Response(id=request.id, status=pb.WRONG_PARTITION))
         # A transaction's resolution finishes work admitted when it was prepared: never
         # refused, or a committed transaction would stay invisible until swept.
-        if self.admission is not None and request.op != pb.TX_RESOLVE:
+        if self.admission is not None and request.op not in _UNMETERED:
             refused = self._admit(request)
             if refused is not None:
                 return Plan(refused)
@@ -117,6 +130,7 @@ class DataPlane:
             plan = planner(self.state.engine, request)
             if plan.effects:
                 plan.group = group if group is not None else group_of(request.table_id, owner.partition_id)
+                _place_stream_records(plan.effects, request.table_id, owner)
                 self.state.engine.stage(plan.effects)
         except DynamoError as exc:
             plan = Plan(error_response(request.id, exc))
@@ -371,6 +385,17 @@ class DataPlane:
         # Leadership lost, or cancelled: the outcome is unknown.
         log.warning("replicated write of %s undecided: %r", plan.group, exc)
         return error_response(plan.response.id, errors.internal_server_error("write outcome unknown"))
+
+
+def _place_stream_records(effects: list[Effect], table_id: int, owner: Partition) -> None:
+    """A stream record's key names its stream (the planner's 8 bytes); here it gets the
+    shard's whole prefix, which only the partition knows."""
+    for i, effect in enumerate(effects):
+        if effect.kind is EffectKind.STREAM_RECORD and len(effect.key) == keys.STREAM_TIME.size:
+            prefix = keys.stream_shard_prefix(
+                table_id, owner.start, keys.STREAM_TIME.unpack(effect.key)[0], owner.partition_id
+            )
+            effects[i] = Effect(EffectKind.STREAM_RECORD, prefix, effect.value)
 
 
 def _owns_every_key(owner: Partition, request: pb.Request) -> bool:

@@ -20,6 +20,11 @@ class Kind(enum.IntEnum):
     # as DELETE, kept distinct in the log so Streams can show it as DynamoDB does (a
     # REMOVE record whose userIdentity is the service).
     SERVICE_DELETE = 4
+    # A stream record (api/streams.py). The planner's key is the stream's time (8 bytes),
+    # the data plane's the shard's whole prefix (keys.stream_shard_prefix); applying
+    # puts the value at that prefix + (log index, position in the entry), so the record's
+    # place in its shard is fixed by the log, the same on every replica.
+    STREAM_RECORD = 5
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ from pathlib import Path
 
 import rocksdict
 
+from partita.common.keys import STREAM_POSITION
 from partita.storage.effects import Effect, Kind, decode_effects, encode_effects
 from partita.storage.group_log import (
     LOCAL_GROUP,
@@ -592,14 +593,14 @@ class Engine:
 
     def _mark_pending(self, effects: list[Effect]) -> None:
         for e in effects:
-            if e.kind is Kind.DELETE_RANGE:
+            if e.kind is Kind.DELETE_RANGE or e.kind is Kind.STREAM_RECORD:
                 continue
             count = self._pending.get(e.key, (0, None))[0]
             self._pending[e.key] = (count + 1, e.value if e.kind is Kind.PUT else None)
 
     def _unmark_pending(self, effects: list[Effect]) -> None:
         for e in effects:
-            if e.kind is Kind.DELETE_RANGE:
+            if e.kind is Kind.DELETE_RANGE or e.kind is Kind.STREAM_RECORD:
                 continue
             count, value = self._pending[e.key]
             if count == 1:
@@ -819,11 +820,15 @@ class Engine:
         self, effects: list[Effect], lsn: int, group: GroupId | None, index: int, term: int = LOCAL_TERM
     ) -> None:
         batch = rocksdict.WriteBatch(raw_mode=True)
+        position = 0
         for e in effects:
             if e.kind is Kind.PUT:
                 batch.put(e.key, e.value)
             elif e.kind is Kind.DELETE or e.kind is Kind.SERVICE_DELETE:
                 batch.delete(e.key)
+            elif e.kind is Kind.STREAM_RECORD:
+                position += 1
+                batch.put(e.key + STREAM_POSITION.pack(index, position), e.value)
             else:
                 batch.delete_range(e.key, e.value)
         if group is not None:

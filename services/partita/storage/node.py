@@ -43,6 +43,7 @@ from partita.storage.repair import RepairConfig
 from partita.storage.repair_driver import RepairDriver
 from partita.storage.replica_host import ReplicaHost
 from partita.storage.replication.types import GroupId, Role
+from partita.storage.stream_trimmer import StreamTrimmer
 from partita.storage.table_stats import Figures, StatsPublisher, leads, measure_partition, next_pass_delay
 from partita.storage.ttl_sweep import SweepPacer
 from partita.storage.ttl_sweeper import TtlSweeper
@@ -758,6 +759,7 @@ async def serve(
     ttl_sweeper = TtlSweeper(state, DataPlane(state), SweepPacer(ttl_sweep_interval))
     metrics.watch_ttl_sweeper(state, ttl_sweeper)
     sweeping = asyncio.create_task(ttl_sweeper.run())
+    trimming = asyncio.create_task(StreamTrimmer(state, DataPlane(state)).run())
     log.info(
         "storage node %s (zone %s): admin %s, data %s, metrics %s",
         node_id,
@@ -804,6 +806,7 @@ async def serve(
     counter.cancel()
     reporting.cancel()
     sweeping.cancel()
+    trimming.cancel()
     data_server.close()
     if exporter is not None:
         exporter.close()

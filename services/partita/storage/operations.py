@@ -49,10 +49,11 @@ from partita.api import capacity
 from partita.api.expressions import Resolver, apply_update, ast, cache, evaluate, project, project_paths
 from partita.api.index_keys import check_index_key_values
 from partita.api.item import MAX_DEPTH, MAX_ITEM_BYTES
+from partita.api.streams import stored_record
 from partita.api.values import Item, item_size
 from partita.common import errors
 from partita.common.errors import DynamoError
-from partita.common.keys import is_lock_key, lock_key
+from partita.common.keys import STREAM_TIME, is_item_key, lock_key
 from partita.storage.effects import Effect, Kind
 from partita.storage.engine import Engine
 
@@ -241,7 +242,11 @@ def plan_put(engine: Engine, request: pb.Request) -> Plan:
             response.capacity_bytes = max(item_size(old_item) if old_item else 0, int(options.get("size", 0)))
     if options.get("return_old") and old is not None:
         response.value = old
-    return Plan(response, [Effect(Kind.PUT, request.key, request.value)])
+    effects = [Effect(Kind.PUT, request.key, request.value)]
+    stream = options.get("stream")
+    if stream is not None:
+        _add_stream_record(effects, stream, _load(old), _load(request.value))
+    return Plan(response, effects)
 
 
 def plan_delete(engine: Engine, request: pb.Request) -> Plan:
@@ -259,8 +264,27 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     if old is None:
         # Nothing to delete: acknowledge without a WAL record.
         return Plan(response)
-    kind = Kind.SERVICE_DELETE if options.get("service") else Kind.DELETE
-    return Plan(response, [Effect(kind, request.key)])
+    service = bool(options.get("service"))
+    effects = [Effect(Kind.SERVICE_DELETE if service else Kind.DELETE, request.key)]
+    stream = options.get("stream")
+    if stream is not None:
+        _add_stream_record(effects, stream, _load(old), None, service=service)
+    return Plan(response, effects)
+
+
+def _add_stream_record(
+    effects: list[Effect],
+    stream: dict[str, Any],
+    old: Item | None,
+    new: Item | None,
+    *,
+    service: bool = False,
+) -> None:
+    """The write's stream record, when it changes the item (api/streams.py); its key is
+    completed by the data plane, which knows the partition."""
+    record = stored_record(stream, old, new, service=service)
+    if record is not None:
+        effects.append(Effect(Kind.STREAM_RECORD, STREAM_TIME.pack(int(stream["ms"])), record))
 
 
 def plan_update(engine: Engine, request: pb.Request) -> Plan:
@@ -302,7 +326,11 @@ def plan_update(engine: Engine, request: pb.Request) -> Plan:
     response.capacity_units = capacity.write_units(charged)
     if options.get("capacity"):
         response.capacity_bytes = charged
-    return Plan(response, [Effect(Kind.PUT, request.key, new)])
+    effects = [Effect(Kind.PUT, request.key, new)]
+    stream = options.get("stream")
+    if stream is not None:
+        _add_stream_record(effects, stream, old_item, new_item)
+    return Plan(response, effects)
 
 
 def apply_to(
@@ -373,8 +401,8 @@ def plan_range(engine: Engine, request: pb.Request) -> Plan:
     last: Item | None = None
     stopped = False
     for key, value in engine.scan(lo, hi, reverse=bool(options.get("reverse"))):
-        if is_lock_key(key):
-            continue  # a transaction's lock, not an item
+        if not is_item_key(key):
+            continue  # a transaction's lock or a stream record, not an item
         item: Item = orjson.loads(value)
         scanned += 1
         size += item_size(item)

@@ -100,7 +100,7 @@ async def measure_partition(engine: Engine, table_id: int, partition: Partition)
     count = size = 0
     split = SplitPoint()
     for key, value in engine.scan(lo, hi):
-        if keys.is_lock_key(key):
+        if not keys.is_item_key(key):
             continue  # a transaction's lock, not an item
         count += 1
         item_bytes = item_size(orjson.loads(value))

@@ -93,6 +93,11 @@ def plan_resolve(engine: Engine, request: pb.Request) -> Plan:
                 effects.append(Effect(Kind.PUT, key, lock["put"].encode()))
             elif lock.get("delete") and engine.latest(key) is not None:
                 effects.append(Effect(Kind.DELETE, key))
+            if "stream" in lock:  # the write's stream record, planned when prepared
+                stream_time, record = lock["stream"]
+                effects.append(
+                    Effect(Kind.STREAM_RECORD, keys.STREAM_TIME.pack(stream_time), record.encode())
+                )
         effects.append(Effect(Kind.DELETE, keys.lock_key(key)))
     return Plan(pb.Response(id=request.id, status=pb.OK), effects or None)
 
@@ -144,8 +149,12 @@ def _lock_value(tx: str, at: float, planned: list[Effect]) -> bytes:
     """The lock: its transaction, when the coordinator asked (its clock, epoch
     seconds), and the item's staged value (or its deletion)."""
     lock: dict[str, Any] = {"tx": tx, "at": at}
-    for effect in planned:  # at most one per action: a put, or a delete of its item
-        if effect.kind in (Kind.DELETE, Kind.SERVICE_DELETE):
+    # At most one write per action (a put, or a delete of its item), and its stream
+    # record when the table has a stream.
+    for effect in planned:
+        if effect.kind is Kind.STREAM_RECORD:
+            lock["stream"] = [keys.STREAM_TIME.unpack(effect.key)[0], effect.value.decode()]
+        elif effect.kind in (Kind.DELETE, Kind.SERVICE_DELETE):
             lock["delete"] = True
         else:
             lock["put"] = effect.value.decode()

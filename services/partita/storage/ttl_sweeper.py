@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from partita._proto import storage_pb2 as pb
+from partita.api import streams
 from partita.common import keys
 from partita.common.partition_map import Partition
 from partita.storage.data_server import DataPlane
@@ -106,7 +107,7 @@ class TtlSweeper:
         read = 0
         last = lo
         for key, value in self.state.engine.scan(lo, hi):
-            if keys.is_lock_key(key):
+            if not keys.is_item_key(key):
                 continue  # a transaction's lock, not an item
             read += 1
             last = key
@@ -119,7 +120,12 @@ class TtlSweeper:
         return last + b"\x00" if read >= CHUNK_ITEMS else None
 
     async def _delete(self, table_id: int, attribute: str, candidates: list[bytes]) -> None:
-        body = orjson.dumps({**still_expired_condition(attribute, self.clock()), "service": True})
+        options = {**still_expired_condition(attribute, self.clock()), "service": True}
+        hosted = self.state.hosted.get(table_id)
+        stream = streams.write_options(hosted.record, self.clock()) if hosted is not None else None
+        if stream is not None:  # DynamoDB streams TTL deletes, as the service's REMOVE records
+            options["stream"] = stream
+        body = orjson.dumps(options)
         plans = []
         for key in candidates:
             _, key_hash, _, _ = keys.parse_item_key(key)

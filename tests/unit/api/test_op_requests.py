@@ -242,8 +242,8 @@ def test_batch_write_item_needs_exactly_one_of_put_and_delete() -> None:
 
 
 def test_update_table_refuses_what_partita_does_not_do_yet() -> None:
-    error = failure(update_table.validate, {"TableName": T, "StreamSpecification": {"StreamEnabled": True}})
-    assert error.message == "Partita does not support updating StreamSpecification yet"
+    error = failure(update_table.validate, {"TableName": T, "SSESpecification": {"Enabled": True}})
+    assert error.message == "Partita does not support updating SSESpecification yet"
 
 
 def test_update_table_reads_mode_and_throughput() -> None:

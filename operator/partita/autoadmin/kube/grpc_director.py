@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import grpc
+import orjson
 
 from partita._proto import admin_pb2 as pb
 from partita._proto import admin_pb2_grpc as pb_grpc
@@ -63,6 +64,7 @@ def host_request(
         write_capacity=spec.write_capacity,
         created_at=spec.created_at,
         ttl_attribute=(spec.time_to_live.attribute_name or "") if spec.time_to_live.active else "",
+        stream=orjson.dumps(spec.stream.to_json()).decode() if spec.stream.exists else "",
     )
     if spec.sort_key is not None:
         table.sort_key.CopyFrom(pb.KeyAttribute(name=spec.sort_key.name, type=spec.sort_key.type))

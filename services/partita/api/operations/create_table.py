@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.api import service_model
+from partita.api.operations import stream_specification
 from partita.api.operations.common import check_units_in_bounds
 from partita.api.operations.tag_resource import check_tag_rules, check_tags
 from partita.api.shape import CREATE_TABLE_NEEDS_NAME, Violations, expect_dict, expect_type
@@ -55,14 +56,13 @@ IMPLEMENTED = frozenset(
         "DeletionProtectionEnabled",
         "LocalSecondaryIndexes",
         "GlobalSecondaryIndexes",
+        "StreamSpecification",
     }
 )
-# Streams off and SSE with the service's own key are DynamoDB's defaults, and what a
-# Partita table is (Alternator's test_table_streams_off and test_table_sse_off, recorded
-# against DynamoDB, create tables this way).
+# SSE with the service's own key is DynamoDB's default, and what a Partita table is
+# (Alternator's test_table_sse_off, recorded against DynamoDB, creates tables this way).
 _WHAT_PARTITA_DOES: dict[str, object] = {
     "TableClass": "STANDARD",
-    "StreamSpecification": {"StreamEnabled": False},
     "SSESpecification": {"Enabled": False},
 }
 NOT_IMPLEMENTED = tuple(m for m in service_model.input_members("CreateTable") if m not in IMPLEMENTED)
@@ -79,6 +79,7 @@ class CreateTableRequest:
     write_capacity: int
     tags: tuple[tuple[str, str], ...]
     deletion_protection: bool = False
+    stream: dict[str, Any] | None = None  # StreamSpecification as sent (stream_specification.py)
     # Local indexes first, then global ones, each in request order; `created_at` is left
     # to the router.
     indexes: tuple[SecondaryIndex, ...] = ()
@@ -170,6 +171,8 @@ def validate(body: Any) -> CreateTableRequest:
                 "cannot exceed 40000"
             )
     indexes = _check_indexes(local, global_, key_schema, defined, mode)
+    stream = body.get("StreamSpecification")
+    stream_specification.on_create(stream, 0.0)  # its checks; the router makes the stream
 
     check_tag_rules(tags)
 
@@ -188,6 +191,7 @@ def validate(body: Any) -> CreateTableRequest:
         write_capacity=int(wcu or 0),
         tags=tuple(tags),
         deletion_protection=body.get("DeletionProtectionEnabled") is True,
+        stream=stream,
         indexes=indexes,
     )
 

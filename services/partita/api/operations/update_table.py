@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from partita.api.operations import common
+from partita.api.operations import common, stream_specification
 from partita.api.operations.create_table import (
     MAX_GLOBAL_INDEXES,
     MAX_PROJECTED_ATTRIBUTES,
@@ -49,7 +49,6 @@ from partita.control.model import BillingMode, SecondaryIndex, TableSpec
 
 MAX_TABLE_UNITS = 40_000
 _UNSUPPORTED = [
-    "StreamSpecification",
     "SSESpecification",
     "ReplicaUpdates",
     "TableClass",
@@ -85,6 +84,7 @@ class UpdateTableRequest:
     read_capacity: int | None
     write_capacity: int | None
     deletion_protection: bool | None = None  # None: left as it is
+    stream: dict[str, Any] | None = None  # StreamSpecification as sent; None: left as it is
     index_updates: tuple[IndexUpdate, ...] = ()
     # The request's AttributeDefinitions (None: not given); only a Create reads them.
     attribute_definitions: tuple[tuple[str, str], ...] | None = None
@@ -122,7 +122,8 @@ def validate(body: Any) -> UpdateTableRequest:
     protection = body.get("DeletionProtectionEnabled")
     # An empty GlobalSecondaryIndexUpdates counts as absent here, and AttributeDefinitions
     # asks for no change on its own (the 2026 catalogue, DDB-TABLE-015, -162, -359).
-    changes = [throughput, billing, protection, updates or None, *unsupported]
+    stream = body.get("StreamSpecification")
+    changes = [throughput, billing, protection, updates or None, stream, *unsupported]
     if all(c is None for c in changes):
         raise errors.validation(
             "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates "
@@ -146,6 +147,8 @@ def validate(body: Any) -> UpdateTableRequest:
             raise errors.validation(
                 _INVALID + "DeletionProtection modification must be the only operation in the request"
             )
+    if stream is not None:
+        _check_stream_change(stream, throughput, protection, index_updates)
     if billing == "PROVISIONED" and throughput is None:
         raise errors.validation(
             common.INVALID + "ProvisionedThroughput must be specified when BillingMode is PROVISIONED"
@@ -166,7 +169,24 @@ def validate(body: Any) -> UpdateTableRequest:
         protection if isinstance(protection, bool) else None,
         index_updates=index_updates,
         attribute_definitions=_definitions(attr_defs, index_updates) if attr_defs is not None else None,
+        stream=stream,
     )
+
+
+def _check_stream_change(
+    stream: dict[str, Any], throughput: Any, protection: Any, index_updates: tuple[IndexUpdate, ...]
+) -> None:
+    """What a change of the stream may not share a request with (the 2026 catalogue,
+    DDB-TABLE-437), then its own checks."""
+    if throughput is not None:
+        raise errors.validation(_INVALID + "You cannot modify stream status while updating table IOPS")
+    if any(u.action != "Update" for u in index_updates):
+        raise errors.validation(_INVALID + "You cannot create or delete index while changing stream status")
+    if protection is not None:
+        raise errors.validation(
+            _INVALID + "DeletionProtection modification must be the only operation in the request"
+        )
+    stream_specification.check_update(stream)
 
 
 # --- shape ------------------------------------------------------------------------------

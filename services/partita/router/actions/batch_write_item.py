@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from partita._proto import storage_pb2 as pb
-from partita.api import capacity
+from partita.api import capacity, streams
 from partita.api.index_keys import check_index_key_values, collection_metrics, index_key_attributes
 from partita.api.operations import batch_write_item
 from partita.api.table_keys import ItemKey, key_of_item, key_of_key
@@ -41,6 +41,9 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         options: dict[str, Any] = {}
         if charged:
             options["capacity"] = True
+        stream = streams.write_options(table.record)
+        if stream is not None:
+            options["stream"] = stream
         if write.put is not None:
             if charged:
                 options["size"] = write.size

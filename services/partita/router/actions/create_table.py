@@ -10,7 +10,7 @@ import dataclasses
 import time
 from typing import Any
 
-from partita.api.operations import create_table
+from partita.api.operations import create_table, stream_specification
 from partita.common import errors
 from partita.control.model import TableRecord, TableSpec, new_table_id
 from partita.router.context import RouterContext
@@ -33,6 +33,7 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         tags=req.tags,
         deletion_protection=req.deletion_protection,
         indexes=tuple(dataclasses.replace(index, created_at=now) for index in req.indexes),
+        stream=stream_specification.on_create(req.stream, now),
     )
     if not await ctx.catalog.create_table_spec(spec):
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")

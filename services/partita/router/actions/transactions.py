@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from partita._proto import storage_pb2 as pb
-from partita.api import capacity
+from partita.api import capacity, streams
 from partita.api.expressions import project
 from partita.api.index_keys import check_index_key_values, collection_metrics, index_key_attributes
 from partita.api.operations import transactions
@@ -161,6 +161,9 @@ def participants_of(
         options = action.storage_options()
         if action.kind == "update" and record.indexes:
             options["index_keys"] = index_key_attributes(record.indexes)
+        stream = streams.write_options(record) if action.kind != "check" else None
+        if stream is not None:
+            options["stream"] = stream
         entry: dict[str, Any] = {"op": action.kind, "key": base64.b64encode(key.storage_key).decode()}
         if action.item is not None:
             entry["value"] = base64.b64encode(orjson.dumps(action.item)).decode()

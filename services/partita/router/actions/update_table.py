@@ -4,7 +4,8 @@ secondary indexes, stored in the table spec with compare-and-swap.
 As in DynamoDB, a change of throughput takes the table through UPDATING: it moves the
 spec's generation on, and the table is ACTIVE again once the autoadmin has applied it
 (split partitions where the new throughput needs more, and every replica serves them).
-Deletion protection alone leaves the autoadmin nothing to do, and the table as it was.
+Deletion protection and a stream change leave the autoadmin nothing to do, and the
+table ACTIVE (a stream is kept by the partitions' leaders as they write).
 
 An index change does not move the generation either. The generation counts what the
 autoadmin must apply, and an index asks nothing of it: an index is evaluated from the
@@ -28,7 +29,7 @@ import dataclasses
 import time
 from typing import Any
 
-from partita.api.operations import common, update_table
+from partita.api.operations import common, stream_specification, update_table
 from partita.common import errors
 from partita.control.model import BillingMode, SecondaryIndex, TableRecord, TableSpec
 from partita.router.actions import table_spec
@@ -42,6 +43,10 @@ def _updated(req: update_table.UpdateTableRequest, spec: TableSpec, now: float) 
         spec = dataclasses.replace(spec, deletion_protection=req.deletion_protection)
     if req.changes_throughput:
         spec = _throughput_updated(req, spec, now)
+    if req.stream is not None:
+        spec = dataclasses.replace(
+            spec, stream=stream_specification.on_update(spec.stream, req.stream, spec.name, round(now, 3))
+        )
     return update_table.with_index_updates(req, before, spec, now)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from partita._proto import storage_pb2 as pb
-from partita.api import capacity
+from partita.api import capacity, streams
 from partita.api.table_keys import ItemKey
 from partita.common.errors import DynamoError
 from partita.router.actions import wire
@@ -35,6 +35,9 @@ async def send_write(
     charged = capacity_mode != "NONE"
     if charged:
         options["capacity"] = True
+    stream = streams.write_options(table.record)
+    if stream is not None:
+        options["stream"] = stream
     request = pb.Request(
         op=op,
         key_hash=key.hash,

@@ -1,0 +1,78 @@
+"""A shard's stream records, read and trimmed on the partition that holds them (pure
+planning over the engine's committed state; the trim is a write through the log).
+
+STREAM_READ's body (JSON): {"prefix": base64 shard prefix (keys.stream_shard_prefix),
+"after": [log index, position] (records after it; [0, 0] from the first), "limit": int,
+"last": bool (only the shard's newest record: where LATEST starts), "budget": bytes
+of records after which to stop (GetRecords' 1 MB)}. Its answer's value
+is a JSON array of [log index, position, stored record], in log order.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+
+from partita._proto import storage_pb2 as pb
+from partita.common import keys
+from partita.common.keys import STREAM_POSITION
+from partita.storage.effects import Effect, Kind
+from partita.storage.engine import Engine
+from partita.storage.operations import Plan
+
+# Past every (log index, position) a shard key can end with.
+_PAST_EVERY_POSITION = b"\xff" * STREAM_POSITION.size
+
+
+def shard_bounds(prefix: bytes) -> tuple[bytes, bytes]:
+    """[lo, hi) of every record of the shard whose keys start with `prefix`."""
+    return prefix, prefix + _PAST_EVERY_POSITION
+
+
+def plan_stream_read(engine: Engine, request: pb.Request) -> Plan:
+    body: dict[str, Any] = orjson.loads(request.body)
+    prefix = base64.b64decode(body["prefix"])
+    index, position = body.get("after") or (0, 0)
+    limit = max(1, int(body.get("limit") or 1))
+    lo, hi = shard_bounds(prefix)
+    if index or position:
+        lo = prefix + STREAM_POSITION.pack(int(index), int(position)) + b"\x00"
+    budget = int(body.get("budget") or 1 << 62)
+    out: list[bytes] = []
+    size = 0
+    for key, value in engine.scan(lo, hi, reverse=bool(body.get("last"))):
+        at_index, at_position = STREAM_POSITION.unpack_from(key, len(prefix))
+        out.append(b"[%d,%d,%s]" % (at_index, at_position, value))
+        size += len(value)
+        if body.get("last") or len(out) >= limit or size >= budget:
+            break
+    return Plan(pb.Response(id=request.id, status=pb.OK, value=b"[" + b",".join(out) + b"]"))
+
+
+def plan_stream_trim(engine: Engine, request: pb.Request) -> Plan:
+    """STREAM_TRIM: the partition's stream records written before `cutoff` go, shard by
+    shard (a range delete from the shard's first record to its first one kept), as one
+    log entry. Records are in log order, so their times rise (up to the routers' clock
+    differences: a record a little out of order waits for the next pass)."""
+    cutoff = float(orjson.loads(request.body)["cutoff"])
+    area_lo, area_hi = keys.stream_area(request.table_id, request.key_hash)
+    effects: list[Effect] = []
+    lo = area_lo
+    while lo < area_hi:
+        first = next(engine.scan(lo, area_hi), None)
+        if first is None:
+            break
+        shard_lo, shard_hi = shard_bounds(keys.shard_prefix_of(first[0]))
+        kept = next(
+            (key for key, value in engine.scan(shard_lo, shard_hi) if _time(value) >= cutoff), shard_hi
+        )
+        if kept > first[0]:
+            effects.append(Effect(Kind.DELETE_RANGE, shard_lo, kept))
+        lo = shard_hi
+    return Plan(pb.Response(id=request.id, status=pb.OK), effects or None)
+
+
+def _time(stored: bytes) -> float:
+    return float(orjson.loads(stored)["t"])

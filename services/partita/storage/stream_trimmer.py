@@ -1,0 +1,74 @@
+"""DynamoDB Streams' 24 hours: each partition's leader drops its older stream records.
+
+Every `interval` seconds a pass sends each partition this node leads, in a table that
+has or had a stream, a STREAM_TRIM through the node's own write path (a plane without
+buckets, as the TTL sweeper's): the records go by a range delete in the partition's
+log, so every replica drops the same ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import orjson
+
+from partita._proto import storage_pb2 as pb
+from partita.api.streams import RETENTION_SECONDS
+from partita.storage.data_server import DataPlane
+
+if TYPE_CHECKING:
+    from partita.storage.node import NodeState
+
+log = logging.getLogger(__name__)
+
+TRIM_INTERVAL_SECONDS = 60.0
+
+
+class StreamTrimmer:
+    def __init__(
+        self,
+        state: NodeState,
+        plane: DataPlane,
+        *,
+        interval: float = TRIM_INTERVAL_SECONDS,
+        retention: float = RETENTION_SECONDS,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.state = state
+        self.plane = plane
+        self.interval = interval
+        self.retention = retention
+        self.clock = clock
+        self.sleep = sleep
+        self.trims = 0  # partitions whose records were trimmed, over the node's life
+
+    async def run(self) -> None:
+        while True:
+            await self.sleep(self.interval)
+            try:
+                await self.trim_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the next pass tries again
+                log.exception("stream trim failed")
+
+    async def trim_once(self) -> None:
+        body = orjson.dumps({"cutoff": self.clock() - self.retention})
+        for table_id, hosted in list(self.state.hosted.items()):
+            if not hosted.record.stream.exists:
+                continue
+            for partition in hosted.partitions:
+                if not self.state.leads(table_id, partition):
+                    continue
+                request = pb.Request(
+                    op=pb.STREAM_TRIM, table_id=table_id, key_hash=partition.start, body=body
+                )
+                plan = self.plane.plan(request)
+                if plan.effects:
+                    responses = await self.plane.commit([plan])
+                    self.trims += sum(1 for r in responses if r.status == pb.OK)
