@@ -386,3 +386,27 @@ def test_list_streams_pages_by_stream_arn(ddb: Any, streams: Any) -> None:
         kwargs["ExclusiveStartStreamArn"] = page["LastEvaluatedStreamArn"]
     assert names <= set(seen) and len(seen) == len(set(seen))
     assert "imit" in validation(streams.list_streams, Limit=101)
+
+
+def test_a_stream_enabled_again_is_a_new_stream_and_the_old_one_stays_readable(
+    ddb: Any, streams: Any
+) -> None:
+    name = _streamed_table(ddb, "KEYS_ONLY")
+    old_arn = _arn(ddb, name)
+    pk = key()
+    ddb.put_item(TableName=name, Item={"pk": {"S": pk}})
+    ddb.update_table(TableName=name, StreamSpecification={"StreamEnabled": False})
+    time.sleep(0.01)  # a new stream's label is its creation time, to the millisecond
+    ddb.update_table(
+        TableName=name, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+    )
+    new_arn = _arn(ddb, name)
+    assert new_arn != old_arn
+    listed = {s["StreamArn"] for s in streams.list_streams(TableName=name)["Streams"]}
+    assert listed == {old_arn, new_arn}
+    old = streams.describe_stream(StreamArn=old_arn)["StreamDescription"]
+    assert (old["StreamStatus"], old["StreamViewType"]) == ("DISABLED", "KEYS_ONLY")
+    assert [r["eventName"] for r in _of_key(_read_all(streams, _iterators(streams, old_arn))[0], pk)] == [
+        "INSERT"
+    ]
+    assert _read_all(streams, _iterators(streams, new_arn))[0] == []

@@ -77,6 +77,13 @@ def readable(spec: StreamSpec, now: float) -> bool:
     return spec.enabled or spec.disabled_at is None or now - spec.disabled_at < RETENTION_SECONDS
 
 
+def readable_streams(spec: StreamSpec, now: float) -> list[StreamSpec]:
+    """The table's streams that can be listed and read: the latest, and the disabled
+    ones before it for their 24 hours (oldest first)."""
+    every = [*spec.earlier, spec]
+    return [s for s in every if readable(s, now)]
+
+
 def parse_stream_arn(arn: str) -> tuple[str, str]:
     """(table name, stream label) of a stream ARN; ValidationException if it is not one."""
     head, sep, label = arn.rpartition("/stream/")
@@ -107,10 +114,11 @@ class Shard:
     closed: bool
 
 
-def shards(record: TableRecord) -> list[Shard]:
-    """The stream's shards: one per partition, and each split parent still reachable
-    through its children (its records lie at its first hash, its lower child's)."""
-    spec = record.stream
+def shards(record: TableRecord, stream: StreamSpec | None = None) -> list[Shard]:
+    """A stream's shards (the table's latest by default): one per partition, and each
+    split parent still reachable through its children (its records lie at its first
+    hash, its lower child's)."""
+    spec = record.stream if stream is None else stream
     if spec.created_at is None:
         return []
     out: list[Shard] = []
@@ -129,8 +137,8 @@ def shards(record: TableRecord) -> list[Shard]:
     return out
 
 
-def find_shard(record: TableRecord, wanted: str) -> Shard | None:
-    return next((s for s in shards(record) if s.shard_id == wanted), None)
+def find_shard(record: TableRecord, stream: StreamSpec, wanted: str) -> Shard | None:
+    return next((s for s in shards(record, stream) if s.shard_id == wanted), None)
 
 
 def partition_of(record: TableRecord, partition_id: str) -> Partition | None:

@@ -93,13 +93,15 @@ class StreamSpec:
 
     `created_at` (epoch seconds) names the latest stream (its label and ARN); it is kept
     when the stream is disabled, as DynamoDB keeps a disabled stream readable (24 hours)
-    and names it in DescribeTable. A stream enabled again is a new stream: a new time.
+    and names it in DescribeTable. A stream enabled again is a new stream: a new time,
+    and the one before joins `earlier` (disabled streams, newest last) while readable.
     """
 
     enabled: bool = False
     view_type: StreamViewType | None = None
     created_at: float | None = None
     disabled_at: float | None = None
+    earlier: tuple[StreamSpec, ...] = ()
 
     @property
     def exists(self) -> bool:
@@ -112,6 +114,7 @@ class StreamSpec:
             "view_type": self.view_type,
             "created_at": self.created_at,
             "disabled_at": self.disabled_at,
+            **({"earlier": [s.to_json() for s in self.earlier]} if self.earlier else {}),
         }
 
     @classmethod
@@ -121,6 +124,7 @@ class StreamSpec:
             view_type=data.get("view_type"),
             created_at=_optional_time(data, "created_at"),
             disabled_at=_optional_time(data, "disabled_at"),
+            earlier=tuple(StreamSpec.from_json(s) for s in data.get("earlier") or ()),
         )
 
 

@@ -17,7 +17,7 @@ import yaml
 from partita.common.partition_map import is_replicated
 from partita.control import kubernetes
 from partita.control.kubernetes import KubernetesTableCatalog
-from partita.control.model import KeyElement, TableSpec, TimeToLive, table_status
+from partita.control.model import KeyElement, StreamSpec, TableSpec, TimeToLive, table_status
 from tests.unit.autoadmin.kube.emulator import NS, TABLES
 from tests.unit.autoadmin.kube.manifests import validate
 from tests.unit.control.conftest import table
@@ -36,9 +36,12 @@ ON_DEMAND = dataclasses.replace(
     time_to_live=TimeToLive("ENABLED", "expires", 12.0),
     deletion_protection=True,
 )
+STREAMED = dataclasses.replace(
+    ON_DEMAND, stream=StreamSpec(enabled=False, view_type="KEYS_ONLY", created_at=20.5, disabled_at=30.0)
+)
 
 
-@pytest.mark.parametrize("spec", [table(), ON_DEMAND], ids=["provisioned", "on-demand"])
+@pytest.mark.parametrize("spec", [table(), ON_DEMAND, STREAMED], ids=["provisioned", "on-demand", "stream"])
 def test_the_resource_written_is_a_table_the_crd_accepts_and_reads_back_the_same(spec: TableSpec) -> None:
     obj = kubernetes.resource_from_spec(spec, NS)
     validate(obj)

@@ -10,12 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import orjson
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from partita._proto import admin_pb2 as pb
 from partita._proto import admin_pb2_grpc as pb_grpc
 from partita.common import keys
+from partita.control.model import StreamSpec
 from partita.storage import admin_server
 from partita.storage.admin_server import AdminHosting
 from partita.storage.assignments import AssignmentBook
@@ -152,6 +154,17 @@ async def test_a_leaders_count_reaches_its_report_split_points_and_heat_included
     (one_key,) = (await node.stub.Report(pb.ReportRequest(), timeout=5)).replicas
     assert not one_key.HasField("split_hash") and not one_key.HasField("hot_split_hash")
     assert one_key.single_key and one_key.hot_single_key and one_key.hot_seconds == 0.0
+
+
+async def test_the_tables_stream_reaches_the_hosted_record_and_survives_a_restart(tmp_path: Path) -> None:
+    """Its leaders add TTL deletes to the stream and trim it: they must know it."""
+    stream = StreamSpec(enabled=True, view_type="NEW_IMAGE", created_at=3.25)
+    request = host_request(stream=orjson.dumps(stream.to_json()).decode())
+    async with running_node(tmp_path) as n:
+        await n.stub.HostReplica(request, timeout=5)
+        assert n.state.hosted[TABLE_ID].record.stream == stream
+    async with running_node(tmp_path) as restarted:
+        assert restarted.state.hosted[TABLE_ID].record.stream == stream
 
 
 async def test_assignments_survive_a_restart(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any
 
 from partita.api.operations.common import INVALID
+from partita.api.streams import RETENTION_SECONDS
 from partita.common import errors
 from partita.control.model import StreamSpec, StreamViewType
 
@@ -57,7 +58,16 @@ def on_update(current: StreamSpec, spec: dict[str, Any], table_name: str, now: f
     if enabled:
         if current.enabled:
             raise errors.validation(f"Table already has an enabled stream: TableName: {table_name}")
-        return StreamSpec(enabled=True, view_type=view, created_at=now)
+        # The disabled streams stay readable for their 24 hours beside the new one.
+        earlier = (
+            (*current.earlier, dataclasses.replace(current, earlier=()))
+            if current.exists
+            else current.earlier
+        )
+        kept = tuple(
+            s for s in earlier if s.disabled_at is not None and now - s.disabled_at < RETENTION_SECONDS
+        )
+        return StreamSpec(enabled=True, view_type=view, created_at=now, earlier=kept)
     if not current.enabled:
         raise errors.validation(f"Table has no stream to disable: TableName: {table_name}")
     return dataclasses.replace(current, enabled=False, disabled_at=now)

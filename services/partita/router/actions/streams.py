@@ -17,7 +17,7 @@ from partita._proto import storage_pb2 as pb
 from partita.api import streams
 from partita.api.streams import Iterator, Shard
 from partita.common import errors, keys
-from partita.control.model import TableRecord
+from partita.control.model import StreamSpec, TableRecord
 from partita.router.context import RouterContext
 from partita.router.table_cache import CachedTable
 
@@ -31,26 +31,17 @@ def _stream_not_found(arn: str) -> errors.DynamoError:
     return errors.resource_not_found(f"Requested resource not found: Stream: {arn} not found")
 
 
-def _readable_tables(ctx: RouterContext, now: float) -> list[CachedTable]:
-    return sorted(
-        (t for t in ctx.tables.tables.values() if streams.readable(t.record.stream, now)),
-        key=lambda t: t.record.name,
-    )
-
-
-def _stream_of(ctx: RouterContext, arn: str, now: float) -> CachedTable:
-    """The table whose readable stream `arn` names; ResourceNotFoundException if none."""
-    table_name, label = streams.parse_stream_arn(arn)
+def _stream_of(ctx: RouterContext, arn: str, now: float) -> tuple[CachedTable, StreamSpec]:
+    """The table and its readable stream that `arn` names; ResourceNotFoundException if
+    none."""
+    table_name, _ = streams.parse_stream_arn(arn)
     table = ctx.tables.get(table_name)
-    if (
-        table is None
-        or not streams.readable(table.record.stream, now)
-        or streams.stream_label(table.record.stream) != label
-        or not table.record.partitions
-        or arn != streams.stream_arn(ctx.table_arn(table_name), table.record.stream)
-    ):
-        raise _stream_not_found(arn)
-    return table
+    if table is not None and table.record.partitions:
+        table_arn = ctx.table_arn(table_name)
+        for stream in streams.readable_streams(table.record.stream, now):
+            if streams.stream_arn(table_arn, stream) == arn:
+                return table, stream
+    raise _stream_not_found(arn)
 
 
 def _limit(body: dict[str, Any], default: int, most: int) -> int:
@@ -71,7 +62,7 @@ async def list_streams(ctx: RouterContext, body: dict[str, Any]) -> dict[str, An
     now = time.time()
     limit = _limit(body, _DEFAULT_LIST_LIMIT, _DEFAULT_LIST_LIMIT)
     wanted = body.get("TableName")
-    tables = _readable_tables(ctx, now)
+    tables = list(ctx.tables.tables.values())
     if wanted is not None:
         if ctx.tables.get(wanted) is None:
             raise errors.table_not_found(wanted)
@@ -79,11 +70,12 @@ async def list_streams(ctx: RouterContext, body: dict[str, Any]) -> dict[str, An
     listed = sorted(
         (
             {
-                "StreamArn": streams.stream_arn(ctx.table_arn(t.record.name), t.record.stream),
+                "StreamArn": streams.stream_arn(ctx.table_arn(t.record.name), stream),
                 "TableName": t.record.name,
-                "StreamLabel": streams.stream_label(t.record.stream),
+                "StreamLabel": streams.stream_label(stream),
             }
             for t in tables
+            for stream in streams.readable_streams(t.record.stream, now)
         ),
         key=lambda listed_stream: listed_stream["StreamArn"],
     )
@@ -100,11 +92,10 @@ async def list_streams(ctx: RouterContext, body: dict[str, Any]) -> dict[str, An
 async def describe_stream(ctx: RouterContext, body: dict[str, Any]) -> dict[str, Any]:
     now = time.time()
     arn = body["StreamArn"]
-    table = _stream_of(ctx, arn, now)
+    table, spec = _stream_of(ctx, arn, now)
     record = table.record
-    spec = record.stream
     # In ShardId order, as DynamoDB lists them (the Kinesis adapter relies on it).
-    every = sorted(streams.shards(record), key=lambda shard: shard.shard_id)
+    every = sorted(streams.shards(record, spec), key=lambda shard: shard.shard_id)
     shard_filter = body.get("ShardFilter")
     if shard_filter is not None:
         every = _children(every, shard_filter)
@@ -113,7 +104,7 @@ async def describe_stream(ctx: RouterContext, body: dict[str, Any]) -> dict[str,
         every = [shard for shard in every if shard.shard_id > start]
     limit = _limit(body, _DEFAULT_SHARD_LIMIT, _DEFAULT_SHARD_LIMIT)
     page = every[:limit]
-    described = [await _described_shard(ctx, table, shard) for shard in page]
+    described = [await _described_shard(ctx, table, spec, shard) for shard in page]
     description: dict[str, Any] = {
         "StreamArn": arn,
         "StreamLabel": streams.stream_label(spec),
@@ -146,12 +137,15 @@ def _children(every: list[Shard], shard_filter: dict[str, Any]) -> list[Shard]:
     return [shard for shard in every if shard.parent_shard_id == parent]
 
 
-async def _described_shard(ctx: RouterContext, table: CachedTable, shard: Shard) -> dict[str, Any]:
-    first = await _read(ctx, table, shard.start, _prefix(table.record, shard), (0, 0), 1)
+async def _described_shard(
+    ctx: RouterContext, table: CachedTable, stream: StreamSpec, shard: Shard
+) -> dict[str, Any]:
+    prefix = _prefix(table.record, stream, shard)
+    first = await _read(ctx, table, shard.start, prefix, (0, 0), 1)
     starting = streams.sequence_number(*first[0][:2]) if first else streams.sequence_number(0, 1)
     numbers: dict[str, str] = {"StartingSequenceNumber": starting}
     if shard.closed:
-        last = await _read(ctx, table, shard.start, _prefix(table.record, shard), (0, 0), 1, last=True)
+        last = await _read(ctx, table, shard.start, prefix, (0, 0), 1, last=True)
         numbers["EndingSequenceNumber"] = streams.sequence_number(*last[0][:2]) if last else starting
     out: dict[str, Any] = {"ShardId": shard.shard_id, "SequenceNumberRange": numbers}
     if shard.parent_shard_id is not None:
@@ -162,8 +156,8 @@ async def _described_shard(ctx: RouterContext, table: CachedTable, shard: Shard)
 async def get_shard_iterator(ctx: RouterContext, body: dict[str, Any]) -> dict[str, Any]:
     now = time.time()
     arn = body["StreamArn"]
-    table = _stream_of(ctx, arn, now)
-    shard = streams.find_shard(table.record, body["ShardId"])
+    table, stream = _stream_of(ctx, arn, now)
+    shard = streams.find_shard(table.record, stream, body["ShardId"])
     if shard is None:
         raise errors.resource_not_found(
             f"Requested resource not found: Shard does not exist: {body['ShardId']}"
@@ -181,14 +175,16 @@ async def get_shard_iterator(ctx: RouterContext, body: dict[str, Any]) -> dict[s
     elif kind == "AT_TIMESTAMP":
         raise errors.validation("Partita does not support the shard iterator type AT_TIMESTAMP yet")
     elif kind == "LATEST":
-        last = await _read(ctx, table, shard.start, _prefix(table.record, shard), (0, 0), 1, last=True)
+        last = await _read(
+            ctx, table, shard.start, _prefix(table.record, stream, shard), (0, 0), 1, last=True
+        )
         index, position = (last[0][0], last[0][1]) if last else (0, 0)
     else:  # TRIM_HORIZON
         index, position = 0, 0
     iterator = Iterator(
         table.record.name,
         table.record.table_id,
-        streams.stream_ms(table.record.stream),
+        streams.stream_ms(stream),
         shard.partition_id,
         shard.start,
         index,
@@ -236,9 +232,9 @@ def _closed(record: TableRecord, iterator: Iterator) -> bool:
     return streams.partition_of(record, iterator.partition_id) is None
 
 
-def _prefix(record: TableRecord, shard: Shard) -> bytes:
+def _prefix(record: TableRecord, stream: StreamSpec, shard: Shard) -> bytes:
     return keys.stream_shard_prefix(
-        record.table_id, shard.start, streams.stream_ms(record.stream), shard.partition_id
+        record.table_id, shard.start, streams.stream_ms(stream), shard.partition_id
     )
 
 
