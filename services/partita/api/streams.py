@@ -42,6 +42,7 @@ MAX_RECORDS_PER_CALL = 1000
 # Sequence numbers: the log index in 15 digits, the position in its entry in 6.
 _POSITION_DIGITS = 6
 _SEQUENCE_DIGITS = 21
+_U64_LIMIT = 1 << 64
 _SERVICE_IDENTITY = {"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}
 
 
@@ -156,7 +157,7 @@ def parse_sequence_number(text: str) -> tuple[int, int]:
     """(log index, position) of a sequence number; ValidationException if malformed."""
     if not text.isdigit() or len(text) > _SEQUENCE_DIGITS + 4:
         raise errors.validation(f"Invalid SequenceNumber: {text}")
-    value = int(text)
+    value = int(text)  # at most 25 digits: its log index fits 64 bits
     return value // 10**_POSITION_DIGITS, value % 10**_POSITION_DIGITS
 
 
@@ -298,6 +299,12 @@ def parse_iterator(text: str, now: float, *, expiring: bool = True) -> Iterator:
             int(position),
             float(made_at),
         )
+        # What storage keys are made of must fit them (a forged iterator is refused, not a fault).
+        numbers = (iterator.table_id, iterator.stream_ms, iterator.start, iterator.index)
+        if not all(0 <= n < _U64_LIMIT for n in numbers) or not 0 <= iterator.position < 1 << 32:
+            raise ValueError
+        if len(iterator.partition_id.encode()) > 255:
+            raise ValueError
     except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
         raise errors.validation("Invalid ShardIterator") from None
     if expiring and now - iterator.made_at > ITERATOR_SECONDS:

@@ -63,9 +63,10 @@ def test_sequence_numbers_are_21_digits_ordered_as_log_positions() -> None:
     assert all(len(n) == 21 and n.isdecimal() for n in numbers)
     assert [int(n) for n in numbers] == sorted(int(n) for n in numbers)
     assert [streams.parse_sequence_number(n) for n in numbers] == positions
-    with pytest.raises(DynamoError) as err:
-        streams.parse_sequence_number("12ab")
-    assert err.value.code == "ValidationException"
+    for malformed in ("12ab", "1" * 26):  # the second longer than any log position
+        with pytest.raises(DynamoError) as err:
+            streams.parse_sequence_number(malformed)
+        assert err.value.code == "ValidationException"
 
 
 def test_label_arn_and_shard_id_are_dynamodbs_forms() -> None:
@@ -107,7 +108,19 @@ def test_an_iterator_round_trips_expires_and_refuses_garbage() -> None:
     with pytest.raises(DynamoError) as expired:
         streams.parse_iterator(iterator.encode(), 101.0 + streams.ITERATOR_SECONDS)
     assert expired.value.code == "ExpiredIteratorException"
-    for garbage in ("", "abc", "arn:partita:iterator/!!!", "arn:partita:iterator/" + "e30="):
+    forged = [
+        streams.Iterator("t", 9, 1000, "p" * 300, 0, 1, 1, 100.0),
+        streams.Iterator("t", 9, 1000, "p0", 2**64, 1, 1, 100.0),
+        streams.Iterator("t", 9, 1000, "p0", 0, -1, 1, 100.0),
+        streams.Iterator("t", 9, 1000, "p0", 0, 1, 2**32, 100.0),
+    ]
+    for garbage in (
+        "",
+        "abc",
+        "arn:partita:iterator/!!!",
+        "arn:partita:iterator/e30=",
+        *(f.encode() for f in forged),
+    ):
         with pytest.raises(DynamoError) as err:
             streams.parse_iterator(garbage, 0.0)
         assert err.value.code == "ValidationException"
