@@ -207,16 +207,12 @@ async def get_records(ctx: RouterContext, body: dict[str, Any]) -> dict[str, Any
     read = await _read(ctx, table, iterator.start, prefix, (iterator.index, iterator.position), limit)
     shard = _shard_label(table.record, iterator)
     region = ctx.settings.region
-    records = [streams.rendered(orjson.loads(raw_json(r)), r[0], r[1], shard, region) for r in read]
+    records = [streams.rendered(stored, index, position, shard, region) for index, position, stored in read]
     answer: dict[str, Any] = {"Records": records}
     index, position = (read[-1][0], read[-1][1]) if read else (iterator.index, iterator.position)
     if read or not _closed(table.record, iterator):
         answer["NextShardIterator"] = iterator.moved(index, position, now).encode()
     return answer
-
-
-def raw_json(entry: list[Any]) -> bytes:
-    return orjson.dumps(entry[2])
 
 
 def _shard_label(record: TableRecord, iterator: Iterator) -> str:
