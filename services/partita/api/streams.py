@@ -31,11 +31,10 @@ import orjson
 from partita.api.values import Item, item_size
 from partita.common import errors
 from partita.common.partition_map import Partition
-from partita.control.model import StreamSpec, TableRecord
+from partita.control.model import STREAM_RETENTION_SECONDS, StreamSpec, TableRecord
 
 VIEW_TYPES = ("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES", "KEYS_ONLY")
-# DynamoDB keeps a stream's records for 24 hours.
-RETENTION_SECONDS = 24 * 3600
+RETENTION_SECONDS = STREAM_RETENTION_SECONDS
 # A shard iterator is good for 15 minutes after GetShardIterator or GetRecords made it.
 ITERATOR_SECONDS = 15 * 60
 MAX_RECORDS_PER_CALL = 1000

@@ -61,8 +61,10 @@ API_VERSION = f"{GROUP}/{VERSION}"
 TABLE_ID_ANNOTATION = f"{GROUP}/table-id"
 CREATED_AT_ANNOTATION = f"{GROUP}/created-at"
 TIME_TO_LIVE_ANNOTATION = f"{GROUP}/time-to-live"
-# The table's DynamoDB Stream, set through CreateTable and UpdateTable (StreamSpec JSON).
+# The table's DynamoDB Streams (StreamSpec JSON): set by CreateTable and UpdateTable, or
+# by the operator for a spec.streamSpecification written with kubectl.
 STREAM_ANNOTATION = f"{GROUP}/stream"
+VIEW_TYPES = ("KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES")
 # Each secondary index's creation time, as JSON pairs [[name, epoch seconds], ...] in the
 # spec's order of its indexes. Kept rather than derived: a global index added by
 # UpdateTable is younger than its table, which deriving its time from the table's would
@@ -94,6 +96,30 @@ def resource_name(table_name: str) -> str:
 def default_table_id(namespace: str, name: str) -> int:
     """The id of a Table no router named: stable, so a restarted operator agrees."""
     return zlib.crc32(f"{namespace}/{name}".encode())
+
+
+def _stream_field(stream: StreamSpec) -> dict[str, Any]:
+    if stream.enabled:
+        return {"streamEnabled": True, "streamViewType": stream.view_type}
+    return {"streamEnabled": False}
+
+
+def stream_to_record(obj: Mapping[str, Any], now: float) -> StreamSpec | None:
+    """What the operator records in a Table's stream annotation when its
+    spec.streamSpecification (a kubectl user's) asks for another stream than the one
+    recorded; None when they agree. A new view type on an enabled stream disables it and
+    starts another, as DynamoDB changes none in place."""
+    wanted = (obj.get("spec") or {}).get("streamSpecification")
+    if not wanted:
+        return None
+    recorded = ((obj.get("metadata") or {}).get("annotations") or {}).get(STREAM_ANNOTATION)
+    current = StreamSpec.from_json(orjson.loads(recorded)) if recorded else StreamSpec()
+    if not wanted.get("streamEnabled"):
+        return current.stopped(now) if current.enabled else None
+    view = wanted.get("streamViewType")
+    if view not in VIEW_TYPES or (current.enabled and current.view_type == view):
+        return None
+    return (current.stopped(now) if current.enabled else current).started(view, now)
 
 
 def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
@@ -220,7 +246,10 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         TIME_TO_LIVE_ANNOTATION: orjson.dumps(spec.time_to_live.to_json()).decode(),
     }
     if spec.stream.exists:
+        # The annotation records each stream's creation; the spec field says what is
+        # wanted, as kubectl users write it (`stream_to_record`).
         annotations[STREAM_ANNOTATION] = orjson.dumps(spec.stream.to_json()).decode()
+        body["streamSpecification"] = _stream_field(spec.stream)
     # Absent rather than empty when there are none, as CreateTable omits them (and the
     # CRD refuses an empty list of local indexes).
     for kind, member in _INDEX_MEMBERS:

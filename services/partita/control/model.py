@@ -85,6 +85,8 @@ class TimeToLive:
 
 
 StreamViewType = Literal["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"]
+# DynamoDB keeps a stream's records, and a disabled stream, for 24 hours.
+STREAM_RETENTION_SECONDS = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,19 @@ class StreamSpec:
     def exists(self) -> bool:
         """Whether the table has a stream, enabled or still readable after disabling."""
         return self.created_at is not None
+
+    def started(self, view_type: StreamViewType, now: float) -> StreamSpec:
+        """A new stream from `now`; this one, if any, joins the disabled streams kept
+        readable beside it (those disabled less than the retention period ago)."""
+        before = (*self.earlier, dataclasses.replace(self, earlier=())) if self.exists else self.earlier
+        kept = tuple(
+            s for s in before if s.disabled_at is not None and now - s.disabled_at < STREAM_RETENTION_SECONDS
+        )
+        return StreamSpec(enabled=True, view_type=view_type, created_at=now, earlier=kept)
+
+    def stopped(self, now: float) -> StreamSpec:
+        """This stream disabled at `now` (still readable for the retention period)."""
+        return dataclasses.replace(self, enabled=False, disabled_at=now)
 
     def to_json(self) -> dict[str, Any]:
         return {

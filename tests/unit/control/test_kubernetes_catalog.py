@@ -207,3 +207,20 @@ def test_routes_take_a_replicated_splits_children_in_place_of_their_parent_once_
     p = kubernetes.partition_from_resource(left)
     assert (p.parent, p.parent_index) == ("orders-p", 9)
     assert kubernetes.partition_from_resource(parent).split_at == 2**63
+
+
+def test_the_stream_a_kubectl_spec_asks_for_is_recorded_once_and_a_new_view_type_starts_another() -> None:
+    obj = kubernetes.resource_from_spec(ON_DEMAND, NS)
+    assert kubernetes.stream_to_record(obj, 5.0) is None  # no field: nothing asked
+    obj["spec"]["streamSpecification"] = {"streamEnabled": True, "streamViewType": "NEW_IMAGE"}
+    first = kubernetes.stream_to_record(obj, 5.0)
+    assert first == StreamSpec(enabled=True, view_type="NEW_IMAGE", created_at=5.0)
+    recorded = kubernetes.resource_from_spec(dataclasses.replace(ON_DEMAND, stream=first), NS)
+    assert recorded["spec"]["streamSpecification"] == obj["spec"]["streamSpecification"]
+    assert kubernetes.stream_to_record(recorded, 6.0) is None  # recorded: agreed
+    recorded["spec"]["streamSpecification"] = {"streamEnabled": True, "streamViewType": "KEYS_ONLY"}
+    second = kubernetes.stream_to_record(recorded, 7.0)
+    assert second is not None and (second.view_type, second.created_at) == ("KEYS_ONLY", 7.0)
+    assert second.earlier == (StreamSpec(False, "NEW_IMAGE", 5.0, 7.0),)
+    recorded["spec"]["streamSpecification"] = {"streamEnabled": False}
+    assert kubernetes.stream_to_record(recorded, 8.0) == StreamSpec(False, "NEW_IMAGE", 5.0, 8.0)

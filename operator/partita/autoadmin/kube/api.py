@@ -112,6 +112,21 @@ class KubeApi:
         path = f"{collection_path(api_version, plural, namespace)}/{name}"
         return await self._call("PATCH", path, {"spec": spec}, "application/merge-patch+json")
 
+    async def patch_annotations(
+        self,
+        api_version: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        annotations: Mapping[str, str],
+        resource_version: str,
+    ) -> Any:
+        """Merge-patch annotations of the object as it was at `resource_version` (the API
+        server answers 409 Conflict if it has changed since)."""
+        path = f"{collection_path(api_version, plural, namespace)}/{name}"
+        body = {"metadata": {"annotations": dict(annotations), "resourceVersion": resource_version}}
+        return await self._call("PATCH", path, body, "application/merge-patch+json")
+
     async def get(self, api_version: str, plural: str, namespace: str, name: str) -> Any:
         """The object, or None if there is none."""
         try:

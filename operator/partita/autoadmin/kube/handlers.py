@@ -14,17 +14,19 @@ import asyncio
 import dataclasses
 import datetime
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import kopf
+import orjson
 
 from partita.autoadmin import metrics as autoadmin_metrics
 from partita.autoadmin import reconcile
 from partita.autoadmin.kube import builders, decisions, fleet_shrink, naming, resources
-from partita.autoadmin.kube.api import KubeApi
+from partita.autoadmin.kube.api import KubeApi, KubeApiError
 from partita.autoadmin.kube.doorman_publisher import TablesPublisher
 from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.fleet_shrink import FleetShrink
@@ -234,6 +236,26 @@ def build_registry(
         if doorman is not None:
             doorman.changed()
 
+    async def record_stream(namespace: str, name: str, table: TableSpec) -> TableSpec:
+        """A kubectl user's spec.streamSpecification: the stream starts (or stops) now,
+        recorded in the annotation routers and storage pods read. Decided on the Table
+        as it is now and written at once, under its version: a handler run on an older
+        copy of the Table must not start the stream a second time."""
+        fresh = await api.get(naming.API_VERSION, naming.TABLES, namespace, name)
+        stream = kubernetes.stream_to_record(fresh, time.time()) if fresh is not None else None
+        if stream is None:
+            return table
+        note = {kubernetes.STREAM_ANNOTATION: orjson.dumps(stream.to_json()).decode()}
+        try:
+            await api.patch_annotations(
+                naming.API_VERSION, naming.TABLES, namespace, name, note, fresh["metadata"]["resourceVersion"]
+            )
+        except KubeApiError as exc:
+            if exc.status != 409:
+                raise
+            return table  # changed meanwhile: the next reconcile decides again
+        return dataclasses.replace(table, stream=stream)
+
     async def _reconcile_table(
         body: kopf.Body,
         spec: kopf.Spec,
@@ -246,6 +268,8 @@ def build_registry(
         # The local autoadmin's reconcile core decides; this maps resources in and out.
         await ensure_fleet(body)
         table = resources.table_spec(namespace, name, spec, meta)
+        if kubernetes.stream_to_record(body, time.time()) is not None:
+            table = await record_stream(namespace, name, table)
         replication_factor = int(spec.get("replicationFactor", 3))
         nodes = config.fleet.nodes()
         objs = await list_partitions(namespace, name)

@@ -9,11 +9,9 @@ run against DynamoDB, matches the UpdateTable ones by pattern).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from partita.api.operations.common import INVALID
-from partita.api.streams import RETENTION_SECONDS
 from partita.common import errors
 from partita.control.model import StreamSpec, StreamViewType
 
@@ -58,16 +56,8 @@ def on_update(current: StreamSpec, spec: dict[str, Any], table_name: str, now: f
     if enabled:
         if current.enabled:
             raise errors.validation(f"Table already has an enabled stream: TableName: {table_name}")
-        # The disabled streams stay readable for their 24 hours beside the new one.
-        earlier = (
-            (*current.earlier, dataclasses.replace(current, earlier=()))
-            if current.exists
-            else current.earlier
-        )
-        kept = tuple(
-            s for s in earlier if s.disabled_at is not None and now - s.disabled_at < RETENTION_SECONDS
-        )
-        return StreamSpec(enabled=True, view_type=view, created_at=now, earlier=kept)
+        assert view is not None  # check_update refused a missing view type
+        return current.started(view, now)
     if not current.enabled:
         raise errors.validation(f"Table has no stream to disable: TableName: {table_name}")
-    return dataclasses.replace(current, enabled=False, disabled_at=now)
+    return current.stopped(now)

@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import dataclasses
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import aiohttp
 import kopf
+import orjson
 import pytest
 
 from partita.autoadmin.kube import naming
@@ -26,6 +28,8 @@ from partita.autoadmin.kube.fleet import Fleet
 from partita.autoadmin.kube.handlers import OperatorConfig
 from partita.autoadmin.kube.main import run_operator
 from partita.autoadmin.kube.replicas import PartitionRef, PartitionReport, ReplicaReport
+from partita.control import kubernetes
+from partita.control.model import StreamSpec
 from partita.control.store import EtcdControlStore
 from tests.unit.autoadmin.kube.emulator import (
     NS,
@@ -483,6 +487,47 @@ async def test_deletion_protection_keeps_the_table_until_it_is_switched_off(api:
 
         await eventually(released, "the table to be released")
     assert len(set(director.dropped)) == 4
+
+
+async def test_a_stream_asked_for_with_kubectl_is_recorded_when_asked_and_a_new_view_type_starts_another(
+    api: Any, kmock: Any
+) -> None:
+    """Routers and storage pods read a Table's streams from its annotation; the operator
+    records there the stream a spec.streamSpecification asks for, timed when it saw it."""
+    async with operator(kmock, ServingDirector(), priority=10):
+        before = time.time()
+        wanted = {"streamEnabled": True, "streamViewType": "NEW_IMAGE"}
+        await api.post(TABLES, json=table_manifest("streamed", streamSpecification=wanted))
+
+        async def recorded(enabled: bool, view: str | None) -> Any:
+            body = await get(api, f"{TABLES}/streamed")
+            note = ((body or {}).get("metadata", {}).get("annotations") or {}).get(
+                kubernetes.STREAM_ANNOTATION
+            )
+            stream = StreamSpec.from_json(orjson.loads(note)) if note else None
+            return (
+                stream
+                if stream is not None and (stream.enabled, stream.view_type) == (enabled, view)
+                else None
+            )
+
+        first = await eventually(lambda: recorded(True, "NEW_IMAGE"), "the stream recorded")
+        assert first.created_at is not None and before <= first.created_at <= time.time()
+        await _patch(
+            api,
+            f"{TABLES}/streamed",
+            {"spec": {"streamSpecification": {"streamEnabled": True, "streamViewType": "KEYS_ONLY"}}},
+        )
+        second = await eventually(lambda: recorded(True, "KEYS_ONLY"), "a new stream recorded")
+        assert second.created_at is not None and second.created_at > first.created_at
+        assert [s.created_at for s in second.earlier] == [first.created_at] and not second.earlier[0].enabled
+        await _patch(
+            api,
+            f"{TABLES}/streamed",
+            {"spec": {"streamSpecification": {"streamEnabled": False, "streamViewType": None}}},
+        )
+        third = await eventually(lambda: recorded(False, "KEYS_ONLY"), "the stream disabled")
+        assert third.created_at == second.created_at and third.disabled_at is not None
 
 
 async def test_a_second_operator_stays_passive_until_the_active_one_leaves(api: Any, kmock: Any) -> None:
