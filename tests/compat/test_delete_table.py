@@ -4,6 +4,7 @@ gone by the time a waiter asks."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -24,6 +25,32 @@ def test_the_answer_describes_the_deleting_table_without_its_schema(ddb: Any) ->
     assert deleted["TableId"] == described["TableId"]
     assert {"ItemCount", "TableSizeBytes", "ProvisionedThroughput"} <= set(deleted)
     assert not {"KeySchema", "AttributeDefinitions", "CreationDateTime", "WarmThroughput"} & set(deleted)
+
+
+def test_the_answer_of_a_table_with_indexes_leaves_them_out(ddb: Any) -> None:
+    """DescribeTable describes the indexes; DeleteTable's answer does not (Alternator's
+    test_delete_table_description_with_si, run against DynamoDB)."""
+    name = f"compat-del-si-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("pk", "sk", "x")],
+        GlobalSecondaryIndexes=[
+            {"IndexName": "gsi", "KeySchema": [{"AttributeName": "x", "KeyType": "HASH"}],
+             "Projection": {"ProjectionType": "ALL"}}
+        ],
+        LocalSecondaryIndexes=[
+            {"IndexName": "lsi", "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                                             {"AttributeName": "x", "KeyType": "RANGE"}],
+             "Projection": {"ProjectionType": "ALL"}}
+        ],
+    )  # fmt: skip
+    wait_active(ddb, name)
+    described = ddb.describe_table(TableName=name)["Table"]
+    assert {"GlobalSecondaryIndexes", "LocalSecondaryIndexes"} <= set(described)
+    deleted = ddb.delete_table(TableName=name)["TableDescription"]
+    assert not {"GlobalSecondaryIndexes", "LocalSecondaryIndexes"} & set(deleted)
 
 
 @pytest.mark.partita_only

@@ -410,3 +410,23 @@ def test_a_stream_enabled_again_is_a_new_stream_and_the_old_one_stays_readable(
         "INSERT"
     ]
     assert _read_all(streams, _iterators(streams, new_arn))[0] == []
+
+
+def test_an_at_timestamp_iterator_starts_at_the_first_record_written_since(ddb: Any, streams: Any) -> None:
+    name = _streamed_table(ddb)
+    arn = _arn(ddb, name)
+    pk = key()
+    ddb.put_item(TableName=name, Item={"pk": {"S": pk}, "n": {"N": "1"}})
+    time.sleep(1.1)
+    since = time.time()
+    ddb.put_item(TableName=name, Item={"pk": {"S": pk}, "n": {"N": "2"}})
+    _events(streams, arn, 2)
+    shard = _shard_of(streams, arn, pk)
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard, ShardIteratorType="AT_TIMESTAMP", Timestamp=since
+    )["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator)["Records"]
+    assert [r["dynamodb"]["NewImage"]["n"]["N"] for r in records] == ["2"]
+    assert error(streams.get_shard_iterator, StreamArn=arn, ShardId=shard, ShardIteratorType="AT_TIMESTAMP")[
+        0
+    ] == ("ValidationException")

@@ -4,7 +4,8 @@ planning over the engine's committed state; the trim is a write through the log)
 STREAM_READ's body (JSON): {"prefix": base64 shard prefix (keys.stream_shard_prefix),
 "after": [log index, position] (records after it; [0, 0] from the first), "limit": int,
 "last": bool (only the shard's newest record: where LATEST starts), "budget": bytes
-of records after which to stop (GetRecords' 1 MB)}. Its answer's value
+of records after which to stop (GetRecords' 1 MB), "since": epoch seconds (records
+written before it are passed over: where AT_TIMESTAMP starts)}. Its answer's value
 is a JSON array of [log index, position, stored record], in log order.
 """
 
@@ -40,9 +41,12 @@ def plan_stream_read(engine: Engine, request: pb.Request) -> Plan:
     if index or position:
         lo = prefix + STREAM_POSITION.pack(int(index), int(position)) + b"\x00"
     budget = int(body.get("budget") or 1 << 62)
+    since = body.get("since")
     out: list[bytes] = []
     size = 0
     for key, value in engine.scan(lo, hi, reverse=bool(body.get("last"))):
+        if since is not None and _time(value) < since:
+            continue
         at_index, at_position = STREAM_POSITION.unpack_from(key, len(prefix))
         out.append(b"[%d,%d,%s]" % (at_index, at_position, value))
         size += len(value)

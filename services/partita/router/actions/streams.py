@@ -173,7 +173,7 @@ async def get_shard_iterator(ctx: RouterContext, body: dict[str, Any]) -> dict[s
     elif number is not None:
         raise errors.validation(f"Sequence number not allowed for iterator type {kind}")
     elif kind == "AT_TIMESTAMP":
-        raise errors.validation("Partita does not support the shard iterator type AT_TIMESTAMP yet")
+        index, position = await _position_at(ctx, table, stream, shard, body.get("Timestamp"))
     elif kind == "LATEST":
         last = await _read(
             ctx, table, shard.start, _prefix(table.record, stream, shard), (0, 0), 1, last=True
@@ -192,6 +192,21 @@ async def get_shard_iterator(ctx: RouterContext, body: dict[str, Any]) -> dict[s
         now,
     )
     return {"ShardIterator": iterator.encode()}
+
+
+async def _position_at(
+    ctx: RouterContext, table: CachedTable, stream: StreamSpec, shard: Shard, timestamp: Any
+) -> tuple[int, int]:
+    """Where an AT_TIMESTAMP iterator starts: before the shard's first record written at
+    or after `timestamp` (epoch seconds), or after its last one if there is none yet."""
+    if timestamp is None:
+        raise errors.validation("Must specify a timestamp for iterator type AT_TIMESTAMP")
+    prefix = _prefix(table.record, stream, shard)
+    first = await _read(ctx, table, shard.start, prefix, (0, 0), 1, since=float(timestamp))
+    if first:
+        return first[0][0], first[0][1] - 1
+    last = await _read(ctx, table, shard.start, prefix, (0, 0), 1, last=True)
+    return (last[0][0], last[0][1]) if last else (0, 0)
 
 
 async def get_records(ctx: RouterContext, body: dict[str, Any]) -> dict[str, Any]:
@@ -243,6 +258,7 @@ async def _read(
     limit: int,
     *,
     last: bool = False,
+    since: float | None = None,
 ) -> list[list[Any]]:
     """[log index, position, stored record] of a shard's records after `after`, read
     from the partition that holds them (its first hash: `start`)."""
@@ -254,6 +270,8 @@ async def _read(
     }
     if last:
         request_body["last"] = True
+    if since is not None:
+        request_body["since"] = since
     request = pb.Request(op=pb.STREAM_READ, key_hash=start, body=orjson.dumps(request_body), consistent=True)
     response = await ctx.send(table, request)
     read: list[list[Any]] = orjson.loads(response.value or b"[]")
