@@ -27,6 +27,19 @@ def ttl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
 
 
+def _new_table(ddb: Any, **extra: Any) -> str:
+    name = f"ttl-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        **extra,
+    )
+    wait_active(ddb, name)
+    return name
+
+
 def _present(ddb: Any, name: str, pk: str) -> bool:
     return "Item" in ddb.get_item(TableName=name, Key={"pk": {"S": pk}}, ConsistentRead=True)
 
@@ -40,14 +53,7 @@ def _until(condition: Any, timeout: float, what: str) -> None:
 
 def test_expired_items_are_deleted_and_every_other_item_stays(ttl_cluster: Cluster) -> None:
     ddb = ttl_cluster.client()
-    name = f"ttl-{uuid.uuid4().hex[:8]}"
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    wait_active(ddb, name)
+    name = _new_table(ddb)
     now = int(time.time())
     # Written before TTL is enabled: swept all the same once it is.
     ddb.put_item(TableName=name, Item={"pk": {"S": "before-enable"}, "expires": {"N": str(now - 60)}})
@@ -96,14 +102,7 @@ def test_a_table_without_ttl_keeps_items_whose_attribute_looks_expired(ttl_clust
     """The sweep deletes only in tables with TTL enabled (turning it off again needs the
     one-hour cool-down, so the unit tests cover that case)."""
     ddb = ttl_cluster.client()
-    name = f"ttl-off-{uuid.uuid4().hex[:8]}"
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    wait_active(ddb, name)
+    name = _new_table(ddb)
     ddb.put_item(TableName=name, Item={"pk": {"S": "old"}, "expires": {"N": str(int(time.time()) - 60)}})
     time.sleep(2.5)  # two sweeps pass this table by
     assert _present(ddb, name, "old")
@@ -113,15 +112,7 @@ def test_an_expired_items_deletion_is_a_remove_record_by_the_service(ttl_cluster
     """DynamoDB Streams shows a TTL deletion as a REMOVE whose userIdentity is the service."""
     ddb = ttl_cluster.client()
     streams = ttl_cluster.client("dynamodbstreams")
-    name = f"ttl-{uuid.uuid4().hex[:8]}"
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "OLD_IMAGE"},
-    )
-    wait_active(ddb, name)
+    name = _new_table(ddb, StreamSpecification={"StreamEnabled": True, "StreamViewType": "OLD_IMAGE"})
     ddb.update_time_to_live(
         TableName=name, TimeToLiveSpecification={"AttributeName": "expires", "Enabled": True}
     )
