@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aetcd
@@ -29,16 +30,36 @@ class Etcd:
     port: int
 
 
+# Attempts at starting etcd: a port checked free can still be taken before etcd binds it
+# (by another worker's cluster, whose ports are picked the same way), and then etcd exits.
+_ETCD_STARTS = 3
+
+
 @pytest.fixture(scope="session")
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Etcd]:
     data = tmp_path_factory.mktemp("etcd")
+    for attempt in range(_ETCD_STARTS):
+        client, proc = _start_etcd(data / f"data-{attempt}", data / f"etcd-{attempt}.log")
+        if proc is not None:
+            break
+    else:
+        raise AssertionError(f"etcd did not start in {_ETCD_STARTS} attempts: see {data}")
+    try:
+        yield Etcd(client)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _start_etcd(data: Path, log_path: Path) -> tuple[int, subprocess.Popen[bytes] | None]:
+    """etcd on fresh ports, once it listens; None if one of its ports was taken first."""
     client, peer = free_port(), free_port()
-    with open(data / "etcd.log", "wb") as log:  # the child keeps its own descriptor
+    with open(log_path, "wb") as log:  # the child keeps its own descriptor
         proc = subprocess.Popen(
             [
                 etcd_binary(),
                 "--name=test",
-                f"--data-dir={data / 'data'}",
+                f"--data-dir={data}",
                 f"--listen-client-urls=http://127.0.0.1:{client}",
                 f"--advertise-client-urls=http://127.0.0.1:{client}",
                 f"--listen-peer-urls=http://127.0.0.1:{peer}",
@@ -49,18 +70,23 @@ def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Etcd]:
             stdout=subprocess.DEVNULL,
             stderr=log,
         )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, (data / "etcd.log").read_text()
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", client), timeout=0.5):
-                break
-            assert time.monotonic() < deadline, "etcd did not start listening"
-            time.sleep(0.05)
-        yield Etcd(client)
-    finally:
-        proc.kill()
-        proc.wait()
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            text = log_path.read_text()
+            assert "address already in use" in text, text
+            return client, None
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", client), timeout=0.5):
+            # What answered may be the process that took the port: etcd, refused it, exits.
+            time.sleep(0.2)
+            if proc.poll() is None:
+                return client, proc
+            continue
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise AssertionError("etcd did not start listening")
+        time.sleep(0.05)
 
 
 @pytest.fixture
