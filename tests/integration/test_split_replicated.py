@@ -85,12 +85,13 @@ def _until(check: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.5)
 
 
-def _create(ddb: Any, name: str) -> None:
+def _create(ddb: Any, name: str, **extra: Any) -> None:
     ddb.create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         ProvisionedThroughput=ROOMY,
+        **extra,
     )
     wait_active(ddb, name, timeout=30)
 
@@ -261,7 +262,7 @@ def test_a_replicated_partition_past_the_split_size_splits_under_writes_losing_n
 ) -> None:
     ddb = rf3_split.client()
     name = f"rsplit-{uuid.uuid4().hex[:8]}"
-    _create(ddb, name)
+    _create(ddb, name, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
     [original] = _led(rf3_split, name)
     preloaded = _preload(ddb, name, 60)  # about 60 KB: the load takes it past 100 KB
 
@@ -284,6 +285,50 @@ def test_a_replicated_partition_past_the_split_size_splits_under_writes_losing_n
     # Failed writes are allowed for (a retry-less client meets a child electing its
     # first leader); they stay few.
     assert len(load.errors) <= 10, load.errors[:5]
+    _check_stream_across_the_split(rf3_split, ddb, name, original["id"], load)
+
+
+def _check_stream_across_the_split(cluster: Cluster, ddb: Any, name: str, parent: str, load: Load) -> None:
+    """The parent's shard is closed and its children name it; read parent first, the
+    stream holds every write exactly once and in order: each counter's values 0, 1, ...
+    up to what is stored, and one INSERT per put item there."""
+    streams = cluster.client("dynamodbstreams")
+    arn = ddb.describe_table(TableName=name)["Table"]["LatestStreamArn"]
+    shards = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
+    closed = [s for s in shards if "EndingSequenceNumber" in s["SequenceNumberRange"]]
+    assert len(closed) == 1 and len(shards) >= 3, shards
+    children = [s for s in shards if s.get("ParentShardId") == closed[0]["ShardId"]]
+    assert len(children) == len(shards) - 1
+    values: dict[str, list[int]] = {}
+    inserted: list[str] = []
+    for shard in closed + children:  # a key's records in the parent come before its child's
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        for _ in range(1000):
+            page = streams.get_records(ShardIterator=iterator)
+            for record in page["Records"]:
+                image = record["dynamodb"]["NewImage"]
+                if "n" in image:
+                    values.setdefault(image["pk"]["S"], []).append(int(image["n"]["N"]))
+                else:
+                    assert record["eventName"] == "INSERT", record
+                    inserted.append(image["pk"]["S"])
+            if "NextShardIterator" not in page or not page["Records"]:
+                break
+            iterator = page["NextShardIterator"]
+    for t in range(INCREMENTERS):
+        key = f"ctr-{t}"
+        stored = int(
+            ddb.get_item(TableName=name, Key={"pk": {"S": key}}, ConsistentRead=True)["Item"]["n"]["N"]
+        )
+        assert values[key] == list(range(stored + 1)), key
+    assert len(inserted) == len(set(inserted))
+    assert (
+        set(load.acked_puts)
+        <= set(inserted)
+        <= set(load.acked_puts) | set(load.failed_puts) | {f"pre-{i}" for i in range(60)}
+    )
 
 
 def test_a_follower_stopped_through_a_split_then_the_old_leader_killed_loses_no_acknowledged_write(
