@@ -17,6 +17,12 @@ CRD_DIR = ROOT / "crds"
 KUBERNETES_VERSIONS = ("1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0")
 
 
+def example(name: str = "table.yaml") -> dict[str, Any]:
+    """A manifest of docs/examples/, as a user would apply it."""
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "examples" / name).read_text())
+    return doc
+
+
 def load_crds() -> dict[str, dict[str, Any]]:
     """kind -> CRD, for every CRD in crds/."""
     crds = {}

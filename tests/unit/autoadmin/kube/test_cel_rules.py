@@ -10,9 +10,8 @@ from typing import Any
 
 import cel
 import pytest
-import yaml
 
-from tests.unit.autoadmin.kube.manifests import ROOT, custom_schema
+from tests.unit.autoadmin.kube.manifests import custom_schema, example
 
 Rule = tuple[tuple[str, ...], str, str]  # (path, rule, message)
 
@@ -53,20 +52,15 @@ def violations(kind: str, new: dict[str, Any], old: dict[str, Any] | None = None
     return broken
 
 
-def _example(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "examples" / name).read_text())
-    return doc
-
-
 def _edited(name: str, edit: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
-    doc = copy.deepcopy(_example(name))
+    doc = copy.deepcopy(example(name))
     edit(doc)
     return doc
 
 
 @pytest.mark.parametrize(("kind", "name"), [("Table", "table.yaml"), ("Partition", "partition.yaml")])
 def test_examples_pass_every_rule_on_create_and_on_a_no_op_update(kind: str, name: str) -> None:
-    doc = _example(name)
+    doc = example(name)
     assert violations(kind, doc) == []
     assert violations(kind, doc, old=doc) == []
 
@@ -127,12 +121,12 @@ def test_table_cross_field_rules(edit: Callable[[dict[str, Any]], Any], message:
     ],
 )
 def test_table_key_schema_and_name_are_immutable(edit: Callable[[dict[str, Any]], Any], message: str) -> None:
-    old = _example("table.yaml")
+    old = example("table.yaml")
     assert message in violations("Table", _edited("table.yaml", edit), old=old)
 
 
 def test_throughput_protection_and_replication_factor_may_change() -> None:
-    old = _example("table.yaml")
+    old = example("table.yaml")
 
     def edit(d: dict[str, Any]) -> None:
         d["spec"]["provisionedThroughput"] = {"readCapacityUnits": 9000, "writeCapacityUnits": 6000}
@@ -152,7 +146,7 @@ def test_a_single_replica_table_may_be_raised_and_lowered_back() -> None:
 def test_a_partitions_replication_group_mark_is_never_cleared() -> None:
     marked = _edited("partition.yaml", lambda d: d["spec"].update(replicationGroup=True))
     cleared = _edited("partition.yaml", lambda d: d["spec"].update(replicationGroup=False))
-    assert violations("Partition", marked, old=_example("partition.yaml")) == []
+    assert violations("Partition", marked, old=example("partition.yaml")) == []
     assert violations("Partition", marked, old=cleared) == []
     assert violations("Partition", marked, old=marked) == []
     assert "replicationGroup cannot be cleared" in violations("Partition", cleared, old=marked)
@@ -180,12 +174,12 @@ def test_a_partitions_replication_group_mark_is_never_cleared() -> None:
     ],
 )
 def test_partition_rules(edit: Callable[[dict[str, Any]], Any], message: str, as_update: bool) -> None:
-    old = _example("partition.yaml") if as_update else None
+    old = example("partition.yaml") if as_update else None
     assert message in violations("Partition", _edited("partition.yaml", edit), old=old)
 
 
 def test_a_split_may_shorten_a_range_from_its_end() -> None:
-    old = _example("partition.yaml")
+    old = example("partition.yaml")
     split = _edited("partition.yaml", lambda d: d["spec"]["hashRange"].update(last="3fffffffffffffff"))
     assert violations("Partition", split, old=old) == []
 
@@ -217,6 +211,6 @@ def test_a_replicated_splits_fields_never_change_once_set(
 
 
 def test_a_partition_may_be_marked_for_a_split() -> None:
-    old = _example("partition.yaml")
+    old = example("partition.yaml")
     marked = _edited("partition.yaml", lambda d: d["spec"].update(splitAt="8000000000000000"))
     assert violations("Partition", marked, old=old) == []

@@ -16,9 +16,8 @@ from typing import Any
 import cel
 import jsonschema
 import pytest
-import yaml
 
-from tests.unit.autoadmin.kube.manifests import ROOT, custom_schema, validate
+from tests.unit.autoadmin.kube.manifests import custom_schema, example, validate
 
 _MISSING = object()
 
@@ -53,11 +52,6 @@ def violations(new: dict[str, Any], old: dict[str, Any] | None = None) -> list[s
     return _violations(custom_schema("Table"), new, old if old is not None else _MISSING)
 
 
-def _example() -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "examples" / "table.yaml").read_text())
-    return doc
-
-
 Edit = Callable[[dict[str, Any]], Any]
 
 
@@ -76,7 +70,7 @@ def _index(name: str, *keys: str, throughput: bool = True, **projection: Any) ->
 
 def _indexed() -> dict[str, Any]:
     """The Music example with a global index on Genre/Year and a local one on Album."""
-    doc = _example()
+    doc = example()
     doc["spec"]["attributeDefinitions"] += [
         {"attributeName": "Genre", "attributeType": "S"},
         {"attributeName": "Year", "attributeType": "N"},

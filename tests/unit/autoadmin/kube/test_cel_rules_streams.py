@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.unit.autoadmin.kube.manifests import validate
-from tests.unit.autoadmin.kube.test_cel_rules_indexes import _example, violations
+from tests.unit.autoadmin.kube.manifests import example, validate
+from tests.unit.autoadmin.kube.test_cel_rules_indexes import violations
 
 RULE = "streamViewType is required when streamEnabled is true, and must not be given when it is false"
 
@@ -25,7 +25,7 @@ RULE = "streamViewType is required when streamEnabled is true, and must not be g
 def test_a_view_type_is_given_exactly_when_the_stream_is_on(
     stream: dict[str, Any], broken: list[str]
 ) -> None:
-    table = _example()
+    table = example()
     table["spec"]["streamSpecification"] = stream
     validate(table)  # the schema itself
     assert violations(table) == broken

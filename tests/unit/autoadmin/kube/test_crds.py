@@ -9,17 +9,15 @@ from typing import Any
 import jsonschema
 import kubernetes_validate
 import pytest
-import yaml
 
 from partita.autoadmin.kube import naming
-from tests.unit.autoadmin.kube.manifests import KUBERNETES_VERSIONS, ROOT, custom_schema, load_crds, validate
-
-EXAMPLES = ROOT / "docs" / "examples"
-
-
-def _example(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())
-    return doc
+from tests.unit.autoadmin.kube.manifests import (
+    KUBERNETES_VERSIONS,
+    custom_schema,
+    example,
+    load_crds,
+    validate,
+)
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
@@ -90,11 +88,11 @@ def test_immutable_fields_carry_transition_rules() -> None:
 
 @pytest.mark.parametrize("name", ["table.yaml", "partition.yaml"])
 def test_examples_are_valid(name: str) -> None:
-    validate(_example(name))
+    validate(example(name))
 
 
 def _broken(name: str, edit: Any) -> dict[str, Any]:
-    doc = _example(name)
+    doc = example(name)
     edit(doc)
     return doc
 
