@@ -237,6 +237,36 @@ def start_on_free_ports(data_dir: Path, extra_args: tuple[str, ...] = ()) -> Clu
     return c
 
 
+def create_pk_table(client: Any, name: str, timeout: float = 10.0, **extra: Any) -> None:
+    """An ACTIVE table keyed by the string "pk" alone; on demand unless `extra` gives
+    ProvisionedThroughput."""
+    if "ProvisionedThroughput" not in extra:
+        extra.setdefault("BillingMode", "PAY_PER_REQUEST")
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        **extra,
+    )
+    wait_active(client, name, timeout=timeout)
+
+
+def shard_records(streams: Any, arn: str, shard_id: str) -> list[dict[str, Any]]:
+    """Every record of a stream's shard, from its oldest, read until a page comes back
+    empty or the shard is closed and read to its end (boto3 `dynamodbstreams` client)."""
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
+        "ShardIterator"
+    ]
+    records: list[dict[str, Any]] = []
+    for _ in range(1000):
+        page = streams.get_records(ShardIterator=iterator)
+        records.extend(page["Records"])
+        if not page["Records"] or "NextShardIterator" not in page:
+            return records
+        iterator = page["NextShardIterator"]
+    raise AssertionError(f"shard {shard_id} still had records after 1000 pages")
+
+
 def wait_active(client: Any, name: str, timeout: float = 10.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.integration.cluster import Cluster, running, wait_active
+from tests.integration.cluster import Cluster, create_pk_table, running, shard_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-replication")]
 
@@ -37,17 +37,6 @@ def rf3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
 
 
-def _create(ddb: Any, name: str, **extra: Any) -> None:
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        **extra,
-    )
-    wait_active(ddb, name)
-
-
 def _until(predicate: Any, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -60,7 +49,7 @@ def _until(predicate: Any, timeout: float = 20.0) -> None:
 def test_items_written_with_three_replicas_read_back_strongly_and_eventually(rf3: Cluster) -> None:
     ddb = rf3.client()
     name = f"rf3-{uuid.uuid4().hex[:8]}"
-    _create(ddb, name)
+    create_pk_table(ddb, name)
     for i in range(30):
         ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}, "v": {"N": str(i)}})
     for i in range(30):
@@ -74,7 +63,7 @@ def test_an_eventually_consistent_read_right_after_a_write_sees_it(rf3: Cluster)
     an acknowledged write finds it (the write's log index is the read's floor)."""
     ddb = rf3.client()
     name = f"rf3e-{uuid.uuid4().hex[:8]}"
-    _create(ddb, name)
+    create_pk_table(ddb, name)
     for i in range(60):
         key = {"pk": {"S": f"k{i % 6}"}}  # overwrites too: a stale replica would show the old one
         ddb.put_item(TableName=name, Item={**key, "v": {"N": str(i)}})
@@ -88,7 +77,7 @@ def test_an_eventually_consistent_read_right_after_a_write_sees_it(rf3: Cluster)
 def test_a_conditional_write_that_fails_is_refused_once_on_the_leader(rf3: Cluster) -> None:
     ddb = rf3.client()
     name = f"rf3c-{uuid.uuid4().hex[:8]}"
-    _create(ddb, name)
+    create_pk_table(ddb, name)
     ddb.put_item(TableName=name, Item={"pk": {"S": "x"}, "n": {"N": "1"}})
     with pytest.raises(ClientError) as refused:
         ddb.put_item(
@@ -123,7 +112,7 @@ def _partitions(cluster: Cluster, name: str) -> list[dict[str, Any]]:
 def test_status_shows_members_roles_leader_term_commit_and_lag(rf3: Cluster) -> None:
     ddb = rf3.client()
     name = f"rf3s-{uuid.uuid4().hex[:8]}"
-    _create(ddb, name)
+    create_pk_table(ddb, name)
     for i in range(8):
         ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}})
 
@@ -153,7 +142,7 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
     ride in their writes' log entries, so a failover neither drops nor repeats one."""
     ddb = rf3.client()
     name = f"rf3k-{uuid.uuid4().hex[:8]}"
-    _create(ddb, name, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
+    create_pk_table(ddb, name, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
     workers = 4
     for w in range(workers):
         ddb.put_item(TableName=name, Item={"pk": {"S": f"c{w}"}, "n": {"N": "0"}})
@@ -237,17 +226,9 @@ def _streamed_values(cluster: Cluster, arn: str) -> dict[str, list[int]]:
     streams = cluster.client("dynamodbstreams")
     values: dict[str, list[int]] = {}
     for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(
-            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        for _ in range(1000):
-            page = streams.get_records(ShardIterator=iterator)
-            for record in page["Records"]:
-                image = record["dynamodb"]["NewImage"]
-                values.setdefault(image["pk"]["S"], []).append(int(image["n"]["N"]))
-            if not page["Records"]:
-                break
-            iterator = page["NextShardIterator"]
+        for record in shard_records(streams, arn, shard["ShardId"]):
+            image = record["dynamodb"]["NewImage"]
+            values.setdefault(image["pk"]["S"], []).append(int(image["n"]["N"]))
     return values
 
 
@@ -255,7 +236,7 @@ def _led_table(cluster: Cluster, prefix: str, keys: list[str]) -> str:
     """A new table holding `keys`, once every partition has a leader; its name."""
     ddb = cluster.client()
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    _create(ddb, name)
+    create_pk_table(ddb, name)
     for key in keys:
         ddb.put_item(TableName=name, Item={"pk": {"S": key}})
     _until(lambda: all(p["leader"] is not None for p in _partitions(cluster, name)))

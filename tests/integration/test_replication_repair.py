@@ -34,7 +34,7 @@ from botocore.exceptions import ClientError
 from partita.common import keys
 from partita.storage.engine import Engine
 from partita.storage.group_log import group_of
-from tests.integration.cluster import Cluster, running, wait_active
+from tests.integration.cluster import Cluster, create_pk_table, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-replication-repair")]
 
@@ -107,13 +107,7 @@ def table_and_a_fourth_node(cluster: Cluster, prefix: str) -> str:
     every group of the three nodes."""
     ddb = cluster.client()
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    wait_active(ddb, name)
+    create_pk_table(ddb, name)
     assert _cli(cluster, "node", "add")["node_id"] == "storage-d"
     return name
 

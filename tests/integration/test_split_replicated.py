@@ -36,7 +36,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.integration.cluster import Cluster, running, wait_active
+from tests.integration.cluster import Cluster, create_pk_table, running, shard_records, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-split-replicated")]
 
@@ -86,14 +86,7 @@ def _until(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def _create(ddb: Any, name: str, **extra: Any) -> None:
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        ProvisionedThroughput=ROOMY,
-        **extra,
-    )
-    wait_active(ddb, name, timeout=30)
+    create_pk_table(ddb, name, timeout=30, ProvisionedThroughput=ROOMY, **extra)
 
 
 def _led(cluster: Cluster, name: str) -> list[dict[str, Any]]:
@@ -302,21 +295,13 @@ def _check_stream_across_the_split(cluster: Cluster, ddb: Any, name: str, parent
     values: dict[str, list[int]] = {}
     inserted: list[str] = []
     for shard in closed + children:  # a key's records in the parent come before its child's
-        iterator = streams.get_shard_iterator(
-            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        for _ in range(1000):
-            page = streams.get_records(ShardIterator=iterator)
-            for record in page["Records"]:
-                image = record["dynamodb"]["NewImage"]
-                if "n" in image:
-                    values.setdefault(image["pk"]["S"], []).append(int(image["n"]["N"]))
-                else:
-                    assert record["eventName"] == "INSERT", record
-                    inserted.append(image["pk"]["S"])
-            if "NextShardIterator" not in page or not page["Records"]:
-                break
-            iterator = page["NextShardIterator"]
+        for record in shard_records(streams, arn, shard["ShardId"]):
+            image = record["dynamodb"]["NewImage"]
+            if "n" in image:
+                values.setdefault(image["pk"]["S"], []).append(int(image["n"]["N"]))
+            else:
+                assert record["eventName"] == "INSERT", record
+                inserted.append(image["pk"]["S"])
     for t in range(INCREMENTERS):
         key = f"ctr-{t}"
         stored = int(

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster, running, wait_active
+from tests.integration.cluster import Cluster, create_pk_table, running, shard_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-ttl")]
 
@@ -29,14 +29,7 @@ def ttl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def _new_table(ddb: Any, **extra: Any) -> str:
     name = f"ttl-{uuid.uuid4().hex[:8]}"
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        **extra,
-    )
-    wait_active(ddb, name)
+    create_pk_table(ddb, name, **extra)
     return name
 
 
@@ -125,17 +118,8 @@ def test_an_expired_items_deletion_is_a_remove_record_by_the_service(ttl_cluster
     shards = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
 
     def removes() -> list[dict[str, Any]]:
-        found = []
-        for shard in shards:
-            iterator = streams.get_shard_iterator(
-                StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-            )["ShardIterator"]
-            found.extend(
-                r
-                for r in streams.get_records(ShardIterator=iterator)["Records"]
-                if r["eventName"] == "REMOVE"
-            )
-        return found
+        every = (r for shard in shards for r in shard_records(streams, arn, shard["ShardId"]))
+        return [r for r in every if r["eventName"] == "REMOVE"]
 
     _until(lambda: len(removes()) == 2, 30, "the expired item's REMOVE record")
     by_key = {r["dynamodb"]["Keys"]["pk"]["S"]: r for r in removes()}
