@@ -33,8 +33,6 @@ from partita.common import errors
 from partita.common.partition_map import Partition
 from partita.control.model import STREAM_RETENTION_SECONDS, StreamSpec, TableRecord
 
-VIEW_TYPES = ("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES", "KEYS_ONLY")
-RETENTION_SECONDS = STREAM_RETENTION_SECONDS
 # A shard iterator is good for 15 minutes after GetShardIterator or GetRecords made it.
 ITERATOR_SECONDS = 15 * 60
 MAX_RECORDS_PER_CALL = 1000
@@ -74,7 +72,7 @@ def readable(spec: StreamSpec, now: float) -> bool:
     the retention period ago."""
     if spec.created_at is None:
         return False
-    return spec.enabled or spec.disabled_at is None or now - spec.disabled_at < RETENTION_SECONDS
+    return spec.enabled or spec.disabled_at is None or now - spec.disabled_at < STREAM_RETENTION_SECONDS
 
 
 def readable_streams(spec: StreamSpec, now: float) -> list[StreamSpec]:

@@ -39,6 +39,7 @@ import orjson
 from partita.common.partition_map import Partition, current_partitions
 from partita.control.model import (
     NO_REVISION,
+    STREAM_VIEW_TYPES,
     BillingMode,
     IndexKind,
     KeyElement,
@@ -64,7 +65,6 @@ TIME_TO_LIVE_ANNOTATION = f"{GROUP}/time-to-live"
 # The table's DynamoDB Streams (StreamSpec JSON): set by CreateTable and UpdateTable, or
 # by the operator for a spec.streamSpecification written with kubectl.
 STREAM_ANNOTATION = f"{GROUP}/stream"
-VIEW_TYPES = ("KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES")
 # Each secondary index's creation time, as JSON pairs [[name, epoch seconds], ...] in the
 # spec's order of its indexes. Kept rather than derived: a global index added by
 # UpdateTable is younger than its table, which deriving its time from the table's would
@@ -117,7 +117,7 @@ def stream_to_record(obj: Mapping[str, Any], now: float) -> StreamSpec | None:
     if not wanted.get("streamEnabled"):
         return current.stopped(now) if current.enabled else None
     view = wanted.get("streamViewType")
-    if view not in VIEW_TYPES or (current.enabled and current.view_type == view):
+    if view not in STREAM_VIEW_TYPES or (current.enabled and current.view_type == view):
         return None
     return (current.stopped(now) if current.enabled else current).started(view, now)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NewType
+from typing import Any, Literal, NewType, get_args
 
 from partita.common.partition_map import Partition, PartitionMap
 
@@ -85,6 +85,7 @@ class TimeToLive:
 
 
 StreamViewType = Literal["KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"]
+STREAM_VIEW_TYPES: tuple[StreamViewType, ...] = get_args(StreamViewType)
 # DynamoDB keeps a stream's records, and a disabled stream, for 24 hours.
 STREAM_RETENTION_SECONDS = 24 * 3600
 

@@ -130,7 +130,8 @@ class DataPlane:
             plan = planner(self.state.engine, request)
             if plan.effects:
                 plan.group = group if group is not None else group_of(request.table_id, owner.partition_id)
-                _place_stream_records(plan.effects, request.table_id, owner)
+                if request.body:  # a stream record comes only with options (a plain PutItem has none)
+                    _place_stream_records(plan.effects, request.table_id, owner)
                 self.state.engine.stage(plan.effects)
         except DynamoError as exc:
             plan = Plan(error_response(request.id, exc))

@@ -235,17 +235,18 @@ def plan_put(engine: Engine, request: pb.Request) -> Plan:
     if not options:
         return Plan(response, [Effect(Kind.PUT, request.key, request.value)])
     exprs = _Expressions(options)
-    if "condition" in options or options.get("capacity"):
-        old_item = _load(old)
+    stream = options.get("stream")
+    checked = "condition" in options or options.get("capacity")
+    old_item = _load(old) if checked or stream is not None else None  # decoded once
+    if checked:
         _check_condition(exprs, old_item)
         if options.get("capacity"):
             response.capacity_bytes = max(item_size(old_item) if old_item else 0, int(options.get("size", 0)))
     if options.get("return_old") and old is not None:
         response.value = old
     effects = [Effect(Kind.PUT, request.key, request.value)]
-    stream = options.get("stream")
     if stream is not None:
-        _add_stream_record(effects, stream, _load(old), _load(request.value))
+        _add_stream_record(effects, stream, old_item, _load(request.value))
     return Plan(response, effects)
 
 
@@ -254,8 +255,10 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     options = _options(request)
     old = engine.latest(request.key)
     response = pb.Response(id=request.id, status=pb.OK, capacity_units=_write_charge(old, 0))
-    if "condition" in options or options.get("capacity"):
-        old_item = _load(old)
+    stream = options.get("stream")
+    checked = "condition" in options or options.get("capacity")
+    old_item = _load(old) if checked or stream is not None else None  # decoded once
+    if checked:
         _check_condition(_Expressions(options), old_item)
         if options.get("capacity"):
             response.capacity_bytes = item_size(old_item) if old_item else 0
@@ -266,9 +269,8 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
         return Plan(response)
     service = bool(options.get("service"))
     effects = [Effect(Kind.SERVICE_DELETE if service else Kind.DELETE, request.key)]
-    stream = options.get("stream")
     if stream is not None:
-        _add_stream_record(effects, stream, _load(old), None, service=service)
+        _add_stream_record(effects, stream, old_item, None, service=service)
     return Plan(response, effects)
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from partita._proto import storage_pb2 as pb
-from partita.api.streams import RETENTION_SECONDS
+from partita.control.model import STREAM_RETENTION_SECONDS
 from partita.storage.data_server import DataPlane
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class StreamTrimmer:
         plane: DataPlane,
         *,
         interval: float = TRIM_INTERVAL_SECONDS,
-        retention: float = RETENTION_SECONDS,
+        retention: float = STREAM_RETENTION_SECONDS,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from partita.api.operations import stream_specification
-from partita.api.streams import RETENTION_SECONDS
 from partita.common.errors import DynamoError
-from partita.control.model import StreamSpec
+from partita.control.model import STREAM_RETENTION_SECONDS, StreamSpec
 
 ON = {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
 OFF = {"StreamEnabled": False}
@@ -26,7 +25,7 @@ def test_enabling_again_keeps_the_disabled_streams_for_their_24_hours() -> None:
     second = stream_specification.on_update(off, ON, "t", 30.0)
     assert second.created_at == 30.0 and second.earlier == (StreamSpec(False, "NEW_IMAGE", 10.0, 20.0),)
     third = stream_specification.on_update(
-        stream_specification.on_update(second, OFF, "t", 40.0), ON, "t", 20.0 + RETENTION_SECONDS
+        stream_specification.on_update(second, OFF, "t", 40.0), ON, "t", 20.0 + STREAM_RETENTION_SECONDS
     )
     assert [s.created_at for s in third.earlier] == [30.0]  # the first is past its 24 hours
 

@@ -9,7 +9,7 @@ import pytest
 from partita.api import streams
 from partita.common.errors import DynamoError
 from partita.common.partition_map import Partition
-from partita.control.model import KeyElement, StreamSpec, TableRecord
+from partita.control.model import STREAM_RETENTION_SECONDS, KeyElement, StreamSpec, TableRecord
 
 STREAM = {"view": "NEW_AND_OLD_IMAGES", "keys": ["pk"], "at": 1700000000.5, "ms": 1700000000500}
 OLD = {"pk": {"S": "k"}, "a": {"N": "1"}}
@@ -129,6 +129,6 @@ def test_an_iterator_round_trips_expires_and_refuses_garbage() -> None:
 
 def test_a_disabled_stream_stays_readable_for_24_hours() -> None:
     spec = StreamSpec(enabled=False, view_type="KEYS_ONLY", created_at=0.0, disabled_at=10.0)
-    assert streams.readable(spec, 10.0 + streams.RETENTION_SECONDS - 1)
-    assert not streams.readable(spec, 10.0 + streams.RETENTION_SECONDS)
+    assert streams.readable(spec, 10.0 + STREAM_RETENTION_SECONDS - 1)
+    assert not streams.readable(spec, 10.0 + STREAM_RETENTION_SECONDS)
     assert not streams.readable(StreamSpec(), 0.0)
