@@ -767,21 +767,16 @@ class EtcdControlStore:
         raise RuntimeError(f"transaction {tx_id}: its record kept changing")
 
     async def get_transaction(self, tx_id: str) -> dict[str, Any] | None:
-        kv = await self._client.get(TRANSACTIONS + tx_id.encode())
-        return None if kv is None else dict(orjson.loads(kv.value))
+        return await self._get_record(TRANSACTIONS + tx_id.encode())
 
     async def delete_transaction(self, tx_id: str) -> None:
         await self._client.delete(TRANSACTIONS + tx_id.encode())
 
     async def list_transactions(self) -> list[tuple[str, dict[str, Any]]]:
-        return [
-            (kv.key[len(TRANSACTIONS) :].decode(), orjson.loads(kv.value))
-            for kv in await self._client.get_prefix(TRANSACTIONS)
-        ]
+        return await self._list_records(TRANSACTIONS)
 
     async def get_token(self, token: str) -> dict[str, Any] | None:
-        kv = await self._client.get(TOKENS + token.encode())
-        return None if kv is None else dict(orjson.loads(kv.value))
+        return await self._get_record(TOKENS + token.encode())
 
     async def put_token(self, token: str, record: dict[str, Any]) -> None:
         await self._client.put(TOKENS + token.encode(), orjson.dumps(record))
@@ -793,9 +788,17 @@ class EtcdControlStore:
         await self._client.delete(TOKENS + token.encode())
 
     async def list_tokens(self) -> list[tuple[str, dict[str, Any]]]:
+        return await self._list_records(TOKENS)
+
+    async def _get_record(self, key: bytes) -> dict[str, Any] | None:
+        kv = await self._client.get(key)
+        return None if kv is None else dict(orjson.loads(kv.value))
+
+    async def _list_records(self, prefix: bytes) -> list[tuple[str, dict[str, Any]]]:
+        """(name after `prefix`, record) of every JSON record under `prefix`."""
         return [
-            (kv.key[len(TOKENS) :].decode(), orjson.loads(kv.value))
-            for kv in await self._client.get_prefix(TOKENS)
+            (kv.key[len(prefix) :].decode(), orjson.loads(kv.value))
+            for kv in await self._client.get_prefix(prefix)
         ]
 
     async def close(self) -> None:
