@@ -539,3 +539,8 @@ def input_members(operation: str) -> list[str]:
     """The members of an operation's input shape, in the model's order."""
     spec = _MODEL["operations"][operation].get("input")
     return list(_MODEL["shapes"][spec["shape"]].get("members", {})) if spec else []
+
+
+def operation_names() -> frozenset[str]:
+    """Every operation of DynamoDB's and DynamoDB Streams' models."""
+    return frozenset(_PLANS)

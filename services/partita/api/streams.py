@@ -55,7 +55,11 @@ def stream_ms(spec: StreamSpec) -> int:
 
 def stream_label(spec: StreamSpec) -> str:
     """DynamoDB's StreamLabel: the stream's creation time, ISO 8601 to the millisecond."""
-    moment = datetime.fromtimestamp(stream_ms(spec) / 1000, UTC)
+    return label_of_ms(stream_ms(spec))
+
+
+def label_of_ms(ms: int) -> str:
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
 
 

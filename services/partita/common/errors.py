@@ -162,6 +162,10 @@ def resource_in_use(message: str) -> DynamoError:
     return DynamoError("ResourceInUseException", message)
 
 
+def policy_not_found(message: str) -> DynamoError:
+    return DynamoError("PolicyNotFoundException", message)
+
+
 def limit_exceeded(message: str) -> DynamoError:
     return DynamoError("LimitExceededException", message)
 

@@ -54,6 +54,7 @@ from partita.control.model import (
     TableSpec,
     TableState,
     TimeToLive,
+    policies_from_json,
 )
 
 GROUP = "partita.io"
@@ -65,6 +66,8 @@ TIME_TO_LIVE_ANNOTATION = f"{GROUP}/time-to-live"
 # The table's DynamoDB Streams (StreamSpec JSON): set by CreateTable and UpdateTable, or
 # by the operator for a spec.streamSpecification written with kubectl.
 STREAM_ANNOTATION = f"{GROUP}/stream"
+# Resource-based policies (PutResourcePolicy), with their revision ids.
+POLICIES_ANNOTATION = f"{GROUP}/resource-policies"
 # Each secondary index's creation time, as JSON pairs [[name, epoch seconds], ...] in the
 # spec's order of its indexes. Kept rather than derived: a global index added by
 # UpdateTable is younger than its table, which deriving its time from the table's would
@@ -136,6 +139,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
     created_at = float(created) if created else _timestamp(meta.get("creationTimestamp"))
     ttl = notes.get(TIME_TO_LIVE_ANNOTATION)
     stream = notes.get(STREAM_ANNOTATION)
+    policies = notes.get(POLICIES_ANNOTATION)
     return TableSpec(
         name=str(spec["tableName"]),
         table_id=int(table_id) if table_id else default_table_id(meta.get("namespace", ""), meta["name"]),
@@ -151,6 +155,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         deleting=bool(meta.get("deletionTimestamp")),
         time_to_live=TimeToLive.from_json(orjson.loads(ttl)) if ttl else TimeToLive(),
         stream=StreamSpec.from_json(orjson.loads(stream)) if stream else StreamSpec(),
+        policies=policies_from_json(orjson.loads(policies)) if policies else (),
         deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
         indexes=_indexes_from_resource(spec, types, created_at, notes.get(INDEX_CREATED_AT_ANNOTATION)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
@@ -250,6 +255,8 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         # wanted, as kubectl users write it (`stream_to_record`).
         annotations[STREAM_ANNOTATION] = orjson.dumps(spec.stream.to_json()).decode()
         body["streamSpecification"] = _stream_field(spec.stream)
+    if spec.policies:
+        annotations[POLICIES_ANNOTATION] = orjson.dumps([p.to_json() for p in spec.policies]).decode()
     # Absent rather than empty when there are none, as CreateTable omits them (and the
     # CRD refuses an empty list of local indexes).
     for kind, member in _INDEX_MEMBERS:
@@ -443,7 +450,8 @@ class KubernetesTableCatalog:
                     patch["spec"]["provisionedThroughput"] = None
                 for _kind, member in _INDEX_MEMBERS:
                     patch["spec"].setdefault(member, None)
-                patch["metadata"]["annotations"].setdefault(INDEX_CREATED_AT_ANNOTATION, None)
+                for note in (INDEX_CREATED_AT_ANNOTATION, POLICIES_ANNOTATION):
+                    patch["metadata"]["annotations"].setdefault(note, None)
                 await self._call("PATCH", url, patch, "application/merge-patch+json")
         except KubernetesApiError as exc:
             if exc.status in (404, 409):  # gone, or another writer came first

@@ -91,6 +91,28 @@ STREAM_RETENTION_SECONDS = 24 * 3600
 
 
 @dataclass(frozen=True)
+class ResourcePolicy:
+    """A resource-based policy attached to the table (`resource` "") or to one of its
+    streams (`resource` the stream's label), as PutResourcePolicy left it. The document
+    is kept as the caller wrote it: GetResourcePolicy answers it byte for byte."""
+
+    resource: str
+    document: str
+    revision_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resource": self.resource, "document": self.document, "revision_id": self.revision_id}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ResourcePolicy:
+        return cls(str(data["resource"]), str(data["document"]), str(data["revision_id"]))
+
+
+def policies_from_json(data: Any) -> tuple[ResourcePolicy, ...]:
+    return tuple(ResourcePolicy.from_json(p) for p in data or ())
+
+
+@dataclass(frozen=True)
 class StreamSpec:
     """The table's DynamoDB Stream, as CreateTable or UpdateTable last left it.
 
@@ -304,6 +326,7 @@ class TableSpec:
     throughput_history: ThroughputHistory = ThroughputHistory()
     indexes: tuple[SecondaryIndex, ...] = ()
     stream: StreamSpec = StreamSpec()
+    policies: tuple[ResourcePolicy, ...] = ()
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -325,6 +348,7 @@ class TableSpec:
             "throughput_history": self.throughput_history.to_json(),
             "indexes": [index.to_json() for index in self.indexes],
             "stream": self.stream.to_json(),
+            **({"policies": [p.to_json() for p in self.policies]} if self.policies else {}),
         }
 
     @classmethod
@@ -352,6 +376,7 @@ class TableSpec:
             throughput_history=ThroughputHistory.from_json(data.get("throughput_history") or {}),
             indexes=tuple(SecondaryIndex.from_json(i) for i in data.get("indexes") or ()),
             stream=StreamSpec.from_json(data.get("stream") or {}),
+            policies=policies_from_json(data.get("policies")),
             revision=revision,
         )
 
@@ -449,6 +474,7 @@ class TableRecord:
     throughput_history: ThroughputHistory = ThroughputHistory()
     indexes: tuple[SecondaryIndex, ...] = ()
     stream: StreamSpec = StreamSpec()
+    policies: tuple[ResourcePolicy, ...] = ()
 
     @classmethod
     def of(cls, spec: TableSpec, state: TableState | None, partitions: list[Partition]) -> TableRecord:
@@ -470,6 +496,7 @@ class TableRecord:
             throughput_history=spec.throughput_history,
             indexes=spec.indexes,
             stream=spec.stream,
+            policies=spec.policies,
         )
 
     @property

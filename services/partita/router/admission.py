@@ -64,6 +64,9 @@ CONTROL_PLANE = frozenset(
         "UntagResource",
         "ListTagsOfResource",
         "DescribeLimits",
+        "PutResourcePolicy",
+        "GetResourcePolicy",
+        "DeleteResourcePolicy",
     }
 )
 # Per router, per second; a second's worth may come at once.

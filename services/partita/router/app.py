@@ -25,8 +25,8 @@ from partita.api.streams import iterator_table
 from partita.common import errors, metrics
 from partita.common.errors import DynamoError
 from partita.common.logs import RateLimitedLog
+from partita.router import access, response_encoding
 from partita.router import metrics as router_metrics
-from partita.router import response_encoding
 from partita.router.actions import (
     batch_execute_statement,
     batch_get_item,
@@ -45,6 +45,7 @@ from partita.router.actions import (
     list_tags_of_resource,
     put_item,
     query,
+    resource_policies,
     scan,
     streams,
     tag_resource,
@@ -83,6 +84,9 @@ OPERATIONS: dict[str, Action] = {
     "TagResource": tag_resource.run,
     "UntagResource": untag_resource.run,
     "ListTagsOfResource": list_tags_of_resource.run,
+    "PutResourcePolicy": resource_policies.put_resource_policy,
+    "GetResourcePolicy": resource_policies.get_resource_policy,
+    "DeleteResourcePolicy": resource_policies.delete_resource_policy,
     "PutItem": put_item.run,
     "GetItem": get_item.run,
     "UpdateItem": update_item.run,
@@ -132,6 +136,7 @@ class DynamoApp:
         self.credentials = credentials
         # Table-level throughput admission; None: not enforced (the default for now).
         self.admission = admission
+        self.policies = access.PolicyCache()
         self._request_ids = itertools.count(1)
         self._id_prefix = os.urandom(6).hex().upper().encode()
 
@@ -286,12 +291,7 @@ class DynamoApp:
         named = tables_named(payload)
         heads = statement_heads(payload) if operation in STATEMENT_OPERATIONS else []
         named.extend(table for _, table in heads)
-        for table in named:
-            if not credential.may_access(table):
-                raise errors.access_denied(
-                    f"User: {credential.name or credential.access_key_id} is not authorized to perform: "
-                    f"dynamodb:{operation} on resource: {self.ctx.table_arn(table)}"
-                )
+        access.check(self.ctx, self.policies, credential, operation, payload, named)
         if self.admission is not None:
             if operation in KIND_OF:
                 self._admit(named, KIND_OF[operation])

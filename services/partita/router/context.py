@@ -94,6 +94,10 @@ class RouterContext:
     def table_arn(self, name: str) -> str:
         return f"arn:aws:dynamodb:{self.settings.region}:{self.settings.account_id}:table/{name}"
 
+    def user_arn(self, name: str) -> str:
+        """An access key's name as an IAM user of the cluster's account."""
+        return f"arn:aws:iam::{self.settings.account_id}:user/{name}"
+
     async def send(self, table: CachedTable, request: pb.Request) -> pb.Response:
         name = table.record.name
         skip = 0  # replicas tried without a hint, for a partition whose leader is unknown

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from partita.api.operations import create_table, list_tables, table_name_only
@@ -487,7 +488,6 @@ def test_a_tag_value_over_256_characters_is_a_constraint_violation() -> None:
     [
         ("SSESpecification", {"Enabled": True}),
         ("TableClass", "STANDARD_INFREQUENT_ACCESS"),
-        ("ResourcePolicy", "{}"),
         ("OnDemandThroughput", {"MaxReadRequestUnits": 5}),
         ("WarmThroughput", {"ReadUnitsPerSecond": 5}),
     ],
@@ -522,6 +522,16 @@ def test_every_unimplemented_parameter_given_is_named() -> None:
         request(TableClass="STANDARD_INFREQUENT_ACCESS", SSESpecification={"Enabled": True})
     )
     assert message == "Partita does not support creating a table with SSESpecification, TableClass yet"
+
+
+def test_a_resource_policy_is_checked_as_put_resource_policy_checks_it() -> None:
+    policy = orjson.dumps(
+        {"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "dynamodb:GetItem", "Resource": "*"}]}
+    ).decode()
+    assert create_table.validate(request(ResourcePolicy=policy)).resource_policy == policy
+    assert validation_message(request(ResourcePolicy="{}")) == (
+        "One or more parameter values were invalid: Invalid policy document: Missing required field Statement"
+    )
 
 
 def test_asking_for_what_a_partita_table_is_anyway_is_accepted() -> None:

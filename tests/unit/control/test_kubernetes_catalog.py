@@ -17,7 +17,7 @@ import yaml
 from partita.common.partition_map import is_replicated
 from partita.control import kubernetes
 from partita.control.kubernetes import KubernetesTableCatalog
-from partita.control.model import KeyElement, StreamSpec, TableSpec, TimeToLive, table_status
+from partita.control.model import KeyElement, ResourcePolicy, StreamSpec, TableSpec, TimeToLive, table_status
 from tests.unit.autoadmin.kube.emulator import NS, TABLES
 from tests.unit.autoadmin.kube.manifests import validate
 from tests.unit.control.conftest import table
@@ -172,6 +172,22 @@ async def test_update_table_turns_the_tables_deletion_protection_on_and_off(
             assert (await resp.json())["spec"]["deletionProtectionEnabled"] is protected
         stored = await catalog.get_table_spec("Orders")
         assert stored is not None and stored.deletion_protection is protected
+
+
+async def test_resource_policies_ride_in_their_annotation_and_the_last_one_deleted_removes_it(
+    catalog: KubernetesTableCatalog, api: aiohttp.ClientSession
+) -> None:
+    assert await catalog.create_table_spec(table())
+    policies = (ResourcePolicy("", '{"Statement": [1]}', "1000"),)
+    for wanted in (policies, ()):
+        spec = await catalog.get_table_spec("Orders")
+        assert spec is not None
+        assert await catalog.replace_table_spec(dataclasses.replace(spec, policies=wanted))
+        async with api.get(f"{TABLES}/{kubernetes.resource_name('Orders')}") as resp:
+            notes = (await resp.json())["metadata"].get("annotations") or {}
+        assert (kubernetes.POLICIES_ANNOTATION in notes) is bool(wanted)
+        stored = await catalog.get_table_spec("Orders")
+        assert stored is not None and stored.policies == wanted
 
 
 def test_routes_take_a_replicated_splits_children_in_place_of_their_parent_once_both_exist() -> None:

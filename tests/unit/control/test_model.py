@@ -15,6 +15,7 @@ from partita.control.model import (
     KeyElement,
     NodeRecord,
     PartitionStats,
+    ResourcePolicy,
     Revision,
     SplitParent,
     TableRecord,
@@ -62,6 +63,12 @@ def test_spec_json_round_trip_preserves_every_field() -> None:
     assert through_json(spec()) == spec()
     assert through_json(spec(deleting=True)).deleting is True
     assert through_json(spec(deletion_protection=True)).deletion_protection is True
+    policies = (
+        ResourcePolicy("", '{"Statement": []}', "1000"),
+        ResourcePolicy("2026-11-29T10:00:00.000", "{}", "7"),
+    )
+    assert through_json(spec(policies=policies)).policies == policies
+    assert "policies" not in spec().to_json()  # records without policies are unchanged
 
 
 def test_a_spec_without_sort_key_round_trips_with_none() -> None:

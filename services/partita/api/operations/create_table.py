@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from partita.api import service_model
+from partita.api import resource_policy, service_model
 from partita.api.operations import stream_specification
 from partita.api.operations.common import check_units_in_bounds
 from partita.api.operations.tag_resource import check_tag_rules, check_tags
@@ -57,6 +57,7 @@ IMPLEMENTED = frozenset(
         "LocalSecondaryIndexes",
         "GlobalSecondaryIndexes",
         "StreamSpecification",
+        "ResourcePolicy",
     }
 )
 # SSE with the service's own key is DynamoDB's default, and what a Partita table is
@@ -83,6 +84,7 @@ class CreateTableRequest:
     # Local indexes first, then global ones, each in request order; `created_at` is left
     # to the router.
     indexes: tuple[SecondaryIndex, ...] = ()
+    resource_policy: str | None = None  # ResourcePolicy: a document attached at creation
 
 
 def validate(body: Any) -> CreateTableRequest:
@@ -175,6 +177,9 @@ def validate(body: Any) -> CreateTableRequest:
     stream_specification.on_create(stream, 0.0)  # its checks; the router makes the stream
 
     check_tag_rules(tags)
+    policy = expect_type(body.get("ResourcePolicy"), str, "a string")
+    if policy is not None:
+        resource_policy.parse(policy)
 
     pk_name = key_schema[0]["AttributeName"]
     sk = None
@@ -193,6 +198,7 @@ def validate(body: Any) -> CreateTableRequest:
         deletion_protection=body.get("DeletionProtectionEnabled") is True,
         stream=stream,
         indexes=indexes,
+        resource_policy=policy,
     )
 
 

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from partita.api.operations import create_table, stream_specification
+from partita.api.operations.resource_policy import attached_at_creation
 from partita.common import errors
 from partita.control.model import TableRecord, TableSpec, new_table_id
 from partita.router.context import RouterContext
@@ -34,6 +35,7 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         deletion_protection=req.deletion_protection,
         indexes=tuple(dataclasses.replace(index, created_at=now) for index in req.indexes),
         stream=stream_specification.on_create(req.stream, now),
+        policies=attached_at_creation(req.resource_policy, now),
     )
     if not await ctx.catalog.create_table_spec(spec):
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")
