@@ -67,6 +67,8 @@ CONTROL_PLANE = frozenset(
         "PutResourcePolicy",
         "GetResourcePolicy",
         "DeleteResourcePolicy",
+        "DescribeContinuousBackups",
+        "UpdateContinuousBackups",
     }
 )
 # Per router, per second; a second's worth may come at once.

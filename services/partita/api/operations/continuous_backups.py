@@ -1,0 +1,48 @@
+"""DescribeContinuousBackups and UpdateContinuousBackups.
+
+Point-in-time recovery is not built yet, so every table answers as a DynamoDB table
+without it does (ContinuousBackupsStatus ENABLED, PointInTimeRecoveryStatus DISABLED):
+tools that read the setting (Terraform reads it for every table) see the truth, turning
+it off is a no-op that answers the same, and turning it on is refused by name, as
+CreateTable refuses parameters Partita does not implement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from partita.api.shape import Violations, expect_dict, expect_type
+from partita.common import errors
+from partita.common.errors import DynamoError
+
+DESCRIPTION = {
+    "ContinuousBackupsStatus": "ENABLED",
+    "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"},
+}
+
+
+def table_not_found(name: str) -> DynamoError:
+    # These operations answer a missing table as the backup operations do.
+    return DynamoError("TableNotFoundException", f"Table not found: {name}")
+
+
+def validate_describe(body: Any) -> str:
+    return _table_name(expect_dict(body))
+
+
+def validate_update(body: Any) -> str:
+    body = expect_dict(body)
+    name = _table_name(body)
+    spec = expect_dict(body["PointInTimeRecoverySpecification"])
+    if expect_type(spec["PointInTimeRecoveryEnabled"], bool, "a boolean"):
+        raise errors.validation("Partita does not support point-in-time recovery yet")
+    return name
+
+
+def _table_name(body: dict[str, Any]) -> str:
+    v = Violations()
+    name = body.get("TableName")
+    v.table_name(name)
+    v.raise_if_any()
+    assert isinstance(name, str)
+    return name
