@@ -63,3 +63,8 @@ chart deploys Doorman, else local).
 {{- .Values.admission -}}
 {{- end -}}
 {{- end }}
+
+{{/* The DynamoDB endpoint's scheme: https when router.tls names a Secret. */}}
+{{- define "partita.routerScheme" -}}
+{{- if .Values.router.tls.secretName }}https{{ else }}http{{ end }}
+{{- end }}

@@ -18,6 +18,7 @@ from partita.common import arg_types, config, gc_policy, logs
 if TYPE_CHECKING:
     from partita.router.main import RunningRouter
     from partita.router.storage_client import DataChannel
+    from partita.router.tls import TlsFiles
     from partita.storage.node import Attach
 
 _STATS_INTERVAL: dict[str, Any] = {
@@ -146,6 +147,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         load_report_interval=args.load_report_interval,
         leader_rebalance=not args.no_leader_rebalance,
         routers=args.routers,
+        tls=_tls_files(args),
     )
 
     async def main() -> int:
@@ -162,7 +164,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             logging.getLogger("partita.up").error("%s", exc)
             await supervisor.stop()
             return 1
-        print(_banner(data_dir, f"http://{args.host}:{args.port}", args.region), flush=True)
+        print(_banner(data_dir, layout.endpoint, args.region), flush=True)
         print(_metrics_banner(supervisor.metrics_endpoints(), data_dir), flush=True)
         watcher = asyncio.create_task(supervisor.watch())
         await stop.wait()
@@ -225,6 +227,7 @@ def _start_router(
         local_node=beside[0] if beside is not None else "",
     )
     return start(
+        tls=_tls_files(args),
         host=args.host,
         port=port,
         etcd_host=etcd_host,
@@ -238,6 +241,19 @@ def _start_router(
         local={beside[1]: beside[2]} if beside is not None else None,
         reuse_port=beside is not None,
     )
+
+
+def _tls_files(args: argparse.Namespace) -> TlsFiles | None:
+    """--tls-cert and --tls-key, both or neither; the paths made absolute (a supervisor's
+    children do not share its working directory's meaning)."""
+    from partita.router.tls import TlsFiles
+
+    cert, key = getattr(args, "tls_cert", None), getattr(args, "tls_key", None)
+    if (cert is None) != (key is None):
+        raise SystemExit("partita: --tls-cert and --tls-key go together")
+    if cert is None or key is None:
+        return None
+    return TlsFiles(Path(cert).resolve(), Path(key).resolve())
 
 
 def cmd_storage(args: argparse.Namespace) -> int:
@@ -572,6 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
         "router in every storage node's process sharing the port (colocated: eventually "
         "consistent reads served by the node's own replicas, no socket between) (%(default)s)",
     )
+    arg_types.add_tls_flags(up)
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -603,6 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
     router.add_argument(
         "--namespace", help="the Tables' namespace with --control-store kubernetes (default: the pod's)"
     )
+    arg_types.add_tls_flags(router)
     logs.add_flags(router)
     router.set_defaults(func=cmd_router)
 
@@ -682,6 +700,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--doorman", default="", help="Doorman servers host:port,... for --router-admission doorman"
     )
     storage.add_argument("--region", default=config.DEFAULT_REGION, help="with --router-port (%(default)s)")
+    arg_types.add_tls_flags(storage)
     storage.add_argument(
         "--credentials-dir",
         default=config.DEFAULT_DATA_DIR,

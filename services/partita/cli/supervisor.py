@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from partita.common import config
+from partita.router.tls import TlsFiles
 
 log = logging.getLogger("partita.up")
 
@@ -176,6 +177,16 @@ class ClusterLayout:
     # from its node's replicas without a socket between, and a SIGKILLed node takes only
     # its share of the connections with it).
     routers: str = "separate"
+    # HTTPS on the DynamoDB endpoint (and so on the routers' /metrics).
+    tls: TlsFiles | None = None
+
+    @property
+    def endpoint(self) -> str:
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{self.host}:{self.router_port}"
+
+    def tls_args(self) -> list[str]:
+        return ["--tls-cert", str(self.tls.cert), "--tls-key", str(self.tls.key)] if self.tls else []
 
     def doorman_children(self, py: list[str]) -> list[Child]:
         out = []
@@ -262,6 +273,7 @@ class ClusterLayout:
             argv += ["--router-port", str(self.router_port), "--credentials-dir", str(self.data_dir)]
             argv += ["--region", self.region]
             argv += self.router_admission_args("--router-admission")
+            argv += self.tls_args()
             ports = {**ports, "http": self.router_port}
         return Child(f"storage-{suffix}", "storage", argv, ports, zone=zone)
 
@@ -276,6 +288,7 @@ class ClusterLayout:
             "--log-level", self.log_level,
             *(["--replication"] if self.replication_factor > 1 else []),
             *self.router_admission_args(),
+            *self.tls_args(),
         ]  # fmt: skip
         return Child("router", "router", argv, {"http": self.router_port})
 
@@ -352,18 +365,26 @@ class ClusterLayout:
         return out
 
 
-def prometheus_config(children: list[Child], host: str, rules: Path | None) -> str:
+def prometheus_config(children: list[Child], host: str, rules: Path | None, *, https: bool = False) -> str:
     """A Prometheus configuration (YAML is a superset of JSON) scraping every child's
-    /metrics, one job per role, and loading the alert rules when they are at hand."""
+    /metrics, one job per role, and loading the alert rules when they are at hand.
+    `https`: the routers serve theirs over TLS (the DynamoDB port); the local cluster's
+    certificate is often self-signed, and the scrape stays on this host."""
     jobs: dict[str, list[str]] = {}
+    secure: set[str] = set()
     for child in children:
         port = child.ports.get("metrics") or child.ports.get("http") or child.ports.get("client")
         if port is not None:
-            jobs.setdefault(f"partita-{child.role}", []).append(f"{host}:{port}")
+            job = f"partita-{child.role}"
+            jobs.setdefault(job, []).append(f"{host}:{port}")
+            if https and port == child.ports.get("http"):
+                secure.add(job)
+    tls = {"scheme": "https", "tls_config": {"insecure_skip_verify": True}}
     config_data: dict[str, object] = {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
         "scrape_configs": [
-            {"job_name": job, "static_configs": [{"targets": targets}]} for job, targets in jobs.items()
+            {"job_name": job, "static_configs": [{"targets": targets}], **(tls if job in secure else {})}
+            for job, targets in jobs.items()
         ],
     }
     if rules is not None and rules.exists():
@@ -427,13 +448,16 @@ class Supervisor:
         for child in self.children:
             port = child.ports.get("metrics") or child.ports.get("http") or child.ports.get("client")
             if port is not None:
-                out.append((child.name, f"http://{host}:{port}/metrics"))
+                scheme = (
+                    "https" if self.layout.tls is not None and port == child.ports.get("http") else "http"
+                )
+                out.append((child.name, f"{scheme}://{host}:{port}/metrics"))
         return out
 
     def _write_cluster_file(self) -> None:
         data = {
             "supervisor_pid": os.getpid(),
-            "endpoint": f"http://{self.layout.host}:{self.layout.router_port}",
+            "endpoint": self.layout.endpoint,
             "metrics": dict(self.metrics_endpoints()),
             "etcd": f"{self.layout.host}:{self.layout.etcd_port}",
             "region": self.layout.region,
@@ -447,7 +471,9 @@ class Supervisor:
     def write_prometheus_config(self) -> Path:
         """`<data-dir>/prometheus.yml`: a Prometheus server's scrape of this cluster."""
         path = self.layout.data_dir / "prometheus.yml"
-        path.write_text(prometheus_config(self.children, self.layout.host, RULES_FILE))
+        path.write_text(
+            prometheus_config(self.children, self.layout.host, RULES_FILE, https=self.layout.tls is not None)
+        )
         return path
 
     async def start(self) -> None:

@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import math
+import ssl
 import sys
 import time
 import urllib.request
@@ -218,11 +219,18 @@ def render(frame: View, width: int = 100, title: str = "") -> list[str]:
 # --- I/O ------------------------------------------------------------------------------
 
 
+# The routers' /metrics is on the DynamoDB port, HTTPS when the cluster serves TLS, often
+# with a self-signed certificate: `top` reads this host's own cluster, and sends nothing.
+_LOCAL_TLS = ssl.create_default_context()
+_LOCAL_TLS.check_hostname = False
+_LOCAL_TLS.verify_mode = ssl.CERT_NONE
+
+
 def scrape(endpoints: list[str], now: Callable[[], float] = time.monotonic) -> Scrape:
     result = Scrape(now())
     for url in endpoints:
         try:
-            with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT_SECONDS) as response:
+            with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT_SECONDS, context=_LOCAL_TLS) as response:
                 result.add(url, response.read().decode())
         except (OSError, ValueError):
             result.failed.append(url)

@@ -108,6 +108,15 @@ def add_capacity_flags(parser: argparse.ArgumentParser, prefix: str, whose: str)
     )
 
 
+def add_tls_flags(parser: argparse.ArgumentParser) -> None:
+    """HTTPS on the DynamoDB endpoint, for `partita up`, `partita router` and a router
+    beside a storage node."""
+    parser.add_argument(
+        "--tls-cert", help="serve the DynamoDB endpoint over HTTPS with this PEM certificate (chain)"
+    )
+    parser.add_argument("--tls-key", help="the PEM private key of --tls-cert")
+
+
 def add_node_load_flags(parser: argparse.ArgumentParser) -> None:
     """A storage node's capacity and load reports, declared once for `partita up`
     (which passes them to every storage node) and `partita storage`."""

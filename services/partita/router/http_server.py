@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -524,10 +525,11 @@ async def start_http_server(
     limits: HttpLimits | None = None,
     reuse_port: bool = False,
     connections: Connections | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> asyncio.Server:
     """`reuse_port`: several processes listen on the port (SO_REUSEPORT), and the kernel
     spreads new connections over them. `connections`: kept up to date with the open
-    connections (for `Connections.finish`)."""
+    connections (for `Connections.finish`). `tls`: serve HTTPS with this context."""
     loop = asyncio.get_running_loop()
     chosen = limits or HttpLimits()
     in_flight = InFlight()
@@ -538,4 +540,5 @@ async def start_http_server(
         reuse_address=True,
         reuse_port=reuse_port or None,
         backlog=1024,
+        ssl=tls,
     )

@@ -22,6 +22,7 @@ from partita.router.credentials import CredentialStore
 from partita.router.http_server import Connections, start_http_server
 from partita.router.storage_client import DataChannel, StorageClient
 from partita.router.table_cache import TableCache
+from partita.router.tls import TlsFiles, reload_when_renewed, server_context
 from partita.router.transaction_sweeper import sweep_transactions
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class RunningRouter:
     routes: RouteSource
     doorman_client: DoormanClient | None
     sweeper: asyncio.Task[None] | None = None
+    tls_reloader: asyncio.Task[None] | None = None
 
     async def close(self) -> None:
         for address, requests, batches in self.storage.batching():
@@ -84,8 +86,9 @@ class RunningRouter:
         self.server.close()
         await self.connections.finish(FINISH_SECONDS)
         self.refresher.cancel()
-        if self.sweeper is not None:
-            self.sweeper.cancel()
+        for task in (self.sweeper, self.tls_reloader):
+            if task is not None:
+                task.cancel()
         await self.storage.close()
         if self.doorman_client is not None:
             await self.doorman_client.close()  # releases this router's leases at once
@@ -107,10 +110,14 @@ async def start(
     doorman: list[str] | None = None,
     local: Mapping[str, DataChannel] | None = None,
     reuse_port: bool = False,
+    tls: TlsFiles | None = None,
 ) -> RunningRouter:
     """`local`: in-process data channels by storage node data address (a router in a
     storage node's process); `reuse_port`: share the port with the other processes
-    serving it (SO_REUSEPORT: the kernel spreads connections over them)."""
+    serving it (SO_REUSEPORT: the kernel spreads connections over them); `tls`: serve
+    HTTPS with this certificate (reloaded when renewed)."""
+    # A certificate that cannot be used stops the router before anything starts.
+    context = server_context(tls) if tls is not None else None
     catalog, routes, ledger = control_store(store_kind, etcd_host, etcd_port, namespace)
     tables = TableCache(routes)
     watch_tables(tables)
@@ -137,9 +144,15 @@ async def start(
     admitter = Admission(source, table_arn=ctx.table_arn, start_full=True) if admission != "off" else None
     app = DynamoApp(ctx, CredentialStore.from_data_dir(data_dir), admitter)
     connections = Connections()
-    server = await start_http_server(app, host, port, reuse_port=reuse_port, connections=connections)
-    log.info("router serving DynamoDB on http://%s:%d (metrics: /metrics)", host, port)
-    return RunningRouter(server, connections, storage, refresher, routes, doorman_client, sweeper)
+    server = await start_http_server(
+        app, host, port, reuse_port=reuse_port, connections=connections, tls=context
+    )
+    scheme = "https" if context is not None else "http"
+    log.info("router serving DynamoDB on %s://%s:%d (metrics: /metrics)", scheme, host, port)
+    reloader = None
+    if tls is not None and context is not None:
+        reloader = asyncio.create_task(reload_when_renewed(context, tls))
+    return RunningRouter(server, connections, storage, refresher, routes, doorman_client, sweeper, reloader)
 
 
 async def serve(starting: Awaitable[RunningRouter]) -> None:

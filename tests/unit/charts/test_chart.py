@@ -20,7 +20,11 @@ from tests.unit.autoadmin.kube.manifests import KUBERNETES_VERSIONS, ROOT, valid
 
 CHART = ROOT / "charts" / "partita"
 ALL_ON: dict[str, Any] = {
-    "router": {"autoscaling": {"enabled": True}, "service": {"type": "LoadBalancer"}},
+    "router": {
+        "autoscaling": {"enabled": True},
+        "service": {"type": "LoadBalancer"},
+        "tls": {"secretName": "partita-tls"},
+    },
     "networkPolicy": {
         "enabled": True,
         "routerIngressFrom": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}],
@@ -353,6 +357,36 @@ def test_the_credentials_secret_is_a_file_the_router_reads() -> None:
     (secret,) = [d for d in render(given) if d["kind"] == "Secret"]
     assert secret["stringData"]["AWS_ACCESS_KEY_ID"] == "AKIA" + "A" * 16
     assert not [d for d in render({"credentials": {"existingSecret": "mine"}}) if d["kind"] == "Secret"]
+
+
+def test_with_a_tls_secret_the_routers_serve_https_from_its_files_and_everyone_speaks_https() -> None:
+    from partita.cli.main import _tls_files, build_parser
+
+    docs = render(
+        {"router": {"tls": {"secretName": "partita-tls"}}, "metrics": {"serviceMonitor": {"enabled": True}}}
+    )
+    (router,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")]
+    pod = router["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    files = _tls_files(build_parser().parse_args(container["args"]))
+    assert files is not None
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "tls"]
+    assert files.cert.parent == files.key.parent == Path(mount["mountPath"])
+    assert (files.cert.name, files.key.name) == ("tls.crt", "tls.key")  # a kubernetes.io/tls Secret's keys
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "tls"]
+    assert volume["secret"]["secretName"] == "partita-tls"
+    (service,) = [d for d in docs if d["kind"] == "Service" and d["metadata"]["name"].endswith("-router")]
+    assert service["spec"]["ports"][0]["appProtocol"] == "https"
+    (monitor,) = [
+        d for d in docs if d["kind"] == "ServiceMonitor" and d["metadata"]["name"].endswith("-router")
+    ]
+    assert monitor["spec"]["endpoints"][0]["scheme"] == "https"
+    (test_pod,) = [d for d in docs if d["kind"] == "Pod"]
+    env = {e["name"]: e.get("value") for e in test_pod["spec"]["containers"][0]["env"]}
+    assert env["ENDPOINT"].startswith("https://")
+    plain = render({})
+    (router,) = [d for d in plain if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")]
+    assert not any(a.startswith("--tls") for a in router["spec"]["template"]["spec"]["containers"][0]["args"])
 
 
 def test_the_helm_test_pod_puts_and_gets_an_item() -> None:

@@ -218,3 +218,33 @@ def test_an_added_node_in_a_zone_that_has_one_is_its_second(tmp_path: Path) -> N
     assert _argv_after(child.argv, "--node-id") == "storage-a2"
     assert _argv_after(child.argv, "--zone") == "a"
     assert _argv_after(child.argv, "--data-dir") == str(tmp_path / "storage-a2")
+
+
+def test_tls_reaches_every_router_and_the_endpoint_and_metrics_say_https(tmp_path: Path) -> None:
+    from partita.cli.main import _tls_files
+    from partita.cli.supervisor import Supervisor
+    from partita.router.tls import TlsFiles
+
+    args = build_parser().parse_args(["up", "--tls-cert", "c.pem", "--tls-key", "k.pem"])
+    files = _tls_files(args)
+    assert files == TlsFiles(Path("c.pem").resolve(), Path("k.pem").resolve())  # the children's cwd differs
+    with pytest.raises(SystemExit):
+        _tls_files(build_parser().parse_args(["up", "--tls-cert", "c.pem"]))
+    layout = ClusterLayout(tmp_path, router_port=8123, tls=files)
+    assert layout.endpoint == "https://127.0.0.1:8123"
+    for routers in ("separate", "colocated"):
+        layout.routers = routers
+        serving = [c for c in layout.children() if "http" in c.ports]
+        assert serving and all(_argv_after(c.argv, "--tls-cert") == str(files.cert) for c in serving)
+        for child in serving:
+            parsed = build_parser().parse_args(child.argv[child.argv.index(child.role) :])
+            assert _tls_files(parsed) == files
+    # A router process serves its /metrics on the DynamoDB port; colocated routers' nodes
+    # list their own metrics ports instead.
+    layout.routers = "separate"
+    metrics = dict(Supervisor(layout).metrics_endpoints())
+    assert [url for url in metrics.values() if url.startswith("https://")] == [
+        "https://127.0.0.1:8123/metrics"
+    ]
+    assert '"scheme": "https"' in prometheus_config(layout.children(), "127.0.0.1", None, https=True)
+    assert ClusterLayout(tmp_path, router_port=8123).endpoint == "http://127.0.0.1:8123"

@@ -1,0 +1,54 @@
+"""`partita up --tls-cert --tls-key`: the DynamoDB endpoint over HTTPS, with boto3 verifying
+the router's certificate (a throwaway CA), and nothing answered in plain HTTP."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tests.integration.cluster import running, wait_active
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-tls")]
+
+
+def test_a_cluster_started_with_a_certificate_serves_dynamodb_over_https_only(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    issued = ca.issue_cert("127.0.0.1", "localhost")
+    cert, key, bundle = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.pem"
+    issued.cert_chain_pems[0].write_to_path(str(cert))
+    issued.private_key_pem.write_to_path(str(key))
+    ca.cert_pem.write_to_path(str(bundle))
+    with running(
+        tmp_path / "cluster", "--tls-cert", str(cert), "--tls-key", str(key), "--replication-factor", "1"
+    ) as c:
+        endpoint = f"https://127.0.0.1:{c.ports['router']}"
+        assert json.loads((c.data_dir / "cluster.json").read_text())["endpoint"] == endpoint
+        assert f"DynamoDB endpoint: {endpoint}" in c.read_log()
+        ddb = c.client(endpoint_url=endpoint, verify=str(bundle))
+        table = f"tls-{uuid.uuid4().hex[:8]}"
+        ddb.create_table(
+            TableName=table,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        wait_active(ddb, table, timeout=30)
+        item = {"pk": {"S": "over-tls"}, "v": {"N": "1"}}
+        ddb.put_item(TableName=table, Item=item)
+        assert ddb.get_item(TableName=table, Key={"pk": item["pk"]}, ConsistentRead=True)["Item"] == item
+
+        # Plain HTTP on the same port gets no DynamoDB answer: the TLS handshake fails.
+        plain = http.client.HTTPConnection("127.0.0.1", c.ports["router"], timeout=10)
+        try:
+            with pytest.raises((http.client.HTTPException, ConnectionError)):
+                plain.request(
+                    "POST", "/", body=b"{}", headers={"X-Amz-Target": "DynamoDB_20120810.ListTables"}
+                )
+                plain.getresponse()
+        finally:
+            plain.close()
