@@ -40,12 +40,14 @@ from partita.common.partition_map import Partition, current_partitions
 from partita.control.model import (
     NO_REVISION,
     STREAM_VIEW_TYPES,
+    BackupInfo,
     BillingMode,
     IndexKind,
     KeyElement,
     NodeRecord,
     PartitionStats,
     ProjectionType,
+    RestoreInfo,
     Revision,
     SecondaryIndex,
     StreamSpec,
@@ -68,6 +70,9 @@ TIME_TO_LIVE_ANNOTATION = f"{GROUP}/time-to-live"
 STREAM_ANNOTATION = f"{GROUP}/stream"
 # Resource-based policies (PutResourcePolicy), with their revision ids.
 POLICIES_ANNOTATION = f"{GROUP}/resource-policies"
+# A backup's hidden table (CreateBackup), and a table restored from a backup.
+BACKUP_ANNOTATION = f"{GROUP}/backup"
+RESTORE_ANNOTATION = f"{GROUP}/restore"
 # Each secondary index's creation time, as JSON pairs [[name, epoch seconds], ...] in the
 # spec's order of its indexes. Kept rather than derived: a global index added by
 # UpdateTable is younger than its table, which deriving its time from the table's would
@@ -140,6 +145,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
     ttl = notes.get(TIME_TO_LIVE_ANNOTATION)
     stream = notes.get(STREAM_ANNOTATION)
     policies = notes.get(POLICIES_ANNOTATION)
+    backup, restore = notes.get(BACKUP_ANNOTATION), notes.get(RESTORE_ANNOTATION)
     return TableSpec(
         name=str(spec["tableName"]),
         table_id=int(table_id) if table_id else default_table_id(meta.get("namespace", ""), meta["name"]),
@@ -156,6 +162,8 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         time_to_live=TimeToLive.from_json(orjson.loads(ttl)) if ttl else TimeToLive(),
         stream=StreamSpec.from_json(orjson.loads(stream)) if stream else StreamSpec(),
         policies=policies_from_json(orjson.loads(policies)) if policies else (),
+        backup=BackupInfo.from_json(orjson.loads(backup)) if backup else None,
+        restore=RestoreInfo.from_json(orjson.loads(restore)) if restore else None,
         deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
         indexes=_indexes_from_resource(spec, types, created_at, notes.get(INDEX_CREATED_AT_ANNOTATION)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
@@ -257,6 +265,10 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         body["streamSpecification"] = _stream_field(spec.stream)
     if spec.policies:
         annotations[POLICIES_ANNOTATION] = orjson.dumps([p.to_json() for p in spec.policies]).decode()
+    if spec.backup is not None:
+        annotations[BACKUP_ANNOTATION] = orjson.dumps(spec.backup.to_json()).decode()
+    if spec.restore is not None:
+        annotations[RESTORE_ANNOTATION] = orjson.dumps(spec.restore.to_json()).decode()
     # Absent rather than empty when there are none, as CreateTable omits them (and the
     # CRD refuses an empty list of local indexes).
     for kind, member in _INDEX_MEMBERS:

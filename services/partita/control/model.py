@@ -113,6 +113,111 @@ def policies_from_json(data: Any) -> tuple[ResourcePolicy, ...]:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """Which router is copying a backup or a restore, and until when it holds the job
+    (epoch seconds): an expired claim means its router died, and another takes over."""
+
+    owner: str = ""
+    until: float = 0.0
+
+    def held(self, now: float) -> bool:
+        return bool(self.owner) and now < self.until
+
+    def to_json(self) -> dict[str, Any]:
+        return {"owner": self.owner, "until": self.until}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Claim:
+        data = data or {}
+        return cls(str(data.get("owner", "")), float(data.get("until", 0.0)))
+
+
+BackupStatus = Literal["CREATING", "AVAILABLE"]
+
+
+@dataclass(frozen=True)
+class BackupInfo:
+    """An on-demand backup (CreateBackup). Its items are kept in a table of their own,
+    hidden from every DynamoDB operation: the spec carrying this record. `source` is the
+    backed-up table's spec as it was asked for (JSON, `TableSpec.to_json`), from which a
+    restore makes its table; `item_count` and `size_bytes` are what the copy wrote."""
+
+    backup_id: str
+    backup_name: str
+    arn: str
+    created_at: float
+    source_arn: str
+    source: dict[str, Any]
+    status: BackupStatus = "CREATING"
+    item_count: int = 0
+    size_bytes: int = 0
+    claim: Claim = Claim()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backup_id": self.backup_id,
+            "backup_name": self.backup_name,
+            "arn": self.arn,
+            "created_at": self.created_at,
+            "source_arn": self.source_arn,
+            "source": self.source,
+            "status": self.status,
+            "item_count": self.item_count,
+            "size_bytes": self.size_bytes,
+            "claim": self.claim.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BackupInfo:
+        return cls(
+            backup_id=str(data["backup_id"]),
+            backup_name=str(data["backup_name"]),
+            arn=str(data["arn"]),
+            created_at=float(data["created_at"]),
+            source_arn=str(data["source_arn"]),
+            source=dict(data["source"]),
+            status=data.get("status", "CREATING"),
+            item_count=int(data.get("item_count", 0)),
+            size_bytes=int(data.get("size_bytes", 0)),
+            claim=Claim.from_json(data.get("claim")),
+        )
+
+
+@dataclass(frozen=True)
+class RestoreInfo:
+    """A table made by RestoreTableFromBackup: where its items come from, and whether
+    they are all in yet (until then the table is CREATING to every client)."""
+
+    source_backup_arn: str
+    source_table_arn: str
+    restored_at: float
+    backup_table: str  # the hidden table holding the backup's items
+    in_progress: bool = True
+    claim: Claim = Claim()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source_backup_arn": self.source_backup_arn,
+            "source_table_arn": self.source_table_arn,
+            "restored_at": self.restored_at,
+            "backup_table": self.backup_table,
+            "in_progress": self.in_progress,
+            "claim": self.claim.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RestoreInfo:
+        return cls(
+            source_backup_arn=str(data["source_backup_arn"]),
+            source_table_arn=str(data["source_table_arn"]),
+            restored_at=float(data["restored_at"]),
+            backup_table=str(data["backup_table"]),
+            in_progress=bool(data.get("in_progress", True)),
+            claim=Claim.from_json(data.get("claim")),
+        )
+
+
+@dataclass(frozen=True)
 class StreamSpec:
     """The table's DynamoDB Stream, as CreateTable or UpdateTable last left it.
 
@@ -327,6 +432,8 @@ class TableSpec:
     indexes: tuple[SecondaryIndex, ...] = ()
     stream: StreamSpec = StreamSpec()
     policies: tuple[ResourcePolicy, ...] = ()
+    backup: BackupInfo | None = None  # this spec is a backup's hidden table
+    restore: RestoreInfo | None = None  # this table was restored from a backup
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -349,6 +456,8 @@ class TableSpec:
             "indexes": [index.to_json() for index in self.indexes],
             "stream": self.stream.to_json(),
             **({"policies": [p.to_json() for p in self.policies]} if self.policies else {}),
+            **({"backup": self.backup.to_json()} if self.backup else {}),
+            **({"restore": self.restore.to_json()} if self.restore else {}),
         }
 
     @classmethod
@@ -377,6 +486,8 @@ class TableSpec:
             indexes=tuple(SecondaryIndex.from_json(i) for i in data.get("indexes") or ()),
             stream=StreamSpec.from_json(data.get("stream") or {}),
             policies=policies_from_json(data.get("policies")),
+            backup=BackupInfo.from_json(data["backup"]) if data.get("backup") else None,
+            restore=RestoreInfo.from_json(data["restore"]) if data.get("restore") else None,
             revision=revision,
         )
 
@@ -419,6 +530,14 @@ def table_status(spec: TableSpec, state: TableState | None) -> TableStatus:
     if state.observed_generation < spec.generation:
         return "UPDATING"
     return "ACTIVE"
+
+
+def client_status(spec: TableSpec, status: TableStatus) -> TableStatus:
+    """The status clients see: a restored table stays CREATING until every item of its
+    backup is in, though it is placed and serving the copy."""
+    if status == "ACTIVE" and spec.restore is not None and spec.restore.in_progress:
+        return "CREATING"
+    return status
 
 
 def partition_to_json(p: Partition) -> dict[str, Any]:
@@ -475,13 +594,24 @@ class TableRecord:
     indexes: tuple[SecondaryIndex, ...] = ()
     stream: StreamSpec = StreamSpec()
     policies: tuple[ResourcePolicy, ...] = ()
+    backup: BackupInfo | None = None
+    restore: RestoreInfo | None = None
+    # Whether its partitions are placed and serving: the status, but for a restore still
+    # copying, which clients see CREATING while the copy writes into it.
+    placed: bool = False
+
+    @property
+    def hidden(self) -> bool:
+        """A backup's table: no DynamoDB operation names it."""
+        return self.backup is not None
 
     @classmethod
     def of(cls, spec: TableSpec, state: TableState | None, partitions: list[Partition]) -> TableRecord:
+        status = table_status(spec, state)
         return cls(
             name=spec.name,
             table_id=spec.table_id,
-            status=table_status(spec, state),
+            status=client_status(spec, status),
             partition_key=spec.partition_key,
             sort_key=spec.sort_key,
             attribute_definitions=spec.attribute_definitions,
@@ -497,6 +627,9 @@ class TableRecord:
             indexes=spec.indexes,
             stream=spec.stream,
             policies=spec.policies,
+            backup=spec.backup,
+            restore=spec.restore,
+            placed=status == "ACTIVE",
         )
 
     @property

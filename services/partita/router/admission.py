@@ -69,6 +69,11 @@ CONTROL_PLANE = frozenset(
         "DeleteResourcePolicy",
         "DescribeContinuousBackups",
         "UpdateContinuousBackups",
+        "CreateBackup",
+        "DescribeBackup",
+        "ListBackups",
+        "DeleteBackup",
+        "RestoreTableFromBackup",
     }
 )
 # Per router, per second; a second's worth may come at once.

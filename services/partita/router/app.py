@@ -28,6 +28,7 @@ from partita.common.logs import RateLimitedLog
 from partita.router import access, response_encoding
 from partita.router import metrics as router_metrics
 from partita.router.actions import (
+    backups,
     batch_execute_statement,
     batch_get_item,
     batch_write_item,
@@ -88,6 +89,11 @@ OPERATIONS: dict[str, Action] = {
     "PutResourcePolicy": resource_policies.put_resource_policy,
     "GetResourcePolicy": resource_policies.get_resource_policy,
     "DeleteResourcePolicy": resource_policies.delete_resource_policy,
+    "CreateBackup": backups.create_backup,
+    "DescribeBackup": backups.describe_backup,
+    "ListBackups": backups.list_backups,
+    "DeleteBackup": backups.delete_backup,
+    "RestoreTableFromBackup": backups.restore_table_from_backup,
     "DescribeContinuousBackups": continuous_backups.describe,
     "UpdateContinuousBackups": continuous_backups.update,
     "PutItem": put_item.run,

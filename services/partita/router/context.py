@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -36,6 +37,9 @@ from partita.control.store import TableCatalog, TransactionLedger
 from partita.router import metrics
 from partita.router.storage_client import DataPath
 from partita.router.table_cache import CachedTable, TableCache
+
+if TYPE_CHECKING:
+    from partita.router.backup_jobs import BackupJobs
 
 # Attempts and pause between them when a route is stale or a node is unavailable; the
 # total (about 3 s) covers a storage node being restarted by the supervisor.
@@ -82,6 +86,7 @@ class RouterContext:
         # Where transactions across partitions are recorded (etcd); None: such
         # transactions are refused (a context built without a cluster, in tests).
         self.ledger: TransactionLedger | None = None
+        self.backup_jobs: BackupJobs | None = None  # backups' and restores' copies
         self._consumed: dict[str, tuple[CounterCell, CounterCell]] = {}
         # (table id, partition id) -> the node its replicas last named as leader.
         self._leaders: dict[tuple[int, str], str] = {}
@@ -161,7 +166,11 @@ class RouterContext:
             if attempt > 1:
                 await asyncio.sleep(RETRY_PAUSE_SECONDS)
             await self.tables.refresh()
-            table = self.tables.require_active(name)
+            # The service's own copies (unmetered) also reach backups' hidden tables and
+            # restores that clients still see CREATING.
+            table = (
+                self.tables.require_placed(name) if request.unmetered else self.tables.require_active(name)
+            )
         raise errors.internal_server_error("The storage node holding this key is unavailable; retry")
 
     def _raise_floor(self, key: tuple[int, str], key_hash: int, index: int) -> None:

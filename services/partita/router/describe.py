@@ -18,15 +18,12 @@ def table_description(
 ) -> dict[str, Any]:
     """`stats` are the partitions' last counts by partition id (none yet: zero)."""
     items, size = table_totals([p.partition_id for p in record.partitions], stats or {})
-    key_schema = [{"AttributeName": record.partition_key.name, "KeyType": "HASH"}]
-    if record.sort_key is not None:
-        key_schema.append({"AttributeName": record.sort_key.name, "KeyType": "RANGE"})
     out: dict[str, Any] = {
         "AttributeDefinitions": [
             {"AttributeName": n, "AttributeType": t} for n, t in record.attribute_definitions
         ],
         "TableName": record.name,
-        "KeySchema": key_schema,
+        "KeySchema": key_schema(record),
         "TableStatus": record.status,
         "CreationDateTime": record.created_at,
         "ProvisionedThroughput": provisioned_throughput(record, time.time()),
@@ -50,17 +47,32 @@ def table_description(
     if global_indexes:
         out["GlobalSecondaryIndexes"] = [global_index_description(record, i, arn) for i in global_indexes]
     if local_indexes:
-        out["LocalSecondaryIndexes"] = [_index_description(i, arn) for i in local_indexes]
+        out["LocalSecondaryIndexes"] = [index_description(i, arn) for i in local_indexes]
     stream = record.stream
     if stream.enabled:
         out["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream.view_type}
     if stream.exists:  # a disabled stream is still named, as DynamoDB names it
         out["LatestStreamLabel"] = streams.stream_label(stream)
         out["LatestStreamArn"] = streams.stream_arn(arn, stream)
+    restore = record.restore
+    if restore is not None:
+        out["RestoreSummary"] = {
+            "SourceBackupArn": restore.source_backup_arn,
+            "SourceTableArn": restore.source_table_arn,
+            "RestoreDateTime": restore.restored_at,
+            "RestoreInProgress": restore.in_progress,
+        }
     return out
 
 
-def _index_description(index: SecondaryIndex, table_arn: str) -> dict[str, Any]:
+def key_schema(record: TableRecord) -> list[dict[str, str]]:
+    out = [{"AttributeName": record.partition_key.name, "KeyType": "HASH"}]
+    if record.sort_key is not None:
+        out.append({"AttributeName": record.sort_key.name, "KeyType": "RANGE"})
+    return out
+
+
+def index_description(index: SecondaryIndex, table_arn: str) -> dict[str, Any]:
     """What DynamoDB tells of any secondary index. Its ItemCount and IndexSizeBytes are
     not counted yet (README: indexes are evaluated from the table when read)."""
     key_schema = [{"AttributeName": e.name, "KeyType": "HASH"} for e in index.hash_keys] + [
@@ -82,7 +94,7 @@ def _index_description(index: SecondaryIndex, table_arn: str) -> dict[str, Any]:
 def global_index_description(record: TableRecord, index: SecondaryIndex, table_arn: str) -> dict[str, Any]:
     """A global index: ACTIVE at once (it needs no backfill: it is read from the table),
     with its own throughput as DynamoDB describes it."""
-    out = _index_description(index, table_arn)
+    out = index_description(index, table_arn)
     out["IndexStatus"] = "ACTIVE"
     out["ProvisionedThroughput"] = {
         "NumberOfDecreasesToday": 0,

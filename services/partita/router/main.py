@@ -17,6 +17,7 @@ from partita.control.store import EtcdControlStore, RouteSource, TableCatalog, T
 from partita.router import metrics
 from partita.router.admission import Admission, ProvisionedRate, RateSource
 from partita.router.app import DynamoApp
+from partita.router.backup_jobs import BackupJobs
 from partita.router.context import RouterContext, RouterSettings
 from partita.router.credentials import CredentialStore
 from partita.router.http_server import Connections, start_http_server
@@ -79,6 +80,8 @@ class RunningRouter:
     doorman_client: DoormanClient | None
     sweeper: asyncio.Task[None] | None = None
     tls_reloader: asyncio.Task[None] | None = None
+    backup_jobs: BackupJobs | None = None
+    backup_sweeper: asyncio.Task[None] | None = None
 
     async def close(self) -> None:
         for address, requests, batches in self.storage.batching():
@@ -86,9 +89,11 @@ class RunningRouter:
         self.server.close()
         await self.connections.finish(FINISH_SECONDS)
         self.refresher.cancel()
-        for task in (self.sweeper, self.tls_reloader):
+        for task in (self.sweeper, self.tls_reloader, self.backup_sweeper):
             if task is not None:
                 task.cancel()
+        if self.backup_jobs is not None:
+            await self.backup_jobs.close()
         await self.storage.close()
         if self.doorman_client is not None:
             await self.doorman_client.close()  # releases this router's leases at once
@@ -127,6 +132,9 @@ async def start(
     ctx = RouterContext(tables, catalog, storage, settings)
     ctx.ledger = ledger
     sweeper = asyncio.create_task(sweep_transactions(ctx, ledger))
+    # Backups' and restores' copies: this router's own, and those a dead router left.
+    ctx.backup_jobs = BackupJobs(ctx, f"router-{socket.gethostname()}:{port}:{os.getpid()}")
+    backup_sweeper = asyncio.create_task(ctx.backup_jobs.run())
     doorman_client: DoormanClient | None = None
     source: RateSource = ProvisionedRate()
     if admission == "doorman":
@@ -152,7 +160,18 @@ async def start(
     reloader = None
     if tls is not None and context is not None:
         reloader = asyncio.create_task(reload_when_renewed(context, tls))
-    return RunningRouter(server, connections, storage, refresher, routes, doorman_client, sweeper, reloader)
+    return RunningRouter(
+        server,
+        connections,
+        storage,
+        refresher,
+        routes,
+        doorman_client,
+        sweeper,
+        reloader,
+        ctx.backup_jobs,
+        backup_sweeper,
+    )
 
 
 async def serve(starting: Awaitable[RunningRouter]) -> None:

@@ -39,6 +39,7 @@ class TableCache:
     def __init__(self, store: RouteSource) -> None:
         self.store = store
         self.tables: dict[str, CachedTable] = {}
+        self.hidden: dict[str, CachedTable] = {}  # backups' tables (`TableRecord.hidden`)
         self.nodes: dict[str, NodeRecord] = {}
         self._stats: dict[int, dict[str, PartitionStats]] = {}
         self._reading: asyncio.Task[None] | None = None
@@ -69,14 +70,18 @@ class TableCache:
     async def _read(self) -> None:
         records = await self.store.list_tables()
         nodes = await self.store.list_nodes()
-        fresh = {}
+        fresh: dict[str, CachedTable] = {}
+        hidden: dict[str, CachedTable] = {}
         for r in records:
-            old = self.tables.get(r.name)
-            if old is not None and old.record == r:
-                fresh[r.name] = old
-            else:
-                fresh[r.name] = CachedTable(r, r.partition_map if r.partitions else UNPLACED)
+            old = self.tables.get(r.name) or self.hidden.get(r.name)
+            cached = old if old is not None and old.record == r else None
+            if cached is None:
+                cached = CachedTable(r, r.partition_map if r.partitions else UNPLACED)
+            # A backup's table is reached only by the backup's own work, never by a name
+            # a client sends: it is kept apart from the tables clients see.
+            (hidden if r.hidden else fresh)[r.name] = cached
         self.tables = fresh
+        self.hidden = hidden
         self.nodes = {n.node_id: n for n in nodes}
         live = {r.table_id for r in records}
         self._stats = {t: s for t, s in self._stats.items() if t in live}
@@ -115,6 +120,14 @@ class TableCache:
         """The table for a data operation: DynamoDB refuses them until it is ACTIVE."""
         table = self.tables.get(name)
         if table is None or table.record.status in ("CREATING", "DELETING") or not table.record.partitions:
+            raise errors.resource_not_found()
+        return table
+
+    def require_placed(self, name: str) -> CachedTable:
+        """A table for the service's own copies (backups, restores): a backup's hidden
+        table or a restore still CREATING to clients, once its partitions serve."""
+        table = self.tables.get(name) or self.hidden.get(name)
+        if table is None or not table.record.placed or not table.record.partitions:
             raise errors.resource_not_found()
         return table
 

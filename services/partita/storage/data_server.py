@@ -99,7 +99,7 @@ class DataPlane:
             return Plan(pb.Response(id=request.id, status=pb.WRONG_PARTITION))
         # A transaction's resolution finishes work admitted when it was prepared: never
         # refused, or a committed transaction would stay invisible until swept.
-        if self.admission is not None and request.op not in _UNMETERED:
+        if self.admission is not None and request.op not in _UNMETERED and not request.unmetered:
             refused = self._admit(request)
             if refused is not None:
                 return Plan(refused)
@@ -160,7 +160,7 @@ class DataPlane:
                     units if request.op in _WRITES else 0.0,
                     self.clock(),
                 )
-            if self.admission is not None:
+            if self.admission is not None and not request.unmetered:
                 record = self.state.hosted[request.table_id].record
                 kind: Kind = "write" if request.op in _WRITES else "read"
                 self.admission.charge(record, request.partition_id, kind, units, self.clock())

@@ -17,7 +17,16 @@ import yaml
 from partita.common.partition_map import is_replicated
 from partita.control import kubernetes
 from partita.control.kubernetes import KubernetesTableCatalog
-from partita.control.model import KeyElement, ResourcePolicy, StreamSpec, TableSpec, TimeToLive, table_status
+from partita.control.model import (
+    BackupInfo,
+    KeyElement,
+    ResourcePolicy,
+    RestoreInfo,
+    StreamSpec,
+    TableSpec,
+    TimeToLive,
+    table_status,
+)
 from tests.unit.autoadmin.kube.emulator import NS, TABLES
 from tests.unit.autoadmin.kube.manifests import validate
 from tests.unit.control.conftest import table
@@ -188,6 +197,16 @@ async def test_resource_policies_ride_in_their_annotation_and_the_last_one_delet
         assert (kubernetes.POLICIES_ANNOTATION in notes) is bool(wanted)
         stored = await catalog.get_table_spec("Orders")
         assert stored is not None and stored.policies == wanted
+
+
+def test_a_backups_and_a_restores_records_ride_in_their_annotations() -> None:
+    backup = BackupInfo("01-ab", "nightly", "arn:b", 3.5, "arn:t", table().to_json(), "AVAILABLE", 7, 900)
+    restore = RestoreInfo("arn:b", "arn:t", 4.5, ".partita-backup-01-ab")
+    for spec in (dataclasses.replace(table(), backup=backup), dataclasses.replace(table(), restore=restore)):
+        obj = kubernetes.resource_from_spec(spec, NS)
+        validate(obj)
+        back = kubernetes.spec_from_resource(obj)
+        assert (back.backup, back.restore) == (spec.backup, spec.restore)
 
 
 def test_routes_take_a_replicated_splits_children_in_place_of_their_parent_once_both_exist() -> None:

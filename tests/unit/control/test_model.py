@@ -12,10 +12,13 @@ from hypothesis import strategies as st
 from partita.common.partition_map import Partition, split_evenly
 from partita.control.model import (
     HASH_SPACE_END,
+    BackupInfo,
+    Claim,
     KeyElement,
     NodeRecord,
     PartitionStats,
     ResourcePolicy,
+    RestoreInfo,
     Revision,
     SplitParent,
     TableRecord,
@@ -69,6 +72,26 @@ def test_spec_json_round_trip_preserves_every_field() -> None:
     )
     assert through_json(spec(policies=policies)).policies == policies
     assert "policies" not in spec().to_json()  # records without policies are unchanged
+    backup = BackupInfo(
+        "01-ab", "nightly", "arn:b", 3.5, "arn:t", spec().to_json(), "AVAILABLE", 7, 900, Claim("r", 9.0)
+    )
+    restore = RestoreInfo("arn:b", "arn:t", 4.5, ".partita-backup-01-ab", True, Claim("r", 9.0))
+    assert through_json(spec(backup=backup)).backup == backup
+    assert through_json(spec(restore=restore)).restore == restore
+    assert "backup" not in spec().to_json() and "restore" not in spec().to_json()
+
+
+def test_a_restore_in_progress_is_creating_to_clients_though_its_partitions_serve() -> None:
+    restore = RestoreInfo("arn:b", "arn:t", 4.5, ".partita-backup-01-ab")
+    active = TableState(spec().name, spec().table_id, "ACTIVE", spec().generation)
+    record = TableRecord.of(spec(restore=restore), active, partitions(2))
+    assert (record.status, record.placed) == ("CREATING", True)
+    done = TableRecord.of(
+        spec(restore=dataclasses.replace(restore, in_progress=False)), active, partitions(2)
+    )
+    assert (done.status, done.placed) == ("ACTIVE", True)
+    assert TableRecord.of(spec(restore=restore), None, []).placed is False
+    assert TableRecord.of(spec(backup=BackupInfo("i", "n", "a", 1.0, "s", {})), active, partitions(2)).hidden
 
 
 def test_a_spec_without_sort_key_round_trips_with_none() -> None:

@@ -298,3 +298,32 @@ async def test_a_transactions_resolution_is_never_refused(engine: Engine) -> Non
     assert plan.response.status == pb.OK and plan.effects
     await plane.commit([plan])
     assert engine.get(key) == b'{"pk":{"S":"k"}}' and engine.get(keys.lock_key(key)) is None
+
+
+async def test_the_services_own_copies_are_neither_refused_nor_charged(engine: Engine) -> None:
+    """Backups and restores consume none of a table's throughput, as on DynamoDB."""
+    record = records.table_record(
+        *ONE, name="copyhot", table_id=0x79, billing_mode="PROVISIONED", read_capacity=10, write_capacity=1
+    )
+    state = NodeState(node_id="a", zone="a", engine=engine, hosted=desired_hosting([record], "a"))
+    clock = Clock()
+    plane = DataPlane(state, StorageAdmission(clock.now), clock)
+
+    def put(i: int, *, unmetered: bool) -> pb.Response:
+        key = keys.item_key(record.table_id, 5, f"c{i}".encode(), None)
+        return plane.plan(
+            pb.Request(
+                id=i,
+                op=pb.PUT,
+                key=key,
+                key_hash=5,
+                value=b'{"pk":{"S":"c"}}',
+                table_id=0x79,
+                partition_id="p0",
+                unmetered=unmetered,
+            )
+        ).response
+
+    copies = [put(i, unmetered=True) for i in range(20)]  # twenty seconds' worth of the rate
+    assert all(a.status == pb.OK for a in copies)
+    assert put(100, unmetered=False).status == pb.OK  # the client's savings are untouched

@@ -28,6 +28,11 @@ def _deleting(spec: TableSpec) -> TableSpec:
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     name = table_name_only.validate(body)
+    arn = ctx.table_arn(name)
+    if any(c.record.backup and c.record.backup.status == "CREATING" and c.record.backup.source_arn == arn
+           for c in ctx.tables.hidden.values()):  # fmt: skip
+        # DynamoDB does not delete a table while a backup of it is being created.
+        raise errors.resource_in_use(f"{table_spec.IN_USE}Table is being backed up: {name}")
     spec = await table_spec.change(
         ctx,
         name,

@@ -45,7 +45,7 @@ def _check_target(ctx: RouterContext, spec: TableSpec, target: Target) -> None:
 
 async def _read(ctx: RouterContext, target: Target) -> TableSpec:
     spec = await ctx.catalog.get_table_spec(target.table_name)
-    if spec is None or spec.deleting:
+    if spec is None or spec.deleting or spec.backup is not None:
         raise _missing(target)
     _check_target(ctx, spec, target)
     return spec

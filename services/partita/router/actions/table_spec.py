@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from partita.common import errors
-from partita.control.model import TableSpec, TableStatus, table_status
+from partita.control.model import TableSpec, TableStatus, client_status, table_status
 from partita.router.context import RouterContext
 
 CAS_ATTEMPTS = 5
-_IN_USE = "Attempt to change a resource which is still in use: "
+IN_USE = "Attempt to change a resource which is still in use: "
 _BEING = {"CREATING": "created", "UPDATING": "updated", "DELETING": "deleted"}
 
 
 def in_use(name: str, status: TableStatus) -> errors.DynamoError:
-    return errors.resource_in_use(_IN_USE + f"Table is being {_BEING[status]}: {name}")
+    return errors.resource_in_use(IN_USE + f"Table is being {_BEING[status]}: {name}")
 
 
 async def change(
@@ -38,9 +38,9 @@ async def change(
     """
     for _ in range(CAS_ATTEMPTS):
         spec = await ctx.catalog.get_table_spec(name)
-        if spec is None:
+        if spec is None or spec.backup is not None:  # a backup's table is no client's
             raise missing()
-        status = table_status(spec, await ctx.catalog.get_table_state(name))
+        status = client_status(spec, table_status(spec, await ctx.catalog.get_table_state(name)))
         if status in refuse:
             raise in_use(name, status)
         updated = edit(spec)

@@ -1,0 +1,241 @@
+"""The copies behind backups and restores, run by the routers and taken over when a
+router dies.
+
+A job is a table spec that says it needs one: a backup's hidden table still CREATING,
+or a restored table whose copy is in progress. The router that created it claims it at
+once (`Claim`, in the spec, so one compare-and-swap both records the job and claims
+it) and renews the claim while it copies; every router looks for jobs whose claim has
+expired (its router died) every `SWEEP_SECONDS` and takes them over, copying again from
+the start: a copy is a series of puts, so copying twice leaves the same items.
+
+A backup taken over is copied from the table as it is then (later than asked: the
+README says so). One whose first router read the whole table before answering
+CreateBackup (`snapshot`) writes what it read: the backup holds the table as it was
+when asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from partita.common.errors import DynamoError
+from partita.control.model import Claim, TableRecord, TableSpec
+from partita.router import table_copy
+from partita.router.context import RouterContext
+from partita.router.table_copy import Copied
+
+log = logging.getLogger(__name__)
+
+# A claim holds this long; renewed when a third of it is left.
+CLAIM_SECONDS = 30.0
+SWEEP_SECONDS = 2.0
+# How long a job waits for its new table's partitions to be placed.
+PLACEMENT_TIMEOUT_SECONDS = 120.0
+CAS_ATTEMPTS = 5
+
+
+class BackupJobs:
+    """This router's copies, and its sweep for jobs other routers left."""
+
+    def __init__(self, ctx: RouterContext, owner: str, clock: Callable[[], float] = time.time) -> None:
+        self.ctx = ctx
+        self.owner = owner
+        self.clock = clock
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self.copied = 0  # jobs finished by this router
+
+    def claim(self) -> Claim:
+        return Claim(self.owner, self.clock() + CLAIM_SECONDS)
+
+    def start_backup(self, name: str, snapshot: table_copy.Snapshot | None) -> None:
+        self._start(name, lambda: self._backup(name, snapshot))
+
+    def start_restore(self, name: str) -> None:
+        self._start(name, lambda: self._restore(name))
+
+    def _start(self, name: str, job: Callable[[], Any]) -> None:
+        task = self.running.get(name)
+        if task is None or task.done():
+            self.running[name] = asyncio.create_task(self._guarded(name, job))
+
+    async def _guarded(self, name: str, job: Callable[[], Any]) -> None:
+        try:
+            await job()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the claim lapses, and a sweep tries again
+            log.warning("copy for %s stopped: %s", name, exc)
+
+    async def run(self) -> None:
+        """Take over the jobs whose routers stopped renewing their claims."""
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("backup job sweep failed: %s", exc)
+
+    async def sweep(self) -> None:
+        now = self.clock()
+        cache = self.ctx.tables
+        for cached in [*cache.hidden.values(), *cache.tables.values()]:
+            record = cached.record
+            if record.name in self.running and not self.running[record.name].done():
+                continue
+            if record.status == "DELETING":
+                continue
+            if _orphaned_backup(record, now) and await self._take(record.name):
+                self.start_backup(record.name, None)
+            elif _orphaned_restore(record, now) and await self._take(record.name):
+                self.start_restore(record.name)
+
+    async def _take(self, name: str) -> bool:
+        claim = self.claim()
+        now = self.clock()
+
+        def taken(spec: TableSpec) -> TableSpec | None:
+            if (
+                spec.backup is not None
+                and spec.backup.status == "CREATING"
+                and not spec.backup.claim.held(now)
+            ):
+                return dataclasses.replace(spec, backup=dataclasses.replace(spec.backup, claim=claim))
+            if spec.restore is not None and spec.restore.in_progress and not spec.restore.claim.held(now):
+                return dataclasses.replace(spec, restore=dataclasses.replace(spec.restore, claim=claim))
+            return None
+
+        return await self._change(name, taken) is not None
+
+    # --- the jobs ---------------------------------------------------------------------------
+
+    async def _backup(self, name: str, snapshot: table_copy.Snapshot | None) -> None:
+        spec = await self._spec(name)
+        info = spec.backup
+        assert info is not None
+        source = TableSpec.from_json(info.source).name
+        await self._placed(name)
+        renew = self._renewer(name)
+        if snapshot is not None:
+            done = Copied()
+            await table_copy.write_items(self.ctx, name, snapshot.items, done)
+            if snapshot.rest is not None:
+                done = await table_copy.copy_table(
+                    self.ctx, source, name, renew, start=snapshot.rest, done=done
+                )
+        else:
+            done = await table_copy.copy_table(self.ctx, source, name, renew)
+
+        def available(spec: TableSpec) -> TableSpec | None:
+            if spec.backup is None or spec.backup.claim.owner != self.owner:
+                return None
+            ready = dataclasses.replace(
+                spec.backup, status="AVAILABLE", item_count=done.items, size_bytes=done.bytes, claim=Claim()
+            )
+            return dataclasses.replace(spec, backup=ready)
+
+        if await self._change(name, available) is not None:
+            self.copied += 1
+            log.info("backup %s available: %d items, %d bytes", info.arn, done.items, done.bytes)
+
+    async def _restore(self, name: str) -> None:
+        spec = await self._spec(name)
+        restore = spec.restore
+        assert restore is not None
+        await self._placed(name)
+        await self._placed(restore.backup_table)
+        done = await table_copy.copy_table(self.ctx, restore.backup_table, name, self._renewer(name))
+
+        def finished(spec: TableSpec) -> TableSpec | None:
+            if spec.restore is None or spec.restore.claim.owner != self.owner:
+                return None
+            return dataclasses.replace(
+                spec, restore=dataclasses.replace(spec.restore, in_progress=False, claim=Claim())
+            )
+
+        if await self._change(name, finished) is not None:
+            self.copied += 1
+            log.info("table %s restored from %s: %d items", name, restore.source_backup_arn, done.items)
+
+    # --- the spec, read and changed -------------------------------------------------------------
+
+    def _renewer(self, name: str) -> Callable[[Copied], Any]:
+        renewed_at = [self.clock()]
+
+        async def renew(_: Copied) -> None:
+            if self.clock() - renewed_at[0] < CLAIM_SECONDS / 3:
+                return
+            claim = self.claim()
+
+            def renewed(spec: TableSpec) -> TableSpec | None:
+                if spec.backup is not None and spec.backup.claim.owner == self.owner:
+                    return dataclasses.replace(spec, backup=dataclasses.replace(spec.backup, claim=claim))
+                if spec.restore is not None and spec.restore.claim.owner == self.owner:
+                    return dataclasses.replace(spec, restore=dataclasses.replace(spec.restore, claim=claim))
+                return None
+
+            if await self._change(name, renewed) is None:
+                raise LostClaim(name)
+            renewed_at[0] = self.clock()
+
+        return renew
+
+    async def _spec(self, name: str) -> TableSpec:
+        spec = await self.ctx.catalog.get_table_spec(name)
+        if spec is None or spec.deleting:
+            raise LostClaim(name)
+        return spec
+
+    async def _placed(self, name: str) -> None:
+        deadline = self.clock() + PLACEMENT_TIMEOUT_SECONDS
+        while True:
+            await self.ctx.tables.refresh("backup")
+            try:
+                self.ctx.tables.require_placed(name)
+                return
+            except DynamoError:
+                if self.clock() > deadline:
+                    raise
+            await asyncio.sleep(0.2)
+
+    async def _change(self, name: str, edit: Callable[[TableSpec], TableSpec | None]) -> TableSpec | None:
+        """`edit` applied to the stored spec by compare-and-swap; None when `edit` declines
+        (the job is no longer this router's, or no longer needed) or the spec is gone."""
+        for _ in range(CAS_ATTEMPTS):
+            spec = await self.ctx.catalog.get_table_spec(name)
+            if spec is None or spec.deleting:
+                return None
+            updated = edit(spec)
+            if updated is None:
+                return None
+            if await self.ctx.catalog.replace_table_spec(updated):
+                await self.ctx.tables.refresh("backup")
+                return updated
+        return None
+
+    async def close(self) -> None:
+        for task in self.running.values():
+            task.cancel()
+
+
+def _orphaned_backup(record: TableRecord, now: float) -> bool:
+    return (
+        record.backup is not None and record.backup.status == "CREATING" and not record.backup.claim.held(now)
+    )
+
+
+def _orphaned_restore(record: TableRecord, now: float) -> bool:
+    return record.restore is not None and record.restore.in_progress and not record.restore.claim.held(now)
+
+
+class LostClaim(Exception):
+    """The job's spec was taken by another router, or deleted: this router stops."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"the copy of {name} is no longer this router's")
