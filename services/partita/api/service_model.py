@@ -397,6 +397,14 @@ class _Compiler:
             return {**shape, "enum": _ENUM_ORDER[name]}
         return shape
 
+    def _member(self, member_name: str, shape_name: str) -> Check:
+        # A member that is an ARN by name (ListImports' and ExportTableToPointInTime's
+        # TableArn) keeps the model's own constraints: the table-name override of the
+        # TableArn shape is for the TableName members that share it.
+        if member_name == "TableArn" and shape_name in _SHAPE_OVERRIDES:
+            return StringCheck("String", Constraints(self.shapes[shape_name]))
+        return self.compile(shape_name)
+
     def compile(self, name: str) -> Check:
         found = self.done.get(name)
         if found is not None:
@@ -408,7 +416,10 @@ class _Compiler:
             structure = StructureCheck()
             self.done[name] = structure  # before the members: AttributeValue contains itself
             for member_name, member in shape.get("members", {}).items():
-                structure.members[member_name] = (self.compile(member["shape"]), _segment(member_name))
+                structure.members[member_name] = (
+                    self._member(member_name, member["shape"]),
+                    _segment(member_name),
+                )
             structure.required = [
                 (member, _segment(member))
                 for member in shape.get("required", [])

@@ -73,6 +73,7 @@ POLICIES_ANNOTATION = f"{GROUP}/resource-policies"
 # A backup's hidden table (CreateBackup), and a table restored from a backup.
 BACKUP_ANNOTATION = f"{GROUP}/backup"
 RESTORE_ANNOTATION = f"{GROUP}/restore"
+IMPORTING_ANNOTATION = f"{GROUP}/importing"
 # Each secondary index's creation time, as JSON pairs [[name, epoch seconds], ...] in the
 # spec's order of its indexes. Kept rather than derived: a global index added by
 # UpdateTable is younger than its table, which deriving its time from the table's would
@@ -164,6 +165,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         policies=policies_from_json(orjson.loads(policies)) if policies else (),
         backup=BackupInfo.from_json(orjson.loads(backup)) if backup else None,
         restore=RestoreInfo.from_json(orjson.loads(restore)) if restore else None,
+        importing=str(notes.get(IMPORTING_ANNOTATION, "")),
         deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
         indexes=_indexes_from_resource(spec, types, created_at, notes.get(INDEX_CREATED_AT_ANNOTATION)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
@@ -269,6 +271,8 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         annotations[BACKUP_ANNOTATION] = orjson.dumps(spec.backup.to_json()).decode()
     if spec.restore is not None:
         annotations[RESTORE_ANNOTATION] = orjson.dumps(spec.restore.to_json()).decode()
+    if spec.importing:
+        annotations[IMPORTING_ANNOTATION] = spec.importing
     # Absent rather than empty when there are none, as CreateTable omits them (and the
     # CRD refuses an empty list of local indexes).
     for kind, member in _INDEX_MEMBERS:
@@ -462,7 +466,7 @@ class KubernetesTableCatalog:
                     patch["spec"]["provisionedThroughput"] = None
                 for _kind, member in _INDEX_MEMBERS:
                     patch["spec"].setdefault(member, None)
-                for note in (INDEX_CREATED_AT_ANNOTATION, POLICIES_ANNOTATION):
+                for note in (INDEX_CREATED_AT_ANNOTATION, POLICIES_ANNOTATION, IMPORTING_ANNOTATION):
                     patch["metadata"]["annotations"].setdefault(note, None)
                 await self._call("PATCH", url, patch, "application/merge-patch+json")
         except KubernetesApiError as exc:

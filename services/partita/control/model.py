@@ -434,6 +434,7 @@ class TableSpec:
     policies: tuple[ResourcePolicy, ...] = ()
     backup: BackupInfo | None = None  # this spec is a backup's hidden table
     restore: RestoreInfo | None = None  # this table was restored from a backup
+    importing: str = ""  # the ImportArn loading this table's items (ImportTable), until done
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -458,6 +459,7 @@ class TableSpec:
             **({"policies": [p.to_json() for p in self.policies]} if self.policies else {}),
             **({"backup": self.backup.to_json()} if self.backup else {}),
             **({"restore": self.restore.to_json()} if self.restore else {}),
+            **({"importing": self.importing} if self.importing else {}),
         }
 
     @classmethod
@@ -488,6 +490,7 @@ class TableSpec:
             policies=policies_from_json(data.get("policies")),
             backup=BackupInfo.from_json(data["backup"]) if data.get("backup") else None,
             restore=RestoreInfo.from_json(data["restore"]) if data.get("restore") else None,
+            importing=str(data.get("importing", "")),
             revision=revision,
         )
 
@@ -533,9 +536,9 @@ def table_status(spec: TableSpec, state: TableState | None) -> TableStatus:
 
 
 def client_status(spec: TableSpec, status: TableStatus) -> TableStatus:
-    """The status clients see: a restored table stays CREATING until every item of its
-    backup is in, though it is placed and serving the copy."""
-    if status == "ACTIVE" and spec.restore is not None and spec.restore.in_progress:
+    """The status clients see: a restored or imported table stays CREATING until every
+    item of its backup or source is in, though it is placed and serving the copy."""
+    if status == "ACTIVE" and (spec.importing or (spec.restore is not None and spec.restore.in_progress)):
         return "CREATING"
     return status
 

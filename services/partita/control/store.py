@@ -80,6 +80,8 @@ LEADERS = b"/partita-leaders/"
 # transactions wake no watcher.
 TRANSACTIONS = b"/partita-tx/ledger/"
 TOKENS = b"/partita-tx/tokens/"
+# ImportTable's records, by import id: they outlive a failed import's table.
+IMPORTS = b"/partita/imports/"
 # A key nothing writes: reading it costs etcd next to nothing and its answer's header
 # carries the store's revision, which moves with every write anywhere.
 REVISION_PROBE = b"/partita-revision-probe"
@@ -248,6 +250,18 @@ class TransactionLedger(Protocol):
 
     async def delete_token(self, token: str) -> None: ...
     async def list_tokens(self) -> list[tuple[str, dict[str, Any]]]: ...
+
+
+class ImportLedger(Protocol):
+    """ImportTable's records (JSON objects), each changed by compare-and-swap on the
+    revision it was read at, so two routers never both take over one import."""
+
+    async def get_import(self, import_id: str) -> tuple[dict[str, Any], Revision] | None: ...
+    async def put_import(self, import_id: str, record: dict[str, Any], revision: Revision) -> bool:
+        """Store `record` if the stored one is still at `revision` (NO_REVISION: if none
+        is stored); False otherwise."""
+
+    async def list_imports(self) -> list[tuple[dict[str, Any], Revision]]: ...
 
 
 class ControlStore(AutoadminStore, RouteSource, Statistics, Protocol):
@@ -790,6 +804,19 @@ class EtcdControlStore:
     async def list_tokens(self) -> list[tuple[str, dict[str, Any]]]:
         return await self._list_records(TOKENS)
 
+    async def get_import(self, import_id: str) -> tuple[dict[str, Any], Revision] | None:
+        kv = await self._client.get(IMPORTS + import_id.encode())
+        return None if kv is None else (dict(orjson.loads(kv.value)), Revision(str(kv.mod_revision)))
+
+    async def put_import(self, import_id: str, record: dict[str, Any], revision: Revision) -> bool:
+        return await self._cas_put(IMPORTS + import_id.encode(), record, revision)
+
+    async def list_imports(self) -> list[tuple[dict[str, Any], Revision]]:
+        return [
+            (dict(orjson.loads(kv.value)), Revision(str(kv.mod_revision)))
+            for kv in await self._client.get_prefix(IMPORTS)
+        ]
+
     async def _get_record(self, key: bytes) -> dict[str, Any] | None:
         kv = await self._client.get(key)
         return None if kv is None else dict(orjson.loads(kv.value))
@@ -812,6 +839,7 @@ class MemoryControlStore:
     """An in-process ControlStore with the same CAS semantics, for unit tests."""
 
     def __init__(self) -> None:
+        self._imports: dict[str, tuple[dict[str, Any], int]] = {}
         self._specs: dict[str, TableSpec] = {}
         self._states: dict[str, TableState] = {}
         self._partitions: dict[int, dict[str, Partition]] = {}
@@ -998,6 +1026,20 @@ class MemoryControlStore:
     async def wait_for_change(self, timeout: float) -> bool:
         await asyncio.sleep(min(timeout, 0.01))
         return True
+
+    async def get_import(self, import_id: str) -> tuple[dict[str, Any], Revision] | None:
+        found = self._imports.get(import_id)
+        return None if found is None else (dict(found[0]), Revision(str(found[1])))
+
+    async def put_import(self, import_id: str, record: dict[str, Any], revision: Revision) -> bool:
+        found = self._imports.get(import_id)
+        if (found is None) != (revision == NO_REVISION) or (found is not None and str(found[1]) != revision):
+            return False
+        self._imports[import_id] = (dict(record), (found[1] if found else 0) + 1)
+        return True
+
+    async def list_imports(self) -> list[tuple[dict[str, Any], Revision]]:
+        return [(dict(r), Revision(str(v))) for r, v in self._imports.values()]
 
     async def close(self) -> None:
         return None

@@ -74,6 +74,12 @@ CONTROL_PLANE = frozenset(
         "ListBackups",
         "DeleteBackup",
         "RestoreTableFromBackup",
+        "ImportTable",
+        "DescribeImport",
+        "ListImports",
+        "ExportTableToPointInTime",
+        "DescribeExport",
+        "ListExports",
     }
 )
 # Per router, per second; a second's worth may come at once.

@@ -42,7 +42,9 @@ from partita.router.actions import (
     describe_time_to_live,
     execute_statement,
     execute_transaction,
+    exports,
     get_item,
+    imports,
     list_tables,
     list_tags_of_resource,
     put_item,
@@ -94,6 +96,12 @@ OPERATIONS: dict[str, Action] = {
     "ListBackups": backups.list_backups,
     "DeleteBackup": backups.delete_backup,
     "RestoreTableFromBackup": backups.restore_table_from_backup,
+    "ImportTable": imports.import_table,
+    "DescribeImport": imports.describe_import,
+    "ListImports": imports.list_imports,
+    "ExportTableToPointInTime": exports.export_table,
+    "DescribeExport": exports.describe_export,
+    "ListExports": exports.list_exports,
     "DescribeContinuousBackups": continuous_backups.describe,
     "UpdateContinuousBackups": continuous_backups.update,
     "PutItem": put_item.run,
@@ -336,10 +344,16 @@ async def _compressed(body: bytes, encoding: str) -> bytes:
     return response_encoding.compressed(body, encoding)
 
 
+# Members naming a table, or something of one, by ARN: tags and policies, streams,
+# exports and imports, backups (a backup's ARN starts with its table's).
+_ARN_MEMBERS = ("ResourceArn", "StreamArn", "TableArn", "BackupArn", "ImportArn", "ExportArn")
+
+
 def tables_named(payload: dict[str, Any]) -> list[str]:
-    """Every table a request names: TableName, the keys of a batch's RequestItems, or the
-    table of a ResourceArn (tags). Permissions are checked on all of them before any
-    work, so a key limited to some tables cannot reach others through a batch."""
+    """Every table a request names: TableName, the keys of a batch's RequestItems, the
+    table of an ARN (tags, policies, streams, backups, imports, exports), a restore's or
+    an import's new table. Permissions are checked on all of them before any work, so a
+    key limited to some tables cannot reach others through a batch."""
     names = []
     table = payload.get("TableName")
     if isinstance(table, str):
@@ -354,10 +368,16 @@ def tables_named(payload: dict[str, Any]) -> list[str]:
                 name = action.get("TableName") if isinstance(action, dict) else None
                 if isinstance(name, str):
                     names.append(name)
-    for member in ("ResourceArn", "StreamArn"):
+    for member in _ARN_MEMBERS:
         arn = payload.get(member)
         if isinstance(arn, str) and ":table/" in arn:
             names.append(arn.split(":table/", 1)[1].split("/", 1)[0])
+    target = payload.get("TargetTableName")  # a restore's new table
+    if isinstance(target, str):
+        names.append(target)
+    creation = payload.get("TableCreationParameters")  # an import's new table
+    if isinstance(creation, dict) and isinstance(creation.get("TableName"), str):
+        names.append(creation["TableName"])
     iterator = payload.get("ShardIterator")
     if isinstance(iterator, str):
         table = iterator_table(iterator)

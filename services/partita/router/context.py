@@ -33,13 +33,13 @@ from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.metrics import CounterCell
 from partita.common.partition_map import Partition
-from partita.control.store import TableCatalog, TransactionLedger
+from partita.control.store import ImportLedger, TableCatalog, TransactionLedger
 from partita.router import metrics
 from partita.router.storage_client import DataPath
 from partita.router.table_cache import CachedTable, TableCache
 
 if TYPE_CHECKING:
-    from partita.router.backup_jobs import BackupJobs
+    from partita.router.copy_jobs import CopyJobs
 
 # Attempts and pause between them when a route is stale or a node is unavailable; the
 # total (about 3 s) covers a storage node being restarted by the supervisor.
@@ -86,7 +86,8 @@ class RouterContext:
         # Where transactions across partitions are recorded (etcd); None: such
         # transactions are refused (a context built without a cluster, in tests).
         self.ledger: TransactionLedger | None = None
-        self.backup_jobs: BackupJobs | None = None  # backups' and restores' copies
+        self.copy_jobs: CopyJobs | None = None  # backups', restores' and imports' copies
+        self.imports: ImportLedger | None = None
         self._consumed: dict[str, tuple[CounterCell, CounterCell]] = {}
         # (table id, partition id) -> the node its replicas last named as leader.
         self._leaders: dict[tuple[int, str], str] = {}

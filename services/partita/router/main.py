@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from partita.control.kubernetes import KubernetesRouteSource, KubernetesTableCatalog
-from partita.control.store import EtcdControlStore, RouteSource, TableCatalog, TransactionLedger
+from partita.control.store import EtcdControlStore, RouteSource, TableCatalog
 from partita.router import metrics
 from partita.router.admission import Admission, ProvisionedRate, RateSource
 from partita.router.app import DynamoApp
-from partita.router.backup_jobs import BackupJobs
 from partita.router.context import RouterContext, RouterSettings
+from partita.router.copy_jobs import CopyJobs
 from partita.router.credentials import CredentialStore
 from partita.router.http_server import Connections, start_http_server
 from partita.router.storage_client import DataChannel, StorageClient
@@ -56,7 +56,7 @@ def watch_tables(tables: TableCache) -> None:
 
 def control_store(
     kind: str, etcd_host: str, etcd_port: int, namespace: str | None
-) -> tuple[TableCatalog, RouteSource, TransactionLedger]:
+) -> tuple[TableCatalog, RouteSource, EtcdControlStore]:
     """The catalog the router writes and the routes it reads: etcd (the local cluster),
     or in Kubernetes the Table and Partition resources (nodes and statistics from etcd,
     where storage nodes register); and the transaction ledger, in etcd either way."""
@@ -80,8 +80,8 @@ class RunningRouter:
     doorman_client: DoormanClient | None
     sweeper: asyncio.Task[None] | None = None
     tls_reloader: asyncio.Task[None] | None = None
-    backup_jobs: BackupJobs | None = None
-    backup_sweeper: asyncio.Task[None] | None = None
+    copy_jobs: CopyJobs | None = None
+    copy_sweeper: asyncio.Task[None] | None = None
 
     async def close(self) -> None:
         for address, requests, batches in self.storage.batching():
@@ -89,11 +89,11 @@ class RunningRouter:
         self.server.close()
         await self.connections.finish(FINISH_SECONDS)
         self.refresher.cancel()
-        for task in (self.sweeper, self.tls_reloader, self.backup_sweeper):
+        for task in (self.sweeper, self.tls_reloader, self.copy_sweeper):
             if task is not None:
                 task.cancel()
-        if self.backup_jobs is not None:
-            await self.backup_jobs.close()
+        if self.copy_jobs is not None:
+            await self.copy_jobs.close()
         await self.storage.close()
         if self.doorman_client is not None:
             await self.doorman_client.close()  # releases this router's leases at once
@@ -131,10 +131,11 @@ async def start(
     storage = StorageClient(local)
     ctx = RouterContext(tables, catalog, storage, settings)
     ctx.ledger = ledger
+    ctx.imports = ledger
     sweeper = asyncio.create_task(sweep_transactions(ctx, ledger))
     # Backups' and restores' copies: this router's own, and those a dead router left.
-    ctx.backup_jobs = BackupJobs(ctx, f"router-{socket.gethostname()}:{port}:{os.getpid()}")
-    backup_sweeper = asyncio.create_task(ctx.backup_jobs.run())
+    ctx.copy_jobs = CopyJobs(ctx, f"router-{socket.gethostname()}:{port}:{os.getpid()}")
+    copy_sweeper = asyncio.create_task(ctx.copy_jobs.run())
     doorman_client: DoormanClient | None = None
     source: RateSource = ProvisionedRate()
     if admission == "doorman":
@@ -169,8 +170,8 @@ async def start(
         doorman_client,
         sweeper,
         reloader,
-        ctx.backup_jobs,
-        backup_sweeper,
+        ctx.copy_jobs,
+        copy_sweeper,
     )
 
 

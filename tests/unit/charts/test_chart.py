@@ -24,6 +24,7 @@ ALL_ON: dict[str, Any] = {
         "autoscaling": {"enabled": True},
         "service": {"type": "LoadBalancer"},
         "tls": {"secretName": "partita-tls"},
+        "extraEnv": [{"name": "AWS_ENDPOINT_URL_S3", "value": "http://minio:9000"}],
     },
     "networkPolicy": {
         "enabled": True,
@@ -386,7 +387,15 @@ def test_with_a_tls_secret_the_routers_serve_https_from_its_files_and_everyone_s
     assert env["ENDPOINT"].startswith("https://")
     plain = render({})
     (router,) = [d for d in plain if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")]
+    assert "env" not in router["spec"]["template"]["spec"]["containers"][0]
     assert not any(a.startswith("--tls") for a in router["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_extra_router_environment_reaches_the_router_containers() -> None:
+    env = [{"name": "AWS_ENDPOINT_URL_S3", "value": "http://minio:9000"}]
+    docs = render({"router": {"extraEnv": env}})
+    (router,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-router")]
+    assert router["spec"]["template"]["spec"]["containers"][0]["env"] == env
 
 
 def test_the_helm_test_pod_puts_and_gets_an_item() -> None:

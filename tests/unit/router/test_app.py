@@ -226,6 +226,20 @@ async def test_a_table_outside_the_credentials_permissions_is_access_denied(app:
             "TransactGetItems",
             {"TransactItems": [{"Get": {"TableName": "Payroll", "Key": {"pk": {"S": "me"}}}}]},
         ),
+        # A backup, a restore, an import or an export of a table outside them.
+        ("CreateBackup", {"TableName": "Payroll", "BackupName": "nightly"}),
+        (
+            "RestoreTableFromBackup",
+            {"TargetTableName": "Payroll",
+             "BackupArn": "arn:aws:dynamodb:us-east-1:123456789012:table/Orders/backup/01700000000000-abcdef12"},
+        ),
+        (
+            "ImportTable",
+            {"S3BucketSource": {"S3Bucket": "bucket"}, "InputFormat": "DYNAMODB_JSON",
+             "TableCreationParameters": {**CREATE_ORDERS, "TableName": "Payroll"}},
+        ),
+        ("ExportTableToPointInTime", {"TableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/Payroll",
+                                      "S3Bucket": "bucket"}),
     ],
 )  # fmt: skip
 async def test_a_statement_or_transaction_on_a_table_outside_the_permissions_is_access_denied(

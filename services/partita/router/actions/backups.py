@@ -1,5 +1,5 @@
 """CreateBackup, DescribeBackup, ListBackups, DeleteBackup, RestoreTableFromBackup
-(`api/operations/backups.py`; the copies: `router/backup_jobs.py`)."""
+(`api/operations/backups.py`; the copies: `router/copy_jobs.py`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from partita.api.operations import backups
 from partita.common import errors
 from partita.control.model import BackupInfo, TableRecord, TableSpec
 from partita.router import table_copy
-from partita.router.backup_jobs import CLAIM_SECONDS, BackupJobs
 from partita.router.context import RouterContext
+from partita.router.copy_jobs import CLAIM_SECONDS, CopyJobs
 from partita.router.describe import (
     created_description,
     global_index_description,
@@ -26,10 +26,10 @@ from partita.router.describe import (
 READ_AHEAD_BYTES = 16 * 1024 * 1024
 
 
-def _jobs(ctx: RouterContext) -> BackupJobs:
-    if ctx.backup_jobs is None:
+def _jobs(ctx: RouterContext) -> CopyJobs:
+    if ctx.copy_jobs is None:
         raise errors.internal_server_error("backups are not served by this router")
-    return ctx.backup_jobs
+    return ctx.copy_jobs
 
 
 async def create_backup(ctx: RouterContext, body: Any) -> dict[str, Any]:

@@ -19,7 +19,14 @@ from partita.router.describe import created_description
 
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
-    req = create_table.validate(body)
+    spec = await create(ctx, create_table.validate(body))
+    record = TableRecord.of(spec, None, [])
+    return {"TableDescription": created_description(record, ctx.table_arn(record.name))}
+
+
+async def create(ctx: RouterContext, req: create_table.CreateTableRequest, importing: str = "") -> TableSpec:
+    """The table `req` asks for, stored (CREATING); `importing`: the ImportTable loading
+    it (the table stays CREATING to clients until its items are in)."""
     now = round(time.time(), 3)
     spec = TableSpec(
         name=req.table_name,
@@ -36,9 +43,9 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
         indexes=tuple(dataclasses.replace(index, created_at=now) for index in req.indexes),
         stream=stream_specification.on_create(req.stream, now),
         policies=attached_at_creation(req.resource_policy, now),
+        importing=importing,
     )
     if not await ctx.catalog.create_table_spec(spec):
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")
     await ctx.tables.refresh()
-    record = TableRecord.of(spec, None, [])
-    return {"TableDescription": created_description(record, ctx.table_arn(record.name))}
+    return spec

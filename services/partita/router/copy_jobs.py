@@ -1,5 +1,5 @@
-"""The copies behind backups and restores, run by the routers and taken over when a
-router dies.
+"""The copies behind backups, restores and imports, run by the routers and taken over
+when a router dies.
 
 A job is a table spec that says it needs one: a backup's hidden table still CREATING,
 or a restored table whose copy is in progress. The router that created it claims it at
@@ -12,6 +12,9 @@ A backup taken over is copied from the table as it is then (later than asked: th
 README says so). One whose first router read the whole table before answering
 CreateBackup (`snapshot`) writes what it read: the backup holds the table as it was
 when asked.
+
+An import's record lives in the import ledger (etcd), not on its table's spec: it
+outlives a table its failure dropped. Its claim is kept there the same way.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from partita.api.operations import imports
+from partita.api.operations.imports import ImportRecord
 from partita.common.errors import DynamoError
 from partita.control.model import Claim, TableRecord, TableSpec
 from partita.router import table_copy
 from partita.router.context import RouterContext
+from partita.router.s3_source import S3Failure, S3Source
 from partita.router.table_copy import Copied
 
 log = logging.getLogger(__name__)
@@ -39,7 +45,7 @@ PLACEMENT_TIMEOUT_SECONDS = 120.0
 CAS_ATTEMPTS = 5
 
 
-class BackupJobs:
+class CopyJobs:
     """This router's copies, and its sweep for jobs other routers left."""
 
     def __init__(self, ctx: RouterContext, owner: str, clock: Callable[[], float] = time.time) -> None:
@@ -57,6 +63,9 @@ class BackupJobs:
 
     def start_restore(self, name: str) -> None:
         self._start(name, lambda: self._restore(name))
+
+    def start_import(self, import_id: str) -> None:
+        self._start(f"import/{import_id}", lambda: self._import(import_id))
 
     def _start(self, name: str, job: Callable[[], Any]) -> None:
         task = self.running.get(name)
@@ -83,6 +92,28 @@ class BackupJobs:
                 log.warning("backup job sweep failed: %s", exc)
 
     async def sweep(self) -> None:
+        await self._sweep_tables()
+        await self._sweep_imports()
+
+    async def _sweep_imports(self) -> None:
+        ledger = self.ctx.imports
+        if ledger is None:
+            return
+        now = self.clock()
+        for data, revision in await ledger.list_imports():
+            record = ImportRecord.from_json(data)
+            task = self.running.get(f"import/{record.import_id}")
+            if (
+                record.status != "IN_PROGRESS"
+                or record.claim.held(now)
+                or (task is not None and not task.done())
+            ):
+                continue
+            record.claim = self.claim()
+            if await ledger.put_import(record.import_id, record.to_json(), revision):
+                self.start_import(record.import_id)
+
+    async def _sweep_tables(self) -> None:
         now = self.clock()
         cache = self.ctx.tables
         for cached in [*cache.hidden.values(), *cache.tables.values()]:
@@ -162,6 +193,70 @@ class BackupJobs:
         if await self._change(name, finished) is not None:
             self.copied += 1
             log.info("table %s restored from %s: %d items", name, restore.source_backup_arn, done.items)
+
+    async def _import(self, import_id: str) -> None:
+        ledger = self.ctx.imports
+        assert ledger is not None
+        found = await ledger.get_import(import_id)
+        if found is None:
+            return
+        record, revision = ImportRecord.from_json(found[0]), found[1]
+        s3 = S3Source(self.ctx.settings.region)
+        await self._placed(record.table_name)
+
+        async def saved() -> None:
+            nonlocal revision
+            record.claim = self.claim()
+            if not await ledger.put_import(import_id, record.to_json(), revision):
+                raise LostClaim(record.arn)
+            again = await ledger.get_import(import_id)
+            assert again is not None
+            revision = again[1]
+
+        try:
+            sources = await s3.objects(record.bucket, record.prefix)
+        except S3Failure as exc:
+            await self._drop(record.table_name, record.arn)
+            record.status, record.failure_code, record.failure_message = "FAILED", exc.code, exc.message
+            record.ended_at = round(self.clock(), 3)
+            await saved()
+            return
+        table = self.ctx.tables.require_placed(record.table_name).record
+        compression = str(record.request.get("InputCompressionType", "NONE"))
+        record.processed_bytes = record.processed_items = record.imported_items = record.error_count = 0
+        for source in sorted(sources, key=lambda o: o.key):
+            data = imports.decompressed(await s3.read(record.bucket, source.key), compression)
+            parsed = imports.parse_object(data, record.request, table)
+            written = Copied()
+            await table_copy.write_items(self.ctx, record.table_name, parsed.items, written)
+            record.processed_bytes += source.size
+            record.processed_items += len(parsed.items) + parsed.errors
+            record.imported_items += written.items
+            record.error_count += parsed.errors
+            await saved()
+        await self._imported(record.table_name, record.arn)
+        record.status = "COMPLETED" if record.error_count == 0 else "FAILED"
+        record.ended_at = round(self.clock(), 3)
+        record.claim = Claim()
+        if await ledger.put_import(import_id, record.to_json(), revision):
+            self.copied += 1
+            log.info("import %s %s: %d items", record.arn, record.status, record.imported_items)
+
+    async def _imported(self, name: str, arn: str) -> None:
+        """The table's items are all in: clients see it ACTIVE."""
+
+        def done(spec: TableSpec) -> TableSpec | None:
+            return dataclasses.replace(spec, importing="") if spec.importing == arn else None
+
+        await self._change(name, done)
+
+    async def _drop(self, name: str, arn: str) -> None:
+        """A failed import's table goes, as DynamoDB drops it."""
+
+        def dropped(spec: TableSpec) -> TableSpec | None:
+            return dataclasses.replace(spec, deleting=True) if spec.importing == arn else None
+
+        await self._change(name, dropped)
 
     # --- the spec, read and changed -------------------------------------------------------------
 

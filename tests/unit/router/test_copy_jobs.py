@@ -9,8 +9,8 @@ import dataclasses
 from partita.api.operations import backups
 from partita.control.model import Claim, RestoreInfo, TableSpec
 from partita.control.store import MemoryControlStore
-from partita.router.backup_jobs import CLAIM_SECONDS, BackupJobs
 from partita.router.context import RouterContext, RouterSettings
+from partita.router.copy_jobs import CLAIM_SECONDS, CopyJobs
 from partita.router.storage_client import StorageClient
 from partita.router.table_cache import TableCache
 from tests.unit.control.conftest import table
@@ -34,7 +34,7 @@ def backup_spec(claim: Claim) -> TableSpec:
     return backups.hidden_spec(source, info, NOW)
 
 
-async def claims_after_sweep(ctx: RouterContext, jobs: BackupJobs, *specs: TableSpec) -> list[Claim]:
+async def claims_after_sweep(ctx: RouterContext, jobs: CopyJobs, *specs: TableSpec) -> list[Claim]:
     for spec in specs:
         assert await ctx.catalog.create_table_spec(spec)
     await ctx.tables.refresh()
@@ -52,7 +52,7 @@ async def claims_after_sweep(ctx: RouterContext, jobs: BackupJobs, *specs: Table
 
 async def test_a_job_whose_claim_expired_is_taken_over_and_a_held_one_is_left() -> None:
     ctx = await context()
-    jobs = BackupJobs(ctx, "router-b", clock=lambda: NOW)
+    jobs = CopyJobs(ctx, "router-b", clock=lambda: NOW)
     orphaned = backup_spec(Claim("router-a", NOW - 1))
     held = backup_spec(Claim("router-a", NOW + 10))
     restore = dataclasses.replace(
@@ -68,7 +68,7 @@ async def test_a_job_whose_claim_expired_is_taken_over_and_a_held_one_is_left() 
 
 async def test_a_finished_job_is_never_taken_again() -> None:
     ctx = await context()
-    jobs = BackupJobs(ctx, "router-b", clock=lambda: NOW)
+    jobs = CopyJobs(ctx, "router-b", clock=lambda: NOW)
     available = backup_spec(Claim())
     assert available.backup is not None
     available = dataclasses.replace(
