@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from partita.api import resource_policy, streams
+from partita.api.partiql import parser as partiql_parser
 from partita.api.resource_policy import Decision, Policy
 from partita.common import errors
 from partita.control.model import ResourcePolicy
@@ -113,9 +114,11 @@ def actions(
                 if isinstance(action, dict) and action.get("TableName") == table:
                     yield _TRANSACT_ACTIONS.get(kind, "GetItem"), arn
     elif operation in ("ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"):
-        for text in _statements(payload):
-            verb = text.split(None, 1)[0].upper() if text.strip() else ""
-            yield _PARTIQL_ACTIONS.get(verb, "PartiQLSelect"), arn
+        for entry in _statements(payload):
+            head = partiql_parser.head(entry["Statement"], entry.get("Parameters"))
+            if head is not None and head[1] == table:  # the batch's statements on this table
+                verb = entry["Statement"].split(None, 1)[0].upper()
+                yield _PARTIQL_ACTIONS.get(verb, "PartiQLSelect"), arn
     elif operation in STREAM_OPERATIONS:
         yield operation, _stream_arn(payload, arn)
     elif operation in ("Query", "Scan") and isinstance(payload.get("IndexName"), str):
@@ -131,9 +134,9 @@ def _listed(payload: dict[str, Any], member: str) -> list[dict[str, Any]]:
     return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
 
 
-def _statements(payload: dict[str, Any]) -> Iterator[str]:
+def _statements(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
     entries = [payload, *_listed(payload, "Statements"), *_listed(payload, "TransactStatements")]
-    return (e["Statement"] for e in entries if isinstance(e.get("Statement"), str))
+    return (e for e in entries if isinstance(e.get("Statement"), str))
 
 
 def _stream_arn(payload: dict[str, Any], table_arn: str) -> str:

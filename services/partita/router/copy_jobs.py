@@ -92,6 +92,7 @@ class CopyJobs:
                 log.warning("backup job sweep failed: %s", exc)
 
     async def sweep(self) -> None:
+        self.running = {name: task for name, task in self.running.items() if not task.done()}
         await self._sweep_tables()
         await self._sweep_imports()
 
@@ -150,7 +151,17 @@ class CopyJobs:
         spec = await self._spec(name)
         info = spec.backup
         assert info is not None
-        source = TableSpec.from_json(info.source).name
+        source_spec = TableSpec.from_json(info.source)
+        source = source_spec.name
+        current = await self.ctx.catalog.get_table_spec(source)
+        if snapshot is None and (
+            current is None or current.table_id != source_spec.table_id or current.deleting
+        ):
+            # Its table went before the copy could start (DeleteTable waits for a backup
+            # being created, but not for one a dead router left): nothing to back up.
+            await self._change(name, lambda s: dataclasses.replace(s, deleting=True) if s.backup else None)
+            log.warning("backup %s dropped: its table %s is gone", info.arn, source)
+            return
         await self._placed(name)
         renew = self._renewer(name)
         if snapshot is not None:
@@ -224,18 +235,22 @@ class CopyJobs:
         table = self.ctx.tables.require_placed(record.table_name).record
         compression = str(record.request.get("InputCompressionType", "NONE"))
         record.processed_bytes = record.processed_items = record.imported_items = record.error_count = 0
-        for source in sorted(sources, key=lambda o: o.key):
-            data = imports.decompressed(await s3.read(record.bucket, source.key), compression)
-            parsed = imports.parse_object(data, record.request, table)
-            written = Copied()
-            await table_copy.write_items(self.ctx, record.table_name, parsed.items, written)
-            record.processed_bytes += source.size
-            record.processed_items += len(parsed.items) + parsed.errors
-            record.imported_items += written.items
-            record.error_count += parsed.errors
-            await saved()
+        try:
+            for source in sorted(sources, key=lambda o: o.key):
+                parsed = imports.read_object(
+                    await s3.read(record.bucket, source.key), compression, record.request, table
+                )
+                written = Copied()
+                await table_copy.write_items(self.ctx, record.table_name, parsed.items, written)
+                record.processed_bytes += source.size
+                record.processed_items += len(parsed.items) + parsed.errors
+                record.imported_items += written.items
+                record.error_count += parsed.errors
+                await saved()
+        except S3Failure as exc:  # an object listed but not readable: what was written stays
+            record.failure_code, record.failure_message = exc.code, exc.message
         await self._imported(record.table_name, record.arn)
-        record.status = "COMPLETED" if record.error_count == 0 else "FAILED"
+        record.status = "COMPLETED" if record.error_count == 0 and record.failure_code is None else "FAILED"
         record.ended_at = round(self.clock(), 3)
         record.claim = Claim()
         if await ledger.put_import(import_id, record.to_json(), revision):

@@ -146,6 +146,10 @@ async def test_a_partiql_statement_is_checked_as_its_partiql_action(app: DynamoA
     denied = check(app, "ExecuteStatement", {"Statement": "DELETE FROM Payroll WHERE pk = 'me'"})
     assert denied is not None and "dynamodb:PartiQLDelete" in denied
     assert check(app, "ExecuteStatement", {"Statement": "SELECT * FROM Payroll WHERE pk = 'me'"}) is None
+    # A batch's statement on another table is that table's to judge.
+    batch = {"Statements": [{"Statement": "SELECT * FROM Payroll WHERE pk = 'a'"},
+                            {"Statement": "DELETE FROM Orders WHERE pk = 'b'"}]}  # fmt: skip
+    assert check(app, "BatchExecuteStatement", batch) is None
 
 
 async def test_an_index_read_is_checked_against_the_index_arn(app: DynamoApp) -> None:

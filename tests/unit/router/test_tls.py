@@ -4,7 +4,9 @@ without a restart (real sockets on 127.0.0.1, certificates from a throwaway CA).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -48,29 +50,37 @@ async def handshake(port: int, client: ssl.SSLContext) -> str | None:
         writer.close()
 
 
+@contextlib.asynccontextmanager
+async def serving(files: TlsFiles, *, reloading: bool = False) -> AsyncIterator[int]:
+    """An HTTPS server on 127.0.0.1 with `files` (reloaded every 20 ms if `reloading`); its port."""
+    context = tls.server_context(files)
+    server = await start_http_server(_ok, "127.0.0.1", 0, tls=context)
+    reloader = (
+        asyncio.create_task(tls.reload_when_renewed(context, files, interval=0.02)) if reloading else None
+    )
+    try:
+        yield server.sockets[0].getsockname()[1]
+        assert reloader is None or not reloader.done()  # a bad file never stops it
+    finally:
+        if reloader is not None:
+            reloader.cancel()
+        server.close()
+
+
 async def test_the_endpoint_serves_https_with_the_given_certificate(tmp_path: Path) -> None:
     ca = trustme.CA()
-    context = tls.server_context(issue(ca, tmp_path))
-    server = await start_http_server(_ok, "127.0.0.1", 0, tls=context)
-    port = server.sockets[0].getsockname()[1]
-    try:
+    async with serving(issue(ca, tmp_path)) as port:
         client = trusting(ca)
         client.set_alpn_protocols(["h2", "http/1.1"])
         assert await handshake(port, client) == "http/1.1"  # the router speaks nothing else
         with pytest.raises(ssl.SSLCertVerificationError):
             await handshake(port, trusting(trustme.CA()))
-    finally:
-        server.close()
 
 
 async def test_a_renewed_certificate_is_served_to_new_connections_without_a_restart(tmp_path: Path) -> None:
     first, second = trustme.CA(), trustme.CA()
     files = issue(first, tmp_path)
-    context = tls.server_context(files)
-    server = await start_http_server(_ok, "127.0.0.1", 0, tls=context)
-    port = server.sockets[0].getsockname()[1]
-    reloader = asyncio.create_task(tls.reload_when_renewed(context, files, interval=0.02))
-    try:
+    async with serving(files, reloading=True) as port:
         await handshake(port, trusting(first))
         assert issue(second, tmp_path) == files  # the same paths, replaced
         for _ in range(250):  # bounded: 5 s at most
@@ -83,26 +93,15 @@ async def test_a_renewed_certificate_is_served_to_new_connections_without_a_rest
             pytest.fail("the renewed certificate was never served")
         with pytest.raises(ssl.SSLCertVerificationError):
             await handshake(port, trusting(first))
-    finally:
-        reloader.cancel()
-        server.close()
 
 
 async def test_a_broken_renewal_keeps_the_certificate_in_use(tmp_path: Path) -> None:
     ca = trustme.CA()
     files = issue(ca, tmp_path)
-    context = tls.server_context(files)
-    server = await start_http_server(_ok, "127.0.0.1", 0, tls=context)
-    port = server.sockets[0].getsockname()[1]
-    reloader = asyncio.create_task(tls.reload_when_renewed(context, files, interval=0.02))
-    try:
+    async with serving(files, reloading=True) as port:
         files.key.write_text("not a key\n")  # caught half-written, say
         await asyncio.sleep(0.2)
-        assert not reloader.done()
         await handshake(port, trusting(ca))
-    finally:
-        reloader.cancel()
-        server.close()
 
 
 def test_a_key_that_does_not_match_the_certificate_fails_at_start(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from partita.api.shape import Violations, expect_dict, expect_type
+from partita.api.operations import table_name_only
+from partita.api.shape import expect_dict, expect_type
 from partita.common import errors
 from partita.common.errors import DynamoError
 
@@ -27,22 +28,12 @@ def table_not_found(name: str) -> DynamoError:
 
 
 def validate_describe(body: Any) -> str:
-    return _table_name(expect_dict(body))
+    return table_name_only.validate(body)
 
 
 def validate_update(body: Any) -> str:
-    body = expect_dict(body)
-    name = _table_name(body)
+    name = table_name_only.validate(body)
     spec = expect_dict(body["PointInTimeRecoverySpecification"])
     if expect_type(spec["PointInTimeRecoveryEnabled"], bool, "a boolean"):
         raise errors.validation("Partita does not support point-in-time recovery yet")
-    return name
-
-
-def _table_name(body: dict[str, Any]) -> str:
-    v = Violations()
-    name = body.get("TableName")
-    v.table_name(name)
-    v.raise_if_any()
-    assert isinstance(name, str)
     return name

@@ -199,10 +199,14 @@ class Parsed:
     errors: int
 
 
-def decompressed(data: bytes, compression: str) -> bytes:
+def read_object(data: bytes, compression: str, request: dict[str, Any], record: TableRecord) -> Parsed:
+    """An object's items; one that cannot be decompressed counts as one error."""
     if compression == "GZIP":
-        return gzip.decompress(data)
-    return data
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError):
+            return Parsed([], 1)
+    return parse_object(data, request, record)
 
 
 def parse_object(data: bytes, request: dict[str, Any], record: TableRecord) -> Parsed:
