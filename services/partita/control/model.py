@@ -599,8 +599,8 @@ class TableRecord:
     policies: tuple[ResourcePolicy, ...] = ()
     backup: BackupInfo | None = None
     restore: RestoreInfo | None = None
-    # Whether its partitions are placed and serving: the status, but for a restore still
-    # copying, which clients see CREATING while the copy writes into it.
+    # Whether its partitions are placed and serving (ACTIVE or UPDATING), whatever clients
+    # see: a restore or an import still copying is CREATING to them while it is written.
     placed: bool = False
 
     @property
@@ -632,7 +632,7 @@ class TableRecord:
             policies=spec.policies,
             backup=spec.backup,
             restore=spec.restore,
-            placed=status == "ACTIVE",
+            placed=status in ("ACTIVE", "UPDATING"),
         )
 
     @property

@@ -91,6 +91,8 @@ def test_a_restore_in_progress_is_creating_to_clients_though_its_partitions_serv
     )
     assert (done.status, done.placed) == ("ACTIVE", True)
     assert TableRecord.of(spec(restore=restore), None, []).placed is False
+    updating = TableState(spec().name, spec().table_id, "ACTIVE", spec().generation - 1)
+    assert TableRecord.of(spec(), updating, partitions(2)).placed  # a table being updated still serves
     assert TableRecord.of(spec(backup=BackupInfo("i", "n", "a", 1.0, "s", {})), active, partitions(2)).hidden
 
 
