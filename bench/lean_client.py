@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import ssl
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -196,12 +197,15 @@ class LeanClient:
         connections: int = 1,
         request_timeout: float = 10.0,
         signer: SignFn = sign_request,
+        ca_bundle: str = "",
     ) -> None:
         parts = urlsplit(endpoint)
-        if parts.scheme != "http" or parts.hostname is None:
-            raise ValueError(f"only plain http endpoints are supported, got {endpoint!r}")
+        if parts.scheme not in ("http", "https") or parts.hostname is None:
+            raise ValueError(f"only http and https endpoints are supported, got {endpoint!r}")
         self.host = parts.hostname
-        self.port = parts.port or 80
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        # HTTPS: the router's certificate checked against `ca_bundle` (or the system's).
+        self._tls = ssl.create_default_context(cafile=ca_bundle or None) if parts.scheme == "https" else None
         # The Host header must be exactly what we sign; default ports are omitted by SDKs.
         self.host_header = parts.netloc
         self.access_key = access_key
@@ -259,7 +263,9 @@ class LeanClient:
         fut: asyncio.Future[_HttpConnection] = loop.create_future()
         self._connecting[index] = fut
         try:
-            _, proto = await loop.create_connection(lambda: _HttpConnection(loop), self.host, self.port)
+            _, proto = await loop.create_connection(
+                lambda: _HttpConnection(loop), self.host, self.port, ssl=self._tls
+            )
             self._conns[index] = proto
             fut.set_result(proto)
             return proto

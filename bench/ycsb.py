@@ -209,6 +209,7 @@ class Config:
     secret_key: str = "bench-secret"
     region: str = "us-east-1"
     server_pid: int = 0  # for the "external" target: root of its process tree, 0 = unknown
+    ca_bundle: str = ""  # an https external target's certificate issuer
     admission: str = ""  # Partita targets' `partita up --admission`; "" = its default
     rounds: int = 1  # all targets this many times, alternating; medians reported
     # (RCU, WCU) of a PROVISIONED table instead of PAY_PER_REQUEST: a small rate gives
@@ -463,6 +464,7 @@ async def bench_target(
         region=region,
         connections=cfg.conn_count,
         request_timeout=cfg.request_timeout_s,
+        ca_bundle=cfg.ca_bundle,
     )
     await client.start()
     try:
@@ -629,7 +631,8 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
     p.add_argument(
         "--by-process", action="store_true", help="also print each server process's CPU per operation"
     )
-    p.add_argument("--endpoint", default="", help="external target: http://host:port")
+    p.add_argument("--endpoint", default="", help="external target: http://host:port or https://host:port")
+    p.add_argument("--ca-bundle", default="", help="an https external target's certificate issuer (PEM)")
     p.add_argument("--access-key", default="bench", help="external target credentials")
     p.add_argument("--secret-key", default="bench-secret")
     p.add_argument("--region", default="us-east-1")
@@ -673,6 +676,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
         request_timeout_s=a.request_timeout,
         seed=a.seed,
         endpoint=a.endpoint,
+        ca_bundle=a.ca_bundle,
         access_key=a.access_key,
         secret_key=a.secret_key,
         region=a.region,
