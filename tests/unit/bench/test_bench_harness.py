@@ -505,9 +505,11 @@ def test_parse_response_variants() -> None:
     assert parse_response(413, b"").error_type == "HTTP413"
 
 
-def test_client_rejects_https_endpoints() -> None:
+def test_client_speaks_http_and_https_and_refuses_other_schemes() -> None:
+    assert LeanClient("https://127.0.0.1", access_key="a", secret_key="b").port == 443
+    assert LeanClient("http://127.0.0.1", access_key="a", secret_key="b").port == 80
     with pytest.raises(ValueError):
-        LeanClient("https://127.0.0.1:1", access_key="a", secret_key="b")
+        LeanClient("ftp://127.0.0.1:1", access_key="a", secret_key="b")
 
 
 # --- peers (no processes started) --------------------------------------------------------------
