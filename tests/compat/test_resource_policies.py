@@ -247,6 +247,36 @@ def test_a_policy_allows_a_key_what_its_own_list_does_not_and_a_deny_wins(
 
 
 @pytest.mark.partita_only
+def test_a_condition_on_secure_transport_refuses_plain_http(ddb: Any, arn: str) -> None:
+    # This suite's cluster serves plain HTTP (DynamoDB serves only HTTPS, where the same
+    # policy refuses nothing); tests/integration/test_tls_endpoint.py shows HTTPS let through.
+    table = arn.rsplit("/", 1)[1]
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "dynamodb:GetItem",
+                "Resource": "*",
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
+        ],
+    }
+    put(ddb, arn, json.dumps(policy))
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            ddb.get_item(TableName=table, Key={"pk": {"S": key()}})
+        except ClientError as exc:
+            assert exc.response["Error"]["Code"] == "AccessDeniedException"
+            break
+        assert time.monotonic() < deadline, "the condition never refused plain HTTP"
+        time.sleep(0.2)
+    ddb.put_item(TableName=table, Item={"pk": {"S": key()}})  # the Deny names GetItem alone
+
+
+@pytest.mark.partita_only
 def test_a_streams_policy_governs_reading_it(ddb: Any, cluster: Any) -> None:
     name = create_table(
         ddb,

@@ -15,6 +15,12 @@ from tests.integration.cluster import running, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-tls")]
 
+PLAIN_HTTP_DENIED = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Deny", "Principal": "*", "Action": "dynamodb:*", "Resource": "*",
+                   "Condition": {"Bool": {"aws:SecureTransport": "false"}}}],
+}  # fmt: skip
+
 
 def test_a_cluster_started_with_a_certificate_serves_dynamodb_over_https_only(tmp_path: Path) -> None:
     ca = trustme.CA()
@@ -40,6 +46,12 @@ def test_a_cluster_started_with_a_certificate_serves_dynamodb_over_https_only(tm
         wait_active(ddb, table, timeout=30)
         item = {"pk": {"S": "over-tls"}, "v": {"N": "1"}}
         ddb.put_item(TableName=table, Item=item)
+        assert ddb.get_item(TableName=table, Key={"pk": item["pk"]}, ConsistentRead=True)["Item"] == item
+
+        # A policy refusing plain HTTP (aws:SecureTransport) lets these requests through
+        # (the one router's table cache holds a policy once PutResourcePolicy answered).
+        arn = ddb.describe_table(TableName=table)["Table"]["TableArn"]
+        ddb.put_resource_policy(ResourceArn=arn, Policy=json.dumps(PLAIN_HTTP_DENIED))
         assert ddb.get_item(TableName=table, Key={"pk": item["pk"]}, ConsistentRead=True)["Item"] == item
 
         # Plain HTTP on the same port gets no DynamoDB answer: the TLS handshake fails.

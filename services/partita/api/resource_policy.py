@@ -14,16 +14,23 @@ What a request is checked as: its principal is the access key's account and name
 PartiQL, the item actions for transactions), its resource the table's ARN (an index's
 or a stream's ARN where the request reads one).
 
-Not evaluated: `Condition`. A statement with a condition is kept (and answered by
-GetResourcePolicy) but never matches, so it neither allows nor denies; the README's
-feature table says so.
+Conditions are IAM's (`Condition`): the String, Numeric, Date, Bool, IpAddress, Arn and
+Null operators, with `...IfExists` and the `ForAllValues:`/`ForAnyValue:` qualifiers,
+over the keys a request carries here (`CONTEXT_KEYS`: who the key is, whether the
+request came over TLS, its source address, the time). As in IAM, a condition on a key
+the request does not carry (DynamoDB's own keys, such as `dynamodb:LeadingKeys`, are
+not carried yet) is false, unless it is an `IfExists` one or `Null`: such a statement
+neither allows nor denies.
 """
 
 from __future__ import annotations
 
 import enum
+import ipaddress
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -77,6 +84,104 @@ def _pattern(glob: str, ignore_case: bool) -> re.Pattern[str]:
     return re.compile(text, re.IGNORECASE if ignore_case else 0)
 
 
+# The condition keys a request carries (lower case: IAM's keys are case-insensitive).
+CONTEXT_KEYS = (
+    "aws:principalarn",
+    "aws:principalaccount",
+    "aws:principaltype",
+    "aws:username",
+    "aws:userid",
+    "aws:securetransport",
+    "aws:sourceip",
+    "aws:currenttime",
+    "aws:epochtime",
+    "aws:requestedregion",
+)
+Context = Mapping[str, str]
+
+
+def _number(text: str) -> float:
+    return float(text)
+
+
+def _date(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _in_network(value: str, network: str) -> bool:
+    try:
+        return ipaddress.ip_address(value) in ipaddress.ip_network(network, strict=False)
+    except ValueError:
+        return False
+
+
+def _like(value: str, pattern: str) -> bool:
+    return _pattern(pattern, ignore_case=False).fullmatch(value) is not None
+
+
+_ORDERED: dict[str, Callable[[float, float], bool]] = {
+    "Equals": lambda a, b: a == b,
+    "NotEquals": lambda a, b: a != b,
+    "LessThan": lambda a, b: a < b,
+    "LessThanEquals": lambda a, b: a <= b,
+    "GreaterThan": lambda a, b: a > b,
+    "GreaterThanEquals": lambda a, b: a >= b,
+}
+# Each operator: (does the key's value match one of the condition's values, negated?).
+# A negated operator holds when the value matches none of them.
+_OPERATORS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
+    "StringEquals": (lambda v, c: v == c, False),
+    "StringNotEquals": (lambda v, c: v == c, True),
+    "StringEqualsIgnoreCase": (lambda v, c: v.lower() == c.lower(), False),
+    "StringNotEqualsIgnoreCase": (lambda v, c: v.lower() == c.lower(), True),
+    "StringLike": (_like, False),
+    "StringNotLike": (_like, True),
+    "ArnEquals": (lambda v, c: v == c, False),
+    "ArnNotEquals": (lambda v, c: v == c, True),
+    "ArnLike": (_like, False),
+    "ArnNotLike": (_like, True),
+    "Bool": (lambda v, c: v.lower() == c.lower(), False),
+    "IpAddress": (_in_network, False),
+    "NotIpAddress": (_in_network, True),
+    **{
+        f"Numeric{name}": ((lambda test: lambda v, c: test(_number(v), _number(c)))(t), False)
+        for name, t in _ORDERED.items()
+    },
+    **{
+        f"Date{name}": ((lambda test: lambda v, c: test(_date(v), _date(c)))(t), False)
+        for name, t in _ORDERED.items()
+    },
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One operator's test of one key: the key's value against any of `values`."""
+
+    operator: str  # a key of _OPERATORS, or "Null"
+    key: str  # lower case
+    values: tuple[str, ...]
+    if_exists: bool = False
+    qualifier: str = ""  # "ForAllValues", "ForAnyValue" or ""
+
+    def holds(self, context: Context) -> bool:
+        value = context.get(self.key)
+        if self.operator == "Null":
+            return (value is None) == (self.values[0].lower() == "true")
+        if value is None:
+            # IAM: a missing key fails the test, but where the test says it may be absent.
+            return self.if_exists or self.qualifier == "ForAllValues"
+        test, negated = _OPERATORS[self.operator]
+        try:
+            matched = any(test(value, wanted) for wanted in self.values)
+        except (ValueError, TypeError):  # a number or date that is not one: no match
+            matched = False
+        return matched != negated
+
+
 @dataclass(frozen=True)
 class Statement:
     deny: bool
@@ -86,10 +191,10 @@ class Statement:
     not_action: bool
     resources: tuple[re.Pattern[str], ...] | None  # None: every resource
     not_resource: bool
-    conditional: bool
+    conditions: tuple[Condition, ...] = ()
 
-    def matches(self, principal: frozenset[str], action: str, resource: str) -> bool:
-        if self.conditional:
+    def matches(self, principal: frozenset[str], action: str, resource: str, context: Context) -> bool:
+        if not all(c.holds(context) for c in self.conditions):
             return False
         named = self.principals is None or not self.principals.isdisjoint(principal)
         if named == self.not_principal:
@@ -106,11 +211,13 @@ class Statement:
 class Policy:
     statements: tuple[Statement, ...]
 
-    def decision(self, principal: frozenset[str], action: str, resource: str) -> Decision:
+    def decision(
+        self, principal: frozenset[str], action: str, resource: str, context: Context | None = None
+    ) -> Decision:
         """An explicit Deny wins over any Allow, as in IAM's evaluation."""
         allowed = False
         for statement in self.statements:
-            if statement.matches(principal, action, resource):
+            if statement.matches(principal, action, resource, context or {}):
                 if statement.deny:
                     return Decision.DENY
                 allowed = True
@@ -194,9 +301,6 @@ def _statement(raw: Any) -> Statement:
         resource, not_resource = _one_of(raw, "Resource")
         named = _strings(resource, "Resource")
         resources = None if "*" in named else tuple(_pattern(r, ignore_case=False) for r in named)
-    condition = raw.get("Condition")
-    if condition is not None and not isinstance(condition, dict):
-        raise _invalid("Syntax errors in policy: Condition must be an object")
     return Statement(
         deny=effect == "Deny",
         principals=_principals(principal),
@@ -205,8 +309,41 @@ def _statement(raw: Any) -> Statement:
         not_action=not_action,
         resources=resources,
         not_resource=not_resource,
-        conditional=bool(condition),
+        conditions=_conditions(raw.get("Condition")),
     )
+
+
+def _text(value: Any) -> Any:
+    """A condition value as IAM reads it: JSON booleans and numbers stand for their text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+def _conditions(raw: Any) -> tuple[Condition, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise _invalid("Syntax errors in policy: Condition must be an object")
+    out = []
+    for name, tests in raw.items():
+        qualifier, _, operator = name.rpartition(":")
+        if_exists = operator.endswith("IfExists") and operator != "IfExists"
+        base = operator[: -len("IfExists")] if if_exists else operator
+        if qualifier not in ("", "ForAllValues", "ForAnyValue") or (
+            base not in _OPERATORS and base != "Null"
+        ):
+            raise _invalid(f"Invalid Condition type : {name}")
+        if not isinstance(tests, dict) or not tests:
+            raise _invalid(f"Syntax errors in policy: {name} must name a condition key")
+        for key, values in tests.items():
+            listed = [_text(v) for v in (values if isinstance(values, list) else [values])]
+            out.append(
+                Condition(base, str(key).lower(), tuple(_strings(listed, "Condition")), if_exists, qualifier)
+            )
+    return tuple(out)
 
 
 def _principals(value: Any) -> frozenset[str] | None:

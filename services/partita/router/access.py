@@ -17,7 +17,10 @@ operators out of the table for good.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from partita.api import resource_policy, streams
@@ -61,6 +64,14 @@ class PolicyCache:
         return found
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Where a request came from, for policies' conditions."""
+
+    address: str = ""
+    secure: bool = False
+
+
 def check(
     ctx: RouterContext,
     cache: PolicyCache,
@@ -68,8 +79,10 @@ def check(
     operation: str,
     payload: dict[str, Any],
     tables: list[str],
+    caller: Caller = Caller(),
 ) -> None:
     """AccessDeniedException unless `credential` may make this request on `tables`."""
+    context: dict[str, str] | None = None
     for table in tables:
         cached = ctx.tables.tables.get(table)
         policies = cached.record.policies if cached is not None else ()
@@ -81,8 +94,9 @@ def check(
         if operation in POLICY_OPERATIONS and ALL_TABLES in credential.tables:
             continue
         principal = resource_policy.principal_names(ctx.settings.account_id, credential.name)
+        context = context or condition_context(ctx, credential, caller, time.time())
         for action, resource in actions(ctx, operation, payload, table):
-            decision = _decision(cache, policies, resource, principal, f"dynamodb:{action}")
+            decision = _decision(cache, policies, resource, principal, f"dynamodb:{action}", context)
             if decision is Decision.DENY or (decision is Decision.NONE and not listed):
                 raise _denied(ctx, credential, action, resource, explicit=decision is Decision.DENY)
 
@@ -93,14 +107,36 @@ def _decision(
     resource: str,
     principal: frozenset[str],
     action: str,
+    context: dict[str, str],
 ) -> Decision:
     # A stream's policy governs its stream; the table's, the table and its indexes.
     stream = resource.partition("/stream/")[2]
     decision = Decision.NONE
     for policy in policies:
         if policy.resource == stream:
-            decision = cache.compiled(policy).decision(principal, action, resource)
+            decision = cache.compiled(policy).decision(principal, action, resource, context)
     return decision
+
+
+def condition_context(
+    ctx: RouterContext, credential: Credential, caller: Caller, now: float
+) -> dict[str, str]:
+    """The condition keys a request carries (`resource_policy.CONTEXT_KEYS`)."""
+    name = credential.name or credential.access_key_id
+    context = {
+        "aws:principalarn": ctx.user_arn(name),
+        "aws:principalaccount": ctx.settings.account_id,
+        "aws:principaltype": "User",
+        "aws:username": name,
+        "aws:userid": credential.access_key_id,
+        "aws:securetransport": "true" if caller.secure else "false",
+        "aws:currenttime": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "aws:epochtime": str(int(now)),
+        "aws:requestedregion": ctx.settings.region,
+    }
+    if caller.address:
+        context["aws:sourceip"] = caller.address
+    return context
 
 
 def actions(

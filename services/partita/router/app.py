@@ -308,7 +308,8 @@ class DynamoApp:
         named = tables_named(payload)
         heads = statement_heads(payload) if operation in STATEMENT_OPERATIONS else []
         named.extend(table for _, table in heads)
-        access.check(self.ctx, self.policies, credential, operation, payload, named)
+        caller = access.Caller(request.peer, request.secure)
+        access.check(self.ctx, self.policies, credential, operation, payload, named, caller)
         if self.admission is not None:
             if operation in KIND_OF:
                 self._admit(named, KIND_OF[operation])

@@ -70,6 +70,10 @@ class HttpRequest:
     query: str
     headers: dict[str, str]
     body: bytes
+    # The client's address and whether it came over TLS: the context resource policies'
+    # conditions read (aws:SourceIp, aws:SecureTransport).
+    peer: str = ""
+    secure: bool = False
 
 
 @dataclass(slots=True)
@@ -172,6 +176,8 @@ class HttpProtocol(asyncio.Protocol):
         self._wakeup: asyncio.Future[None] | None = None
         self._closing = False
         self._parse_failed = False
+        self._peer = ""
+        self._secure = False
 
     # --- asyncio.Protocol -----------------------------------------------------------
 
@@ -181,6 +187,9 @@ class HttpProtocol(asyncio.Protocol):
         # Kept: asyncio.get_running_loop() makes a getpid() system call every time.
         self._loop = asyncio.get_running_loop()
         self._transport.set_write_buffer_limits(high=self._limits.write_high_water)
+        address = transport.get_extra_info("peername")
+        self._peer = str(address[0]) if isinstance(address, tuple) and address else ""
+        self._secure = transport.get_extra_info("sslcontext") is not None
         self._enter(_IDLE)
         if self._connections is not None:
             self._connections.open.add(self)
@@ -367,6 +376,8 @@ class HttpProtocol(asyncio.Protocol):
             query=query,
             headers=self._headers,
             body=body[0] if len(body) == 1 else b"".join(body),
+            peer=self._peer,
+            secure=self._secure,
         )
         keep_alive = self._parser.should_keep_alive()
         self._message_phase = _IDLE

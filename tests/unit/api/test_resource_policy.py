@@ -33,8 +33,14 @@ def refusal(text: str) -> str:
     return exc.value.message
 
 
-def decide(text: str, action: str, resource: str = TABLE, principal: frozenset[str] = ME) -> Decision:
-    return resource_policy.parse(text).decision(principal, action, resource)
+def decide(
+    text: str,
+    action: str,
+    resource: str = TABLE,
+    principal: frozenset[str] = ME,
+    context: dict[str, str] | None = None,
+) -> Decision:
+    return resource_policy.parse(text).decision(principal, action, resource, context)
 
 
 # --- what is refused ---------------------------------------------------------------------
@@ -152,9 +158,66 @@ def test_not_action_not_resource_and_not_principal_turn_their_match_around() -> 
     assert decide(all_but_me, "dynamodb:GetItem", principal=SOMEONE_ELSE) is Decision.DENY
 
 
-def test_a_statement_with_a_condition_is_kept_but_never_applies() -> None:
-    # Conditions are not evaluated (the README says so): such a statement neither
-    # allows nor denies, rather than doing either when its condition would not hold.
-    condition = {"StringEquals": {"aws:PrincipalTag/team": "orders"}}
-    assert decide(document(statement("Deny", Condition=condition)), "dynamodb:GetItem") is Decision.NONE
-    assert decide(document(statement(Condition=condition)), "dynamodb:GetItem") is Decision.NONE
+def test_a_condition_on_a_key_the_request_does_not_carry_is_false_so_the_statement_does_nothing() -> None:
+    # IAM's rule: a missing key fails its test. dynamodb:LeadingKeys is not carried yet.
+    condition = {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["me"]}}
+    assert (
+        decide(
+            document(statement("Deny", Condition={"StringEquals": {"dynamodb:Select": "ALL"}})),
+            "dynamodb:Query",
+        )
+        is Decision.NONE
+    )
+    assert (
+        decide(document(statement(Condition=condition)), "dynamodb:GetItem", context={}) is Decision.ALLOW
+    )  # ForAllValues of nothing
+    assert (
+        decide(
+            document(statement(Condition={"StringEqualsIfExists": {"aws:PrincipalTag/team": "x"}})),
+            "dynamodb:GetItem",
+        )
+        is Decision.ALLOW
+    )
+
+
+CONTEXT = {
+    "aws:principalarn": f"arn:aws:iam::{ACCOUNT}:user/orders-service",
+    "aws:username": "orders-service",
+    "aws:securetransport": "false",
+    "aws:sourceip": "10.1.2.3",
+    "aws:epochtime": "1800000000",
+    "aws:currenttime": "2027-01-15T08:00:00Z",
+}
+
+
+@pytest.mark.parametrize(
+    ("condition", "holds"),
+    [
+        ({"Bool": {"aws:SecureTransport": "false"}}, True),
+        ({"Bool": {"aws:SecureTransport": True}}, False),
+        ({"StringLike": {"aws:username": "orders-*"}}, True),
+        ({"StringNotLike": {"aws:username": ["orders-*", "billing"]}}, False),
+        ({"StringEqualsIgnoreCase": {"aws:UserName": "ORDERS-SERVICE"}}, True),
+        ({"ArnLike": {"aws:PrincipalArn": f"arn:aws:iam::{ACCOUNT}:user/*"}}, True),
+        ({"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}, True),
+        ({"NotIpAddress": {"aws:SourceIp": ["10.0.0.0/8", "192.168.0.0/16"]}}, False),
+        ({"NumericLessThan": {"aws:EpochTime": 1900000000}}, True),
+        ({"DateGreaterThan": {"aws:CurrentTime": "2027-01-01T00:00:00Z"}}, True),
+        ({"DateLessThan": {"aws:CurrentTime": "2026-01-01T00:00:00Z"}}, False),
+        ({"Null": {"aws:SourceVpc": "true"}}, True),
+        ({"Null": {"aws:SourceIp": "true"}}, False),
+        (
+            {"Bool": {"aws:SecureTransport": "false"}, "IpAddress": {"aws:SourceIp": "172.16.0.0/12"}},
+            False,
+        ),  # all must hold
+    ],
+)
+def test_conditions_test_the_keys_a_request_carries(condition: dict[str, Any], holds: bool) -> None:
+    text = document(statement("Deny", Condition=condition))
+    assert (decide(text, "dynamodb:GetItem", context=CONTEXT) is Decision.DENY) is holds
+
+
+def test_a_condition_operator_iam_does_not_have_is_refused() -> None:
+    assert refusal(document(statement(Condition={"StringEqualz": {"aws:username": "x"}}))).endswith(
+        "Invalid policy document: Invalid Condition type : StringEqualz"
+    )
