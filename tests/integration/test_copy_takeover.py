@@ -16,8 +16,10 @@ from tests.integration.cluster import Cluster, create_pk_table, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-copy-takeover")]
 
-# The claim (30 s) must lapse before another router takes a copy over, plus a sweep.
-TAKEOVER_SECONDS = 90.0
+# The claim (`--copy-claim-seconds`, 6 s here: longer than a restart) must lapse
+# before another router takes a copy over, plus a sweep (2 s).
+CLAIM_SECONDS = 6
+TAKEOVER_SECONDS = 60.0
 ITEMS = 200
 
 
@@ -49,7 +51,8 @@ def until(check: Any, what: str) -> Any:
 
 
 def test_a_killed_routers_backup_and_restore_are_finished_by_its_successor(tmp_path: Path) -> None:
-    with running(tmp_path / "cluster", "--replication-factor", "1") as cluster:
+    args = ("--replication-factor", "1", "--copy-claim-seconds", str(CLAIM_SECONDS))
+    with running(tmp_path / "cluster", *args) as cluster:
         ddb = cluster.client()
         create_pk_table(ddb, "source")
         items = {f"k{i}": {"pk": {"S": f"k{i}"}, "n": {"N": str(i)}} for i in range(ITEMS)}

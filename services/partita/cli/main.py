@@ -148,6 +148,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         leader_rebalance=not args.no_leader_rebalance,
         routers=args.routers,
         tls=_tls_files(args),
+        copy_claim_seconds=args.copy_claim_seconds,
     )
 
     async def main() -> int:
@@ -228,6 +229,7 @@ def _start_router(
     )
     return start(
         tls=_tls_files(args),
+        copy_claim_seconds=args.copy_claim_seconds,
         host=args.host,
         port=port,
         etcd_host=etcd_host,
@@ -589,6 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
         "consistent reads served by the node's own replicas, no socket between) (%(default)s)",
     )
     arg_types.add_tls_flags(up)
+    arg_types.add_copy_flags(up)
     up.set_defaults(func=cmd_up)
 
     router = sub.add_parser("router", help="run one request router")
@@ -621,6 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--namespace", help="the Tables' namespace with --control-store kubernetes (default: the pod's)"
     )
     arg_types.add_tls_flags(router)
+    arg_types.add_copy_flags(router)
     logs.add_flags(router)
     router.set_defaults(func=cmd_router)
 
@@ -701,6 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     storage.add_argument("--region", default=config.DEFAULT_REGION, help="with --router-port (%(default)s)")
     arg_types.add_tls_flags(storage)
+    arg_types.add_copy_flags(storage)
     storage.add_argument(
         "--credentials-dir",
         default=config.DEFAULT_DATA_DIR,

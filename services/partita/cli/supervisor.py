@@ -179,14 +179,18 @@ class ClusterLayout:
     routers: str = "separate"
     # HTTPS on the DynamoDB endpoint (and so on the routers' /metrics).
     tls: TlsFiles | None = None
+    # How long a router's claim on a backup's, restore's or import's copy holds.
+    copy_claim_seconds: float = 30.0
 
     @property
     def endpoint(self) -> str:
         scheme = "https" if self.tls is not None else "http"
         return f"{scheme}://{self.host}:{self.router_port}"
 
-    def tls_args(self) -> list[str]:
-        return ["--tls-cert", str(self.tls.cert), "--tls-key", str(self.tls.key)] if self.tls else []
+    def router_args(self) -> list[str]:
+        """A router's HTTPS and copy flags (a router process's, or one beside a node's)."""
+        tls = ["--tls-cert", str(self.tls.cert), "--tls-key", str(self.tls.key)] if self.tls else []
+        return [*tls, "--copy-claim-seconds", str(self.copy_claim_seconds)]
 
     def doorman_children(self, py: list[str]) -> list[Child]:
         out = []
@@ -273,7 +277,7 @@ class ClusterLayout:
             argv += ["--router-port", str(self.router_port), "--credentials-dir", str(self.data_dir)]
             argv += ["--region", self.region]
             argv += self.router_admission_args("--router-admission")
-            argv += self.tls_args()
+            argv += self.router_args()
             ports = {**ports, "http": self.router_port}
         return Child(f"storage-{suffix}", "storage", argv, ports, zone=zone)
 
@@ -288,7 +292,7 @@ class ClusterLayout:
             "--log-level", self.log_level,
             *(["--replication"] if self.replication_factor > 1 else []),
             *self.router_admission_args(),
-            *self.tls_args(),
+            *self.router_args(),
         ]  # fmt: skip
         return Child("router", "router", argv, {"http": self.router_port})
 

@@ -108,6 +108,17 @@ def add_capacity_flags(parser: argparse.ArgumentParser, prefix: str, whose: str)
     )
 
 
+def add_copy_flags(parser: argparse.ArgumentParser) -> None:
+    """How long a router holds a backup's, restore's or import's copy between renewals:
+    a dead router's copies wait this long for another router to take them over."""
+    parser.add_argument(
+        "--copy-claim-seconds",
+        type=positive_seconds,
+        default=30.0,
+        help="seconds a router's claim on a backup, restore or import copy holds (%(default)s)",
+    )
+
+
 def add_tls_flags(parser: argparse.ArgumentParser) -> None:
     """HTTPS on the DynamoDB endpoint, for `partita up`, `partita router` and a router
     beside a storage node."""

@@ -37,7 +37,8 @@ from partita.router.table_copy import Copied
 
 log = logging.getLogger(__name__)
 
-# A claim holds this long; renewed when a third of it is left.
+# A claim holds this long (`partita router --copy-claim-seconds`); renewed when a third
+# of it is left. A dead router's copies wait this long for another to take them over.
 CLAIM_SECONDS = 30.0
 SWEEP_SECONDS = 2.0
 # How long a job waits for its new table's partitions to be placed.
@@ -48,15 +49,22 @@ CAS_ATTEMPTS = 5
 class CopyJobs:
     """This router's copies, and its sweep for jobs other routers left."""
 
-    def __init__(self, ctx: RouterContext, owner: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        ctx: RouterContext,
+        owner: str,
+        clock: Callable[[], float] = time.time,
+        claim_seconds: float = CLAIM_SECONDS,
+    ) -> None:
         self.ctx = ctx
         self.owner = owner
         self.clock = clock
+        self.claim_seconds = claim_seconds
         self.running: dict[str, asyncio.Task[None]] = {}
         self.copied = 0  # jobs finished by this router
 
     def claim(self) -> Claim:
-        return Claim(self.owner, self.clock() + CLAIM_SECONDS)
+        return Claim(self.owner, self.clock() + self.claim_seconds)
 
     def start_backup(self, name: str, snapshot: table_copy.Snapshot | None) -> None:
         self._start(name, lambda: self._backup(name, snapshot))
@@ -279,7 +287,7 @@ class CopyJobs:
         renewed_at = [self.clock()]
 
         async def renew(_: Copied) -> None:
-            if self.clock() - renewed_at[0] < CLAIM_SECONDS / 3:
+            if self.clock() - renewed_at[0] < self.claim_seconds / 3:
                 return
             claim = self.claim()
 

@@ -18,7 +18,7 @@ from partita.router import metrics
 from partita.router.admission import Admission, ProvisionedRate, RateSource
 from partita.router.app import DynamoApp
 from partita.router.context import RouterContext, RouterSettings
-from partita.router.copy_jobs import CopyJobs
+from partita.router.copy_jobs import CLAIM_SECONDS, CopyJobs
 from partita.router.credentials import CredentialStore
 from partita.router.http_server import Connections, start_http_server
 from partita.router.storage_client import DataChannel, StorageClient
@@ -116,6 +116,7 @@ async def start(
     local: Mapping[str, DataChannel] | None = None,
     reuse_port: bool = False,
     tls: TlsFiles | None = None,
+    copy_claim_seconds: float = CLAIM_SECONDS,
 ) -> RunningRouter:
     """`local`: in-process data channels by storage node data address (a router in a
     storage node's process); `reuse_port`: share the port with the other processes
@@ -134,7 +135,9 @@ async def start(
     ctx.imports = ledger
     sweeper = asyncio.create_task(sweep_transactions(ctx, ledger))
     # Backups' and restores' copies: this router's own, and those a dead router left.
-    ctx.copy_jobs = CopyJobs(ctx, f"router-{socket.gethostname()}:{port}:{os.getpid()}")
+    ctx.copy_jobs = CopyJobs(
+        ctx, f"router-{socket.gethostname()}:{port}:{os.getpid()}", claim_seconds=copy_claim_seconds
+    )
     copy_sweeper = asyncio.create_task(ctx.copy_jobs.run())
     doorman_client: DoormanClient | None = None
     source: RateSource = ProvisionedRate()

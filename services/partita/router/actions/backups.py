@@ -12,7 +12,7 @@ from partita.common import errors
 from partita.control.model import BackupInfo, TableRecord, TableSpec
 from partita.router import table_copy
 from partita.router.context import RouterContext
-from partita.router.copy_jobs import CLAIM_SECONDS, CopyJobs
+from partita.router.copy_jobs import CopyJobs
 from partita.router.describe import (
     created_description,
     global_index_description,
@@ -42,7 +42,9 @@ async def create_backup(ctx: RouterContext, body: Any) -> dict[str, Any]:
     if cached.record.status == "CREATING":
         raise backups.table_in_use(f"Table is being created: {table_name}")
     now = time.time()
-    info = backups.backup_info(spec, ctx.table_arn(table_name), backup_name, jobs.owner, now, CLAIM_SECONDS)
+    info = backups.backup_info(
+        spec, ctx.table_arn(table_name), backup_name, jobs.owner, now, jobs.claim_seconds
+    )
     snapshot = await table_copy.read_ahead(ctx, table_name, READ_AHEAD_BYTES)
     hidden = backups.hidden_spec(spec, info, now)
     if not await ctx.catalog.create_table_spec(hidden):
@@ -101,7 +103,7 @@ async def restore_table_from_backup(ctx: RouterContext, body: Any) -> dict[str, 
         raise backups.backup_in_use(f"Backup is being created: {req.backup_arn}")
     if await ctx.catalog.get_table_spec(req.target) is not None:
         raise backups.table_already_exists(req.target)
-    spec = backups.restored_spec(req, backup, jobs.owner, time.time(), CLAIM_SECONDS)
+    spec = backups.restored_spec(req, backup, jobs.owner, time.time(), jobs.claim_seconds)
     if not await ctx.catalog.create_table_spec(spec):
         raise backups.table_already_exists(req.target)
     await ctx.tables.refresh()

@@ -9,11 +9,11 @@ from typing import Any
 from partita.api.operations import imports
 from partita.api.shape import expect_dict, expect_type
 from partita.common import errors
-from partita.control.model import NO_REVISION, Claim
+from partita.control.model import NO_REVISION
 from partita.control.store import ImportLedger
 from partita.router.actions import create_table
 from partita.router.context import RouterContext
-from partita.router.copy_jobs import CLAIM_SECONDS, CopyJobs
+from partita.router.copy_jobs import CopyJobs
 from partita.router.describe import table_uuid
 
 
@@ -45,7 +45,7 @@ async def import_table(ctx: RouterContext, body: Any) -> dict[str, Any]:
         table_id=spec.table_id,
         request=request,
         started_at=round(now, 3),
-        claim=Claim(jobs.owner, now + CLAIM_SECONDS),
+        claim=jobs.claim(),
     )
     if not await ledger.put_import(import_id, record.to_json(), NO_REVISION):
         raise errors.internal_server_error("import id taken; retry")
