@@ -27,7 +27,8 @@ import trustme
 from bench import peers, ycsb
 
 
-def _certificate(workdir: Path) -> tuple[Path, Path, Path]:
+def issue_certificate(workdir: Path) -> tuple[Path, Path, Path]:
+    """(certificate, key, the issuing CA's certificate) for 127.0.0.1, from a throwaway CA."""
     ca = trustme.CA()
     issued = ca.issue_cert("127.0.0.1", "localhost")
     cert, key, bundle = workdir / "tls.crt", workdir / "tls.key", workdir / "ca.pem"
@@ -43,7 +44,7 @@ def run_mode(tls: bool, cfg: ycsb.Config) -> dict[str, Any]:
         extra: tuple[str, ...] = ()
         bundle = ""
         if tls:
-            cert, key, ca = _certificate(workdir)
+            cert, key, ca = issue_certificate(workdir)
             extra, bundle = ("--tls-cert", str(cert), "--tls-key", str(key)), str(ca)
         peer = peers.start_partita(workdir=workdir, table=cfg.table, replication_factor=1, extra_args=extra)
         try:

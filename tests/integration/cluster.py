@@ -348,3 +348,19 @@ def clip_burst_savings(
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": rcu, "WriteCapacityUnits": wcu}
     )
     wait_active(client, name, timeout=30)
+
+
+def kill_router(cluster: Cluster, timeout: float = 30.0) -> None:
+    """SIGKILL the router process; return once `partita up` restarted it and it answers
+    (the port may look taken by the old router's closing connections for a moment)."""
+    old = cluster.pid_of("router")
+    os.kill(old, signal.SIGKILL)
+    cluster.wait_restarted("router", old)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            cluster.health()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "the restarted router does not answer"
+            time.sleep(0.1)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.integration.cluster import Cluster, running, wait_active, wait_gone, with_store
+from tests.integration.cluster import Cluster, kill_router, running, wait_active, wait_gone, with_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-autoadmin")]
 
@@ -170,31 +170,17 @@ def test_killing_the_autoadmin_at_any_moment_leaves_no_table_stuck(cluster: Clus
         wait_gone(ddb, name, timeout=SETTLE_SECONDS)
 
 
-def _kill_router(cluster: Cluster) -> None:
-    old = cluster.pid_of("router")
-    os.kill(old, signal.SIGKILL)
-    cluster.wait_restarted("router", old)
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while True:  # the port may look taken by the old router's closing connections
-        try:
-            cluster.health()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, "the restarted router does not answer"
-            time.sleep(0.1)
-
-
 def test_killing_the_router_right_after_a_table_change_leaves_no_table_stuck(cluster: Cluster) -> None:
     ddb = cluster.client()
     name = _name("router")
     _create(ddb, name)
-    _kill_router(cluster)
+    kill_router(cluster, timeout=SETTLE_SECONDS)
     wait_active(ddb, name, timeout=SETTLE_SECONDS)
     ddb.update_table(TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 6})
-    _kill_router(cluster)
+    kill_router(cluster, timeout=SETTLE_SECONDS)
     wait_active(ddb, name, timeout=SETTLE_SECONDS)
     ddb.delete_table(TableName=name)
-    _kill_router(cluster)
+    kill_router(cluster, timeout=SETTLE_SECONDS)
     wait_gone(ddb, name, timeout=SETTLE_SECONDS)
 
 

@@ -4,15 +4,13 @@ answered; the restarted router finds the copy's claim lapsed and finishes the co
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster, create_pk_table, running
+from tests.integration.cluster import create_pk_table, kill_router, running
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-copy-takeover")]
 
@@ -21,20 +19,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-copy-tak
 CLAIM_SECONDS = 6
 TAKEOVER_SECONDS = 60.0
 ITEMS = 200
-
-
-def kill_router(cluster: Cluster) -> None:
-    old = cluster.pid_of("router")
-    os.kill(old, signal.SIGKILL)
-    cluster.wait_restarted("router", old)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            cluster.health()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, "the restarted router does not answer"
-            time.sleep(0.1)
 
 
 def until(check: Any, what: str) -> Any:

@@ -9,8 +9,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-import trustme
 
+from bench.tls_endpoint import issue_certificate
 from tests.integration.cluster import running, wait_active
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-tls")]
@@ -23,12 +23,7 @@ PLAIN_HTTP_DENIED = {
 
 
 def test_a_cluster_started_with_a_certificate_serves_dynamodb_over_https_only(tmp_path: Path) -> None:
-    ca = trustme.CA()
-    issued = ca.issue_cert("127.0.0.1", "localhost")
-    cert, key, bundle = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.pem"
-    issued.cert_chain_pems[0].write_to_path(str(cert))
-    issued.private_key_pem.write_to_path(str(key))
-    ca.cert_pem.write_to_path(str(bundle))
+    cert, key, bundle = issue_certificate(tmp_path)
     with running(
         tmp_path / "cluster", "--tls-cert", str(cert), "--tls-key", str(key), "--replication-factor", "1"
     ) as c:
