@@ -599,6 +599,7 @@ class TableRecord:
     policies: tuple[ResourcePolicy, ...] = ()
     backup: BackupInfo | None = None
     restore: RestoreInfo | None = None
+    importing: str = ""
     # Whether its partitions are placed and serving (ACTIVE or UPDATING), whatever clients
     # see: a restore or an import still copying is CREATING to them while it is written.
     placed: bool = False
@@ -632,6 +633,7 @@ class TableRecord:
             policies=spec.policies,
             backup=spec.backup,
             restore=spec.restore,
+            importing=spec.importing,
             placed=status in ("ACTIVE", "UPDATING"),
         )
 

@@ -83,6 +83,7 @@ def check(
 ) -> None:
     """AccessDeniedException unless `credential` may make this request on `tables`."""
     context: dict[str, str] | None = None
+    principal: frozenset[str] = frozenset()
     for table in tables:
         cached = ctx.tables.tables.get(table)
         policies = cached.record.policies if cached is not None else ()
@@ -93,8 +94,9 @@ def check(
             continue
         if operation in POLICY_OPERATIONS and ALL_TABLES in credential.tables:
             continue
-        principal = resource_policy.principal_names(ctx.settings.account_id, credential.name)
-        context = context or condition_context(ctx, credential, caller, time.time())
+        if context is None:  # once per request, and only for a table with policies
+            principal = resource_policy.principal_names(ctx.settings.account_id, credential.name)
+            context = condition_context(ctx, credential, caller, time.time())
         for action, resource in actions(ctx, operation, payload, table):
             decision = _decision(cache, policies, resource, principal, f"dynamodb:{action}", context)
             if decision is Decision.DENY or (decision is Decision.NONE and not listed):

@@ -100,29 +100,10 @@ class CopyJobs:
                 log.warning("backup job sweep failed: %s", exc)
 
     async def sweep(self) -> None:
+        """Every job is found from the table cache, which every change already reaches:
+        a backup's hidden table CREATING, a restore in progress, a table being imported
+        (whose import record alone is then read)."""
         self.running = {name: task for name, task in self.running.items() if not task.done()}
-        await self._sweep_tables()
-        await self._sweep_imports()
-
-    async def _sweep_imports(self) -> None:
-        ledger = self.ctx.imports
-        if ledger is None:
-            return
-        now = self.clock()
-        for data, revision in await ledger.list_imports():
-            record = ImportRecord.from_json(data)
-            task = self.running.get(f"import/{record.import_id}")
-            if (
-                record.status != "IN_PROGRESS"
-                or record.claim.held(now)
-                or (task is not None and not task.done())
-            ):
-                continue
-            record.claim = self.claim()
-            if await ledger.put_import(record.import_id, record.to_json(), revision):
-                self.start_import(record.import_id)
-
-    async def _sweep_tables(self) -> None:
         now = self.clock()
         cache = self.ctx.tables
         for cached in [*cache.hidden.values(), *cache.tables.values()]:
@@ -135,6 +116,30 @@ class CopyJobs:
                 self.start_backup(record.name, None)
             elif _orphaned_restore(record, now) and await self._take(record.name):
                 self.start_restore(record.name)
+            elif record.importing:
+                await self._take_import(record, now)
+
+    async def _take_import(self, table: TableRecord, now: float) -> None:
+        ledger = self.ctx.imports
+        import_id = imports.import_id_of(table.importing)
+        if ledger is None or import_id is None:
+            return
+        task = self.running.get(f"import/{import_id}")
+        if task is not None and not task.done():
+            return
+        found = await ledger.get_import(import_id)
+        if found is None or found[0].get("arn") != table.importing:
+            # ImportTable creates the table, then the record: a router that died between
+            # the two left a table no import will ever load.
+            if now > table.created_at + self.claim_seconds:
+                await self._drop(table.name, table.importing)
+            return
+        record = ImportRecord.from_json(found[0])
+        if record.status != "IN_PROGRESS" or record.claim.held(now):
+            return
+        record.claim = self.claim()
+        if await ledger.put_import(import_id, record.to_json(), found[1]):
+            self.start_import(import_id)
 
     async def _take(self, name: str) -> bool:
         claim = self.claim()

@@ -139,18 +139,22 @@ def listing(**body: object) -> backups.ListRequest:
 
 def test_list_backups_filters_by_table_and_time_and_pages_oldest_first() -> None:
     made = [dataclasses.replace(info(now=t), created_at=t) for t in (10.0, 20.0, 30.0)]
-    other = dataclasses.replace(info(now=15.0), created_at=15.0, source_arn=TABLE_ARN + "2")
-    names = {b.arn: "Orders" for b in made} | {other.arn: "Orders2"}
+    other = dataclasses.replace(
+        info(now=15.0),
+        created_at=15.0,
+        source_arn=TABLE_ARN + "2",
+        source={**SOURCE.to_json(), "name": "Orders2"},
+    )
     everything = [*made, other]
-    page, last = backups.listed(everything, listing(), names)
+    page, last = backups.listed(everything, listing())
     assert [b.created_at for b in page] == [10.0, 15.0, 20.0, 30.0] and last is None
-    page, _ = backups.listed(everything, listing(TableName="Orders"), names)
+    page, _ = backups.listed(everything, listing(TableName="Orders"))
     assert page == made
-    page, _ = backups.listed(everything, listing(TimeRangeLowerBound=15, TimeRangeUpperBound=30), names)
+    page, _ = backups.listed(everything, listing(TimeRangeLowerBound=15, TimeRangeUpperBound=30))
     assert [b.created_at for b in page] == [15.0, 20.0]  # lower bound in, upper out
-    first, last = backups.listed(everything, listing(Limit=2), names)
+    first, last = backups.listed(everything, listing(Limit=2))
     assert [b.created_at for b in first] == [10.0, 15.0] and last == first[-1].arn
-    rest, last = backups.listed(everything, listing(Limit=2, ExclusiveStartBackupArn=last), names)
+    rest, last = backups.listed(everything, listing(Limit=2, ExclusiveStartBackupArn=last))
     assert [b.created_at for b in rest] == [20.0, 30.0] and last is None
-    assert backups.listed(everything, listing(BackupType="SYSTEM"), names) == ([], None)
-    assert len(backups.listed(everything, listing(BackupType="ALL"), names)[0]) == 4
+    assert backups.listed(everything, listing(BackupType="SYSTEM")) == ([], None)
+    assert len(backups.listed(everything, listing(BackupType="ALL"))[0]) == 4

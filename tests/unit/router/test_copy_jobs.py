@@ -84,3 +84,35 @@ async def test_a_backups_table_is_kept_from_the_tables_clients_see() -> None:
     assert await ctx.catalog.create_table_spec(spec)
     await ctx.tables.refresh()
     assert spec.name in ctx.tables.hidden and spec.name not in ctx.tables.tables
+
+
+async def test_an_import_whose_router_died_is_found_by_its_table_and_taken_over() -> None:
+    from partita.api.operations.imports import ImportRecord
+    from partita.control.model import NO_REVISION
+
+    ctx = await context()
+    ctx.imports = ctx.catalog  # type: ignore[assignment] - the memory store keeps imports too
+    jobs = CopyJobs(ctx, "router-b", clock=lambda: NOW)
+    arn = "arn:aws:dynamodb:us-east-1:000000000000:table/Loaded/import/01800000000000-abcdef12"
+    record = ImportRecord(
+        "01800000000000-abcdef12", arn, "Loaded", "arn:t", 7, {}, NOW, claim=Claim("router-a", NOW - 1)
+    )
+    assert await ctx.catalog.put_import(record.import_id, record.to_json(), NO_REVISION)  # type: ignore[attr-defined]
+    # A table whose import record never got written (its router died in between).
+    lost = dataclasses.replace(
+        table("Lost", table_id=8),
+        importing=arn.replace("Loaded", "Lost").replace("abcdef12", "0000aaaa"),
+        created_at=NOW - 60,
+    )
+    for spec in (dataclasses.replace(table("Loaded", table_id=7), importing=arn), lost):
+        assert await ctx.catalog.create_table_spec(spec)
+    await ctx.tables.refresh()
+    await jobs.sweep()
+    stored = await ctx.catalog.get_import(record.import_id)  # type: ignore[attr-defined]
+    assert stored is not None and Claim.from_json(stored[0]["claim"]) == Claim(
+        "router-b", NOW + CLAIM_SECONDS
+    )
+    assert f"import/{record.import_id}" in jobs.running
+    dropped = await ctx.catalog.get_table_spec("Lost")
+    assert dropped is not None and dropped.deleting
+    await jobs.close()

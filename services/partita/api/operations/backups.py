@@ -255,22 +255,16 @@ def _kept(name: str, names: tuple[str, ...] | None) -> bool:
     return names is None or name in names
 
 
-def listed(
-    backups: list[BackupInfo], req: ListRequest, source_names: dict[str, str]
-) -> tuple[list[BackupInfo], str | None]:
-    """ListBackups' page (oldest first) and its LastEvaluatedBackupArn. `source_names`
-    maps each backup's ARN to its source table's name (TableName filters by it)."""
+def listed(backups: list[BackupInfo], req: ListRequest) -> tuple[list[BackupInfo], str | None]:
+    """ListBackups' page (oldest first) and its LastEvaluatedBackupArn; TableName is
+    matched against each backup's source table's name."""
     if req.backup_type not in ("USER", "ALL"):
         return [], None  # Partita makes no SYSTEM or AWS_BACKUP backups
     chosen = sorted(
         (
             b
             for b in backups
-            if (
-                req.table_name is None
-                or source_names.get(b.arn) == req.table_name
-                or b.source_arn == req.table_name
-            )
+            if (req.table_name is None or b.source.get("name") == req.table_name)
             and (req.lower is None or b.created_at >= req.lower)
             and (req.upper is None or b.created_at < req.upper)
         ),

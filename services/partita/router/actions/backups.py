@@ -11,6 +11,7 @@ from partita.api.operations import backups
 from partita.common import errors
 from partita.control.model import BackupInfo, TableRecord, TableSpec
 from partita.router import table_copy
+from partita.router.actions import table_spec
 from partita.router.context import RouterContext
 from partita.router.copy_jobs import CopyJobs
 from partita.router.describe import (
@@ -35,9 +36,9 @@ def _jobs(ctx: RouterContext) -> CopyJobs:
 async def create_backup(ctx: RouterContext, body: Any) -> dict[str, Any]:
     table_name, backup_name = backups.validate_create(body)
     jobs = _jobs(ctx)
-    spec = await ctx.catalog.get_table_spec(table_name)
+    spec = await table_spec.client_spec(ctx, table_name)
     cached = ctx.tables.get(table_name)
-    if spec is None or spec.backup is not None or cached is None or cached.record.status == "DELETING":
+    if spec is None or cached is None or cached.record.status == "DELETING":
         raise backups.table_not_found(table_name)
     if cached.record.status == "CREATING":
         raise backups.table_in_use(f"Table is being created: {table_name}")
@@ -67,9 +68,7 @@ async def list_backups(ctx: RouterContext, body: Any) -> dict[str, Any]:
         for c in ctx.tables.hidden.values()
         if c.record.backup and c.record.status != "DELETING"
     ]
-    found = [b for b in infos if b is not None]
-    names = {b.arn: str(b.source["name"]) for b in found}
-    page, last = backups.listed(found, req, names)
+    page, last = backups.listed([b for b in infos if b is not None], req)
     out: dict[str, Any] = {"BackupSummaries": [backup_summary(b) for b in page]}
     if last is not None:
         out["LastEvaluatedBackupArn"] = last
@@ -101,8 +100,6 @@ async def restore_table_from_backup(ctx: RouterContext, body: Any) -> dict[str, 
     assert backup.backup is not None
     if backup.backup.status != "AVAILABLE":
         raise backups.backup_in_use(f"Backup is being created: {req.backup_arn}")
-    if await ctx.catalog.get_table_spec(req.target) is not None:
-        raise backups.table_already_exists(req.target)
     spec = backups.restored_spec(req, backup, jobs.owner, time.time(), jobs.claim_seconds)
     if not await ctx.catalog.create_table_spec(spec):
         raise backups.table_already_exists(req.target)

@@ -44,8 +44,8 @@ def _check_target(ctx: RouterContext, spec: TableSpec, target: Target) -> None:
 
 
 async def _read(ctx: RouterContext, target: Target) -> TableSpec:
-    spec = await ctx.catalog.get_table_spec(target.table_name)
-    if spec is None or spec.deleting or spec.backup is not None:
+    spec = await table_spec.client_spec(ctx, target.table_name)
+    if spec is None or spec.deleting:
         raise _missing(target)
     _check_target(ctx, spec, target)
     return spec

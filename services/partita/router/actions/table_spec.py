@@ -22,6 +22,13 @@ def in_use(name: str, status: TableStatus) -> errors.DynamoError:
     return errors.resource_in_use(IN_USE + f"Table is being {_BEING[status]}: {name}")
 
 
+async def client_spec(ctx: RouterContext, name: str) -> TableSpec | None:
+    """The stored spec of the table a client names: None for a backup's hidden table,
+    which no DynamoDB operation reaches, even by its name."""
+    spec = await ctx.catalog.get_table_spec(name)
+    return None if spec is None or spec.backup is not None else spec
+
+
 async def change(
     ctx: RouterContext,
     name: str,
@@ -37,8 +44,8 @@ async def change(
     compare-and-swap, so it must not have effects).
     """
     for _ in range(CAS_ATTEMPTS):
-        spec = await ctx.catalog.get_table_spec(name)
-        if spec is None or spec.backup is not None:  # a backup's table is no client's
+        spec = await client_spec(ctx, name)
+        if spec is None:
             raise missing()
         status = client_status(spec, table_status(spec, await ctx.catalog.get_table_state(name)))
         if status in refuse:

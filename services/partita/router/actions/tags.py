@@ -23,8 +23,8 @@ def not_found(arn: str) -> errors.DynamoError:
 
 
 async def read(ctx: RouterContext, table_name: str, arn: str) -> TableSpec:
-    spec = await ctx.catalog.get_table_spec(table_name)
-    if spec is None or spec.backup is not None or ctx.table_arn(table_name) != arn:
+    spec = await table_spec.client_spec(ctx, table_name)
+    if spec is None or ctx.table_arn(table_name) != arn:
         raise not_found(arn)
     return spec
 
