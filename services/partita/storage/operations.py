@@ -22,11 +22,12 @@ Request `body` (JSON) by op; every field is optional:
           a missing item), return (NONE/ALL_OLD/UPDATED_OLD/ALL_NEW/UPDATED_NEW),
           return_old_on_failure, capacity
   QUERY/SCAN  lo, hi (base64 storage keys, [lo, hi)), reverse, limit, budget (bytes of
-          items to read, DynamoDB's 1 MB page), filter, projection, names, values,
-          count_only, key_names (attributes of LastEvaluatedKey)
+          items to read, DynamoDB's 1 MB page, counted as `values.page_size` counts
+          them), filter, projection, names, values, count_only, key_names (attributes
+          of LastEvaluatedKey: the partition key's name, then the sort key's)
 Response: `value` holds the item (GET), the old item (PUT/DELETE with return_old), the
 attributes to return (UPDATE) or the page's items as a JSON array (QUERY/SCAN);
-`body` of QUERY/SCAN is {"count", "scanned", "last"}; `capacity_bytes` is filled when
+`body` of QUERY/SCAN is {"count", "scanned", "last", "page_bytes"}; `capacity_bytes` is filled when
 `capacity` was asked for, and always for QUERY/SCAN (the size of the items read).
 `capacity_units` is always filled (metering is always on). It is exact without decoding
 items on the common path: an item's stored JSON is never smaller than its DynamoDB size
@@ -50,7 +51,7 @@ from partita.api.expressions import Resolver, apply_update, ast, cache, evaluate
 from partita.api.index_keys import check_index_key_values
 from partita.api.item import MAX_DEPTH, MAX_ITEM_BYTES
 from partita.api.streams import stored_record
-from partita.api.values import Item, item_size
+from partita.api.values import Item, item_size, page_size
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.keys import STREAM_TIME, is_item_key, lock_key
@@ -385,8 +386,9 @@ def plan_range(engine: Engine, request: pb.Request) -> Plan:
     """QUERY and SCAN: one page of a key range, read in order, filtered and projected.
 
     The page stops after `limit` items read or once the items read reach `budget`
-    bytes (DynamoDB counts both before the filter); the item that crosses the budget
-    is still part of the page, and its key becomes the LastEvaluatedKey.
+    bytes of page (DynamoDB counts both before the filter); the item that crosses the
+    budget is still part of the page, and its key becomes the LastEvaluatedKey. The
+    capacity is the items' size, which is not what they count toward the page.
     """
     options = _options(request)
     exprs = _Expressions(options)
@@ -398,8 +400,9 @@ def plan_range(engine: Engine, request: pb.Request) -> Plan:
     budget = int(options.get("budget") or 1 << 62)
     count_only = bool(options.get("count_only"))
     key_names: list[str] = options.get("key_names") or []
+    sort_key = key_names[1] if len(key_names) > 1 else None
     out: list[bytes] = []
-    scanned = count = size = 0
+    scanned = count = size = page = 0
     last: Item | None = None
     stopped = False
     for key, value in engine.scan(lo, hi, reverse=bool(options.get("reverse"))):
@@ -408,16 +411,17 @@ def plan_range(engine: Engine, request: pb.Request) -> Plan:
         item: Item = orjson.loads(value)
         scanned += 1
         size += item_size(item)
+        page += page_size(item, sort_key)
         if filter_tree is None or evaluate(filter_tree, item):
             count += 1
             if not count_only:
                 out.append(value if projection is None else orjson.dumps(project(item, projection)))
-        if (limit and scanned >= limit) or size >= budget:
+        if (limit and scanned >= limit) or page >= budget:
             last = {name: item[name] for name in key_names if name in item}
             stopped = True
             break
-    summary = {"count": count, "scanned": scanned, "last": last if stopped else None}
-    # capacity_bytes always: a Scan carries the 1 MB budget from partition to partition.
+    # page_bytes: a Scan carries the 1 MB budget from partition to partition.
+    summary = {"count": count, "scanned": scanned, "last": last if stopped else None, "page_bytes": page}
     response = pb.Response(
         id=request.id,
         status=pb.OK,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from partita.api.values import item_size, number_size, value_size
+from partita.api.values import PAGE_CHUNK_BYTES, item_size, number_size, page_size, value_size
 
 
 @pytest.mark.parametrize(
@@ -95,3 +95,81 @@ def test_item_size_of_example_from_ddbitemsizer_is_141() -> None:
         "expiresAt": {"N": "2099"},
     }
     assert item_size(item) == 141
+
+
+# --- what an item counts toward a Query's or Scan's 1 MB page ----------------------------
+
+PAGE = 1024 * 1024
+
+
+def _dynalite_item(name: str, length: int) -> dict[str, dict[str, str]]:
+    """The items of dynalite's DynamoDB-verified page-limit tests: a 10-character
+    partition key `a`, a 2-character sort key `b`, one long string."""
+    return {"a": {"S": "A" * 10}, "b": {"S": "07"}, name: {"S": "e" * length}}
+
+
+def _page_stops_after(items: list[dict[str, dict[str, str]]]) -> int | None:
+    """How many items a page holds before it stops for size (None: it never does)."""
+    total = 0
+    for read, item in enumerate(items, 1):
+        total += page_size(item, "b")
+        if total >= PAGE:
+            return read
+    return None
+
+
+def test_a_top_level_name_counts_one_byte_toward_a_page_whatever_its_length() -> None:
+    assert page_size(_dynalite_item("e", 41645), "b") == page_size(_dynalite_item("e" * 255, 41645), "b")
+    assert item_size(_dynalite_item("e", 41645)) != item_size(_dynalite_item("e" * 255, 41645))
+
+
+def test_a_string_counts_its_length_prefix_and_the_item_a_header_per_3_kb_with_the_sort_key() -> None:
+    # a: 1 + 10 + 1; e: 1 + 41645 + 3 (a prefix of 3 bytes from 16 KB); the sort key
+    # apart; 2 bytes, then 14 chunks of 3 KB, each 18 bytes plus the sort key's 2.
+    assert page_size(_dynalite_item("e", 41645), "b") == 2 + 12 + 41649 + 14 * 20
+    short = {"a": {"S": "x"}}
+    assert page_size(short, None) == 2 + (1 + 1 + 1) + 18
+    assert page_size({"a": {"S": "x" * 127}}, None) == 2 + 1 + 128 + 18
+    assert page_size({"a": {"S": "x" * 128}}, None) == 2 + 1 + 130 + 18
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [
+        ({"N": "12"}, 2 + 1),
+        ({"B": "AAEC"}, 3 + 1),
+        ({"BOOL": True}, 1),
+        ({"NULL": True}, 0),
+        ({"SS": ["ab", "c"]}, 3 + 2 + 1),
+        ({"L": [{"S": "ab"}, {"BOOL": False}]}, 3 + (1 + 3) + (1 + 1)),
+        ({"M": {"k": {"S": "ab"}}}, 3 + 1 + (1 + 3)),
+    ],
+)
+def test_each_type_counts_its_stored_encoding_toward_a_page(value: dict[str, object], stored: int) -> None:
+    assert page_size({"x": value}, None) == 2 + 1 + stored + 18  # type: ignore[dict-item]
+
+
+def test_the_header_grows_every_3_kb_of_the_item() -> None:
+    below = {"a": {"S": "x" * (PAGE_CHUNK_BYTES - 8)}}  # 1 + 3064 + 2 = 3067 bytes, +1 < 3072
+    above = {"a": {"S": "x" * (PAGE_CHUNK_BYTES - 2)}}
+    assert page_size(below, None) == 2 + 3067 + 18
+    assert page_size(above, None) == 2 + 3073 + 2 * 18
+
+
+@pytest.mark.parametrize(
+    ("name", "lengths", "stops_after"),
+    [
+        # "should not return LastEvaluatedKey if just under limit": 25 long names, 1 MB less one byte.
+        ("e" * 255, [41645] * 25, None),
+        # "should return LastEvaluatedKey if just over limit": the 25th item reaches 1 MB.
+        ("e", [41645] * 24 + [41646], 25),
+        # "should return all if just under limit": the 24th item falls one byte short, the 25th crosses.
+        ("e" * 255, [43372] * 23 + [43387, 44999], 25),
+        # "should return one less than all if just over limit": the 24th item reaches 1 MB.
+        ("e", [43372] * 23 + [43388, 44999], 24),
+    ],
+)
+def test_dynalites_dynamodb_verified_page_boundaries(
+    name: str, lengths: list[int], stops_after: int | None
+) -> None:
+    assert _page_stops_after([_dynalite_item(name, n) for n in lengths]) == stops_after

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from partita._proto import storage_pb2 as pb
+from partita.api.values import item_size, page_size
 from partita.common import keys
 from partita.common.framing import encode_frame
 from partita.common.partition_map import Partition
@@ -264,7 +265,12 @@ def page(plan: Plan) -> tuple[list[int], dict[str, Any]]:
 async def test_a_range_page_reads_in_key_order_and_reverse(engine: Engine) -> None:
     lo, hi = keys.item_collection_bounds(TABLE_ID, H, PK)
     sks, summary = page(plan_range(engine, request(pb.QUERY, body=range_body(lo, hi))))
-    assert sks == list(range(10)) and summary == {"count": 10, "scanned": 10, "last": None}
+    assert sks == list(range(10)) and summary == {
+        "count": 10,
+        "scanned": 10,
+        "last": None,
+        "page_bytes": sum(page_size(item(i, v={"N": str(i * 10)}), "sk") for i in range(10)),
+    }
     sks, _ = page(plan_range(engine, request(pb.QUERY, body=range_body(lo, hi, reverse=True))))
     assert sks == list(range(9, -1, -1))
 
@@ -274,17 +280,21 @@ async def test_the_limit_counts_items_before_the_filter_and_sets_the_last_key(en
     body = range_body(lo, hi, limit=4, filter="v > :x", values={":x": {"N": "15"}})
     sks, summary = page(plan_range(engine, request(pb.QUERY, body=body)))
     assert sks == [2, 3]
-    assert summary == {"count": 2, "scanned": 4, "last": {"pk": {"S": "pk-1"}, "sk": {"N": "3"}}}
+    assert summary["count"] == 2 and summary["scanned"] == 4
+    assert summary["last"] == {"pk": {"S": "pk-1"}, "sk": {"N": "3"}}
 
 
 async def test_the_budget_stops_the_page_after_the_item_that_crosses_it(engine: Engine) -> None:
     lo, hi = keys.item_collection_bounds(TABLE_ID, H, PK)
-    each = 2 + 4 + 2 + 2 + 1 + 2  # sizes of items 1..9 (item 0 is two bytes smaller)
-    plan = plan_range(engine, request(pb.QUERY, body=range_body(lo, hi, budget=3 * each)))
+    stored = [item(i, v={"N": str(i * 10)}) for i in range(4)]
+    # The budget counts each item's page size, not its size: 0..2 stay under it, 3 crosses.
+    budget = sum(page_size(i, "sk") for i in stored) - 1
+    plan = plan_range(engine, request(pb.QUERY, body=range_body(lo, hi, budget=budget)))
     sks, summary = page(plan)
-    assert sks == [0, 1, 2, 3]  # 0..2 stay under the budget; 3 crosses it
+    assert sks == [0, 1, 2, 3]
     assert summary["last"] == {"pk": {"S": "pk-1"}, "sk": {"N": "3"}}
-    assert plan.response.capacity_bytes == 4 * each - 2
+    assert summary["page_bytes"] == budget + 1
+    assert plan.response.capacity_bytes == sum(item_size(i) for i in stored)
 
 
 async def test_count_only_returns_no_items_and_projection_shapes_them(engine: Engine) -> None:

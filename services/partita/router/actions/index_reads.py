@@ -40,7 +40,7 @@ from partita.api.operations.query import QueryRequest
 from partita.api.operations.reads import ReadCommon
 from partita.api.operations.scan import ScanRequest
 from partita.api.table_keys import key_of_key
-from partita.api.values import Item, item_size, values_equal
+from partita.api.values import Item, item_size, page_size, values_equal
 from partita.common import errors, keys
 from partita.control.model import SecondaryIndex, TableRecord
 from partita.router.actions import ranges, wire
@@ -243,19 +243,21 @@ def _page(
     tree = expressions.resolved.filter
     projection = expressions.resolved.projection
     out: list[Item] = []
-    scanned = count = size = 0
+    scanned = count = size = page = 0
+    sort_key = record.sort_key.name if record.sort_key else None
     last: dict[str, Any] | None = None
     for item in entries:
         entry = entry_of(item, names)
         scanned += 1
         size += item_size(entry)
+        page += page_size(entry, sort_key)
         # A local index fetches from the table what its entry lacks; a global one cannot.
         seen = item if local else entry
         if tree is None or evaluate(tree, seen):
             count += 1
             if read.select != "COUNT":
                 out.append(_returned(read, item, entry, seen, projection))
-        if (read.limit and scanned >= read.limit) or size >= ranges.PAGE_BYTES:
+        if (read.limit and scanned >= read.limit) or page >= ranges.PAGE_BYTES:
             last = entry_key(record, index, item)
             break
     units = capacity.range_read_units(size, read.consistent)

@@ -39,7 +39,7 @@ class Page:
     items: list[bytes] = field(default_factory=list)  # each a JSON array of items, non-empty
     count: int = 0
     scanned: int = 0
-    size: int = 0
+    size: int = 0  # bytes counted toward the 1 MB page (values.page_size), not capacity
     # Read units so far: each partition's read rounded on its own (DynamoDB's figures).
     units: float = 0.0
     last: dict[str, Any] | None = None  # the LastEvaluatedKey, once the page stopped early
@@ -144,7 +144,8 @@ async def read_range(
     summary = orjson.loads(response.body)
     page.count += summary["count"]
     page.scanned += summary["scanned"]
-    page.size += response.capacity_bytes
+    # An older storage node counts the page in capacity bytes.
+    page.size += summary.get("page_bytes", response.capacity_bytes)
     page.units += capacity.range_read_units(response.capacity_bytes, read.consistent)
     page.last = summary["last"]
     if len(response.value) > 2:  # "[]" is an empty page
