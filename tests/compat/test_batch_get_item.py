@@ -53,6 +53,17 @@ def test_duplicate_keys_are_refused(ddb: Any, table_sn: str) -> None:
     )
 
 
+def test_a_repeated_key_is_refused_before_the_table_is_looked_up(ddb: Any) -> None:
+    # dynalite's recorded test: the same key twice, its attributes in either order, on a
+    # table that does not exist.
+    k = {"a": {"S": "x"}, "b": {"N": "1"}}
+    keys = [k, {"b": k["b"], "a": k["a"]}, k]
+    assert validation(ddb.batch_get_item, RequestItems={"abc": {"Keys": keys}}) == (
+        "Provided list of item keys contains duplicates"
+    )
+    assert error(ddb.batch_get_item, RequestItems={"abc": {"Keys": [k]}})[0] == "ResourceNotFoundException"
+
+
 def test_a_key_of_the_wrong_schema_is_refused(ddb: Any, table_sn: str) -> None:
     assert validation(ddb.batch_get_item, RequestItems={table_sn: {"Keys": [{"pk": {"S": "x"}}]}}) == (
         "The provided key element does not match the schema"

@@ -23,6 +23,8 @@ _DUPLICATES = "Provided list of item keys contains duplicates"
 
 async def run(ctx: RouterContext, body: Any) -> bytes:
     req = batch_get_item.validate(body)
+    for entry in req.tables:
+        _refuse_repeated_keys(entry.keys)
     charged = req.capacity != "NONE"
     calls = []  # (table entry, raw key, awaitable)
     for entry in req.tables:
@@ -74,6 +76,19 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         (b'"UnprocessedKeys":', orjson.dumps(unprocessed)),
         (b'"ConsumedCapacity":', wire.encoded(consumed)),
     )  # fmt: skip
+
+
+def _refuse_repeated_keys(raw_keys: list[dict[str, Any]]) -> None:
+    """Keys alike attribute for attribute are refused before any table is looked up, as
+    DynamoDB checks them (dynalite's recorded tests: a repeated key on a table that does
+    not exist is a ValidationException, not a ResourceNotFoundException). Keys alike only
+    once typed by the table's schema (the numbers 1 and 1.0) are found with the table."""
+    seen: set[bytes] = set()
+    for raw in raw_keys:
+        alike = orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
+        if alike in seen:
+            raise errors.validation(_DUPLICATES)
+        seen.add(alike)
 
 
 def _retriable(exc: BaseException) -> bool:
