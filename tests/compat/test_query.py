@@ -208,6 +208,17 @@ def test_a_start_key_outside_the_sort_condition_is_refused(ddb: Any, table_sn: s
     assert message == "The provided starting key does not match the range key predicate"
 
 
+def test_a_start_key_with_more_than_the_key_is_reported_before_the_key_condition(
+    ddb: Any, table_s: str
+) -> None:
+    # dynalite's recorded test: the key condition names no key attribute at all.
+    message = validation(
+        ddb.query, TableName=table_s, KeyConditionExpression="z = :a", ExpressionAttributeValues={":a": {"N": "1"}},
+        ExclusiveStartKey={"pk": {"S": "a"}, "b": {"S": "a"}},
+    )  # fmt: skip
+    assert message == "The provided starting key is invalid"
+
+
 def test_a_start_key_missing_the_sort_key_is_invalid(ddb: Any, table_sn: str) -> None:
     message = validation(
         ddb.query, TableName=table_sn, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "x"}},
