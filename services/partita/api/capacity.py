@@ -12,7 +12,11 @@ DynamoDB's rules (developer guide, "Capacity unit consumption"):
 - a write costs one unit per started 1 KB of the larger of the item before and after
   (a delete of a missing item still costs one unit);
 - BatchGetItem and BatchWriteItem charge every item on its own and report one sum per
-  table.
+  table;
+- a write to a table with secondary indexes also costs each index the write units of
+  the entries it puts or deletes (`index_keys.index_write_units`), reported in the
+  total, and with INDEXES under GlobalSecondaryIndexes and LocalSecondaryIndexes
+  beside the table's own.
 Sizes are `partita.api.values.item_size`: UTF-8 attribute names count, numbers by
 their significant digits.
 """
@@ -60,6 +64,30 @@ def consumed(table: str, units: float, mode: str | None) -> dict[str, Any] | Non
     return out
 
 
+# The write units each index of a table consumed: index name -> (local, units).
+IndexUnits = dict[str, tuple[bool, float]]
+
+
+def consumed_with_indexes(
+    table: str, units: float, indexes: IndexUnits, mode: str | None
+) -> dict[str, Any] | None:
+    """The ConsumedCapacity of a write: the table's units plus its indexes'."""
+    out = consumed(table, units + sum(n for _, n in indexes.values()), mode)
+    if out is not None and mode == "INDEXES":
+        out["Table"] = {"CapacityUnits": units}
+        for name, (local, n) in indexes.items():
+            section = out.setdefault("LocalSecondaryIndexes" if local else "GlobalSecondaryIndexes", {})
+            section[name] = {"CapacityUnits": n}
+    return out
+
+
+def add_index_units(into: IndexUnits, units: dict[str, float], local: frozenset[str]) -> None:
+    """Adds one write's units per index (a storage answer's) to a table's sums."""
+    for name, n in units.items():
+        total = into.get(name, (name in local, 0.0))[1]
+        into[name] = (name in local, total + n)
+
+
 def consumed_on_index(
     table: str, index: str, local: bool, units: float, mode: str | None
 ) -> dict[str, Any] | None:
@@ -74,11 +102,20 @@ def consumed_on_index(
     return out
 
 
-def consumed_per_table(units: Iterable[tuple[str, float]], mode: str | None) -> list[dict[str, Any]] | None:
-    """BatchGetItem/BatchWriteItem: one ConsumedCapacity per table, in first-seen order."""
+def consumed_per_table(
+    units: Iterable[tuple[str, float]], mode: str | None, indexes: dict[str, IndexUnits] | None = None
+) -> list[dict[str, Any]] | None:
+    """BatchGetItem/BatchWriteItem: one ConsumedCapacity per table, in first-seen order;
+    `indexes`: the write units of each table's indexes (BatchWriteItem)."""
     if mode != "TOTAL" and mode != "INDEXES":
         return None
     totals: dict[str, float] = {}
     for table, n in units:
         totals[table] = totals.get(table, 0.0) + n
-    return [c for table, n in totals.items() if (c := consumed(table, n, mode)) is not None]
+    out = []
+    for table, n in totals.items():
+        own = (indexes or {}).get(table)
+        c = consumed_with_indexes(table, n, own, mode) if own else consumed(table, n, mode)
+        if c is not None:
+            out.append(c)
+    return out

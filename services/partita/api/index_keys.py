@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from partita.api import capacity
 from partita.api.table_keys import key_of_item
-from partita.api.values import Item
+from partita.api.values import Item, item_size, values_equal
 from partita.common import errors, keys
 from partita.control.model import SecondaryIndex, TableRecord
 
@@ -75,17 +76,62 @@ def in_index(index: SecondaryIndex, item: Item) -> bool:
     and a key value a write could give it (not empty, not too long). An item written
     before a global index was added may have neither: DynamoDB's backfill leaves it out
     (ScyllaDB Alternator's test_gsi_updatetable.py, run against DynamoDB)."""
-    for elements, limit in (
-        (index.hash_keys, keys.MAX_PARTITION_KEY_BYTES),
-        (index.range_keys, keys.MAX_SORT_KEY_BYTES),
-    ):
-        for element in elements:
-            av = item.get(element.name)
-            if av is None or element.type not in av:
-                return False
-            if element.type != "N" and not 0 < len(keys.key_bytes(av, element.type)) <= limit:
-                return False
+    return _holds(index_key_attributes([index]), item)
+
+
+def _holds(attributes: Sequence[Sequence[str]], item: Item) -> bool:
+    for _, name, kind, role in attributes:
+        av = item.get(name)
+        if av is None or kind not in av:
+            return False
+        limit = keys.MAX_PARTITION_KEY_BYTES if role == "HASH" else keys.MAX_SORT_KEY_BYTES
+        if kind != "N" and not 0 < len(keys.key_bytes(av, kind)) <= limit:  # type: ignore[arg-type]
+            return False
     return True
+
+
+# What a write's node needs to count the write units each index consumes, JSON-able (the
+# router sends it when the write asks for its consumed capacity): the index's name, its
+# key attributes (as index_key_attributes gives them) and its projected attributes
+# (None: ALL).
+IndexCapacitySpec = tuple[str, list[IndexKeyAttribute], list[str] | None]
+
+
+def capacity_specs(record: TableRecord) -> list[IndexCapacitySpec]:
+    specs: list[IndexCapacitySpec] = []
+    for index in record.indexes:
+        names = projected_names(record, index)
+        specs.append((index.name, index_key_attributes([index]), None if names is None else sorted(names)))
+    return specs
+
+
+def index_write_units(specs: Sequence[Sequence[Any]], old: Item | None, new: Item | None) -> dict[str, float]:
+    """Write units each index consumes for a write that turns `old` into `new` (None: no
+    item), as DynamoDB counts them: an entry put or deleted costs its size in write
+    units; an entry whose index key changes, both (the old one deleted, the new one
+    put); an entry whose projected attributes change, the new one's; an item outside
+    the index before and after, or an entry left as it was, nothing. Indexes that cost
+    nothing are left out."""
+    out: dict[str, float] = {}
+    for name, attributes, projected in specs:
+        names = None if projected is None else frozenset(projected)
+        before = entry_of(old, names) if old is not None and _holds(attributes, old) else None
+        after = entry_of(new, names) if new is not None and _holds(attributes, new) else None
+        units = _entry_write_units(attributes, before, after)
+        if units:
+            out[name] = units
+    return out
+
+
+def _entry_write_units(attributes: Sequence[Sequence[str]], before: Item | None, after: Item | None) -> float:
+    if before is None or after is None:
+        entry = before if after is None else after
+        return 0.0 if entry is None else capacity.write_units(item_size(entry))
+    if any(not values_equal(before[a[1]], after[a[1]]) for a in attributes):
+        return capacity.write_units(item_size(before)) + capacity.write_units(item_size(after))
+    if before == after:
+        return 0.0
+    return capacity.write_units(item_size(after))
 
 
 def projected_names(record: TableRecord, index: SecondaryIndex) -> frozenset[str] | None:

@@ -48,7 +48,7 @@ import orjson
 from partita._proto import storage_pb2 as pb
 from partita.api import capacity
 from partita.api.expressions import Resolver, apply_update, ast, cache, evaluate, project, project_paths
-from partita.api.index_keys import check_index_key_values
+from partita.api.index_keys import check_index_key_values, index_write_units
 from partita.api.item import MAX_DEPTH, MAX_ITEM_BYTES
 from partita.api.streams import stored_record
 from partita.api.values import Item, item_size, page_size
@@ -238,17 +238,28 @@ def plan_put(engine: Engine, request: pb.Request) -> Plan:
     exprs = _Expressions(options)
     stream = options.get("stream")
     checked = "condition" in options or options.get("capacity")
-    old_item = _load(old) if checked or stream is not None else None  # decoded once
+    old_item = _load(old) if checked or stream is not None or "index_capacity" in options else None
     if checked:
         _check_condition(exprs, old_item)
         if options.get("capacity"):
             response.capacity_bytes = max(item_size(old_item) if old_item else 0, int(options.get("size", 0)))
     if options.get("return_old") and old is not None:
         response.value = old
+    new_item = _load(request.value) if stream is not None or "index_capacity" in options else None
+    _count_index_units(response, options, old_item, new_item)
     effects = [Effect(Kind.PUT, request.key, request.value)]
     if stream is not None:
-        _add_stream_record(effects, stream, old_item, _load(request.value))
+        _add_stream_record(effects, stream, old_item, new_item)
     return Plan(response, effects)
+
+
+def _count_index_units(
+    response: pb.Response, options: dict[str, Any], old: Item | None, new: Item | None
+) -> None:
+    """The write units each secondary index consumed, when the router sent their specs."""
+    specs = options.get("index_capacity")
+    if specs:
+        response.index_units.update(index_write_units(specs, old, new))
 
 
 def plan_delete(engine: Engine, request: pb.Request) -> Plan:
@@ -258,7 +269,7 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     response = pb.Response(id=request.id, status=pb.OK, capacity_units=_write_charge(old, 0))
     stream = options.get("stream")
     checked = "condition" in options or options.get("capacity")
-    old_item = _load(old) if checked or stream is not None else None  # decoded once
+    old_item = _load(old) if checked or stream is not None or "index_capacity" in options else None
     if checked:
         _check_condition(_Expressions(options), old_item)
         if options.get("capacity"):
@@ -268,6 +279,7 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     if old is None:
         # Nothing to delete: acknowledge without a WAL record.
         return Plan(response)
+    _count_index_units(response, options, old_item, None)
     service = bool(options.get("service"))
     effects = [Effect(Kind.SERVICE_DELETE if service else Kind.DELETE, request.key)]
     if stream is not None:
@@ -329,6 +341,7 @@ def plan_update(engine: Engine, request: pb.Request) -> Plan:
     response.capacity_units = capacity.write_units(charged)
     if options.get("capacity"):
         response.capacity_bytes = charged
+    _count_index_units(response, options, old_item, new_item)
     effects = [Effect(Kind.PUT, request.key, new)]
     stream = options.get("stream")
     if stream is not None:

@@ -55,6 +55,7 @@ def plan_prepare(engine: Engine, request: pb.Request) -> Plan:
     reasons: list[dict[str, Any]] = []
     staged: list[tuple[bytes, list[Effect]]] = []
     units = 0.0
+    index_units: dict[str, float] = {}
     for action in body["actions"]:
         key = base64.b64decode(action["key"])
         try:
@@ -63,11 +64,15 @@ def plan_prepare(engine: Engine, request: pb.Request) -> Plan:
             reasons.append(cancellation_reason(exc))
             continue
         units += plan.response.capacity_units
+        for name, n in plan.response.index_units.items():
+            index_units[name] = index_units.get(name, 0.0) + n
         reasons.append({"Code": "None"})
         staged.append((key, plan.effects or []))
     if any(reason["Code"] != "None" for reason in reasons):
         raise canceled(reasons)
-    response = pb.Response(id=request.id, status=pb.OK, capacity_units=2 * units)  # transactional: twice
+    # Transactional writes cost twice, the indexes' entries too.
+    response = pb.Response(id=request.id, status=pb.OK, capacity_units=2 * units)
+    response.index_units.update({name: 2 * n for name, n in index_units.items()})
     if body.get("commit"):
         effects = [effect for _, planned in staged for effect in planned]
     else:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import orjson
 import pytest
 
+from partita.api.capacity import consumed_with_indexes
 from partita.api.index_keys import (
+    capacity_specs,
     check_index_key_values,
     entry_key,
     entry_of,
     in_index,
     index_key_attributes,
+    index_write_units,
     projected_names,
     query_order,
 )
@@ -123,3 +129,65 @@ def test_an_index_key_longer_than_a_key_of_its_role_is_refused() -> None:
             f"One or more parameter values were invalid: Size limit exceeded for Index Key {name} "
             f"Actual Size: {size} bytes Max Size: {limit} bytes IndexName: tags"
         )
+
+
+# --- what a write costs each index -----------------------------------------------------
+
+_INDEXED = dataclasses.replace(_TABLE, indexes=(_ALL, _KEYS, _INCLUDE))
+_SPECS = capacity_specs(_INDEXED)
+
+
+def _units(old: dict[str, dict[str, str]] | None, new: dict[str, dict[str, str]] | None) -> dict[str, float]:
+    # Through JSON, as the specs travel to the storage node.
+    return index_write_units(orjson.loads(orjson.dumps(_SPECS)), old, new)
+
+
+def test_putting_an_item_with_an_index_key_costs_that_index_its_entry() -> None:
+    item = _item("a", 1, g={"S": "x"}, r={"N": "2"})
+    assert _units(None, item) == {"all": 1.0, "keys": 1.0, "inc": 1.0}
+    # Without the index's key attributes the index is not written.
+    assert _units(None, _item("a", 1, r={"N": "2"})) == {"inc": 1.0}
+    assert _units(None, _item("a", 1)) == {}
+
+
+def test_deleting_an_indexed_item_costs_each_index_its_old_entry() -> None:
+    old = _item("a", 1, g={"S": "x"}, r={"N": "2"}, big={"S": "z" * 3000})
+    # The KEYS_ONLY and INCLUDE entries are small.
+    assert _units(old, None) == {"all": 3.0, "keys": 1.0, "inc": 1.0}
+
+
+def test_a_changed_index_key_costs_a_delete_and_a_put() -> None:
+    old = _item("a", 1, g={"S": "x"}, r={"N": "2"})
+    new = _item("a", 1, g={"S": "y"}, r={"N": "2"})
+    # The local index neither is keyed on g nor projects it: its entry stays.
+    assert _units(old, new) == {"all": 2.0, "keys": 2.0}
+
+
+def test_an_entry_costs_nothing_unless_its_projection_changes() -> None:
+    old = _item("a", 1, g={"S": "x"}, r={"N": "2"})
+    # An attribute only the ALL index projects: the others' entries stay as they were.
+    assert _units(old, {**old, "d": {"S": "blue"}}) == {"all": 1.0}
+    # The INCLUDE index projects c.
+    assert _units(old, {**old, "c": {"S": "red"}}) == {"all": 1.0, "inc": 1.0}
+    # The same item again: no entry changes.
+    assert _units(old, dict(old)) == {}
+    # An item outside an index before and after costs it nothing.
+    assert _units(_item("a", 1), _item("a", 1, d={"S": "x"})) == {}
+
+
+def test_a_write_reports_its_indexes_beside_the_table() -> None:
+    units = {"all": (False, 2.0), "inc": (True, 1.0)}
+    assert consumed_with_indexes("t", 1.0, units, "TOTAL") == {"TableName": "t", "CapacityUnits": 4.0}
+    assert consumed_with_indexes("t", 1.0, units, "INDEXES") == {
+        "TableName": "t",
+        "CapacityUnits": 4.0,
+        "Table": {"CapacityUnits": 1.0},
+        "GlobalSecondaryIndexes": {"all": {"CapacityUnits": 2.0}},
+        "LocalSecondaryIndexes": {"inc": {"CapacityUnits": 1.0}},
+    }
+    assert consumed_with_indexes("t", 1.0, {}, "INDEXES") == {
+        "TableName": "t",
+        "CapacityUnits": 1.0,
+        "Table": {"CapacityUnits": 1.0},
+    }
+    assert consumed_with_indexes("t", 1.0, units, "NONE") is None

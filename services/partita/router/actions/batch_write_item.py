@@ -13,13 +13,14 @@ from typing import Any
 import orjson
 
 from partita._proto import storage_pb2 as pb
-from partita.api import capacity, streams
+from partita.api import capacity, index_keys, streams
 from partita.api.index_keys import check_index_key_values, collection_metrics, index_key_attributes
 from partita.api.operations import batch_write_item
 from partita.api.table_keys import ItemKey, key_of_item, key_of_key
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import wire
+from partita.router.actions.writes import count_index_units
 from partita.router.context import RouterContext
 
 _DUPLICATES = "Provided list of item keys contains duplicates"
@@ -41,6 +42,8 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         options: dict[str, Any] = {}
         if charged:
             options["capacity"] = True
+            if table.record.indexes:
+                options["index_capacity"] = index_keys.capacity_specs(table.record)
         stream = streams.write_options(table.record)
         if stream is not None:
             options["stream"] = stream
@@ -61,6 +64,7 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
 
     unprocessed: dict[str, list[Any]] = {}
     units: list[tuple[str, float]] = []
+    indexes: dict[str, capacity.IndexUnits] = {}
     failures: list[BaseException] = []
     collections: dict[str, list[dict[str, Any]]] = {}
     for (write, table, _), result in zip(planned, results, strict=True):
@@ -72,6 +76,7 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
             continue
         if charged:
             units.append((write.table_name, capacity.write_units(result.capacity_bytes, write.size)))
+            count_index_units(indexes.setdefault(write.table_name, {}), table, result)
         written = write.put if write.put is not None else write.key
         assert written is not None
         collection = collection_metrics(table.record, body, written)
@@ -79,7 +84,7 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
             collections.setdefault(write.table_name, []).append(collection)
     if failures and len(failures) == len(planned):
         raise failures[0]
-    consumed = capacity.consumed_per_table(units, req.capacity) if charged else None
+    consumed = capacity.consumed_per_table(units, req.capacity, indexes) if charged else None
     return wire.body(
         (b'"UnprocessedItems":', orjson.dumps(unprocessed)),
         (b'"ConsumedCapacity":', wire.encoded(consumed)),

@@ -38,13 +38,19 @@ import orjson
 from partita._proto import storage_pb2 as pb
 from partita.api import capacity, streams
 from partita.api.expressions import project
-from partita.api.index_keys import check_index_key_values, collection_metrics, index_key_attributes
+from partita.api.index_keys import (
+    capacity_specs,
+    check_index_key_values,
+    collection_metrics,
+    index_key_attributes,
+)
 from partita.api.operations import transactions
 from partita.api.operations.transactions import GetAction, WriteAction, canceled
 from partita.api.table_keys import ItemKey, key_of_item, key_of_key
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import wire
+from partita.router.actions.writes import count_index_units
 from partita.router.context import RouterContext
 from partita.router.table_cache import CachedTable
 
@@ -76,7 +82,7 @@ class Participant:
 
 async def run_write(ctx: RouterContext, body: Any) -> bytes:
     req = transactions.validate_write(body)
-    participants, keys_of = participants_of(ctx, req.actions)
+    participants, keys_of = participants_of(ctx, req.actions, charged=req.capacity != "NONE")
     ledger = ctx.ledger
     token_key = _token_key(req.token) if req.token is not None else None
     if token_key is not None and ledger is not None:
@@ -119,10 +125,11 @@ def _check_retry(earlier: dict[str, Any], digest: str) -> None:
 
 
 def participants_of(
-    ctx: RouterContext, actions: list[WriteAction]
+    ctx: RouterContext, actions: list[WriteAction], *, charged: bool = False
 ) -> tuple[list[Participant], list[tuple[str, ItemKey, dict[str, Any]]]]:
     """Every action checked against its table and grouped by partition (before anything
-    is sent: a bad action writes nothing)."""
+    is sent: a bad action writes nothing). `charged`: the client asked for the consumed
+    capacity, so each write's node counts its indexes' units."""
     by_partition: dict[tuple[int, str], Participant] = {}
     seen: set[tuple[int, bytes]] = set()
     keys_of: list[tuple[str, ItemKey, dict[str, Any]]] = []
@@ -161,6 +168,8 @@ def participants_of(
         options = action.storage_options()
         if action.kind == "update" and record.indexes:
             options["index_keys"] = index_key_attributes(record.indexes)
+        if charged and action.kind != "check" and record.indexes:
+            options["index_capacity"] = capacity_specs(record)
         stream = streams.write_options(record) if action.kind != "check" else None
         if stream is not None:
             options["stream"] = stream
@@ -207,21 +216,22 @@ def _located(record: Any, action: WriteAction | GetAction) -> ItemKey | DynamoEr
         raise
 
 
-async def _commit_at_once(ctx: RouterContext, participant: Participant, count: int) -> list[float]:
+async def _commit_at_once(ctx: RouterContext, participant: Participant, count: int) -> list[pb.Response]:
     body = {"tx": uuid.uuid4().hex, "commit": True, "actions": participant.actions}
     try:
         response = await send_to(ctx, participant, pb.TX_PREPARE, body)
     except DynamoError as exc:
         raise _placed(exc, [participant], count) from None
-    return [response.capacity_units]
+    return [response]
 
 
-def _units_of(prepared: list[Any]) -> list[float]:
-    return [r.capacity_units if isinstance(r, pb.Response) else 0.0 for r in prepared]
+def _units_of(prepared: list[Any]) -> list[pb.Response]:
+    return [r if isinstance(r, pb.Response) else pb.Response() for r in prepared]
 
 
-async def _two_phase(ctx: RouterContext, participants: list[Participant], count: int) -> list[float]:
-    """The transaction over several partitions; each participant's consumed units."""
+async def _two_phase(ctx: RouterContext, participants: list[Participant], count: int) -> list[pb.Response]:
+    """The transaction over several partitions; each participant's prepared answer (its
+    consumed units)."""
     ledger = ctx.ledger
     if ledger is None:
         raise errors.internal_server_error("No transaction ledger: transactions across partitions are off")
@@ -318,21 +328,29 @@ def _answer(
     participants: list[Participant],
     keys_of: list[tuple[str, ItemKey, dict[str, Any]]],
     body: dict[str, Any],
-    units: list[float] | None,
+    prepared: list[pb.Response] | None,
 ) -> bytes:
-    """`units`: what each participant's partition charged (twice a plain write's units,
-    sized on the larger of each item's old and new value, as DynamoDB charges); None for
-    a retry answered from its token, charged as its items' sizes say."""
+    """`prepared`: each participant's answer, with what its partition charged (twice a
+    plain write's units, sized on the larger of each item's old and new value, as
+    DynamoDB charges, and its indexes' units); None for a retry answered from its token,
+    charged as its items' sizes say (its indexes' units not known again)."""
     consumed = None
     if req.capacity != "NONE":
-        if units is not None:
-            charged = [(p.table.record.name, u) for p, u in zip(participants, units, strict=True)]
+        indexes: dict[str, capacity.IndexUnits] = {}
+        if prepared is not None:
+            charged = [
+                (p.table.record.name, r.capacity_units) for p, r in zip(participants, prepared, strict=True)
+            ]
+            for p, r in zip(participants, prepared, strict=True):
+                count_index_units(indexes.setdefault(p.table.record.name, {}), p.table, r)
         else:
             charged = [
                 (name, 2 * capacity.write_units(action.size))
                 for (name, _, _), action in zip(keys_of, req.actions, strict=True)
             ]
-        consumed = _with_axis(capacity.consumed_per_table(charged, req.capacity), "WriteCapacityUnits")
+        consumed = _with_axis(
+            capacity.consumed_per_table(charged, req.capacity, indexes), "WriteCapacityUnits"
+        )
     metrics: dict[str, list[dict[str, Any]]] = {}
     if req.collection_metrics:
         tables = {p.table.record.name: p.table.record for p in participants}
@@ -353,6 +371,9 @@ def _with_axis(consumed: list[dict[str, Any]] | None, axis: str) -> list[dict[st
         entry[axis] = entry["CapacityUnits"]
         if "Table" in entry:
             entry["Table"][axis] = entry["Table"]["CapacityUnits"]
+        for section in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+            for index in entry.get(section, {}).values():
+                index[axis] = index["CapacityUnits"]
     return consumed
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from partita._proto import storage_pb2 as pb
-from partita.api import capacity, streams
+from partita.api import capacity, index_keys, streams
 from partita.api.table_keys import ItemKey
 from partita.common.errors import DynamoError
 from partita.router.actions import wire
@@ -35,6 +35,8 @@ async def send_write(
     charged = capacity_mode != "NONE"
     if charged:
         options["capacity"] = True
+        if table.record.indexes:
+            options["index_capacity"] = index_keys.capacity_specs(table.record)
     stream = streams.write_options(table.record)
     if stream is not None:
         options["stream"] = stream
@@ -57,9 +59,21 @@ async def send_write(
     consumed = None
     if charged:
         units = capacity.write_units(response.capacity_bytes, new_size)
-        consumed = capacity.consumed(table.record.name, units, capacity_mode)
+        consumed = capacity.consumed_with_indexes(
+            table.record.name, units, count_index_units({}, table, response), capacity_mode
+        )
     return wire.body(
         (b'"Attributes":', wire.attributes(response)),
         (b'"ConsumedCapacity":', wire.encoded(consumed)),
         (b'"ItemCollectionMetrics":', wire.encoded(collection)),
     )
+
+
+def count_index_units(
+    into: capacity.IndexUnits, table: CachedTable, response: pb.Response
+) -> capacity.IndexUnits:
+    """Adds the write units each of the table's indexes consumed (the node's answer)."""
+    if response.index_units:
+        local = frozenset(i.name for i in table.record.indexes if i.kind == "LOCAL")
+        capacity.add_index_units(into, dict(response.index_units), local)
+    return into
