@@ -97,11 +97,23 @@ def _holds(attributes: Sequence[Sequence[str]], item: Item) -> bool:
 IndexCapacitySpec = tuple[str, list[IndexKeyAttribute], list[str] | None]
 
 
+# Specs by table version: a client that asks for its consumed capacity on every write
+# (PynamoDB does) does not rebuild them for each one.
+_SPECS: dict[int, tuple[TableRecord, list[IndexCapacitySpec]]] = {}
+_SPECS_KEPT = 1024
+
+
 def capacity_specs(record: TableRecord) -> list[IndexCapacitySpec]:
+    cached = _SPECS.get(id(record))
+    if cached is not None and cached[0] is record:
+        return cached[1]
     specs: list[IndexCapacitySpec] = []
     for index in record.indexes:
         names = projected_names(record, index)
         specs.append((index.name, index_key_attributes([index]), None if names is None else sorted(names)))
+    if len(_SPECS) >= _SPECS_KEPT:
+        _SPECS.clear()
+    _SPECS[id(record)] = (record, specs)
     return specs
 
 

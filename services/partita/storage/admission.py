@@ -45,7 +45,7 @@ NODE_SPARE_FRACTION = 0.1
 # The node's capacity is a rate over a few seconds, not one: a spike of one table's
 # work within a second is absorbed, as DynamoDB's nodes (thousands of partitions each)
 # absorb it. One second refused Alternator's DynamoDB-verified 3 MB transaction on a
-# new on-demand table right after its 5 MB ones (about 10,000 WCU on the node leading
+# new on-demand table right after its 5 MB ones (about 12,700 WCU on the node leading
 # two of its four partitions within the second; DynamoDB takes them).
 NODE_BURST_SECONDS = 5.0
 

@@ -5,9 +5,9 @@ and point-in-time recovery are both DISABLED: tools that read the setting (Terra
 reads it for every table) see the truth, turning it off is a no-op that answers the
 same, and turning it on is refused by name, as CreateTable refuses parameters Partita
 does not implement. DynamoDB answers a new table so too (Alternator's DynamoDB-verified
-test_describe_continuous_backups_without_continuous_backups; seconds later it reports
-ContinuousBackupsStatus ENABLED, its backup service having taken the table up, which
-Partita has no counterpart of).
+test_describe_continuous_backups_without_continuous_backups; its note says DynamoDB
+reports ContinuousBackupsStatus ENABLED some seconds later, which Partita, without
+continuous backups, does not).
 """
 
 from __future__ import annotations
