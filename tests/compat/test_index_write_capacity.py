@@ -40,7 +40,10 @@ def table(ddb: Any) -> str:
         LocalSecondaryIndexes=[
             {
                 "IndexName": "lsi",
-                "KeySchema": [{"AttributeName": "p", "KeyType": "HASH"}, {"AttributeName": "x", "KeyType": "RANGE"}],
+                "KeySchema": [
+                    {"AttributeName": "p", "KeyType": "HASH"},
+                    {"AttributeName": "x", "KeyType": "RANGE"},
+                ],
                 "Projection": {"ProjectionType": "ALL"},
             }
         ],
@@ -96,8 +99,14 @@ def test_an_item_outside_the_indexes_costs_them_only_to_leave(ddb: Any, table: s
     out = ddb.put_item(TableName=table, Item=key, ReturnConsumedCapacity="INDEXES")
     assert _parts(out["ConsumedCapacity"]) == (3.0, 1.0, 1.0, 1.0)
     # Neither the old item nor the new one has x: no index is written.
-    out = ddb.put_item(TableName=table, Item={**key, "animal": {"S": "dog"}}, ReturnConsumedCapacity="INDEXES")
-    assert out["ConsumedCapacity"] == {"TableName": table, "CapacityUnits": 1.0, "Table": {"CapacityUnits": 1.0}}
+    out = ddb.put_item(
+        TableName=table, Item={**key, "animal": {"S": "dog"}}, ReturnConsumedCapacity="INDEXES"
+    )
+    assert out["ConsumedCapacity"] == {
+        "TableName": table,
+        "CapacityUnits": 1.0,
+        "Table": {"CapacityUnits": 1.0},
+    }
 
 
 def test_a_batch_write_sums_each_indexes_units(ddb: Any, table: str) -> None:

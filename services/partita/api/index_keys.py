@@ -204,12 +204,12 @@ def scan_order(
     if not index.more_hash_keys:
         element = index.partition_key
         raw = keys.key_bytes(item[element.name], element.type)
-        hashed = keys.key_hash(element.type, raw)
+        hashed = keys.key_hash(element.type, raw, record.key_hash)
     else:
         raw = b"".join(
             e.type.encode() + len(part).to_bytes(4, "big") + part
             for e in index.hash_keys
             for part in (keys.key_bytes(item[e.name], e.type),)
         )
-        hashed = keys.key_hash("B", raw)
+        hashed = keys.key_hash("B", raw, record.key_hash)
     return hashed, raw, _range_order(index, item), key_of_item(record, item).storage_key

@@ -20,7 +20,7 @@ class ItemKey:
 def _locate(record: TableRecord, pk_av: dict[str, str], sk_av: dict[str, str] | None) -> ItemKey:
     pk_el = record.partition_key
     pk = keys.partition_key_bytes(pk_el.name, pk_av, pk_el.type)
-    h = keys.key_hash(pk_el.type, pk)
+    h = keys.key_hash(pk_el.type, pk, record.key_hash)
     sk = None
     if record.sort_key is not None and sk_av is not None:
         sk = keys.sort_key_bytes(record.sort_key.name, sk_av, record.sort_key.type)

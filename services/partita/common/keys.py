@@ -1,8 +1,14 @@
 """Key hashing and order-preserving storage-key encoding (pure; runs on every request).
 
 A partition key's place in the cluster is a stable 64-bit hash of its canonical bytes;
-partitions own contiguous ranges of that hash space. On disk every item lives under one
-byte string whose bytewise order is the order Query and Scan need:
+partitions own contiguous ranges of that hash space. Tables created since the key hash
+became DynamoDB's (`KEY_HASH_DYNAMODB`) hash as DynamoDB does: MD5 of "Outliers" and
+the key's bytes (a number in DynamoDB's own encoding), as dynalite matched production
+(its scan tests, run against DynamoDB, give the order of fourteen string and fourteen
+number keys and the parallel-scan segments of six): a Scan then returns items in
+DynamoDB's order and a Segment holds the keys DynamoDB's does. Older tables keep the
+BLAKE2b hash they were placed by (`KEY_HASH_BLAKE2B`). On disk every item lives under
+one byte string whose bytewise order is the order Query and Scan need:
 
     table_id (8, big-endian) | hash (8, big-endian) | escaped partition key | sort key
 
@@ -114,16 +120,62 @@ def key_value(raw: bytes, key_type: KeyType) -> dict[str, str]:
     return {"N": raw.decode()}
 
 
-def key_hash(type_tag: KeyType, canonical: bytes) -> int:
+# A table's key hash: how its partition keys are placed in the hash space. Fixed when
+# the table is created, for as long as it lives.
+KEY_HASH_BLAKE2B = "blake2b"  # tables created before the key hash was DynamoDB's
+KEY_HASH_DYNAMODB = "dynamodb"
+_DYNAMODB_HASHER = hashlib.md5(b"Outliers")
+
+
+def key_hash(type_tag: KeyType, canonical: bytes, scheme: str = KEY_HASH_BLAKE2B) -> int:
     """Stable unsigned 64-bit position of a partition key in the hash space.
 
-    BLAKE2b is specified byte for byte, so the value is the same in every process,
+    Both hashes are specified byte for byte, so the value is the same in every process,
     version and machine: partition boundaries persisted today stay valid forever.
     """
+    if scheme == KEY_HASH_DYNAMODB:
+        md5 = _DYNAMODB_HASHER.copy()
+        md5.update(number_bytes(canonical) if type_tag == "N" else canonical)
+        position: int = _U64.unpack_from(md5.digest())[0]
+        return position
     hasher = _HASHERS[type_tag].copy()
     hasher.update(canonical)
     value: int = _U64.unpack(hasher.digest())[0]
     return value
+
+
+def number_bytes(canonical: bytes) -> bytes:
+    """A number in DynamoDB's own encoding, from its canonical text (plain notation, no
+    trailing zeros): an exponent byte, then the significant digits two to a byte, each
+    pair stored plus one; a negative number's bytes complemented, and ended by 102 when
+    short. What DynamoDB hashes for a number key (dynalite's numToBuffer)."""
+    text = canonical.decode()
+    negative = text.startswith("-")
+    if negative:
+        text = text[1:]
+    whole, _, fraction = text.partition(".")
+    if whole != "0":
+        exponent = len(whole)
+        digits = (whole + fraction).rstrip("0")
+    else:
+        significant = fraction.lstrip("0")
+        if not significant:
+            return b"\x80"  # zero
+        exponent = len(significant) - len(fraction)
+        digits = significant.rstrip("0")
+    odd = exponent % 2
+    if odd:
+        digits = "0" + digits
+    if len(digits) % 2:
+        digits += "0"
+    head = (exponent + odd) // 2 - 64
+    out = bytearray([(~head if negative else head) & 0xFF])
+    for i in range(0, len(digits), 2):
+        pair = int(digits[i : i + 2])
+        out.append((101 - pair if negative else pair + 1) & 0xFF)
+    if negative and len(out) - 1 < 20:
+        out.append(102)
+    return bytes(out)
 
 
 # --- size and emptiness checks -------------------------------------------------------

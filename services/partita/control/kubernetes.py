@@ -36,6 +36,7 @@ from typing import Any, Protocol, cast
 import aiohttp
 import orjson
 
+from partita.common.keys import KEY_HASH_BLAKE2B
 from partita.common.partition_map import Partition, current_partitions
 from partita.control.model import (
     NO_REVISION,
@@ -74,6 +75,7 @@ POLICIES_ANNOTATION = f"{GROUP}/resource-policies"
 BACKUP_ANNOTATION = f"{GROUP}/backup"
 RESTORE_ANNOTATION = f"{GROUP}/restore"
 IMPORTING_ANNOTATION = f"{GROUP}/importing"
+KEY_HASH_ANNOTATION = f"{GROUP}/key-hash"
 # Each secondary index's creation time, as JSON pairs [[name, epoch seconds], ...] in the
 # spec's order of its indexes. Kept rather than derived: a global index added by
 # UpdateTable is younger than its table, which deriving its time from the table's would
@@ -166,6 +168,8 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         backup=BackupInfo.from_json(orjson.loads(backup)) if backup else None,
         restore=RestoreInfo.from_json(orjson.loads(restore)) if restore else None,
         importing=str(notes.get(IMPORTING_ANNOTATION, "")),
+        # A Table made with kubectl has none: BLAKE2b, the hash it was always placed by.
+        key_hash=str(notes.get(KEY_HASH_ANNOTATION, KEY_HASH_BLAKE2B)),
         deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
         indexes=_indexes_from_resource(spec, types, created_at, notes.get(INDEX_CREATED_AT_ANNOTATION)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
@@ -273,6 +277,8 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         annotations[RESTORE_ANNOTATION] = orjson.dumps(spec.restore.to_json()).decode()
     if spec.importing:
         annotations[IMPORTING_ANNOTATION] = spec.importing
+    if spec.key_hash != KEY_HASH_BLAKE2B:
+        annotations[KEY_HASH_ANNOTATION] = spec.key_hash
     # Absent rather than empty when there are none, as CreateTable omits them (and the
     # CRD refuses an empty list of local indexes).
     for kind, member in _INDEX_MEMBERS:

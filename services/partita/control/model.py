@@ -28,6 +28,7 @@ import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NewType, get_args
 
+from partita.common.keys import KEY_HASH_BLAKE2B
 from partita.common.partition_map import Partition, PartitionMap
 
 TableStatus = Literal["CREATING", "ACTIVE", "UPDATING", "DELETING"]
@@ -435,6 +436,9 @@ class TableSpec:
     backup: BackupInfo | None = None  # this spec is a backup's hidden table
     restore: RestoreInfo | None = None  # this table was restored from a backup
     importing: str = ""  # the ImportArn loading this table's items (ImportTable), until done
+    # How its partition keys are hashed (keys.KEY_HASH_*): DynamoDB's for tables created
+    # since it was, BLAKE2b for older ones (records without the field).
+    key_hash: str = KEY_HASH_BLAKE2B
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -460,6 +464,7 @@ class TableSpec:
             **({"backup": self.backup.to_json()} if self.backup else {}),
             **({"restore": self.restore.to_json()} if self.restore else {}),
             **({"importing": self.importing} if self.importing else {}),
+            **({"key_hash": self.key_hash} if self.key_hash != KEY_HASH_BLAKE2B else {}),
         }
 
     @classmethod
@@ -491,6 +496,7 @@ class TableSpec:
             backup=BackupInfo.from_json(data["backup"]) if data.get("backup") else None,
             restore=RestoreInfo.from_json(data["restore"]) if data.get("restore") else None,
             importing=str(data.get("importing", "")),
+            key_hash=str(data.get("key_hash", KEY_HASH_BLAKE2B)),
             revision=revision,
         )
 
@@ -600,6 +606,7 @@ class TableRecord:
     backup: BackupInfo | None = None
     restore: RestoreInfo | None = None
     importing: str = ""
+    key_hash: str = KEY_HASH_BLAKE2B
     # Whether its partitions are placed and serving (ACTIVE or UPDATING), whatever clients
     # see: a restore or an import still copying is CREATING to them while it is written.
     placed: bool = False
@@ -634,6 +641,7 @@ class TableRecord:
             backup=spec.backup,
             restore=spec.restore,
             importing=spec.importing,
+            key_hash=spec.key_hash,
             placed=status in ("ACTIVE", "UPDATING"),
         )
 

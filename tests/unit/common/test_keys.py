@@ -534,3 +534,65 @@ def test_sort_conditions_never_leave_the_item_collection() -> None:
 def test_between_without_upper_bound_is_a_programming_error() -> None:
     with pytest.raises(ValueError):
         keys.sort_key_bounds(T, H, PK, "BETWEEN", b"a")
+
+
+# --- DynamoDB's key hash ---------------------------------------------------------------
+# dynalite's scan tests, run against DynamoDB: the order a Scan returns fourteen string
+# keys and fourteen number keys in, and the segments of 4,096 some keys fall in.
+
+
+def _dynamodb_order(values: list[str], kind: keys.KeyType) -> list[str]:
+    return sorted(
+        values, key=lambda v: keys.key_hash(kind, keys.key_bytes({kind: v}, kind), keys.KEY_HASH_DYNAMODB)
+    )
+
+
+def _segment(value: str, kind: keys.KeyType, total: int = 4096) -> int:
+    return keys.key_hash(kind, keys.key_bytes({kind: value}, kind), keys.KEY_HASH_DYNAMODB) * total >> 64
+
+
+def test_string_keys_hash_in_dynamodbs_scan_order() -> None:
+    values = [str(i) for i in range(10)] + ["aardman", "hello", "zapf", "äáöü"]
+    assert _dynamodb_order(values, "S") == [
+        "2", "8", "9", "1", "6", "hello", "0", "5", "4", "äáöü", "aardman", "7", "3", "zapf",
+    ]  # fmt: skip
+    # moto's and LocalStack's AWS-recorded Scans.
+    assert _dynamodb_order(["B", "A"], "S") == ["A", "B"]
+    assert _dynamodb_order(["user02", "user01"], "S") == ["user01", "user02"]
+
+
+def test_number_keys_hash_in_dynamodbs_scan_order() -> None:
+    values = [str(i) for i in range(10)] + ["-0.09", "999.9", "0.012345", "-999.9"]
+    assert _dynamodb_order(values, "N") == [
+        "7", "999.9", "8", "3", "2", "-999.9", "9", "4", "-0.09", "6", "1", "0", "0.012345", "5",
+    ]  # fmt: skip
+    # A number hashes as its value, however it is written.
+    assert _segment("1.50", "N") == _segment("15e-1", "N")
+
+
+def test_keys_fall_in_dynamodbs_parallel_scan_segments() -> None:
+    assert [_segment(v, "S") for v in ("3635", "228", "1668", "3435")] == [0, 0, 1, 4]
+    assert [_segment(v, "N") for v in ("251", "2388")] == [1, 4095]
+
+
+@pytest.mark.parametrize(
+    ("text", "encoded"),
+    [
+        ("0", "80"),
+        ("1", "c102"),
+        ("10", "c10b"),
+        ("100", "c202"),
+        ("12.5", "c10d33"),
+        ("0.012345", "c002182e"),
+        ("-1", "3e6466"),
+        ("-999.9", "3d5c020b66"),
+    ],
+)
+def test_a_number_is_hashed_in_dynamodbs_own_encoding(text: str, encoded: str) -> None:
+    assert keys.number_bytes(keys.key_bytes({"N": text}, "N")).hex() == encoded
+
+
+def test_tables_older_than_dynamodbs_key_hash_keep_theirs() -> None:
+    raw = keys.key_bytes({"S": "hello"}, "S")
+    assert keys.key_hash("S", raw) == keys.key_hash("S", raw, keys.KEY_HASH_BLAKE2B)
+    assert keys.key_hash("S", raw, keys.KEY_HASH_BLAKE2B) != keys.key_hash("S", raw, keys.KEY_HASH_DYNAMODB)

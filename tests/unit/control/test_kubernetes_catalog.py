@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 import yaml
 
+from partita.common.keys import KEY_HASH_BLAKE2B, KEY_HASH_DYNAMODB
 from partita.common.partition_map import is_replicated
 from partita.control import kubernetes
 from partita.control.kubernetes import KubernetesTableCatalog
@@ -207,6 +208,22 @@ def test_a_backups_and_a_restores_records_ride_in_their_annotations() -> None:
         validate(obj)
         back = kubernetes.spec_from_resource(obj)
         assert (back.backup, back.restore) == (spec.backup, spec.restore)
+
+
+def test_a_tables_key_hash_rides_in_its_annotation_and_a_kubectl_table_keeps_blake2b() -> None:
+    made = dataclasses.replace(table(), key_hash=KEY_HASH_DYNAMODB)
+    obj = kubernetes.resource_from_spec(made, NS)
+    validate(obj)
+    assert obj["metadata"]["annotations"][kubernetes.KEY_HASH_ANNOTATION] == KEY_HASH_DYNAMODB
+    assert kubernetes.spec_from_resource(obj).key_hash == KEY_HASH_DYNAMODB
+    # A Table applied with kubectl (or created before the key hash was DynamoDB's) has
+    # no annotation: its keys stay where BLAKE2b placed them.
+    del obj["metadata"]["annotations"][kubernetes.KEY_HASH_ANNOTATION]
+    assert kubernetes.spec_from_resource(obj).key_hash == KEY_HASH_BLAKE2B
+    assert (
+        kubernetes.KEY_HASH_ANNOTATION
+        not in kubernetes.resource_from_spec(table(), NS)["metadata"]["annotations"]
+    )
 
 
 def test_routes_take_a_replicated_splits_children_in_place_of_their_parent_once_both_exist() -> None:

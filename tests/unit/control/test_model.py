@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from partita.common.keys import KEY_HASH_BLAKE2B, KEY_HASH_DYNAMODB
 from partita.common.partition_map import Partition, split_evenly
 from partita.control.model import (
     HASH_SPACE_END,
@@ -94,6 +95,14 @@ def test_a_restore_in_progress_is_creating_to_clients_though_its_partitions_serv
     updating = TableState(spec().name, spec().table_id, "ACTIVE", spec().generation - 1)
     assert TableRecord.of(spec(), updating, partitions(2)).placed  # a table being updated still serves
     assert TableRecord.of(spec(backup=BackupInfo("i", "n", "a", 1.0, "s", {})), active, partitions(2)).hidden
+
+
+def test_a_tables_key_hash_round_trips_and_an_older_record_keeps_blake2b() -> None:
+    made = spec(key_hash=KEY_HASH_DYNAMODB)
+    assert through_json(made).key_hash == KEY_HASH_DYNAMODB
+    assert TableRecord.of(made, None, []).key_hash == KEY_HASH_DYNAMODB
+    assert "key_hash" not in spec().to_json()  # a record from before reads back as it was
+    assert through_json(spec()).key_hash == KEY_HASH_BLAKE2B
 
 
 def test_a_spec_without_sort_key_round_trips_with_none() -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from partita.api.shape import expect_dict, expect_type
 from partita.common import errors
 from partita.common.errors import DynamoError
+from partita.common.keys import KEY_HASH_DYNAMODB
 from partita.control.model import (
     BackupInfo,
     Claim,
@@ -189,6 +190,7 @@ def hidden_spec(source: TableSpec, info: BackupInfo, now: float) -> TableSpec:
         write_capacity=0,
         created_at=now,
         backup=info,
+        key_hash=KEY_HASH_DYNAMODB,
     )
 
 
@@ -237,6 +239,7 @@ def restored_spec(req: RestoreRequest, backup: TableSpec, owner: str, now: float
         read_capacity=reads,
         write_capacity=writes,
         created_at=round(now, 3),
+        key_hash=KEY_HASH_DYNAMODB,
         indexes=indexes,
         time_to_live=TimeToLive(),
         stream=StreamSpec(),

@@ -13,6 +13,7 @@ from typing import Any
 from partita.api.operations import create_table, stream_specification
 from partita.api.operations.resource_policy import attached_at_creation
 from partita.common import errors
+from partita.common.keys import KEY_HASH_DYNAMODB
 from partita.control.model import TableRecord, TableSpec, new_table_id
 from partita.router.context import RouterContext
 from partita.router.describe import created_description
@@ -44,6 +45,7 @@ async def create(ctx: RouterContext, req: create_table.CreateTableRequest, impor
         stream=stream_specification.on_create(req.stream, now),
         policies=attached_at_creation(req.resource_policy, now),
         importing=importing,
+        key_hash=KEY_HASH_DYNAMODB,
     )
     if not await ctx.catalog.create_table_spec(spec):
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")

@@ -65,7 +65,7 @@ async def query(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, r
         assert isinstance(condition, KeyCondition)  # a local index's key is one attribute of each kind
         pk = record.partition_key
         pk_bytes = keys.partition_key_bytes(pk.name, condition.partition_value, pk.type)
-        h = keys.key_hash(pk.type, pk_bytes)
+        h = keys.key_hash(pk.type, pk_bytes, record.key_hash)
         lo, hi = keys.item_collection_bounds(record.table_id, h, pk_bytes)
         items: list[Item] = []
         await _gather(ctx, table, pb.QUERY, h, lo, hi, req.read.consistent, matching, items)

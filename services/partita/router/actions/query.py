@@ -30,7 +30,7 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     condition = req.key_condition(record)
     pk = record.partition_key
     pk_bytes = keys.partition_key_bytes(pk.name, condition.partition_value, pk.type)
-    h = keys.key_hash(pk.type, pk_bytes)
+    h = keys.key_hash(pk.type, pk_bytes, record.key_hash)
     if condition.sort_op is None:
         lo, hi = keys.item_collection_bounds(record.table_id, h, pk_bytes)
     else:
