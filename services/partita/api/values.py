@@ -226,34 +226,53 @@ PAGE_CHUNK_HEADER_BYTES = 18
 
 def page_size(item: Item, sort_key: str | None) -> int:
     """Bytes an item counts toward a Query's or Scan's 1 MB page."""
-    body = 0
-    sort = 0
+    return sizes(item, sort_key)[1]
+
+
+def sizes(item: Item, sort_key: str | None) -> tuple[int, int]:
+    """An item's size (item_size) and what it counts toward a page (page_size), in one
+    pass: a Query or Scan needs both for every item it reads."""
+    size = body = sort = 0
     for name, av in item.items():
+        value, stored = _value_sizes(av)
+        size += _name_size(name) + value
         if name == sort_key:
-            sort = value_size(av)
+            sort = value
         else:
-            body += 1 + _stored_size(av)
-    return 2 + body + (1 + (1 + body) // PAGE_CHUNK_BYTES) * (PAGE_CHUNK_HEADER_BYTES + sort)
+            body += 1 + stored
+    return size, 2 + body + (1 + (1 + body) // PAGE_CHUNK_BYTES) * (PAGE_CHUNK_HEADER_BYTES + sort)
 
 
-def _stored_size(av: AttributeValue) -> int:
+def _value_sizes(av: AttributeValue) -> tuple[int, int]:
+    """A value's size in its item's size, and in its stored encoding (length prefixes)."""
     for t, v in av.items():
         if t == "S":
             n = len(v) if v.isascii() else len(v.encode("utf-8"))
-            return n + (1 if n < 128 else 2 if n < 16384 else 3)
-        if t == "N":
-            return number_size(v) + 1
-        if t == "B":
-            return _binary_size(v) + 1
-        if t == "SS" or t == "NS" or t == "BS":
-            return value_size(av) + len(v) + 1
-        if t == "NULL":
-            return 0
+            return n, n + (1 if n < 128 else 2 if n < 16384 else 3)
+        if t == "N" or t == "B":
+            n = number_size(v) if t == "N" else _binary_size(v)
+            return n, n + 1
         if t == "BOOL":
-            return 1
+            return 1, 1
+        if t == "NULL":
+            return 1, 0
+        if t == "SS" or t == "NS" or t == "BS":
+            n = value_size(av)
+            return n, n + len(v) + 1
         if t == "L":
-            return 3 + sum(1 + _stored_size(e) for e in v)
+            value = stored = 3
+            for e in v:
+                a, b = _value_sizes(e)
+                value += 1 + a
+                stored += 1 + b
+            return value, stored
         if t == "M":
-            return 3 + len(v) + sum(1 + _stored_size(e) for e in v.values())
+            value = 3
+            stored = 3 + len(v)
+            for k, e in v.items():
+                a, b = _value_sizes(e)
+                value += 1 + _name_size(k) + a
+                stored += 1 + b
+            return value, stored
         raise ValueError(f"unknown attribute type {t!r}")
     raise ValueError("empty attribute value")

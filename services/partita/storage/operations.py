@@ -51,7 +51,7 @@ from partita.api.expressions import Resolver, apply_update, ast, cache, evaluate
 from partita.api.index_keys import check_index_key_values, index_write_units
 from partita.api.item import MAX_DEPTH, MAX_ITEM_BYTES
 from partita.api.streams import stored_record
-from partita.api.values import Item, item_size, page_size
+from partita.api.values import Item, item_size, sizes
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.keys import STREAM_TIME, is_item_key, lock_key
@@ -423,8 +423,9 @@ def plan_range(engine: Engine, request: pb.Request) -> Plan:
             continue  # a transaction's lock or a stream record, not an item
         item: Item = orjson.loads(value)
         scanned += 1
-        size += item_size(item)
-        page += page_size(item, sort_key)
+        item_bytes, page_bytes = sizes(item, sort_key)
+        size += item_bytes
+        page += page_bytes
         if filter_tree is None or evaluate(filter_tree, item):
             count += 1
             if not count_only:

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import base64
 import math
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from partita.api.values import PAGE_CHUNK_BYTES, item_size, number_size, page_size, value_size
+from partita.api.values import (
+    PAGE_CHUNK_BYTES,
+    PAGE_CHUNK_HEADER_BYTES,
+    item_size,
+    number_size,
+    page_size,
+    sizes,
+    value_size,
+)
 
 
 @pytest.mark.parametrize(
@@ -173,3 +185,33 @@ def test_dynalites_dynamodb_verified_page_boundaries(
     name: str, lengths: list[int], stops_after: int | None
 ) -> None:
     assert _page_stops_after([_dynalite_item(name, n) for n in lengths]) == stops_after
+
+
+_scalar_values = st.one_of(
+    st.text(max_size=300).map(lambda v: {"S": v}),
+    st.integers(-(10**30), 10**30).map(lambda v: {"N": str(v)}),
+    st.binary(max_size=40).map(lambda v: {"B": base64.b64encode(v).decode()}),
+    st.booleans().map(lambda v: {"BOOL": v}),
+    st.just({"NULL": True}),
+    st.lists(st.text(min_size=1, max_size=5), min_size=1, max_size=3, unique=True).map(lambda v: {"SS": v}),
+)
+_any_values = st.recursive(
+    _scalar_values,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3).map(lambda v: {"L": v}),
+        st.dictionaries(st.text(min_size=1, max_size=20), inner, max_size=3).map(lambda v: {"M": v}),
+    ),
+    max_leaves=8,
+)
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=30), _any_values, min_size=1, max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_one_pass_gives_the_items_size_and_its_page_size(item: dict[str, Any]) -> None:
+    sort_key = next(iter(item))
+    size, page = sizes(item, sort_key)
+    assert size == item_size(item)
+    # Every attribute but the sort key costs at least its name's byte and its value's
+    # shortest encoding (a NULL's nothing), and the item at least one chunk header.
+    floor = 2 + PAGE_CHUNK_HEADER_BYTES + sum(1 for name in item if name != sort_key)
+    assert page >= floor

@@ -40,7 +40,7 @@ from partita.api.operations.query import QueryRequest
 from partita.api.operations.reads import ReadCommon
 from partita.api.operations.scan import ScanRequest
 from partita.api.table_keys import key_of_key
-from partita.api.values import Item, item_size, page_size, values_equal
+from partita.api.values import Item, sizes, values_equal
 from partita.common import errors, keys
 from partita.control.model import SecondaryIndex, TableRecord
 from partita.router.actions import ranges, wire
@@ -249,8 +249,9 @@ def _page(
     for item in entries:
         entry = entry_of(item, names)
         scanned += 1
-        size += item_size(entry)
-        page += page_size(entry, sort_key)
+        entry_bytes, page_bytes = sizes(entry, sort_key)
+        size += entry_bytes
+        page += page_bytes
         # A local index fetches from the table what its entry lacks; a global one cannot.
         seen = item if local else entry
         if tree is None or evaluate(tree, seen):
