@@ -402,6 +402,24 @@ def test_legacy_key_conditions_refuse_a_non_indexable_operator(ddb: Any, table_s
     assert message == "Attempted conditional constraint is not an indexable operation"
 
 
+def test_a_condition_no_key_can_be_read_by_is_reported_after_the_table_and_the_start_key(
+    ddb: Any, table_s: str
+) -> None:
+    # dynalite's recorded tests: a missing table first, then an invalid start key.
+    conditions = {"z": {"ComparisonOperator": "NULL"}}
+    code, _ = error(ddb.query, TableName="no-such-table-here", KeyConditions=conditions, QueryFilter={})
+    assert code == "ResourceNotFoundException"
+    for start in ({"b": {"S": "a"}}, {"pk": {"S": "a"}, "b": {"S": "a"}}):
+        message = validation(
+            ddb.query, TableName=table_s, KeyConditions=conditions, QueryFilter={}, ExclusiveStartKey=start
+        )
+        assert message == "The provided starting key is invalid"
+    # A condition on no key attribute: the missing partition key is what is reported.
+    assert validation(ddb.query, TableName=table_s, KeyConditions=conditions) == (
+        "Query condition missed key schema element: pk"
+    )
+
+
 def test_query_filter_on_a_key_names_the_legacy_parameter(ddb: Any, table_sn: str) -> None:
     message = validation(
         ddb.query, TableName=table_sn,

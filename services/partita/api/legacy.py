@@ -292,8 +292,15 @@ def filter_conditions(raw: Any, operator: str | None, param: str, ph: Placeholde
     return _join(parts, operator)
 
 
+UNINDEXABLE = "Attempted conditional constraint is not an indexable operation"
+
+
 def key_conditions(raw: Any, ph: Placeholders) -> str:
-    """KeyConditions as a KeyConditionExpression (the key schema is checked later)."""
+    """KeyConditions as a KeyConditionExpression (the key schema is checked later). A
+    condition whose operator no key can be read by (NULL, CONTAINS, IN...) stands in it
+    as a placeholder equality: DynamoDB reports it only once the table, the start key
+    and a missing key attribute have been checked (`unindexable`, and
+    `query.QueryRequest.key_condition`), as dynalite's recorded tests order them."""
     conditions = _conditions(raw, "KeyConditions")
     # Up to eight for a multi-attribute index key; a table's takes two (key_condition.plan).
     if not 1 <= len(conditions) <= MAX_CONDITIONS:
@@ -301,9 +308,20 @@ def key_conditions(raw: Any, ph: Placeholders) -> str:
     parts = []
     for attribute, operator, values in conditions:
         if operator not in _KEY_OPERATORS:
-            raise errors.validation("Attempted conditional constraint is not an indexable operation")
+            parts.append(f"{ph.name(attribute)} = {ph.value({'NULL': True})}")
+            continue
         parts.append(_comparison(operator, ph.name(attribute), values, ph))
     return " AND ".join(parts)
+
+
+def key_operators(raw: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(attribute, ComparisonOperator) of (already checked) KeyConditions."""
+    return tuple((name, str(c.get("ComparisonOperator"))) for name, c in raw.items())
+
+
+def indexable(operator: str) -> bool:
+    """Whether a key can be read by a legacy ComparisonOperator."""
+    return operator in _KEY_OPERATORS
 
 
 # --- AttributesToGet and AttributeUpdates ------------------------------------------------------------

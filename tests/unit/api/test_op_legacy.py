@@ -6,13 +6,17 @@ state what the legacy condition means, not which text it becomes.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 from partita.api import legacy
 from partita.api.expressions import apply_update, evaluate, project, resolve_request
+from partita.api.operations import query
 from partita.common.errors import DynamoError
+from partita.control.model import KeyElement, TableRecord
+from tests.unit.records import table_record
 
 ITEM: dict[str, Any] = {
     "pk": {"S": "k"},
@@ -183,13 +187,56 @@ def test_attributes_to_get_become_a_projection() -> None:
     assert project(ITEM, resolved) == {"s": {"S": "hello"}, "n": {"N": "5"}}
 
 
-def test_key_conditions_accept_only_indexable_operators() -> None:
-    with pytest.raises(DynamoError) as err:
-        legacy.key_conditions({"pk": _cmp("NE", {"S": "x"})}, legacy.Placeholders())
-    assert err.value.message == "Attempted conditional constraint is not an indexable operation"
+def test_key_conditions_hold_one_or_two_conditions() -> None:
     with pytest.raises(DynamoError) as err:
         legacy.key_conditions({}, legacy.Placeholders())
     assert err.value.message == "Conditions can be of length 1 or 2 only"
+    assert [legacy.indexable(op) for op in ("EQ", "BETWEEN", "NE", "NULL", "IN")] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+_HASH_TABLE = table_record(name="hash-table")
+_RANGE_TABLE = dataclasses.replace(
+    table_record(name="range-table"),
+    sort_key=KeyElement("sk", "N"),
+    attribute_definitions=(("pk", "S"), ("sk", "N")),
+)
+
+
+def _key_condition_fault(record: TableRecord, conditions: dict[str, Any]) -> str:
+    req = query.validate({"TableName": record.name, "KeyConditions": conditions})
+    with pytest.raises(DynamoError) as err:
+        req.key_condition(record)
+    return err.value.message
+
+
+@pytest.mark.parametrize(
+    ("record", "conditions", "message"),
+    [
+        # The partition key's own condition cannot be indexed.
+        (_RANGE_TABLE, {"pk": _cmp("NE", {"S": "x"})}, "Attempted conditional constraint is not an indexable operation"),
+        # Neither can the sort key's, once the partition key's is EQ.
+        (_RANGE_TABLE, {"pk": _cmp("EQ", {"S": "x"}), "sk": {"ComparisonOperator": "NULL"}},
+         "Attempted conditional constraint is not an indexable operation"),
+        # A missing partition key is reported first (dynalite's recorded order).
+        (_RANGE_TABLE, {"z": {"ComparisonOperator": "NULL"}}, "Query condition missed key schema element: pk"),
+        # So is a second condition on a table without a sort key,
+        (_HASH_TABLE, {"pk": _cmp("EQ", {"S": "x"}), "z": {"ComparisonOperator": "NULL"}},
+         "Query key condition not supported"),
+        # and a partition key not read by EQ.
+        (_RANGE_TABLE, {"pk": _cmp("BEGINS_WITH", {"S": "x"}), "sk": {"ComparisonOperator": "NULL"}},
+         "Query key condition not supported"),
+    ],
+)  # fmt: skip
+def test_a_condition_no_key_can_be_read_by_is_reported_in_dynamodbs_order(
+    record: TableRecord, conditions: dict[str, Any], message: str
+) -> None:
+    assert _key_condition_fault(record, conditions) == message
 
 
 def test_generated_placeholders_never_reuse_a_request_placeholder() -> None:

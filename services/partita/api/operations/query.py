@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from partita.api import legacy
 from partita.api.expressions import KeyCondition, plan_key_condition
 from partita.api.expressions.key_condition import MultiKeyCondition
 from partita.api.expressions.key_condition import plan_multi as plan_multi_key_condition
@@ -28,6 +29,9 @@ class QueryRequest:
     forward: bool
     expressions: Expressions
     legacy_filter: bool  # the filter came from QueryFilter (its errors say so)
+    # Legacy KeyConditions' (attribute, ComparisonOperator): an operator no key can be
+    # read by is reported when the condition is matched to the key schema.
+    legacy_operators: tuple[tuple[str, str], ...] = ()
 
     def key_condition(self, record: TableRecord, index: SecondaryIndex | None = None) -> KeyCondition:
         """The key condition matched to the key schema of the table, or of the index the
@@ -40,14 +44,34 @@ class QueryRequest:
             else (index.partition_key, index.sort_key)
         )
         partition_key, sort_key = keys
+        self._check_indexable(partition_key, sort_key)
         types = {element.name: element.type for element in keys if element is not None}
         condition = plan_key_condition(tree, partition_key.name, sort_key.name if sort_key else None, types)
         reads.check_scalar_key_paths(self.expressions.resolved.projection, record)
         self._check_filter_keys(keys)
         return condition
 
+    def _check_indexable(self, partition_key: KeyElement, sort_key: KeyElement | None) -> None:
+        """A key attribute's legacy condition that no key can be read by, in DynamoDB's
+        order (dynalite's recorded tests): the partition key's, then the sort key's;
+        whatever the planner reports before it (a missing key attribute, a second
+        condition on a table without a sort key, a partition key not read by EQ) first."""
+        ops = dict(self.legacy_operators)
+        if all(legacy.indexable(op) for op in ops.values()):
+            return
+        if partition_key.name not in ops or (sort_key is None and len(ops) > 1):
+            return
+        if not legacy.indexable(ops[partition_key.name]):
+            raise errors.validation(legacy.UNINDEXABLE)
+        sort_op = ops.get(sort_key.name) if sort_key is not None else None
+        if ops[partition_key.name] == "EQ" and sort_op is not None and not legacy.indexable(sort_op):
+            raise errors.validation(legacy.UNINDEXABLE)
+
     def multi_key_condition(self, record: TableRecord, index: SecondaryIndex) -> MultiKeyCondition:
         """The key condition matched to a global index's multi-attribute key."""
+        key_names = {e.name for e in (*index.hash_keys, *index.range_keys)}
+        if any(name in key_names and not legacy.indexable(op) for name, op in self.legacy_operators):
+            raise errors.validation(legacy.UNINDEXABLE)
         tree = self.expressions.resolved.key_condition
         assert tree is not None
         condition = plan_multi_key_condition(
@@ -110,4 +134,11 @@ def validate(body: Any) -> QueryRequest:
         key_conditions=key_conditions if key_condition is None else None,
     )
     read = reads.settled(read, start, expressions.projection is not None)
-    return QueryRequest(read, forward is not False, expressions, body.get("QueryFilter") is not None)
+    legacy_keys = key_conditions if key_condition is None else None
+    return QueryRequest(
+        read,
+        forward is not False,
+        expressions,
+        body.get("QueryFilter") is not None,
+        legacy.key_operators(legacy_keys) if legacy_keys else (),
+    )
