@@ -89,13 +89,13 @@ def add_index_units(into: IndexUnits, units: dict[str, float], local: frozenset[
 
 
 def consumed_on_index(
-    table: str, index: str, local: bool, units: float, mode: str | None
+    table: str, index: str, local: bool, units: float, mode: str | None, fetched: float = 0.0
 ) -> dict[str, Any] | None:
-    """The ConsumedCapacity of a Query or Scan of a secondary index: every unit the
-    index's, none the table's."""
-    out = consumed(table, units, mode)
+    """The ConsumedCapacity of a Query or Scan of a secondary index: the index's units,
+    and the table's for the items a local index fetched from it (`fetched`)."""
+    out = consumed(table, units + fetched, mode)
     if out is not None and mode == "INDEXES":
-        out["Table"] = {"CapacityUnits": 0.0}
+        out["Table"] = {"CapacityUnits": fetched}
         out["LocalSecondaryIndexes" if local else "GlobalSecondaryIndexes"] = {
             index: {"CapacityUnits": units}
         }

@@ -40,7 +40,7 @@ from partita.api.operations.query import QueryRequest
 from partita.api.operations.reads import ReadCommon
 from partita.api.operations.scan import ScanRequest
 from partita.api.table_keys import key_of_key
-from partita.api.values import Item, sizes, values_equal
+from partita.api.values import Item, item_size, sizes, values_equal
 from partita.common import errors, keys
 from partita.control.model import SecondaryIndex, TableRecord
 from partita.router.actions import ranges, wire
@@ -244,7 +244,20 @@ def _page(
     projection = expressions.resolved.projection
     out: list[Item] = []
     scanned = count = size = page = 0
+    fetched = 0.0
     sort_key = record.sort_key.name if record.sort_key else None
+    # A local index fetches from the table what its entries lack, and the table is
+    # charged a read of each item fetched: every item read when the filter needs it,
+    # every item returned when the answer does (Select ALL_ATTRIBUTES, a projection).
+    fetch_to_filter = local and bool(ranges.unprojected(tree, names))
+    fetch_to_answer = (
+        local
+        and read.select != "COUNT"
+        and (
+            bool(ranges.unprojected(projection, names))
+            or (names is not None and read.requested_select == "ALL_ATTRIBUTES")
+        )
+    )
     last: dict[str, Any] | None = None
     for item in entries:
         entry = entry_of(item, names)
@@ -254,15 +267,19 @@ def _page(
         page += page_bytes
         # A local index fetches from the table what its entry lacks; a global one cannot.
         seen = item if local else entry
+        if fetch_to_filter:
+            fetched += capacity.read_units(item_size(item), read.consistent)
         if tree is None or evaluate(tree, seen):
             count += 1
             if read.select != "COUNT":
                 out.append(_returned(read, item, entry, seen, projection))
+            if fetch_to_answer and not fetch_to_filter:
+                fetched += capacity.read_units(item_size(item), read.consistent)
         if (read.limit and scanned >= read.limit) or page >= ranges.PAGE_BYTES:
             last = entry_key(record, index, item)
             break
     units = capacity.range_read_units(size, read.consistent)
-    consumed = capacity.consumed_on_index(read.table_name, index.name, local, units, read.capacity)
+    consumed = capacity.consumed_on_index(read.table_name, index.name, local, units, read.capacity, fetched)
     return wire.body(
         (b'"Items":', None if read.select == "COUNT" else orjson.dumps(out)),
         (b'"Count":', str(count).encode()),

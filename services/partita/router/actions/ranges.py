@@ -89,15 +89,20 @@ def _check_projected(record: TableRecord, index: SecondaryIndex, expressions: Ex
         (resolved.projection, "projection expression"),
         (resolved.filter, "filter expression"),
     ):
-        if tree is None:
-            continue
-        paths = tree.paths if isinstance(tree, ast.Projection) else tuple(walk_paths(tree))
-        missing = sorted({str(p.elements[0]) for p in paths} - names)
+        missing = unprojected(tree, names)
         if missing:
             raise errors.validation(
                 _INVALID + f"Global secondary index {index.name} does not project the attributes its {what} "
                 f"names: {', '.join(missing)}"
             )
+
+
+def unprojected(tree: ast.Projection | ast.Condition | None, names: frozenset[str] | None) -> list[str]:
+    """The attributes an expression names that an index's entries do not project."""
+    if tree is None or names is None:
+        return []
+    paths = tree.paths if isinstance(tree, ast.Projection) else tuple(walk_paths(tree))
+    return sorted({str(p.elements[0]) for p in paths} - names)
 
 
 def start_key(record: TableRecord, start: dict[str, Any]) -> ItemKey:
