@@ -418,6 +418,14 @@ def test_an_index_query_start_key_is_checked_against_the_key_condition(ddb: Any,
     )
 
 
+def test_an_index_scan_start_key_with_more_than_the_keys_is_invalid(ddb: Any, indexed: str) -> None:
+    # dynalite's recorded tests, for a local and for a global index.
+    start = {"pk": {"S": "p"}, "sk": {"N": "1"}, "group": {"S": "g"}, "rank": {"N": "1"}, "z": {"S": "x"}}
+    for index in ("by_rank", "by_group"):
+        message = validation(ddb.scan, TableName=indexed, IndexName=index, ExclusiveStartKey=start)
+        assert message == "The provided starting key is invalid"
+
+
 def test_a_global_index_refuses_to_return_or_filter_what_it_does_not_project(ddb: Any, indexed: str) -> None:
     for extra in ({"ProjectionExpression": "colour"}, {"FilterExpression": "attribute_exists(colour)"}):
         message = validation(ddb.query, **_group_request(indexed, "g", "keys_only"), **extra)

@@ -126,6 +126,10 @@ def _scan_start(
     the index's, of their types."""
     if any(name not in start for name in index.key_names) or not in_index(index, start):
         raise errors.validation(_INVALID_START)
+    # Attributes beyond the table's and the index's keys, as a Query's start key
+    # (dynalite's recorded tests, a Scan of a local and of a global index).
+    if len(start) != len({*record.key_names, *index.key_names}):
+        raise errors.validation("The provided starting key is invalid")
     ranges.start_key(record, {name: start[name] for name in record.key_names})  # the table's key, checked
     return scan_order(record, index, start)
 
