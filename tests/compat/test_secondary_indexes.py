@@ -426,6 +426,19 @@ def test_an_index_scan_start_key_with_more_than_the_keys_is_invalid(ddb: Any, in
         assert message == "The provided starting key is invalid"
 
 
+def test_a_path_into_an_index_key_attribute_is_refused(ddb: Any, indexed: str) -> None:
+    # dynalite's recorded tests: index key attributes are scalars too.
+    expected = "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: rank"
+    key = {"pk": {"S": "p"}, "sk": {"N": "1"}}
+    assert validation(ddb.get_item, TableName=indexed, Key=key, ProjectionExpression="#r.b",
+                      ExpressionAttributeNames={"#r": "rank"}) == expected  # fmt: skip
+    assert validation(ddb.scan, TableName=indexed, FilterExpression="#r[1] = :b", ExpressionAttributeNames={"#r": "rank"},
+                      ExpressionAttributeValues={":b": {"N": "1"}}) == expected  # fmt: skip
+    assert validation(ddb.query, TableName=indexed, KeyConditionExpression="pk = :a",
+                      FilterExpression="attribute_exists(#r.c)", ExpressionAttributeNames={"#r": "rank"},
+                      ExpressionAttributeValues={":a": {"S": "p"}}) == expected  # fmt: skip
+
+
 def test_a_global_index_refuses_to_return_or_filter_what_it_does_not_project(ddb: Any, indexed: str) -> None:
     for extra in ({"ProjectionExpression": "colour"}, {"FilterExpression": "attribute_exists(colour)"}):
         message = validation(ddb.query, **_group_request(indexed, "g", "keys_only"), **extra)

@@ -49,6 +49,7 @@ class QueryRequest:
         condition = plan_key_condition(tree, partition_key.name, sort_key.name if sort_key else None, types)
         reads.check_scalar_key_paths(self.expressions.resolved.projection, record)
         self._check_filter_keys(keys)
+        reads.check_scalar_index_key_paths(self.expressions.resolved.filter, record)
         return condition
 
     def _check_indexable(self, partition_key: KeyElement, sort_key: KeyElement | None) -> None:

@@ -166,18 +166,35 @@ def filter_and_projection(
     )
 
 
+_NOT_SCALAR = "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: "
+
+
 def check_scalar_key_paths(tree: ast.Projection | ast.Condition | None, record: TableRecord) -> None:
     """A document path into a key attribute (`pk.a`, `pk[0]`) in a projection or filter:
     key attributes are scalars, and DynamoDB says so (dynalite's getItem, query and scan
-    tests, recorded against DynamoDB) rather than matching nothing."""
+    tests, recorded against DynamoDB) rather than matching nothing. The table's keys
+    first, then its indexes'."""
+    nested = _nested_heads(tree)
+    for name in record.key_names:
+        if name in nested:
+            raise errors.validation(f"{_NOT_SCALAR}Key: {name}")
+    check_scalar_index_key_paths(tree, record, nested)
+
+
+def check_scalar_index_key_paths(
+    tree: ast.Projection | ast.Condition | None, record: TableRecord, nested: frozenset[str] | None = None
+) -> None:
+    """A document path into one of the table's index key attributes."""
+    heads = _nested_heads(tree) if nested is None else nested
+    for index in record.indexes:
+        for name in index.key_names:
+            if name in heads:
+                raise errors.validation(f"{_NOT_SCALAR}IndexKey: {name}")
+
+
+def _nested_heads(tree: ast.Projection | ast.Condition | None) -> frozenset[str]:
+    """The attributes a tree reaches into (a path of more than one element)."""
     if tree is None:
-        return
-    keys = set(record.key_names)
+        return frozenset()
     paths = tree.paths if isinstance(tree, ast.Projection) else tuple(walk_paths(tree))
-    for path in paths:
-        head = path.elements[0]
-        if len(path.elements) > 1 and head in keys:
-            raise errors.validation(
-                "Key attributes must be scalars; list random access '[]' and map lookup '.' are not "
-                f"allowed: Key: {head}"
-            )
+    return frozenset(str(p.elements[0]) for p in paths if len(p.elements) > 1)
