@@ -7,6 +7,7 @@ with __type and message, and x-amz-crc32 equal to the CRC32 of the body.
 
 from __future__ import annotations
 
+import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -308,6 +309,7 @@ async def test_item_operations_on_a_table_still_creating_are_resource_not_found(
 async def test_every_answer_has_its_own_request_id(app: DynamoApp) -> None:
     ids = {header(await app(signed("ListTables", {})), b"x-amzn-RequestId") for _ in range(5)}
     ids.add(header(await app(unsigned("Nope")), b"x-amzn-RequestId"))
+    assert all(re.fullmatch(rb"[A-Z0-9]{52}", i) for i in ids), ids  # DynamoDB's shape
     assert None not in ids
     assert len(ids) == 6
 
