@@ -157,11 +157,12 @@ def test_capacity_charges_every_item_on_its_own(ddb: Any, table_s: str, table_n:
 
 
 def test_more_than_1_mb_from_one_partition_is_left_unprocessed(ddb: Any, table_ss: str) -> None:
-    # Items of one partition key live in one partition: 3 of 380 KB and 10 of 20 KB are
-    # 1.34 MB requested from it, past DynamoDB's 1 MB per partition (dynalite's
-    # DynamoDB-verified "should return many unprocessed items if very over the limit").
+    # Items of one partition key live in one partition: 3 of 400 KB and 10 of 30 KB are
+    # 1.5 MB requested from it, past DynamoDB's 1 MB per partition and one more item
+    # (dynalite's DynamoDB-verified "should return many unprocessed items if very over
+    # the limit"; its "should return all items if just under limit" gets 1.46 MB whole).
     pk = key()
-    sizes = [380_000] * 3 + [20_000] * 10
+    sizes = [400_000] * 3 + [30_000] * 10
     for i, size in enumerate(sizes):
         ddb.put_item(
             TableName=table_ss, Item={"pk": {"S": pk}, "sk": {"S": f"{i:02d}"}, "v": {"S": "b" * size}}
@@ -173,13 +174,29 @@ def test_more_than_1_mb_from_one_partition_is_left_unprocessed(ddb: Any, table_s
     got = out["Responses"][table_ss]
     left = out["UnprocessedKeys"][table_ss]
     assert got and left["Keys"] and left["ConsistentRead"] is True
-    assert sum(len(item["v"]["S"]) for item in got) <= 1024 * 1024
+    assert sum(len(item["v"]["S"]) for item in got) <= (1024 + 400) * 1024
     returned = {item["sk"]["S"] for item in got}
     assert returned.isdisjoint(k["sk"]["S"] for k in left["Keys"])
     assert returned | {k["sk"]["S"] for k in left["Keys"]} == {k["sk"]["S"] for k in keys}
-    # What was not read is not charged: each item read costs its own strongly consistent units.
+    # Each item read costs its own strongly consistent units, each key left one unit.
     charged = sum(-(-(len(item["v"]["S"]) + 39) // 4096) for item in got)  # pk 34, sk 4, v 1 + value
+    charged += len(left["Keys"])
     assert out["ConsumedCapacity"] == [{"TableName": table_ss, "CapacityUnits": float(charged)}]
     # Asking again for what was left gets it.
     again = ddb.batch_get_item(RequestItems={table_ss: left})
     assert len(again["Responses"][table_ss]) == len(left["Keys"]) and not again["UnprocessedKeys"]
+
+
+def test_a_partitions_1_mb_and_the_item_that_crosses_it_come_back_whole(ddb: Any, table_ss: str) -> None:
+    # dynalite's DynamoDB-verified "should return all items if just under limit": 1.45 MB
+    # from one partition in one answer.
+    pk = key()
+    sizes = [400_000] * 3 + [250_000]
+    for i, size in enumerate(sizes):
+        ddb.put_item(
+            TableName=table_ss, Item={"pk": {"S": pk}, "sk": {"S": f"{i:02d}"}, "v": {"S": "b" * size}}
+        )
+    keys = [{"pk": {"S": pk}, "sk": {"S": f"{i:02d}"}} for i in range(len(sizes))]
+    for capacity in ("TOTAL", "NONE"):
+        out = ddb.batch_get_item(RequestItems={table_ss: {"Keys": keys}}, ReturnConsumedCapacity=capacity)
+        assert len(out["Responses"][table_ss]) == len(sizes) and not out["UnprocessedKeys"]
