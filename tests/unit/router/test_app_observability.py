@@ -114,7 +114,7 @@ async def test_a_rejected_request_is_logged_once_with_the_request_id_the_client_
     with caplog.at_level(logging.INFO, logger="partita.router.rejected"):
         response = await app(signed("DescribeTable", {"TableName": "Nowhere"}))
     request_id = header(response, b"x-amzn-RequestId")
-    assert request_id is not None and len(request_id) == 32
+    assert request_id is not None and len(request_id) == 52
     lines = [r for r in caplog.records if r.name == "partita.router.rejected"]
     assert len(lines) == 1
     record = lines[0]
