@@ -95,7 +95,8 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
 
 def _item_bytes(result: pb.Response, charged: bool) -> int:
     """An item's size read from its partition: the node's count when capacity was asked
-    for (exact past a read unit), else its stored JSON, never smaller."""
+    for (the whole item's size, exact past a read unit), else the answer's JSON (the
+    stored item, never smaller than its size, or what a projection keeps of it)."""
     return int(result.capacity_bytes) if charged else len(result.value)
 
 
