@@ -426,6 +426,34 @@ def test_an_index_scan_start_key_with_more_than_the_keys_is_invalid(ddb: Any, in
         assert message == "The provided starting key is invalid"
 
 
+def test_entries_sharing_a_global_index_key_come_back_in_dynamodbs_order(ddb: Any) -> None:
+    # dynalite's "should query on basic hash global index", run against DynamoDB.
+    name = f"compat-idx-{uuid.uuid4().hex[:10]}"
+    ddb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "a", "KeyType": "HASH"}, {"AttributeName": "b", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("a", "b", "c")],
+        GlobalSecondaryIndexes=[_index("index3", "c", None, {"ProjectionType": "ALL"})],
+    )
+    wait_active(ddb, name, timeout=30)
+    c = uuid.uuid4().hex
+    keys = {"item": ("a", "a"), "item2": ("b", "b"), "item3": ("c", "e"), "item4": ("c", "d"),
+            "item6": ("d", "a"), "item7": ("e", "a")}  # fmt: skip
+    for a, b in keys.values():
+        ddb.put_item(TableName=name, Item={"a": {"S": a}, "b": {"S": b}, "c": {"S": c}, "d": {"S": "a"}})
+    ddb.put_item(TableName=name, Item={"a": {"S": "c"}, "b": {"S": "c"}, "c": {"S": "c"}, "d": {"S": "a"}})
+    query = {"TableName": name, "IndexName": "index3", "KeyConditionExpression": "c = :c",
+             "ExpressionAttributeValues": {":c": {"S": c}}, "Limit": 4}  # fmt: skip
+    first = ddb.query(**query)
+    assert [(i["a"]["S"], i["b"]["S"]) for i in first["Items"]] == [
+        keys[k] for k in ("item2", "item", "item3", "item7")
+    ]
+    assert first["LastEvaluatedKey"] == {"a": {"S": "e"}, "b": {"S": "a"}, "c": {"S": c}}
+    rest = ddb.query(**query, ExclusiveStartKey=first["LastEvaluatedKey"])
+    assert {(i["a"]["S"], i["b"]["S"]) for i in rest["Items"]} == {keys["item4"], keys["item6"]}
+
+
 def test_a_path_into_an_index_key_attribute_is_refused(ddb: Any, indexed: str) -> None:
     # dynalite's recorded tests: index key attributes are scalars too.
     expected = "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: rank"

@@ -30,6 +30,7 @@ from partita.api.expressions.key_condition import MultiKeyCondition
 from partita.api.index_keys import (
     entry_key,
     entry_of,
+    entry_tie_order,
     in_index,
     projected_names,
     query_order,
@@ -152,12 +153,15 @@ def _query_start(
             raise errors.validation(_OUTSIDE)
     else:
         _check_start_against(index, start, condition)
-    table_key = ranges.start_key(record, {name: start[name] for name in record.key_names})
+    table_key = {name: start[name] for name in record.key_names}
+    ranges.start_key(record, table_key)  # the table's key, checked
     for element in index.range_keys:
         av = start[element.name]
         if not isinstance(av, dict) or element.type not in av:
             raise errors.validation(_INVALID_START)
-    return tuple(keys.encode_sort_key(start[e.name], e.type) for e in index.range_keys), table_key.storage_key
+    return tuple(keys.encode_sort_key(start[e.name], e.type) for e in index.range_keys), entry_tie_order(
+        record, table_key
+    )
 
 
 _OUTSIDE = "The provided starting key is outside query boundaries based on provided conditions"
