@@ -11,7 +11,6 @@ DynamoDB does, so items written after an index exists always fit it.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -77,18 +76,21 @@ def in_index(index: SecondaryIndex, item: Item) -> bool:
     and a key value a write could give it (not empty, not too long). An item written
     before a global index was added may have neither: DynamoDB's backfill leaves it out
     (ScyllaDB Alternator's test_gsi_updatetable.py, run against DynamoDB)."""
-    return _holds(index_key_attributes([index]), item)
+    hash_ok = all(_fits(item.get(e.name), e.type, "HASH") for e in index.hash_keys)
+    return hash_ok and all(_fits(item.get(e.name), e.type, "RANGE") for e in index.range_keys)
 
 
 def _holds(attributes: Sequence[Sequence[str]], item: Item) -> bool:
-    for _, name, kind, role in attributes:
-        av = item.get(name)
-        if av is None or kind not in av:
-            return False
-        limit = keys.MAX_PARTITION_KEY_BYTES if role == "HASH" else keys.MAX_SORT_KEY_BYTES
-        if kind != "N" and not 0 < len(keys.key_bytes(av, kind)) <= limit:  # type: ignore[arg-type]
-            return False
-    return True
+    """`in_index` for an index given as its key attributes (index_key_attributes)."""
+    return all(_fits(item.get(name), kind, role) for _, name, kind, role in attributes)
+
+
+def _fits(av: Any, kind: str, role: str) -> bool:
+    """Whether a value can be an index key attribute of its type and role."""
+    if av is None or kind not in av:
+        return False
+    limit = keys.MAX_PARTITION_KEY_BYTES if role == "HASH" else keys.MAX_SORT_KEY_BYTES
+    return kind == "N" or 0 < len(keys.key_bytes(av, kind)) <= limit  # type: ignore[arg-type]
 
 
 # What a write's node needs to count the write units each index consumes, JSON-able (the
@@ -185,12 +187,9 @@ def entry_tie_order(record: TableRecord, item: Item) -> bytes:
     storage_key = key_of_item(record, item).storage_key
     if record.key_hash != keys.KEY_HASH_DYNAMODB:
         return storage_key
-    md5 = hashlib.md5(b"Outliers")
-    for element in (record.partition_key, record.sort_key):
-        if element is not None:
-            raw = keys.key_bytes(item[element.name], element.type)
-            md5.update(keys.number_bytes(raw) if element.type == "N" else raw)
-    return md5.digest() + storage_key
+    elements = (record.partition_key, record.sort_key)
+    parts = [(e.type, keys.key_bytes(item[e.name], e.type)) for e in elements if e is not None]
+    return keys.dynamodb_digest(parts) + storage_key
 
 
 def _range_order(index: SecondaryIndex, item: Item) -> tuple[bytes, ...]:

@@ -307,7 +307,7 @@ def key_conditions(raw: Any, ph: Placeholders) -> str:
         raise errors.validation("Conditions can be of length 1 or 2 only")
     parts = []
     for attribute, operator, values in conditions:
-        if operator not in _KEY_OPERATORS:
+        if not indexable(operator):
             parts.append(f"{ph.name(attribute)} = {ph.value({'NULL': True})}")
             continue
         parts.append(_comparison(operator, ph.name(attribute), values, ph))

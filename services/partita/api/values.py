@@ -224,14 +224,9 @@ PAGE_CHUNK_BYTES = 3072
 PAGE_CHUNK_HEADER_BYTES = 18
 
 
-def page_size(item: Item, sort_key: str | None) -> int:
-    """Bytes an item counts toward a Query's or Scan's 1 MB page."""
-    return sizes(item, sort_key)[1]
-
-
 def sizes(item: Item, sort_key: str | None) -> tuple[int, int]:
-    """An item's size (item_size) and what it counts toward a page (page_size), in one
-    pass: a Query or Scan needs both for every item it reads."""
+    """An item's size (item_size) and the bytes it counts toward a Query's or Scan's 1 MB
+    page, in one pass: a Query or Scan needs both for every item it reads."""
     size = body = sort = 0
     for name, av in item.items():
         value, stored = _value_sizes(av)

@@ -180,7 +180,7 @@ class ClusterLayout:
     # HTTPS on the DynamoDB endpoint (and so on the routers' /metrics).
     tls: TlsFiles | None = None
     # How long a router's claim on a backup's, restore's or import's copy holds.
-    copy_claim_seconds: float = 30.0
+    copy_claim_seconds: float = config.DEFAULT_COPY_CLAIM_SECONDS
 
     @property
     def endpoint(self) -> str:

@@ -114,7 +114,7 @@ def add_copy_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--copy-claim-seconds",
         type=positive_seconds,
-        default=30.0,
+        default=config.DEFAULT_COPY_CLAIM_SECONDS,
         help="seconds a router's claim on a backup, restore or import copy holds (%(default)s)",
     )
 

@@ -79,3 +79,6 @@ LOAD_REPORT_LIFETIME_INTERVALS = 3
 # load reports are measured against.
 DEFAULT_NODE_READ_UNITS = 30000.0
 DEFAULT_NODE_WRITE_UNITS = 10000.0
+# How long a router's claim on a backup's, restore's or import's copy holds between
+# renewals: a dead router's copies wait this long for another router to take them over.
+DEFAULT_COPY_CLAIM_SECONDS = 30.0

@@ -31,6 +31,7 @@ import binascii
 import hashlib
 import re
 import struct
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Literal
 
@@ -134,14 +135,22 @@ def key_hash(type_tag: KeyType, canonical: bytes, scheme: str = KEY_HASH_BLAKE2B
     version and machine: partition boundaries persisted today stay valid forever.
     """
     if scheme == KEY_HASH_DYNAMODB:
-        md5 = _DYNAMODB_HASHER.copy()
-        md5.update(number_bytes(canonical) if type_tag == "N" else canonical)
-        position: int = _U64.unpack_from(md5.digest())[0]
+        position: int = _U64.unpack_from(dynamodb_digest(((type_tag, canonical),)))[0]
         return position
     hasher = _HASHERS[type_tag].copy()
     hasher.update(canonical)
     value: int = _U64.unpack(hasher.digest())[0]
     return value
+
+
+def dynamodb_digest(parts: Iterable[tuple[KeyType, bytes]]) -> bytes:
+    """MD5 of "Outliers" and key values' bytes as DynamoDB hashes them ((type, canonical
+    bytes) each; a number in DynamoDB's own encoding): a partition key's place, or with
+    its sort key, the order of index entries that share an index key."""
+    md5 = _DYNAMODB_HASHER.copy()
+    for type_tag, canonical in parts:
+        md5.update(number_bytes(canonical) if type_tag == "N" else canonical)
+    return md5.digest()
 
 
 def number_bytes(canonical: bytes) -> bytes:

@@ -28,6 +28,7 @@ from typing import Any
 
 from partita.api.operations import imports
 from partita.api.operations.imports import ImportRecord
+from partita.common import config
 from partita.common.errors import DynamoError
 from partita.control.model import Claim, TableRecord, TableSpec
 from partita.router import table_copy
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 
 # A claim holds this long (`partita router --copy-claim-seconds`); renewed when a third
 # of it is left. A dead router's copies wait this long for another to take them over.
-CLAIM_SECONDS = 30.0
+CLAIM_SECONDS = config.DEFAULT_COPY_CLAIM_SECONDS
 SWEEP_SECONDS = 2.0
 # How long a job waits for its new table's partitions to be placed.
 PLACEMENT_TIMEOUT_SECONDS = 120.0

@@ -22,7 +22,7 @@ Request `body` (JSON) by op; every field is optional:
           a missing item), return (NONE/ALL_OLD/UPDATED_OLD/ALL_NEW/UPDATED_NEW),
           return_old_on_failure, capacity
   QUERY/SCAN  lo, hi (base64 storage keys, [lo, hi)), reverse, limit, budget (bytes of
-          items to read, DynamoDB's 1 MB page, counted as `values.page_size` counts
+          items to read, DynamoDB's 1 MB page, counted as `values.sizes` counts
           them), filter, projection, names, values, count_only, key_names (attributes
           of LastEvaluatedKey: the partition key's name, then the sort key's)
 Response: `value` holds the item (GET), the old item (PUT/DELETE with return_old), the

@@ -15,7 +15,6 @@ from partita.api.values import (
     PAGE_CHUNK_HEADER_BYTES,
     item_size,
     number_size,
-    page_size,
     sizes,
     value_size,
 )
@@ -124,25 +123,25 @@ def _page_stops_after(items: list[dict[str, dict[str, str]]]) -> int | None:
     """How many items a page holds before it stops for size (None: it never does)."""
     total = 0
     for read, item in enumerate(items, 1):
-        total += page_size(item, "b")
+        total += sizes(item, "b")[1]
         if total >= PAGE:
             return read
     return None
 
 
 def test_a_top_level_name_counts_one_byte_toward_a_page_whatever_its_length() -> None:
-    assert page_size(_dynalite_item("e", 41645), "b") == page_size(_dynalite_item("e" * 255, 41645), "b")
+    assert sizes(_dynalite_item("e", 41645), "b")[1] == sizes(_dynalite_item("e" * 255, 41645), "b")[1]
     assert item_size(_dynalite_item("e", 41645)) != item_size(_dynalite_item("e" * 255, 41645))
 
 
 def test_a_string_counts_its_length_prefix_and_the_item_a_header_per_3_kb_with_the_sort_key() -> None:
     # a: 1 + 10 + 1; e: 1 + 41645 + 3 (a prefix of 3 bytes from 16 KB); the sort key
     # apart; 2 bytes, then 14 chunks of 3 KB, each 18 bytes plus the sort key's 2.
-    assert page_size(_dynalite_item("e", 41645), "b") == 2 + 12 + 41649 + 14 * 20
+    assert sizes(_dynalite_item("e", 41645), "b")[1] == 2 + 12 + 41649 + 14 * 20
     short = {"a": {"S": "x"}}
-    assert page_size(short, None) == 2 + (1 + 1 + 1) + 18
-    assert page_size({"a": {"S": "x" * 127}}, None) == 2 + 1 + 128 + 18
-    assert page_size({"a": {"S": "x" * 128}}, None) == 2 + 1 + 130 + 18
+    assert sizes(short, None)[1] == 2 + (1 + 1 + 1) + 18
+    assert sizes({"a": {"S": "x" * 127}}, None)[1] == 2 + 1 + 128 + 18
+    assert sizes({"a": {"S": "x" * 128}}, None)[1] == 2 + 1 + 130 + 18
 
 
 @pytest.mark.parametrize(
@@ -158,14 +157,14 @@ def test_a_string_counts_its_length_prefix_and_the_item_a_header_per_3_kb_with_t
     ],
 )
 def test_each_type_counts_its_stored_encoding_toward_a_page(value: dict[str, object], stored: int) -> None:
-    assert page_size({"x": value}, None) == 2 + 1 + stored + 18  # type: ignore[dict-item]
+    assert sizes({"x": value}, None)[1] == 2 + 1 + stored + 18  # type: ignore[dict-item]
 
 
 def test_the_header_grows_every_3_kb_of_the_item() -> None:
     below = {"a": {"S": "x" * (PAGE_CHUNK_BYTES - 8)}}  # 1 + 3064 + 2 = 3067 bytes, +1 < 3072
     above = {"a": {"S": "x" * (PAGE_CHUNK_BYTES - 2)}}
-    assert page_size(below, None) == 2 + 3067 + 18
-    assert page_size(above, None) == 2 + 3073 + 2 * 18
+    assert sizes(below, None)[1] == 2 + 3067 + 18
+    assert sizes(above, None)[1] == 2 + 3073 + 2 * 18
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from partita._proto import storage_pb2 as pb
-from partita.api.values import item_size, page_size
+from partita.api.values import item_size, sizes
 from partita.common import keys
 from partita.common.framing import encode_frame
 from partita.common.partition_map import Partition
@@ -269,7 +269,7 @@ async def test_a_range_page_reads_in_key_order_and_reverse(engine: Engine) -> No
         "count": 10,
         "scanned": 10,
         "last": None,
-        "page_bytes": sum(page_size(item(i, v={"N": str(i * 10)}), "sk") for i in range(10)),
+        "page_bytes": sum(sizes(item(i, v={"N": str(i * 10)}), "sk")[1] for i in range(10)),
     }
     sks, _ = page(plan_range(engine, request(pb.QUERY, body=range_body(lo, hi, reverse=True))))
     assert sks == list(range(9, -1, -1))
@@ -288,7 +288,7 @@ async def test_the_budget_stops_the_page_after_the_item_that_crosses_it(engine: 
     lo, hi = keys.item_collection_bounds(TABLE_ID, H, PK)
     stored = [item(i, v={"N": str(i * 10)}) for i in range(4)]
     # The budget counts each item's page size, not its size: 0..2 stay under it, 3 crosses.
-    budget = sum(page_size(i, "sk") for i in stored) - 1
+    budget = sum(sizes(i, "sk")[1] for i in stored) - 1
     plan = plan_range(engine, request(pb.QUERY, body=range_body(lo, hi, budget=budget)))
     sks, summary = page(plan)
     assert sks == [0, 1, 2, 3]

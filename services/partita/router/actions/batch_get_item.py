@@ -59,13 +59,14 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     from_partition: dict[tuple[str, str], int] = {}
     failures: list[BaseException] = []
     for (entry, raw_key, _, _, partition), result in zip(calls, results, strict=True):
+        read = 0 if isinstance(result, BaseException) else _item_bytes(result, charged)
         if isinstance(result, BaseException):
             if not _retriable(result):
                 raise result
             failures.append(result)
         elif result.status == pb.OK and (
             returned + len(result.value) > MAX_RESPONSE_BYTES
-            or from_partition.get(partition, 0) + _item_bytes(result, charged) > MAX_PARTITION_BYTES
+            or from_partition.get(partition, 0) + read > MAX_PARTITION_BYTES
         ):
             # Over DynamoDB's sizes: left for the client to ask again, charged a read of
             # nothing (dynalite's DynamoDB-verified figures: 1 unit a key left, read
@@ -77,7 +78,7 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
                 units.append((entry.table_name, capacity.read_units(result.capacity_bytes, entry.consistent)))
             if result.status == pb.OK:
                 returned += len(result.value)
-                from_partition[partition] = from_partition.get(partition, 0) + _item_bytes(result, charged)
+                from_partition[partition] = from_partition.get(partition, 0) + read
                 responses[entry.table_name].append(result.value)
             continue
         left = unprocessed.setdefault(entry.table_name, {**entry.raw, "Keys": []})

@@ -39,7 +39,7 @@ class Page:
     items: list[bytes] = field(default_factory=list)  # each a JSON array of items, non-empty
     count: int = 0
     scanned: int = 0
-    size: int = 0  # bytes counted toward the 1 MB page (values.page_size), not capacity
+    size: int = 0  # bytes counted toward the 1 MB page (values.sizes), not capacity
     # Read units so far: each partition's read rounded on its own (DynamoDB's figures).
     units: float = 0.0
     last: dict[str, Any] | None = None  # the LastEvaluatedKey, once the page stopped early
