@@ -135,7 +135,10 @@ def key_hash(type_tag: KeyType, canonical: bytes, scheme: str = KEY_HASH_BLAKE2B
     version and machine: partition boundaries persisted today stay valid forever.
     """
     if scheme == KEY_HASH_DYNAMODB:
-        position: int = _U64.unpack_from(dynamodb_digest(((type_tag, canonical),)))[0]
+        # dynamodb_digest of one part, inline: this runs on every request.
+        md5 = _DYNAMODB_HASHER.copy()
+        md5.update(number_bytes(canonical) if type_tag == "N" else canonical)
+        position: int = _U64.unpack_from(md5.digest())[0]
         return position
     hasher = _HASHERS[type_tag].copy()
     hasher.update(canonical)
