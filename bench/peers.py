@@ -374,6 +374,34 @@ def start_partita(
     )
 
 
+def leaders_per_node(peer: Peer, table: str) -> dict[str, int]:
+    """How many of `table`'s partitions each storage node leads, from `partita status`
+    ({} when it cannot be told). Where the leaders sit moves a replicated write's cost:
+    with 4 partitions on 3 nodes one node may lead none or all, and a node that leads
+    every group sends each follower one coalesced append per round, where leaders on
+    every node make each node a follower of two (docs/benchmarks.md, round 16)."""
+    try:
+        out = subprocess.run(
+            [*partita_command(), "status", "--data-dir", str(peer.workdir / "data")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=_partita_env(),
+        )
+        status = json.loads(out.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return {}
+    counts: dict[str, int] = {}
+    for t in status.get("tables") or ():
+        if t.get("name") != table:
+            continue
+        for partition in t.get("partitions") or ():
+            for replica in partition.get("replicas") or ():
+                if replica.get("role") == "leader":
+                    counts[replica["node"]] = counts.get(replica["node"], 0) + 1
+    return dict(sorted(counts.items()))
+
+
 # The default set: Partita as `partita up` runs it (replication factor 3), and with one
 # replica per partition beside it. "partita-nofsync" is extra: Partita without fsync, to
 # compare like with like against dynalite-disk (LevelDB does not fsync each write either).

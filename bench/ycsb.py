@@ -512,6 +512,8 @@ def run_target(target: str, cfg: Config) -> dict[str, Any]:
                 **peer.notes,
                 **({"admission": cfg.admission} if cfg.admission and target.startswith("partita") else {}),
             }
+            if target.startswith("partita"):
+                notes["leaders"] = peers.leaders_per_node(peer, cfg.table)
             res.update(endpoint=peer.endpoint, version=peer.version, notes=notes)
             return res
     except Exception as exc:  # one broken target must not hide the others' results
