@@ -297,6 +297,10 @@ def _model() -> dict[str, Any]:
 
 
 MODEL = _model()
+# Every operation of the service model, implemented or not (an unknown one is a 400 too),
+# but DeleteTable, which would delete the table the later tests write to, and the two
+# that reach S3, which is not on 127.0.0.1 here.
+MODEL_OPERATIONS = sorted(set(MODEL["operations"]) - {"DeleteTable", "ImportTable", "ExportTableToPointInTime"})
 
 
 def from_shape(name: str, depth: int = 0) -> st.SearchStrategy[Any]:
@@ -341,9 +345,7 @@ def from_shape(name: str, depth: int = 0) -> st.SearchStrategy[Any]:
 def test_bodies_drawn_from_the_service_model_get_a_dynamodb_answer(
     cluster: Any, fuzz_table: str, data: st.DataObject
 ) -> None:
-    operation = data.draw(
-        st.sampled_from([op for op in OPERATIONS if op not in ("CreateTable", "DeleteTable")])
-    )
+    operation = data.draw(st.sampled_from(MODEL_OPERATIONS))
     input_shape = MODEL["operations"][operation].get("input")
     body: Any = data.draw(from_shape(input_shape["shape"])) if input_shape else {}
     if isinstance(body, dict) and "TableName" in body and data.draw(st.booleans()):

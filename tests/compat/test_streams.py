@@ -9,6 +9,7 @@ reads every shard of its own table. Messages are DynamoDB's where a recording ex
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -58,12 +59,15 @@ def _shards(streams: Any, arn: str) -> list[dict[str, Any]]:
 
 
 def _iterators(streams: Any, arn: str, kind: str = "TRIM_HORIZON") -> list[str]:
-    return [
+    iterators = [
         streams.get_shard_iterator(StreamArn=arn, ShardId=s["ShardId"], ShardIteratorType=kind)[
             "ShardIterator"
         ]
         for s in _shards(streams, arn)
     ]
+    # DynamoDB's iterators start with the stream's ARN (LocalStack's recordings test it).
+    assert all(re.fullmatch(re.escape(arn) + r"\|\d\|.+", it) for it in iterators), iterators
+    return iterators
 
 
 def _read_all(streams: Any, iterators: list[str]) -> tuple[list[dict[str, Any]], list[str]]:

@@ -232,7 +232,7 @@ def test_a_table_arn_names_a_transaction_s_table(ddb: Any, accounts: str) -> Non
 def test_execute_transaction_runs_partiql_writes_as_one_transaction(ddb: Any, accounts: str) -> None:
     existing, fresh = key(), key()
     ddb.put_item(TableName=accounts, Item={"pk": {"S": existing}, "data": {"S": "before"}})
-    ddb.execute_transaction(
+    written = ddb.execute_transaction(
         TransactStatements=[
             {
                 "Statement": f"INSERT INTO \"{accounts}\" VALUE {{'pk': ?, 'data': 'new'}}",
@@ -245,6 +245,7 @@ def test_execute_transaction_runs_partiql_writes_as_one_transaction(ddb: Any, ac
         ]
     )
     assert [(_get(ddb, accounts, pk) or {})["data"]["S"] for pk in (fresh, existing)] == ["new", "after"]
+    assert written["Responses"] == []  # writes read nothing (LocalStack's recording)
     rolled_back = key()
     response = _canceled(
         ddb.execute_transaction,
@@ -257,6 +258,8 @@ def test_execute_transaction_runs_partiql_writes_as_one_transaction(ddb: Any, ac
         ],
     )
     assert [r["Code"] for r in response["CancellationReasons"]] == ["DuplicateItem", "None"]
+    # The service model's member is "Message": the body names it so.
+    assert response["Message"].startswith("Transaction cancelled, please refer cancellation reasons")
     assert _get(ddb, accounts, rolled_back) is None
     read = ddb.execute_transaction(
         TransactStatements=[

@@ -238,7 +238,9 @@ def rendered(stored: dict[str, Any], index: int, position: int, shard: str, regi
 
 @dataclass(frozen=True, slots=True)
 class Iterator:
-    """Where a reader stands in a shard: after the record at (index, position)."""
+    """Where a reader stands in a shard: after the record at (index, position). Written
+    as DynamoDB writes its iterators, `<stream ARN>|1|<opaque>` (LocalStack's recordings
+    of DynamoDB test that shape); the ARN is for people, the opaque part says it all."""
 
     table: str
     table_id: int
@@ -248,6 +250,7 @@ class Iterator:
     index: int
     position: int
     made_at: float
+    stream_arn: str = ""
 
     def encode(self) -> str:
         body = orjson.dumps(
@@ -262,15 +265,23 @@ class Iterator:
                 round(self.made_at, 3),
             ]
         )
-        return "arn:partita:iterator/" + base64.urlsafe_b64encode(body).decode()
+        return f"{self.stream_arn}|{_ITERATOR_VERSION}|{base64.urlsafe_b64encode(body).decode()}"
 
     def moved(self, index: int, position: int, now: float) -> Iterator:
         return Iterator(
-            self.table, self.table_id, self.stream_ms, self.partition_id, self.start, index, position, now
+            self.table,
+            self.table_id,
+            self.stream_ms,
+            self.partition_id,
+            self.start,
+            index,
+            position,
+            now,
+            self.stream_arn,
         )
 
 
-_ITERATOR_PREFIX = "arn:partita:iterator/"
+_ITERATOR_VERSION = "1"
 
 
 def iterator_table(text: str) -> str | None:
@@ -286,9 +297,10 @@ def parse_iterator(text: str, now: float, *, expiring: bool = True) -> Iterator:
     """The iterator a ShardIterator names; ValidationException if it is not one of ours,
     ExpiredIteratorException once it is older than 15 minutes."""
     try:
-        if not text.startswith(_ITERATOR_PREFIX):
+        stream_arn, version, opaque = text.rsplit("|", 2)
+        if version != _ITERATOR_VERSION:
             raise ValueError
-        fields = orjson.loads(base64.urlsafe_b64decode(text[len(_ITERATOR_PREFIX) :].encode()))
+        fields = orjson.loads(base64.urlsafe_b64decode(opaque.encode()))
         table, table_id, ms, partition_id, start, index, position, made_at = fields
         iterator = Iterator(
             str(table),
@@ -299,6 +311,7 @@ def parse_iterator(text: str, now: float, *, expiring: bool = True) -> Iterator:
             int(index),
             int(position),
             float(made_at),
+            stream_arn,
         )
         # What storage keys are made of must fit them (a forged iterator is refused, not a fault).
         numbers = (iterator.table_id, iterator.stream_ms, iterator.start, iterator.index)

@@ -3,6 +3,8 @@ labels and ARNs, shard ids (split parents included) and shard iterators."""
 
 from __future__ import annotations
 
+import re
+
 import orjson
 import pytest
 
@@ -103,7 +105,9 @@ def test_a_split_parent_stays_a_closed_shard_at_its_lower_childs_first_hash() ->
 
 
 def test_an_iterator_round_trips_expires_and_refuses_garbage() -> None:
-    iterator = streams.Iterator("t", 9, 1000, "p0", 2**64 - 1, 12, 3, made_at=100.0)
+    arn = "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/1970-01-01T00:00:01.000"
+    iterator = streams.Iterator("t", 9, 1000, "p0", 2**64 - 1, 12, 3, made_at=100.0, stream_arn=arn)
+    assert re.fullmatch(re.escape(arn) + r"\|\d\|.+", iterator.encode())  # DynamoDB's shape
     assert streams.parse_iterator(iterator.encode(), 100.0 + streams.ITERATOR_SECONDS) == iterator
     with pytest.raises(DynamoError) as expired:
         streams.parse_iterator(iterator.encode(), 101.0 + streams.ITERATOR_SECONDS)
@@ -117,8 +121,9 @@ def test_an_iterator_round_trips_expires_and_refuses_garbage() -> None:
     for garbage in (
         "",
         "abc",
-        "arn:partita:iterator/!!!",
-        "arn:partita:iterator/e30=",
+        f"{arn}|1|!!!",
+        f"{arn}|1|e30=",
+        f"{arn}|2|" + iterator.encode().rsplit("|", 1)[1],
         *(f.encode() for f in forged),
     ):
         with pytest.raises(DynamoError) as err:

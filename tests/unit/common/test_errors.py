@@ -25,12 +25,16 @@ def test_render_is_json_with_type_and_message() -> None:
     assert not error.retriable
 
 
-def test_extra_fields_are_rendered_beside_type_and_message() -> None:
+def test_a_failed_condition_with_its_item_names_its_text_message_capitalised() -> None:
     error = errors.conditional_check_failed({"pk": {"S": "a"}})
     assert orjson.loads(error.render()) == {
         "__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
-        "message": "The conditional request failed",
+        "Message": "The conditional request failed",
         "Item": {"pk": {"S": "a"}},
+    }
+    assert orjson.loads(errors.conditional_check_failed().render()) == {
+        "__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
+        "message": "The conditional request failed",
     }
 
 
@@ -127,6 +131,7 @@ def test_transaction_canceled_lists_every_reason_code_and_carries_the_reasons() 
         "[None, ConditionalCheckFailed]"
     )
     assert error.body()["CancellationReasons"] == reasons
+    assert error.body()["Message"] == error.message and "message" not in error.body()
 
 
 def test_the_dynamodb_messages_of_fixed_errors() -> None:

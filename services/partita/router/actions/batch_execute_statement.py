@@ -13,6 +13,7 @@ import orjson
 from partita.api.partiql import parser
 from partita.api.partiql import syntax as s
 from partita.api.partiql.plan import WritePlan, batch_get, plan
+from partita.api.shape import expect_dict
 from partita.api.table_keys import key_of_key
 from partita.common import errors
 from partita.common.errors import DynamoError
@@ -38,7 +39,8 @@ _ENTRY_CODES = {
 
 
 async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
-    entries: list[dict[str, Any]] = body["Statements"]
+    # A null entry is answered as CreateTable's null list members are: not a structure.
+    entries: list[dict[str, Any]] = [expect_dict(entry) for entry in body["Statements"]]
     capacity = body.get("ReturnConsumedCapacity")
     parsed: list[s.Statement | DynamoError] = []
     for entry in entries:

@@ -17,6 +17,7 @@ from partita.api.operations.transactions import canceled
 from partita.api.partiql import parser
 from partita.api.partiql import syntax as s
 from partita.api.partiql.plan import WritePlan, batch_get, plan
+from partita.api.shape import expect_dict
 from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.actions import statements, transactions
@@ -32,7 +33,8 @@ _ACTION_MEMBERS = frozenset(
 
 
 async def run(ctx: RouterContext, body: Any) -> bytes:
-    entries: list[dict[str, Any]] = body["TransactStatements"]
+    # A null entry is answered as CreateTable's null list members are: not a structure.
+    entries: list[dict[str, Any]] = [expect_dict(entry) for entry in body["TransactStatements"]]
     parsed = [parser.parse(entry["Statement"], entry.get("Parameters")) for entry in entries]
     if len({isinstance(p, s.Select) for p in parsed}) > 1:
         raise errors.validation(MIXED)
@@ -54,7 +56,11 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
     except DynamoError as exc:
         raise _duplicates_named(exc, writes) from None
     consumed = orjson.loads(answer).get("ConsumedCapacity")
-    return orjson.dumps({"ConsumedCapacity": consumed} if consumed is not None else {})
+    # Writes read nothing, and DynamoDB says so with an empty list (LocalStack's recording).
+    out: dict[str, Any] = {"Responses": []}
+    if consumed is not None:
+        out["ConsumedCapacity"] = consumed
+    return orjson.dumps(out)
 
 
 def _duplicates_named(exc: DynamoError, writes: list[WritePlan]) -> DynamoError:

@@ -190,6 +190,7 @@ async def get_shard_iterator(ctx: RouterContext, body: dict[str, Any]) -> dict[s
         index,
         position,
         now,
+        arn,  # as _stream_of matched it: the stream's own ARN
     )
     return {"ShardIterator": iterator.encode()}
 
