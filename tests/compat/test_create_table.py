@@ -259,3 +259,58 @@ def test_a_table_describes_its_warm_throughput(
         "WriteUnitsPerSecond": warm[1],
         "Status": "ACTIVE",
     }
+
+
+def test_a_warm_throughput_asked_is_told_updating_then_active(ddb: Any) -> None:
+    """LocalStack's recording of DynamoDB's answers (test_table_warm_throughput)."""
+    request = spec(
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+        WarmThroughput={"ReadUnitsPerSecond": 1000, "WriteUnitsPerSecond": 1200},
+    )
+    created = ddb.create_table(**request)["TableDescription"]
+    assert created["WarmThroughput"] == {
+        "ReadUnitsPerSecond": 1000,
+        "WriteUnitsPerSecond": 1200,
+        "Status": "UPDATING",
+    }
+    assert created["ProvisionedThroughput"]["ReadCapacityUnits"] == 5
+    wait_active(ddb, request["TableName"], timeout=30)
+    described = ddb.describe_table(TableName=request["TableName"])["Table"]
+    assert described["WarmThroughput"] == {
+        "ReadUnitsPerSecond": 1000,
+        "WriteUnitsPerSecond": 1200,
+        "Status": "ACTIVE",
+    }
+
+
+def test_an_on_demand_tables_warm_throughput_raises_what_it_takes_at_once(ddb: Any) -> None:
+    name = create_table(ddb, [("pk", "S")], prefix="warm", WarmThroughput={"WriteUnitsPerSecond": 9000})
+    assert ddb.describe_table(TableName=name)["Table"]["WarmThroughput"] == {
+        "ReadUnitsPerSecond": 12000,  # the on-demand default, not asked
+        "WriteUnitsPerSecond": 9000,
+        "Status": "ACTIVE",
+    }
+    updated = ddb.update_table(TableName=name, WarmThroughput={"ReadUnitsPerSecond": 20000})[
+        "TableDescription"
+    ]
+    assert updated["TableStatus"] == "UPDATING"
+    assert updated["WarmThroughput"]["ReadUnitsPerSecond"] == 20000
+    wait_active(ddb, name, timeout=60)
+    assert ddb.describe_table(TableName=name)["Table"]["WarmThroughput"] == {
+        "ReadUnitsPerSecond": 20000,
+        "WriteUnitsPerSecond": 9000,  # a member not given keeps its value
+        "Status": "ACTIVE",
+    }
+    ddb.put_item(TableName=name, Item={"pk": {"S": "after"}})  # the split table serves
+    assert ddb.get_item(TableName=name, Key={"pk": {"S": "after"}}, ConsistentRead=True)["Item"]
+
+
+@pytest.mark.partita_only
+def test_a_warm_throughput_past_a_tables_quota_is_refused(ddb: Any) -> None:
+    code, message = error(ddb.create_table, **spec(WarmThroughput={"WriteUnitsPerSecond": 40001}))
+    assert code == "LimitExceededException"
+    assert (
+        message
+        == "Subscriber limit exceeded: Warm throughput for WriteUnitsPerSecond on a table cannot exceed 40000"
+    )

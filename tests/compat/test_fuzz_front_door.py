@@ -300,7 +300,9 @@ MODEL = _model()
 # Every operation of the service model, implemented or not (an unknown one is a 400 too),
 # but DeleteTable, which would delete the table the later tests write to, and the two
 # that reach S3, which is not on 127.0.0.1 here.
-MODEL_OPERATIONS = sorted(set(MODEL["operations"]) - {"DeleteTable", "ImportTable", "ExportTableToPointInTime"})
+MODEL_OPERATIONS = sorted(
+    set(MODEL["operations"]) - {"DeleteTable", "ImportTable", "ExportTableToPointInTime"}
+)
 
 
 def from_shape(name: str, depth: int = 0) -> st.SearchStrategy[Any]:

@@ -80,7 +80,11 @@ def doorman_config(specs: Iterable[TableSpec], templates: Sequence[Mapping[str, 
             ("wcu", "write", spec.write_capacity),
         )
         for suffix, kind, provisioned in rates:
-            capacity = throughput.on_demand_allowance(0.0, kind) if on_demand else float(provisioned)
+            capacity = (
+                throughput.on_demand_allowance(0.0, kind, spec.warm_throughput)
+                if on_demand
+                else float(provisioned)
+            )
             template = _template(
                 f"table/{spec.name}/{suffix}", capacity, TABLE_REFRESH_SECONDS, TABLE_LEASE_SECONDS
             )

@@ -40,6 +40,7 @@ from partita.control.model import (
     TablePhase,
     TableSpec,
     TableState,
+    prepared_rates,
 )
 
 # Replica node ids of each of `count` new partitions, from the registered nodes and a
@@ -291,12 +292,17 @@ def all_ready(partitions: Sequence[Partition], ready: frozenset[tuple[str, str]]
 
 
 def new_table_partitions(spec: TableSpec, settings: Settings) -> int:
-    return initial_partition_count(
+    """Partitions of a new table: for its throughput, or as many as its warm throughput
+    needs if that is more (DynamoDB prepares a table's partitions for the warm rate)."""
+    count = initial_partition_count(
         spec.read_capacity,
         spec.write_capacity,
         spec.billing_mode == "PAY_PER_REQUEST",
         settings.on_demand_partitions,
     )
+    if any(spec.warm_throughput):
+        count = max(count, initial_partition_count(*spec.warm_throughput, on_demand=False))
+    return count
 
 
 def needs_others(
@@ -425,13 +431,15 @@ def held_whole(partitions: Sequence[Partition], spec: TableSpec) -> list[Partiti
 
 
 def _throughput_width(partitions: Sequence[Partition], spec: TableSpec) -> int | None:
-    """The widest partition the spec's throughput allows, None if the layout is enough."""
-    if spec.billing_mode != "PROVISIONED":
-        return None
+    """The widest partition the spec's throughput (provisioned or warm) allows, None if
+    the layout is enough."""
+    rates = prepared_rates(spec.billing_mode, (spec.read_capacity, spec.write_capacity), spec.warm_throughput)
+    if not any(rates):
+        return None  # on demand, no warm throughput asked: the layout follows the load
     widest = max(p.end - p.start for p in partitions)
     # Nearest, not floor: an even layout's widest range is a unit above HASH_SPACE/n.
     level = max(1, (HASH_SPACE + widest // 2) // widest)
-    target = partition_count_after_update(level, spec.read_capacity, spec.write_capacity)
+    target = partition_count_after_update(level, *rates)
     if target == level:
         return None
     return -(-HASH_SPACE // target)  # the widest partition of an even layout of `target`

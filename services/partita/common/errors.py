@@ -60,7 +60,9 @@ class DynamoError(Exception):
         # text (the service model's TransactionCanceledException member is "Message";
         # a ConditionalCheckFailedException with the item, as LocalStack's recording of
         # DynamoDB's answer shows). SDKs read both, but not all tools do.
-        capitalised = self.code in _CAPITALISED or (self.code == CONDITIONAL_CHECK_FAILED and "Item" in self.extra)
+        capitalised = self.code in _CAPITALISED or (
+            self.code == CONDITIONAL_CHECK_FAILED and "Item" in self.extra
+        )
         key = "Message" if capitalised else "message"
         out: dict[str, Any] = {"__type": self.type_name}
         if self.message:  # an error without text has no message member at all (dynalite)

@@ -29,9 +29,12 @@ ON_DEMAND_HEADROOM = 2.0
 ON_DEMAND_FLOOR_SHARE = 0.25
 
 
-def on_demand_allowance(previous_peak: float, kind: Kind) -> float:
-    """Units per second an on-demand table admits now: twice its previous peak."""
-    return 2.0 * max(previous_peak, ON_DEMAND_INITIAL_PEAK[kind])
+def on_demand_allowance(previous_peak: float, kind: Kind, warm: tuple[int, int] = (0, 0)) -> float:
+    """Units per second an on-demand table admits now: twice its previous peak, and at
+    least its warm throughput (DynamoDB's WarmThroughput: what it takes at once)."""
+    return max(
+        2.0 * max(previous_peak, ON_DEMAND_INITIAL_PEAK[kind]), float(warm[0 if kind == "read" else 1])
+    )
 
 
 class PeakTracker:

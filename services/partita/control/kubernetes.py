@@ -171,9 +171,16 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         # A Table made with kubectl has none: BLAKE2b, the hash it was always placed by.
         key_hash=str(notes.get(KEY_HASH_ANNOTATION, KEY_HASH_BLAKE2B)),
         deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
+        warm_throughput=_warm_from_resource(spec.get("warmThroughput")),
         indexes=_indexes_from_resource(spec, types, created_at, notes.get(INDEX_CREATED_AT_ANNOTATION)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
     )
+
+
+def _warm_from_resource(warm: Mapping[str, Any] | None) -> tuple[int, int]:
+    if not warm:
+        return (0, 0)
+    return (int(warm.get("readUnitsPerSecond", 0)), int(warm.get("writeUnitsPerSecond", 0)))
 
 
 def _indexes_from_resource(
@@ -254,6 +261,12 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         # DeleteTable of one.
         "deletionProtectionEnabled": spec.deletion_protection,
     }
+    if any(spec.warm_throughput):
+        read, write = spec.warm_throughput
+        body["warmThroughput"] = {
+            **({"readUnitsPerSecond": read} if read else {}),
+            **({"writeUnitsPerSecond": write} if write else {}),
+        }
     if spec.billing_mode == "PROVISIONED":
         body["provisionedThroughput"] = {
             "readCapacityUnits": spec.read_capacity,

@@ -324,6 +324,22 @@ class ThroughputHistory:
         )
 
 
+def _warm_throughput(data: Any) -> tuple[int, int]:
+    if not data:
+        return (0, 0)
+    read, write = data
+    return (int(read), int(write))
+
+
+def prepared_rates(billing_mode: str, provisioned: tuple[int, int], warm: tuple[int, int]) -> tuple[int, int]:
+    """The (read, write) units per second a table's partitions are laid out for: its
+    provisioned throughput or its warm throughput, whichever is higher (an on-demand
+    table's, its warm throughput alone: (0, 0) when none was asked, and its layout is
+    then the on-demand default)."""
+    base = provisioned if billing_mode == "PROVISIONED" else (0, 0)
+    return (max(base[0], warm[0]), max(base[1], warm[1]))
+
+
 ProjectionType = Literal["ALL", "KEYS_ONLY", "INCLUDE"]
 IndexKind = Literal["GLOBAL", "LOCAL"]
 
@@ -439,6 +455,9 @@ class TableSpec:
     # How its partition keys are hashed (keys.KEY_HASH_*): DynamoDB's for tables created
     # since it was, BLAKE2b for older ones (records without the field).
     key_hash: str = KEY_HASH_BLAKE2B
+    # DynamoDB's WarmThroughput as asked (read, write units per second; 0: not asked):
+    # the rates the table takes at once, for which it gets its partitions in advance.
+    warm_throughput: tuple[int, int] = (0, 0)
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -465,6 +484,7 @@ class TableSpec:
             **({"restore": self.restore.to_json()} if self.restore else {}),
             **({"importing": self.importing} if self.importing else {}),
             **({"key_hash": self.key_hash} if self.key_hash != KEY_HASH_BLAKE2B else {}),
+            **({"warm_throughput": list(self.warm_throughput)} if any(self.warm_throughput) else {}),
         }
 
     @classmethod
@@ -497,6 +517,7 @@ class TableSpec:
             restore=RestoreInfo.from_json(data["restore"]) if data.get("restore") else None,
             importing=str(data.get("importing", "")),
             key_hash=str(data.get("key_hash", KEY_HASH_BLAKE2B)),
+            warm_throughput=_warm_throughput(data.get("warm_throughput")),
             revision=revision,
         )
 
@@ -607,6 +628,7 @@ class TableRecord:
     restore: RestoreInfo | None = None
     importing: str = ""
     key_hash: str = KEY_HASH_BLAKE2B
+    warm_throughput: tuple[int, int] = (0, 0)
     # Whether its partitions are placed and serving (ACTIVE or UPDATING), whatever clients
     # see: a restore or an import still copying is CREATING to them while it is written.
     placed: bool = False
@@ -642,6 +664,7 @@ class TableRecord:
             restore=spec.restore,
             importing=spec.importing,
             key_hash=spec.key_hash,
+            warm_throughput=spec.warm_throughput,
             placed=status in ("ACTIVE", "UPDATING"),
         )
 

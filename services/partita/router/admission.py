@@ -231,7 +231,8 @@ class Admission:
         than that of a new table's (4,000 WCU / 12,000 RCU), which DynamoDB admits at
         once even while this router's lease is only its share of it."""
         if record.billing_mode == "PAY_PER_REQUEST":
-            return max(rate, throughput.on_demand_allowance(0.0, kind)) * ON_DEMAND_BURST_SECONDS
+            initial = throughput.on_demand_allowance(0.0, kind, record.warm_throughput)
+            return max(rate, initial) * ON_DEMAND_BURST_SECONDS
         return provisioned_rate(record, kind) * BURST_SECONDS
 
     def _savings(self, record: TableRecord, kind: Kind, rate: float) -> float:
@@ -250,7 +251,8 @@ class Admission:
     def _rate(self, record: TableRecord, kind: Kind, state: TableBucket | None) -> float:
         if record.billing_mode == "PAY_PER_REQUEST":
             peak = 0.0 if state is None else state.peak.peak(self.clock(), state.consumed.value)
-            return self.source.on_demand_rate(record, kind, throughput.on_demand_allowance(peak, kind))
+            allowance = throughput.on_demand_allowance(peak, kind, record.warm_throughput)
+            return self.source.on_demand_rate(record, kind, allowance)
         return self.source.rate(record, kind)
 
     def exceeded(self, record: TableRecord, kind: Kind) -> DynamoError:

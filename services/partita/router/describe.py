@@ -113,13 +113,17 @@ def global_index_description(record: TableRecord, index: SecondaryIndex, table_a
 def warm_throughput(record: TableRecord) -> dict[str, Any]:
     """The rate the table takes at once: a provisioned table its throughput, an
     on-demand one its initial allowance (as DynamoDB describes both; its allowance
-    grows with traffic, as DynamoDB's warm throughput does not until asked)."""
+    grows with traffic, as DynamoDB's warm throughput does not until asked), or the
+    warm throughput asked if higher. A warm throughput asked is UPDATING until the
+    table is ACTIVE (LocalStack's recording of DynamoDB's CreateTable answer)."""
+    warm = record.warm_throughput
     if record.billing_mode == "PAY_PER_REQUEST":
-        reads = int(throughput.on_demand_allowance(0.0, "read"))
-        writes = int(throughput.on_demand_allowance(0.0, "write"))
+        reads = int(throughput.on_demand_allowance(0.0, "read", warm))
+        writes = int(throughput.on_demand_allowance(0.0, "write", warm))
     else:
-        reads, writes = record.read_capacity, record.write_capacity
-    return {"ReadUnitsPerSecond": reads, "WriteUnitsPerSecond": writes, "Status": record.status}
+        reads, writes = max(record.read_capacity, warm[0]), max(record.write_capacity, warm[1])
+    status = "UPDATING" if any(warm) and record.status in ("CREATING", "UPDATING") else record.status
+    return {"ReadUnitsPerSecond": reads, "WriteUnitsPerSecond": writes, "Status": status}
 
 
 def created_description(record: TableRecord, arn: str) -> dict[str, Any]:
@@ -127,7 +131,8 @@ def created_description(record: TableRecord, arn: str) -> dict[str, Any]:
     an on-demand table's billing mode only once it is described (LocalStack's recordings
     of DynamoDB)."""
     out = table_description(record, arn)
-    del out["WarmThroughput"]
+    if not any(record.warm_throughput):  # told only when asked for (LocalStack's recordings)
+        del out["WarmThroughput"]
     for index in out.get("GlobalSecondaryIndexes", ()):
         index["IndexStatus"] = "CREATING"
         del index["WarmThroughput"]

@@ -489,7 +489,6 @@ def test_a_tag_value_over_256_characters_is_a_constraint_violation() -> None:
         ("SSESpecification", {"Enabled": True}),
         ("TableClass", "STANDARD_INFREQUENT_ACCESS"),
         ("OnDemandThroughput", {"MaxReadRequestUnits": 5}),
-        ("WarmThroughput", {"ReadUnitsPerSecond": 5}),
     ],
 )
 def test_a_parameter_partita_does_not_implement_is_refused_by_name(member: str, value: Any) -> None:
@@ -551,3 +550,13 @@ def test_every_member_of_the_model_is_implemented_or_refused() -> None:
     assert members == create_table.IMPLEMENTED | set(create_table.NOT_IMPLEMENTED)
     assert {"GlobalSecondaryIndexes", "LocalSecondaryIndexes"} <= create_table.IMPLEMENTED
     assert "StreamSpecification" in create_table.IMPLEMENTED
+
+
+def test_warm_throughput_is_taken_and_bounded_as_throughput_is() -> None:
+    warm = {"ReadUnitsPerSecond": 1000, "WriteUnitsPerSecond": 1200}
+    assert create_table.validate(request(WarmThroughput=warm)).warm_throughput == (1000, 1200)
+    assert create_table.validate(request(WarmThroughput={"WriteUnitsPerSecond": 9})).warm_throughput == (0, 9)
+    assert create_table.validate(request()).warm_throughput == (0, 0)
+    with pytest.raises(DynamoError) as err:
+        create_table.validate(request(WarmThroughput={"ReadUnitsPerSecond": 40_001}))
+    assert err.value.code == "LimitExceededException"

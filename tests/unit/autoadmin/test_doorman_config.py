@@ -69,6 +69,12 @@ def test_an_on_demand_table_starts_at_the_initial_allowance_and_follows_its_peak
     assert params == {"peak_memory_seconds": "1800", "peak_multiplier": "1"}
 
 
+def test_an_on_demand_tables_warm_throughput_raises_its_starting_capacity() -> None:
+    warm = spec(name="Warm", billing_mode="PAY_PER_REQUEST", warm_throughput=(0, 9000))
+    repo = ResourceRepository.from_text(doorman_config([warm]))
+    assert (repo.find("table/Warm/rcu").capacity, repo.find("table/Warm/wcu").capacity) == (12000, 9000)
+
+
 def test_the_file_is_written_only_when_it_changed(tmp_path: Path) -> None:
     path = tmp_path / "doorman.yaml"
     sink = DoormanConfigFile(path)

@@ -92,6 +92,35 @@ def test_the_partition_count_follows_throughput(billing: str, rcu: int, wcu: int
     assert len(placed(spec(billing_mode=billing, read_capacity=rcu, write_capacity=wcu)).put) == count
 
 
+@pytest.mark.parametrize(
+    ("billing", "rcu", "wcu", "warm", "count"),
+    [
+        ("PROVISIONED", 5, 5, (1000, 1200), 2),  # LocalStack's recorded table: ceil(1000/3000 + 1.2)
+        ("PAY_PER_REQUEST", 0, 0, (30000, 10000), 20),  # ceil(10 + 10), past the on-demand default 4
+        ("PAY_PER_REQUEST", 0, 0, (1, 1), 4),  # under the default: the default
+        ("PROVISIONED", 3000, 1000, (1, 1), 2),  # under the provisioned rate: the provisioned count
+    ],
+)
+def test_a_new_tables_partitions_are_enough_for_its_warm_throughput(
+    billing: str, rcu: int, wcu: int, warm: tuple[int, int], count: int
+) -> None:
+    asked = spec(billing_mode=billing, read_capacity=rcu, write_capacity=wcu, warm_throughput=warm)
+    assert len(placed(asked).put) == count
+
+
+def test_raising_an_on_demand_tables_warm_throughput_splits_it_and_completes_the_update() -> None:
+    on_demand = spec(billing_mode="PAY_PER_REQUEST", write_capacity=0)
+    parts = placed(on_demand).put
+    warmed = dataclasses.replace(on_demand, warm_throughput=(0, 6000), generation=2)
+    [action] = decide(Observed(warmed, state("ACTIVE", 1), parts, frozenset()), NODES, SETTINGS)
+    assert isinstance(action, ChangePartitions) and len(action.put) == 8  # 4 -> 8 for 6,000 WCU
+    layout = split_for_throughput(parts, warmed)
+    [done] = decide(
+        Observed(warmed, state("ACTIVE", 1), layout, all_ready(ChangePartitions(77, layout))), NODES, SETTINGS
+    )
+    assert done == PutState(TableState("Orders", 77, "ACTIVE", 2, Revision("9")))
+
+
 def test_nothing_is_placed_while_no_storage_node_is_registered() -> None:
     assert decide(Observed(spec(), None, (), frozenset()), [], SETTINGS) == []
 

@@ -22,6 +22,12 @@ def test_allowance_is_twice_the_previous_peak(peak: float, kind: str, expected: 
     assert on_demand_allowance(peak, kind) == expected  # type: ignore[arg-type]
 
 
+def test_a_warm_throughput_is_a_floor_of_the_allowance() -> None:
+    assert on_demand_allowance(0.0, "write", (0, 9000)) == 9000.0  # admitted at once
+    assert on_demand_allowance(0.0, "read", (0, 9000)) == 12000.0  # only writes were warmed
+    assert on_demand_allowance(8000.0, "write", (0, 9000)) == 16000.0  # grown past it
+
+
 def test_peak_is_the_busiest_whole_second() -> None:
     tracker = PeakTracker(0.0, 0.0)
     units = 0.0

@@ -51,7 +51,12 @@ STREAMED = dataclasses.replace(
 )
 
 
-@pytest.mark.parametrize("spec", [table(), ON_DEMAND, STREAMED], ids=["provisioned", "on-demand", "stream"])
+WARMED = dataclasses.replace(ON_DEMAND, warm_throughput=(0, 9000))
+
+
+@pytest.mark.parametrize(
+    "spec", [table(), ON_DEMAND, STREAMED, WARMED], ids=["provisioned", "on-demand", "stream", "warm"]
+)
 def test_the_resource_written_is_a_table_the_crd_accepts_and_reads_back_the_same(spec: TableSpec) -> None:
     obj = kubernetes.resource_from_spec(spec, NS)
     validate(obj)

@@ -105,6 +105,14 @@ def test_a_tables_key_hash_round_trips_and_an_older_record_keeps_blake2b() -> No
     assert through_json(spec()).key_hash == KEY_HASH_BLAKE2B
 
 
+def test_a_tables_warm_throughput_round_trips_and_an_older_record_has_none() -> None:
+    warmed = spec(warm_throughput=(1000, 1200))
+    assert through_json(warmed).warm_throughput == (1000, 1200)
+    assert "warm_throughput" not in spec().to_json()  # records without it are unchanged
+    assert through_json(spec()).warm_throughput == (0, 0)
+    assert TableRecord.of(warmed, None, []).warm_throughput == (1000, 1200)
+
+
 def test_a_spec_without_sort_key_round_trips_with_none() -> None:
     s = spec(sort_key=None)
     assert s.to_json()["sort_key"] is None

@@ -171,6 +171,15 @@ def test_on_demand_throttles_beyond_twice_the_previous_peak() -> None:
     assert caught.value.body()["ThrottlingReasons"][0]["reason"] == "TableWriteAccountLimitExceeded"
 
 
+def test_an_on_demand_tables_warm_throughput_is_admitted_from_its_first_second() -> None:
+    # The 20,000 WCU/s a plain new table throttles (above) is its warm throughput here.
+    clock = Clock()
+    record = dataclasses.replace(unique_table(billing_mode="PAY_PER_REQUEST"), warm_throughput=(0, 20000))
+    admission = Admission(ProvisionedRate(), clock=clock)
+    assert drive(admission, clock, record, "write", seconds=3, per_second=2000, units=10.0) == 6000
+    assert metrics.THROTTLED.cell("table", record.name, "write").value == 0
+
+
 def test_resource_ids() -> None:
     assert resource_id("Music", "read") == "table/Music/rcu"
     assert resource_id("Music", "write") == "table/Music/wcu"

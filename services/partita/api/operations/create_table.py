@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.api import resource_policy, service_model
-from partita.api.operations import stream_specification
+from partita.api.operations import stream_specification, warm_throughput
 from partita.api.operations.common import check_units_in_bounds
 from partita.api.operations.tag_resource import check_tag_rules, check_tags
 from partita.api.shape import CREATE_TABLE_NEEDS_NAME, Violations, expect_dict, expect_type
@@ -58,6 +58,7 @@ IMPLEMENTED = frozenset(
         "GlobalSecondaryIndexes",
         "StreamSpecification",
         "ResourcePolicy",
+        "WarmThroughput",
     }
 )
 # SSE with the service's own key is DynamoDB's default, and what a Partita table is
@@ -85,6 +86,7 @@ class CreateTableRequest:
     # to the router.
     indexes: tuple[SecondaryIndex, ...] = ()
     resource_policy: str | None = None  # ResourcePolicy: a document attached at creation
+    warm_throughput: tuple[int, int] = (0, 0)  # WarmThroughput's (read, write); 0: not asked
 
 
 def validate(body: Any) -> CreateTableRequest:
@@ -173,6 +175,7 @@ def validate(body: Any) -> CreateTableRequest:
                 "cannot exceed 40000"
             )
     indexes = _check_indexes(local, global_, key_schema, defined, mode)
+    warm = warm_throughput.asked(body.get("WarmThroughput"))
     stream = body.get("StreamSpecification")
     stream_specification.on_create(stream, 0.0)  # its checks; the router makes the stream
 
@@ -199,6 +202,7 @@ def validate(body: Any) -> CreateTableRequest:
         stream=stream,
         indexes=indexes,
         resource_policy=policy,
+        warm_throughput=warm,
     )
 
 

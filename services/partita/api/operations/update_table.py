@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from partita.api.operations import common, stream_specification
+from partita.api.operations import common, stream_specification, warm_throughput
 from partita.api.operations.create_table import (
     MAX_GLOBAL_INDEXES,
     MAX_PROJECTED_ATTRIBUTES,
@@ -53,7 +53,6 @@ _UNSUPPORTED = [
     "ReplicaUpdates",
     "TableClass",
     "OnDemandThroughput",
-    "WarmThroughput",
     "MultiRegionConsistency",
     "GlobalTableWitnessUpdates",
 ]
@@ -88,11 +87,16 @@ class UpdateTableRequest:
     index_updates: tuple[IndexUpdate, ...] = ()
     # The request's AttributeDefinitions (None: not given); only a Create reads them.
     attribute_definitions: tuple[tuple[str, str], ...] | None = None
+    warm_throughput: tuple[int, int] | None = None  # WarmThroughput asked; None: not given
 
     @property
     def changes_throughput(self) -> bool:
         """Whether the autoadmin has something to apply (the table goes UPDATING)."""
-        return self.billing_mode is not None or self.read_capacity is not None
+        return (
+            self.billing_mode is not None
+            or self.read_capacity is not None
+            or self.warm_throughput is not None
+        )
 
 
 def validate(body: Any) -> UpdateTableRequest:
@@ -123,7 +127,8 @@ def validate(body: Any) -> UpdateTableRequest:
     # An empty GlobalSecondaryIndexUpdates counts as absent here, and AttributeDefinitions
     # asks for no change on its own (the 2026 catalogue, DDB-TABLE-015, -162, -359).
     stream = body.get("StreamSpecification")
-    changes = [throughput, billing, protection, updates or None, stream, *unsupported]
+    warm = body.get("WarmThroughput")
+    changes = [throughput, billing, protection, updates or None, stream, warm, *unsupported]
     if all(c is None for c in changes):
         raise errors.validation(
             "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates "
@@ -170,6 +175,7 @@ def validate(body: Any) -> UpdateTableRequest:
         index_updates=index_updates,
         attribute_definitions=_definitions(attr_defs, index_updates) if attr_defs is not None else None,
         stream=stream,
+        warm_throughput=warm_throughput.asked(warm) if warm is not None else None,
     )
 
 

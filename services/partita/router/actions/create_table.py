@@ -46,6 +46,7 @@ async def create(ctx: RouterContext, req: create_table.CreateTableRequest, impor
         policies=attached_at_creation(req.resource_policy, now),
         importing=importing,
         key_hash=KEY_HASH_DYNAMODB,
+        warm_throughput=req.warm_throughput,
     )
     if not await ctx.catalog.create_table_spec(spec):
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")

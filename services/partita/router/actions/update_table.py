@@ -29,7 +29,7 @@ import dataclasses
 import time
 from typing import Any
 
-from partita.api.operations import common, stream_specification, update_table
+from partita.api.operations import common, stream_specification, update_table, warm_throughput
 from partita.common import errors
 from partita.control.model import BillingMode, SecondaryIndex, TableRecord, TableSpec
 from partita.router.actions import table_spec
@@ -79,6 +79,9 @@ def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec, n
             history = dataclasses.replace(history, pay_per_request_since=now)
     else:
         history = history.after_change((spec.read_capacity, spec.write_capacity), (rcu, wcu), now)
+    warm = spec.warm_throughput
+    if req.warm_throughput is not None:
+        warm = warm_throughput.raised(warm, req.warm_throughput)
     return dataclasses.replace(
         spec,
         billing_mode=mode,
@@ -86,6 +89,7 @@ def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec, n
         write_capacity=wcu,
         generation=spec.generation + 1,
         throughput_history=history,
+        warm_throughput=warm,
     )
 
 
