@@ -180,3 +180,57 @@ def test_an_index_the_table_lacks_is_not_found(ddb: Any, table_s: str) -> None:
         GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "doesNotExist"}}],
     )
     assert code == "ResourceNotFoundException"
+
+
+# --- OnDemandThroughput, as nubo-db's dynoxide captured DynamoDB's answers (eu-west-2) ---
+
+
+def test_an_on_demand_maximum_is_described_merged_and_removed_member_by_member(ddb: Any) -> None:
+    name = create_table(
+        ddb,
+        [("pk", "S")],
+        prefix="odt",
+        OnDemandThroughput={"MaxReadRequestUnits": 50, "MaxWriteRequestUnits": 20},
+    )
+    assert ddb.describe_table(TableName=name)["Table"]["OnDemandThroughput"] == {
+        "MaxReadRequestUnits": 50,
+        "MaxWriteRequestUnits": 20,
+    }
+    updated = ddb.update_table(TableName=name, OnDemandThroughput={"MaxReadRequestUnits": -1})
+    # The answer echoes the merge, the removal as sent; the table then shows what is left.
+    assert updated["TableDescription"]["OnDemandThroughput"] == {
+        "MaxReadRequestUnits": -1,
+        "MaxWriteRequestUnits": 20,
+    }
+    wait_active(ddb, name, timeout=30)
+    assert ddb.describe_table(TableName=name)["Table"]["OnDemandThroughput"] == {"MaxWriteRequestUnits": 20}
+    # Switching to provisioned billing drops it.
+    ddb.update_table(
+        TableName=name,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+    )
+    wait_active(ddb, name, timeout=60)
+    assert "OnDemandThroughput" not in ddb.describe_table(TableName=name)["Table"]
+
+
+def test_an_on_demand_maximum_is_refused_with_provisioned_billing_or_out_of_range(
+    ddb: Any, table_s: str
+) -> None:
+    invalid = "One or more parameter values were invalid: "
+    assert error(
+        ddb.create_table,
+        TableName="odt-refused",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+        OnDemandThroughput={"MaxWriteRequestUnits": 5},
+    ) == (
+        "ValidationException",
+        invalid
+        + "MaxWriteRequestUnits for OnDemandThroughput cannot be specified when table BillingMode is PROVISIONED.",
+    )
+    assert error(ddb.update_table, TableName=table_s, OnDemandThroughput={"MaxReadRequestUnits": 0}) == (
+        "ValidationException",
+        invalid + "Requested MaxReadRequestUnits for OnDemandThroughput for table is outside of valid range",
+    )

@@ -236,6 +236,26 @@ def test_an_on_demand_table_is_not_throttled_at_local_rates(cluster: Cluster) ->
     assert accepted > 0 and not errors, errors
 
 
+def test_an_on_demand_tables_maximum_holds_it_and_is_named_when_it_throttles(cluster: Cluster) -> None:
+    ddb = cluster.client()
+    created = time.monotonic()
+    table = create(ddb, BillingMode="PAY_PER_REQUEST", OnDemandThroughput={"MaxWriteRequestUnits": 10})
+    wait_for_table_lease(cluster, table)
+    seconds = 6.0
+    accepted, errors, samples = hammer(cluster, table, seconds)
+    lifetime = time.monotonic() - created
+    # At most its maximum over its life, with the 30 s of it an on-demand table may save,
+    # and slack for requests in flight.
+    assert accepted <= 10 * (lifetime + 30) + 15, (accepted, errors, lifetime)
+    assert set(errors) == {"ProvisionedThroughputExceededException"}, errors
+    assert samples[0]["ThrottlingReasons"] == [
+        {
+            "reason": "TableWriteMaxOnDemandThroughputExceeded",
+            "resource": f"arn:aws:dynamodb:us-east-1:000000000000:table/{table}",
+        }
+    ]
+
+
 def storage_throttled(cluster: Cluster, table: str) -> float:
     """partita_storage_throttled_requests_total for the table's writes at the partition
     layer, summed over the storage nodes' /metrics."""

@@ -18,6 +18,7 @@ effect within `TABLE_REFRESH_SECONDS` (plus the reload).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -57,10 +58,12 @@ def _template(glob: str, capacity: float, refresh: int, lease: int) -> dict[str,
     }
 
 
-def _on_demand(template: dict[str, Any]) -> dict[str, Any]:
+def _on_demand(template: dict[str, Any], ceiling: float) -> dict[str, Any]:
     template["algorithm"]["parameters"] = [
         {"name": "peak_memory_seconds", "value": f"{throughput.PEAK_MEMORY_SECONDS:g}"},
         {"name": "peak_multiplier", "value": f"{ON_DEMAND_PEAK_MULTIPLIER:g}"},
+        # The table's OnDemandThroughput, past which its peaks do not lift it.
+        *([{"name": "capacity_ceiling", "value": f"{ceiling:g}"}] if math.isfinite(ceiling) else []),
     ]
     return template
 
@@ -80,15 +83,16 @@ def doorman_config(specs: Iterable[TableSpec], templates: Sequence[Mapping[str, 
             ("wcu", "write", spec.write_capacity),
         )
         for suffix, kind, provisioned in rates:
+            ceiling = throughput.on_demand_ceiling(spec.on_demand_max, kind)
             capacity = (
-                throughput.on_demand_allowance(0.0, kind, spec.warm_throughput)
+                min(throughput.on_demand_allowance(0.0, kind, spec.warm_throughput), ceiling)
                 if on_demand
                 else float(provisioned)
             )
             template = _template(
                 f"table/{spec.name}/{suffix}", capacity, TABLE_REFRESH_SECONDS, TABLE_LEASE_SECONDS
             )
-            resources.append(_on_demand(template) if on_demand else template)
+            resources.append(_on_demand(template, ceiling) if on_demand else template)
     named = {r["identifier_glob"] for r in resources}
     extra = [dict(t) for t in templates if t.get("identifier_glob") not in named]
     resources += [t for t in extra if t.get("identifier_glob") != "*"]

@@ -9,6 +9,7 @@ DynamoDB's initial one (2,000 WCU / 6,000 RCU, so 4,000 / 12,000 at once).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Literal
 
@@ -35,6 +36,13 @@ def on_demand_allowance(previous_peak: float, kind: Kind, warm: tuple[int, int] 
     return max(
         2.0 * max(previous_peak, ON_DEMAND_INITIAL_PEAK[kind]), float(warm[0 if kind == "read" else 1])
     )
+
+
+def on_demand_ceiling(maximum: tuple[int, int], kind: Kind) -> float:
+    """The most an on-demand table admits per second of `kind` (DynamoDB's
+    OnDemandThroughput, (read, write); 0: no maximum, inf)."""
+    units = maximum[0 if kind == "read" else 1]
+    return float(units) if units > 0 else math.inf
 
 
 class PeakTracker:

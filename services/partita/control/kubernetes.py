@@ -171,16 +171,24 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         # A Table made with kubectl has none: BLAKE2b, the hash it was always placed by.
         key_hash=str(notes.get(KEY_HASH_ANNOTATION, KEY_HASH_BLAKE2B)),
         deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
-        warm_throughput=_warm_from_resource(spec.get("warmThroughput")),
+        warm_throughput=_unit_pair(spec.get("warmThroughput"), "readUnitsPerSecond", "writeUnitsPerSecond"),
+        on_demand_max=_unit_pair(
+            spec.get("onDemandThroughput"), "maxReadRequestUnits", "maxWriteRequestUnits"
+        ),
         indexes=_indexes_from_resource(spec, types, created_at, notes.get(INDEX_CREATED_AT_ANNOTATION)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
     )
 
 
-def _warm_from_resource(warm: Mapping[str, Any] | None) -> tuple[int, int]:
-    if not warm:
+def _unit_pair(field: Mapping[str, Any] | None, read: str, write: str) -> tuple[int, int]:
+    """A spec field of read and write units (0 for a member left out)."""
+    if not field:
         return (0, 0)
-    return (int(warm.get("readUnitsPerSecond", 0)), int(warm.get("writeUnitsPerSecond", 0)))
+    return (int(field.get(read, 0)), int(field.get(write, 0)))
+
+
+def _unit_field(pair: tuple[int, int], read: str, write: str) -> dict[str, int]:
+    return {name: units for name, units in ((read, pair[0]), (write, pair[1])) if units}
 
 
 def _indexes_from_resource(
@@ -262,11 +270,13 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         "deletionProtectionEnabled": spec.deletion_protection,
     }
     if any(spec.warm_throughput):
-        read, write = spec.warm_throughput
-        body["warmThroughput"] = {
-            **({"readUnitsPerSecond": read} if read else {}),
-            **({"writeUnitsPerSecond": write} if write else {}),
-        }
+        body["warmThroughput"] = _unit_field(
+            spec.warm_throughput, "readUnitsPerSecond", "writeUnitsPerSecond"
+        )
+    if any(spec.on_demand_max):
+        body["onDemandThroughput"] = _unit_field(
+            spec.on_demand_max, "maxReadRequestUnits", "maxWriteRequestUnits"
+        )
     if spec.billing_mode == "PROVISIONED":
         body["provisionedThroughput"] = {
             "readCapacityUnits": spec.read_capacity,

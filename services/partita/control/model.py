@@ -324,7 +324,7 @@ class ThroughputHistory:
         )
 
 
-def _warm_throughput(data: Any) -> tuple[int, int]:
+def _unit_pair(data: Any) -> tuple[int, int]:
     if not data:
         return (0, 0)
     read, write = data
@@ -458,6 +458,9 @@ class TableSpec:
     # DynamoDB's WarmThroughput as asked (read, write units per second; 0: not asked):
     # the rates the table takes at once, for which it gets its partitions in advance.
     warm_throughput: tuple[int, int] = (0, 0)
+    # DynamoDB's OnDemandThroughput (MaxReadRequestUnits, MaxWriteRequestUnits; 0: none):
+    # the most an on-demand table admits, whatever its peak.
+    on_demand_max: tuple[int, int] = (0, 0)
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -485,6 +488,7 @@ class TableSpec:
             **({"importing": self.importing} if self.importing else {}),
             **({"key_hash": self.key_hash} if self.key_hash != KEY_HASH_BLAKE2B else {}),
             **({"warm_throughput": list(self.warm_throughput)} if any(self.warm_throughput) else {}),
+            **({"on_demand_max": list(self.on_demand_max)} if any(self.on_demand_max) else {}),
         }
 
     @classmethod
@@ -517,7 +521,8 @@ class TableSpec:
             restore=RestoreInfo.from_json(data["restore"]) if data.get("restore") else None,
             importing=str(data.get("importing", "")),
             key_hash=str(data.get("key_hash", KEY_HASH_BLAKE2B)),
-            warm_throughput=_warm_throughput(data.get("warm_throughput")),
+            warm_throughput=_unit_pair(data.get("warm_throughput")),
+            on_demand_max=_unit_pair(data.get("on_demand_max")),
             revision=revision,
         )
 
@@ -629,6 +634,7 @@ class TableRecord:
     importing: str = ""
     key_hash: str = KEY_HASH_BLAKE2B
     warm_throughput: tuple[int, int] = (0, 0)
+    on_demand_max: tuple[int, int] = (0, 0)
     # Whether its partitions are placed and serving (ACTIVE or UPDATING), whatever clients
     # see: a restore or an import still copying is CREATING to them while it is written.
     placed: bool = False
@@ -665,6 +671,7 @@ class TableRecord:
             importing=spec.importing,
             key_hash=spec.key_hash,
             warm_throughput=spec.warm_throughput,
+            on_demand_max=spec.on_demand_max,
             placed=status in ("ACTIVE", "UPDATING"),
         )
 

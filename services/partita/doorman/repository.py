@@ -61,7 +61,7 @@ def validate(repo: pb.ResourceRepository) -> None:
 
 
 # Parameters of a capacity that follows demand (partita.doorman.resource), and their least values.
-_AT_LEAST = {"peak_memory_seconds": 1.0, "peak_multiplier": 1.0}
+_AT_LEAST = {"peak_memory_seconds": 1.0, "peak_multiplier": 1.0, "capacity_ceiling": 1.0}
 
 
 def _validate_algorithm(glob: str, algo: pb.Algorithm) -> None:

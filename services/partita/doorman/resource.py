@@ -32,6 +32,9 @@ CLEAN_INTERVAL_SECONDS = 1.0
 PEAK_MEMORY_PARAMETER = "peak_memory_seconds"
 PEAK_MULTIPLIER_PARAMETER = "peak_multiplier"
 DEFAULT_PEAK_MULTIPLIER = 2.0
+# The most such a capacity grows to: an on-demand table's maximum throughput
+# (DynamoDB's OnDemandThroughput), which its peaks never lift it past.
+CAPACITY_CEILING_PARAMETER = "capacity_ceiling"
 
 
 def parameter(algorithm: pb.Algorithm, name: str) -> str | None:
@@ -95,6 +98,7 @@ class Resource:
         self._learner: Algorithm = learn(template.algorithm)
         self._peak: SlidingPeak | None = None
         self._peak_multiplier = DEFAULT_PEAK_MULTIPLIER
+        self._ceiling = math.inf
         self._load_peak(template.algorithm)
         algo = template.algorithm
         duration = (
@@ -123,6 +127,8 @@ class Resource:
         self._peak.memory = float(memory)
         multiplier = parameter(algorithm, PEAK_MULTIPLIER_PARAMETER)
         self._peak_multiplier = float(multiplier) if multiplier is not None else DEFAULT_PEAK_MULTIPLIER
+        ceiling = parameter(algorithm, CAPACITY_CEILING_PARAMETER)
+        self._ceiling = float(ceiling) if ceiling is not None else math.inf
 
     def capacity(self, now: float) -> float:
         """The template's capacity, or 0 once the lease this server holds on it lapsed.
@@ -132,7 +138,8 @@ class Resource:
         if self.capacity_expiry is not None:
             return 0.0 if self.capacity_expiry <= now else self.template.capacity
         if self._peak is not None:
-            return max(self.template.capacity, self._peak_multiplier * self._peak.peak(now))
+            grown = max(self.template.capacity, self._peak_multiplier * self._peak.peak(now))
+            return min(grown, self._ceiling)
         return self.template.capacity
 
     def learning(self, now: float) -> bool:

@@ -232,7 +232,8 @@ class Admission:
         once even while this router's lease is only its share of it."""
         if record.billing_mode == "PAY_PER_REQUEST":
             initial = throughput.on_demand_allowance(0.0, kind, record.warm_throughput)
-            return max(rate, initial) * ON_DEMAND_BURST_SECONDS
+            ceiling = throughput.on_demand_ceiling(record.on_demand_max, kind)
+            return min(max(rate, initial), ceiling) * ON_DEMAND_BURST_SECONDS
         return provisioned_rate(record, kind) * BURST_SECONDS
 
     def _savings(self, record: TableRecord, kind: Kind, rate: float) -> float:
@@ -250,18 +251,25 @@ class Admission:
 
     def _rate(self, record: TableRecord, kind: Kind, state: TableBucket | None) -> float:
         if record.billing_mode == "PAY_PER_REQUEST":
-            peak = 0.0 if state is None else state.peak.peak(self.clock(), state.consumed.value)
-            allowance = throughput.on_demand_allowance(peak, kind, record.warm_throughput)
+            allowance = min(
+                self._allowance(record, kind, state), throughput.on_demand_ceiling(record.on_demand_max, kind)
+            )
             return self.source.on_demand_rate(record, kind, allowance)
         return self.source.rate(record, kind)
 
+    def _allowance(self, record: TableRecord, kind: Kind, state: TableBucket | None) -> float:
+        """What an on-demand table's peak (and warm throughput) lets it take now."""
+        peak = 0.0 if state is None else state.peak.peak(self.clock(), state.consumed.value)
+        return throughput.on_demand_allowance(peak, kind, record.warm_throughput)
+
     def exceeded(self, record: TableRecord, kind: Kind) -> DynamoError:
         operation = "Read" if kind == "read" else "Write"
-        limit = (
-            "AccountLimitExceeded"
-            if record.billing_mode == "PAY_PER_REQUEST"
-            else "ProvisionedThroughputExceeded"
-        )
+        limit = "ProvisionedThroughputExceeded"
+        if record.billing_mode == "PAY_PER_REQUEST":
+            # The table's own maximum, when that is what held it back; else its allowance.
+            ceiling = throughput.on_demand_ceiling(record.on_demand_max, kind)
+            at_ceiling = ceiling <= self._allowance(record, kind, self._buckets.get((record.name, kind)))
+            limit = "MaxOnDemandThroughputExceeded" if at_ceiling else "AccountLimitExceeded"
         return errors.provisioned_throughput_exceeded(
             [(f"Table{operation}{limit}", self.table_arn(record.name))]
         )

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from partita.api import streams
+from partita.api.operations import on_demand_throughput
 from partita.common import throughput
 from partita.control.model import PartitionStats, SecondaryIndex, SplitParent, TableRecord
 
@@ -35,6 +36,9 @@ def table_description(
         "TableId": table_uuid(record.table_id),
         "DeletionProtectionEnabled": record.deletion_protection,
     }
+    maximum = on_demand_throughput.described(record.on_demand_max)
+    if maximum is not None:
+        out["OnDemandThroughput"] = maximum
     if record.billing_mode == "PAY_PER_REQUEST":
         since = record.throughput_history.pay_per_request_since
         out["BillingModeSummary"] = {

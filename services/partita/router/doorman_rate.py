@@ -85,7 +85,10 @@ class DoormanRate:
         return self._rate(resource, provisioned)
 
     def on_demand_rate(self, record: TableRecord, kind: Kind, allowance: float) -> float:
-        initial = throughput.on_demand_allowance(0.0, kind, record.warm_throughput)
+        initial = min(
+            throughput.on_demand_allowance(0.0, kind, record.warm_throughput),
+            throughput.on_demand_ceiling(record.on_demand_max, kind),
+        )
         floor = throughput.ON_DEMAND_FLOOR_SHARE * initial
         resource = self._resource(record, kind, floor, floor, math.inf, throughput.ON_DEMAND_HEADROOM)
         # Never below the floor it asks for: a lease of zero (the table's resource not yet

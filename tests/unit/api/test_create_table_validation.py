@@ -488,7 +488,6 @@ def test_a_tag_value_over_256_characters_is_a_constraint_violation() -> None:
     [
         ("SSESpecification", {"Enabled": True}),
         ("TableClass", "STANDARD_INFREQUENT_ACCESS"),
-        ("OnDemandThroughput", {"MaxReadRequestUnits": 5}),
     ],
 )
 def test_a_parameter_partita_does_not_implement_is_refused_by_name(member: str, value: Any) -> None:
@@ -560,3 +559,16 @@ def test_warm_throughput_is_taken_and_bounded_as_throughput_is() -> None:
     with pytest.raises(DynamoError) as err:
         create_table.validate(request(WarmThroughput={"ReadUnitsPerSecond": 40_001}))
     assert err.value.code == "LimitExceededException"
+
+
+def test_an_on_demand_maximum_is_taken_with_on_demand_billing_only() -> None:
+    on_demand = request(
+        BillingMode="PAY_PER_REQUEST",
+        ProvisionedThroughput=None,
+        OnDemandThroughput={"MaxWriteRequestUnits": 50},
+    )
+    assert create_table.validate(on_demand).on_demand_max == (0, 50)
+    assert validation_message(request(OnDemandThroughput={"MaxReadRequestUnits": 5})) == (
+        "One or more parameter values were invalid: MaxReadRequestUnits for OnDemandThroughput cannot be "
+        "specified when table BillingMode is PROVISIONED."
+    )

@@ -75,6 +75,15 @@ def test_an_on_demand_tables_warm_throughput_raises_its_starting_capacity() -> N
     assert (repo.find("table/Warm/rcu").capacity, repo.find("table/Warm/wcu").capacity) == (12000, 9000)
 
 
+def test_an_on_demand_tables_maximum_caps_its_capacity_and_its_growth() -> None:
+    capped = spec(name="Capped", billing_mode="PAY_PER_REQUEST", on_demand_max=(0, 300))
+    repo = ResourceRepository.from_text(doorman_config([capped]))
+    rcu, wcu = repo.find("table/Capped/rcu"), repo.find("table/Capped/wcu")
+    assert (rcu.capacity, wcu.capacity) == (12000, 300)
+    assert {p.name: p.value for p in wcu.algorithm.parameters}["capacity_ceiling"] == "300"
+    assert "capacity_ceiling" not in {p.name for p in rcu.algorithm.parameters}  # reads: no maximum
+
+
 def test_the_file_is_written_only_when_it_changed(tmp_path: Path) -> None:
     path = tmp_path / "doorman.yaml"
     sink = DoormanConfigFile(path)

@@ -51,7 +51,7 @@ STREAMED = dataclasses.replace(
 )
 
 
-WARMED = dataclasses.replace(ON_DEMAND, warm_throughput=(0, 9000))
+WARMED = dataclasses.replace(ON_DEMAND, warm_throughput=(0, 9000), on_demand_max=(500, 0))
 
 
 @pytest.mark.parametrize(

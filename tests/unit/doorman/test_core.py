@@ -298,6 +298,19 @@ def test_a_following_capacity_is_the_template_until_twice_the_peak_of_wants_exce
     assert sum(lease.has for _, lease in core.resources["r"].store.items()) <= 700
 
 
+def test_a_following_capacity_stops_at_its_ceiling() -> None:
+    # An on-demand table's OnDemandThroughput: its peaks do not lift it past its maximum.
+    capped = following(100)
+    capped.algorithm.parameters.add(name="capacity_ceiling", value="250")
+    core = master(repo(capped))
+    ask(core, "a", "r", 400, 1.0)
+    assert core.resources["r"].capacity(2.0) == 250  # 2 x 400 = 800, held at 250
+    bad = following(100)
+    bad.algorithm.parameters.add(name="capacity_ceiling", value="0")
+    with pytest.raises(ConfigError, match="capacity_ceiling"):
+        repo(bad)
+
+
 def test_a_following_capacity_remembers_its_peak_for_the_configured_time_then_falls_back() -> None:
     core = master(repo(following(100, memory=60)))
     ask(core, "a", "r", 400, 1.0)

@@ -180,6 +180,26 @@ def test_an_on_demand_tables_warm_throughput_is_admitted_from_its_first_second()
     assert metrics.THROTTLED.cell("table", record.name, "write").value == 0
 
 
+def test_an_on_demand_tables_maximum_holds_it_and_names_itself_when_it_throttles() -> None:
+    clock = Clock()
+    record = dataclasses.replace(unique_table(billing_mode="PAY_PER_REQUEST"), on_demand_max=(0, 100))
+    admission = Admission(ProvisionedRate(), clock=clock)
+    admitted = drive(admission, clock, record, "write", seconds=3, per_second=100, units=10.0)
+    assert admitted <= 40  # 100 WCU/s for 3 s, and a second's tokens at the start
+    with pytest.raises(DynamoError) as caught:
+        for _ in range(100):
+            admission.admit(record, "write")
+            consume(record, "write", 10.0)
+    assert caught.value.body()["ThrottlingReasons"][0]["reason"] == "TableWriteMaxOnDemandThroughputExceeded"
+    # Under its maximum, a table held back by its allowance says so, as before.
+    roomy = dataclasses.replace(unique_table(billing_mode="PAY_PER_REQUEST"), on_demand_max=(0, 1_000_000))
+    with pytest.raises(DynamoError) as held:
+        for _ in range(10_000):
+            admission.admit(roomy, "write")
+            consume(roomy, "write", 10.0)
+    assert held.value.body()["ThrottlingReasons"][0]["reason"] == "TableWriteAccountLimitExceeded"
+
+
 def test_resource_ids() -> None:
     assert resource_id("Music", "read") == "table/Music/rcu"
     assert resource_id("Music", "write") == "table/Music/wcu"

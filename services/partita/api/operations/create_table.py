@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.api import resource_policy, service_model
-from partita.api.operations import stream_specification, warm_throughput
+from partita.api.operations import on_demand_throughput, stream_specification, warm_throughput
 from partita.api.operations.common import check_units_in_bounds
 from partita.api.operations.tag_resource import check_tag_rules, check_tags
 from partita.api.shape import CREATE_TABLE_NEEDS_NAME, Violations, expect_dict, expect_type
@@ -59,6 +59,7 @@ IMPLEMENTED = frozenset(
         "StreamSpecification",
         "ResourcePolicy",
         "WarmThroughput",
+        "OnDemandThroughput",
     }
 )
 # SSE with the service's own key is DynamoDB's default, and what a Partita table is
@@ -87,6 +88,7 @@ class CreateTableRequest:
     indexes: tuple[SecondaryIndex, ...] = ()
     resource_policy: str | None = None  # ResourcePolicy: a document attached at creation
     warm_throughput: tuple[int, int] = (0, 0)  # WarmThroughput's (read, write); 0: not asked
+    on_demand_max: tuple[int, int] = (0, 0)  # OnDemandThroughput's (read, write); 0: none
 
 
 def validate(body: Any) -> CreateTableRequest:
@@ -140,6 +142,9 @@ def validate(body: Any) -> CreateTableRequest:
             "when BillingMode is PAY_PER_REQUEST"
         )
     check_units_in_bounds(rcu, wcu)
+    on_demand_max = on_demand_throughput.on_create(
+        on_demand_throughput.requested(body.get("OnDemandThroughput")), mode
+    )
     defined: dict[str, Any] = {}  # names to "S"|"N"|"B", checked against the enum above
     for d in attr_defs:
         if d["AttributeName"] in defined:
@@ -203,6 +208,7 @@ def validate(body: Any) -> CreateTableRequest:
         indexes=indexes,
         resource_policy=policy,
         warm_throughput=warm,
+        on_demand_max=on_demand_max,
     )
 
 

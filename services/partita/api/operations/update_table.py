@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from partita.api.operations import common, stream_specification, warm_throughput
+from partita.api.operations import common, on_demand_throughput, stream_specification, warm_throughput
 from partita.api.operations.create_table import (
     MAX_GLOBAL_INDEXES,
     MAX_PROJECTED_ATTRIBUTES,
@@ -52,7 +52,6 @@ _UNSUPPORTED = [
     "SSESpecification",
     "ReplicaUpdates",
     "TableClass",
-    "OnDemandThroughput",
     "MultiRegionConsistency",
     "GlobalTableWitnessUpdates",
 ]
@@ -88,6 +87,7 @@ class UpdateTableRequest:
     # The request's AttributeDefinitions (None: not given); only a Create reads them.
     attribute_definitions: tuple[tuple[str, str], ...] | None = None
     warm_throughput: tuple[int, int] | None = None  # WarmThroughput asked; None: not given
+    on_demand_max: on_demand_throughput.Requested | None = None  # OnDemandThroughput's members sent
 
     @property
     def changes_throughput(self) -> bool:
@@ -128,7 +128,8 @@ def validate(body: Any) -> UpdateTableRequest:
     # asks for no change on its own (the 2026 catalogue, DDB-TABLE-015, -162, -359).
     stream = body.get("StreamSpecification")
     warm = body.get("WarmThroughput")
-    changes = [throughput, billing, protection, updates or None, stream, warm, *unsupported]
+    on_demand_max = on_demand_throughput.requested(body.get("OnDemandThroughput"))
+    changes = [throughput, billing, protection, updates or None, stream, warm, on_demand_max, *unsupported]
     if all(c is None for c in changes):
         raise errors.validation(
             "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates "
@@ -176,6 +177,7 @@ def validate(body: Any) -> UpdateTableRequest:
         attribute_definitions=_definitions(attr_defs, index_updates) if attr_defs is not None else None,
         stream=stream,
         warm_throughput=warm_throughput.asked(warm) if warm is not None else None,
+        on_demand_max=on_demand_max,
     )
 
 

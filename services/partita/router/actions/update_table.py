@@ -29,7 +29,13 @@ import dataclasses
 import time
 from typing import Any
 
-from partita.api.operations import common, stream_specification, update_table, warm_throughput
+from partita.api.operations import (
+    common,
+    on_demand_throughput,
+    stream_specification,
+    update_table,
+    warm_throughput,
+)
 from partita.common import errors
 from partita.control.model import BillingMode, SecondaryIndex, TableRecord, TableSpec
 from partita.router.actions import table_spec
@@ -43,6 +49,9 @@ def _updated(req: update_table.UpdateTableRequest, spec: TableSpec, now: float) 
         spec = dataclasses.replace(spec, deletion_protection=req.deletion_protection)
     if req.changes_throughput:
         spec = _throughput_updated(req, spec, now)
+    if req.on_demand_max is not None:
+        _, kept = on_demand_throughput.on_update(req.on_demand_max, spec.billing_mode, spec.on_demand_max)
+        spec = dataclasses.replace(spec, on_demand_max=kept)
     if req.stream is not None:
         spec = dataclasses.replace(
             spec, stream=stream_specification.on_update(spec.stream, req.stream, spec.name, round(now, 3))
@@ -90,6 +99,8 @@ def _throughput_updated(req: update_table.UpdateTableRequest, spec: TableSpec, n
         generation=spec.generation + 1,
         throughput_history=history,
         warm_throughput=warm,
+        # A provisioned table has no on-demand maximum (switching drops it).
+        on_demand_max=(0, 0) if mode == "PROVISIONED" else spec.on_demand_max,
     )
 
 
@@ -136,6 +147,12 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
     stats = await ctx.tables.stats_of(spec.table_id)
     description = table_description(record, ctx.table_arn(spec.name), stats)
     _tell_index_changes(req, description)
+    if before and req.on_demand_max is not None:
+        # The answer echoes the merge, a -1 as sent; DescribeTable shows what is left.
+        echo, _ = on_demand_throughput.on_update(
+            req.on_demand_max, spec.billing_mode, before[-1].on_demand_max
+        )
+        description["OnDemandThroughput"] = on_demand_throughput.described(echo) or {}
     return {"TableDescription": description}
 
 
