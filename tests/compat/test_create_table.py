@@ -55,13 +55,7 @@ WITH_OTHER = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "
 
 
 @pytest.mark.partita_only
-@pytest.mark.parametrize(
-    ("member", "extra"),
-    [
-        ("SSESpecification", {"SSESpecification": {"Enabled": True}}),
-        ("TableClass", {"TableClass": "STANDARD_INFREQUENT_ACCESS"}),
-    ],
-)
+@pytest.mark.parametrize(("member", "extra"), [("SSESpecification", {"SSESpecification": {"Enabled": True}})])
 def test_an_unimplemented_parameter_is_refused_by_name_and_no_table_is_created(
     ddb: Any, member: str, extra: dict[str, Any]
 ) -> None:
@@ -102,6 +96,21 @@ def test_asking_for_the_standard_table_class_without_deletion_protection_is_acce
     ddb.get_waiter("table_exists").wait(
         TableName=request["TableName"], WaiterConfig={"Delay": 1, "MaxAttempts": 30}
     )
+
+
+def test_a_table_class_given_is_told_and_can_change(ddb: Any) -> None:
+    """LocalStack's test_dynamodb_create_table_with_class; DynamoDB's TableClassSummary."""
+    request = spec(TableClass="STANDARD")
+    assert ddb.create_table(**request)["TableDescription"]["TableClassSummary"]["TableClass"] == "STANDARD"
+    name = request["TableName"]
+    wait_active(ddb, name, timeout=30)
+    assert ddb.describe_table(TableName=name)["Table"]["TableClassSummary"]["TableClass"] == "STANDARD"
+    changed = ddb.update_table(TableName=name, TableClass="STANDARD_INFREQUENT_ACCESS")["TableDescription"]
+    assert changed["TableClassSummary"]["TableClass"] == "STANDARD_INFREQUENT_ACCESS"
+    wait_active(ddb, name, timeout=30)
+    summary = ddb.describe_table(TableName=name)["Table"]["TableClassSummary"]
+    assert summary["TableClass"] == "STANDARD_INFREQUENT_ACCESS" and "LastUpdateDateTime" in summary
+    assert "TableClassSummary" not in ddb.describe_table(TableName=create_table(ddb, [("pk", "S")]))["Table"]
 
 
 def test_a_key_attribute_name_over_255_bytes_is_refused_with_a_length_constraint(ddb: Any) -> None:

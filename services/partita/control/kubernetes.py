@@ -175,6 +175,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         on_demand_max=_unit_pair(
             spec.get("onDemandThroughput"), "maxReadRequestUnits", "maxWriteRequestUnits"
         ),
+        table_class=str(spec.get("tableClass", "")),
         indexes=_indexes_from_resource(spec, types, created_at, notes.get(INDEX_CREATED_AT_ANNOTATION)),
         revision=Revision(str(meta.get("resourceVersion", ""))),
     )
@@ -273,6 +274,8 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         body["warmThroughput"] = _unit_field(
             spec.warm_throughput, "readUnitsPerSecond", "writeUnitsPerSecond"
         )
+    if spec.table_class:
+        body["tableClass"] = spec.table_class
     if any(spec.on_demand_max):
         body["onDemandThroughput"] = _unit_field(
             spec.on_demand_max, "maxReadRequestUnits", "maxWriteRequestUnits"

@@ -461,6 +461,10 @@ class TableSpec:
     # DynamoDB's OnDemandThroughput (MaxReadRequestUnits, MaxWriteRequestUnits; 0: none):
     # the most an on-demand table admits, whatever its peak.
     on_demand_max: tuple[int, int] = (0, 0)
+    # DynamoDB's TableClass as asked ("": never given) and when UpdateTable last changed
+    # it (0: never). Partita has no storage tiers or prices: the class is told, not used.
+    table_class: str = ""
+    table_class_changed_at: float = 0.0
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -489,6 +493,7 @@ class TableSpec:
             **({"key_hash": self.key_hash} if self.key_hash != KEY_HASH_BLAKE2B else {}),
             **({"warm_throughput": list(self.warm_throughput)} if any(self.warm_throughput) else {}),
             **({"on_demand_max": list(self.on_demand_max)} if any(self.on_demand_max) else {}),
+            **({"table_class": [self.table_class, self.table_class_changed_at]} if self.table_class else {}),
         }
 
     @classmethod
@@ -523,6 +528,8 @@ class TableSpec:
             key_hash=str(data.get("key_hash", KEY_HASH_BLAKE2B)),
             warm_throughput=_unit_pair(data.get("warm_throughput")),
             on_demand_max=_unit_pair(data.get("on_demand_max")),
+            table_class=str((data.get("table_class") or ["", 0.0])[0]),
+            table_class_changed_at=float((data.get("table_class") or ["", 0.0])[1]),
             revision=revision,
         )
 
@@ -635,6 +642,8 @@ class TableRecord:
     key_hash: str = KEY_HASH_BLAKE2B
     warm_throughput: tuple[int, int] = (0, 0)
     on_demand_max: tuple[int, int] = (0, 0)
+    table_class: str = ""
+    table_class_changed_at: float = 0.0
     # Whether its partitions are placed and serving (ACTIVE or UPDATING), whatever clients
     # see: a restore or an import still copying is CREATING to them while it is written.
     placed: bool = False
@@ -672,6 +681,8 @@ class TableRecord:
             key_hash=spec.key_hash,
             warm_throughput=spec.warm_throughput,
             on_demand_max=spec.on_demand_max,
+            table_class=spec.table_class,
+            table_class_changed_at=spec.table_class_changed_at,
             placed=status in ("ACTIVE", "UPDATING"),
         )
 

@@ -39,6 +39,10 @@ def table_description(
     maximum = on_demand_throughput.described(record.on_demand_max)
     if maximum is not None:
         out["OnDemandThroughput"] = maximum
+    if record.table_class:  # told once given, STANDARD too (LocalStack's and dynoxide's records)
+        out["TableClassSummary"] = {"TableClass": record.table_class}
+        if record.table_class_changed_at:
+            out["TableClassSummary"]["LastUpdateDateTime"] = record.table_class_changed_at
     if record.billing_mode == "PAY_PER_REQUEST":
         since = record.throughput_history.pay_per_request_since
         out["BillingModeSummary"] = {

@@ -483,13 +483,7 @@ def test_a_tag_value_over_256_characters_is_a_constraint_violation() -> None:
 # --- parameters Partita does not implement are refused by name ---------------------
 
 
-@pytest.mark.parametrize(
-    ("member", "value"),
-    [
-        ("SSESpecification", {"Enabled": True}),
-        ("TableClass", "STANDARD_INFREQUENT_ACCESS"),
-    ],
-)
+@pytest.mark.parametrize(("member", "value"), [("SSESpecification", {"Enabled": True})])
 def test_a_parameter_partita_does_not_implement_is_refused_by_name(member: str, value: Any) -> None:
     with_sort_key = {
         "KeySchema": [hash_key(), range_key("sk")],
@@ -516,10 +510,18 @@ def test_a_local_index_needs_a_sort_key_and_index_names_are_unique() -> None:
 
 
 def test_every_unimplemented_parameter_given_is_named() -> None:
-    message = validation_message(
-        request(TableClass="STANDARD_INFREQUENT_ACCESS", SSESpecification={"Enabled": True})
+    index = {"IndexName": "gsi", "KeySchema": [hash_key()], "Projection": {}, "WarmThroughput": {}}
+    message = validation_message(request(SSESpecification={"Enabled": True}, GlobalSecondaryIndexes=[index]))
+    assert message == (
+        "Partita does not support creating a table with SSESpecification, GlobalSecondaryIndexes.WarmThroughput yet"
     )
-    assert message == "Partita does not support creating a table with SSESpecification, TableClass yet"
+
+
+def test_a_table_class_is_taken_as_given() -> None:
+    assert create_table.validate(request(TableClass="STANDARD_INFREQUENT_ACCESS")).table_class == (
+        "STANDARD_INFREQUENT_ACCESS"
+    )
+    assert create_table.validate(request()).table_class == ""
 
 
 def test_a_resource_policy_is_checked_as_put_resource_policy_checks_it() -> None:

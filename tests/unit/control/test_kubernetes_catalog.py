@@ -51,7 +51,9 @@ STREAMED = dataclasses.replace(
 )
 
 
-WARMED = dataclasses.replace(ON_DEMAND, warm_throughput=(0, 9000), on_demand_max=(500, 0))
+WARMED = dataclasses.replace(
+    ON_DEMAND, warm_throughput=(0, 9000), on_demand_max=(500, 0), table_class="STANDARD_INFREQUENT_ACCESS"
+)
 
 
 @pytest.mark.parametrize(

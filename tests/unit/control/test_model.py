@@ -113,6 +113,15 @@ def test_a_tables_warm_throughput_round_trips_and_an_older_record_has_none() -> 
     assert TableRecord.of(warmed, None, []).warm_throughput == (1000, 1200)
 
 
+def test_a_tables_class_and_maximum_round_trip_and_older_records_have_neither() -> None:
+    classed = spec(
+        table_class="STANDARD_INFREQUENT_ACCESS", table_class_changed_at=12.5, on_demand_max=(0, 7)
+    )
+    assert through_json(classed) == classed
+    assert "table_class" not in spec().to_json() and "on_demand_max" not in spec().to_json()
+    assert (through_json(spec()).table_class, through_json(spec()).on_demand_max) == ("", (0, 0))
+
+
 def test_a_spec_without_sort_key_round_trips_with_none() -> None:
     s = spec(sort_key=None)
     assert s.to_json()["sort_key"] is None

@@ -60,12 +60,12 @@ IMPLEMENTED = frozenset(
         "ResourcePolicy",
         "WarmThroughput",
         "OnDemandThroughput",
+        "TableClass",
     }
 )
 # SSE with the service's own key is DynamoDB's default, and what a Partita table is
 # (Alternator's test_table_sse_off, recorded against DynamoDB, creates tables this way).
 _WHAT_PARTITA_DOES: dict[str, object] = {
-    "TableClass": "STANDARD",
     "SSESpecification": {"Enabled": False},
 }
 NOT_IMPLEMENTED = tuple(m for m in service_model.input_members("CreateTable") if m not in IMPLEMENTED)
@@ -89,6 +89,7 @@ class CreateTableRequest:
     resource_policy: str | None = None  # ResourcePolicy: a document attached at creation
     warm_throughput: tuple[int, int] = (0, 0)  # WarmThroughput's (read, write); 0: not asked
     on_demand_max: tuple[int, int] = (0, 0)  # OnDemandThroughput's (read, write); 0: none
+    table_class: str = ""  # TableClass as given (its enum is the service model's); "": not given
 
 
 def validate(body: Any) -> CreateTableRequest:
@@ -209,6 +210,7 @@ def validate(body: Any) -> CreateTableRequest:
         resource_policy=policy,
         warm_throughput=warm,
         on_demand_max=on_demand_max,
+        table_class=expect_type(body.get("TableClass"), str, "a string") or "",
     )
 
 

@@ -51,7 +51,6 @@ MAX_TABLE_UNITS = 40_000
 _UNSUPPORTED = [
     "SSESpecification",
     "ReplicaUpdates",
-    "TableClass",
     "MultiRegionConsistency",
     "GlobalTableWitnessUpdates",
 ]
@@ -88,6 +87,7 @@ class UpdateTableRequest:
     attribute_definitions: tuple[tuple[str, str], ...] | None = None
     warm_throughput: tuple[int, int] | None = None  # WarmThroughput asked; None: not given
     on_demand_max: on_demand_throughput.Requested | None = None  # OnDemandThroughput's members sent
+    table_class: str | None = None  # TableClass asked; None: not given
 
     @property
     def changes_throughput(self) -> bool:
@@ -129,7 +129,18 @@ def validate(body: Any) -> UpdateTableRequest:
     stream = body.get("StreamSpecification")
     warm = body.get("WarmThroughput")
     on_demand_max = on_demand_throughput.requested(body.get("OnDemandThroughput"))
-    changes = [throughput, billing, protection, updates or None, stream, warm, on_demand_max, *unsupported]
+    table_class = common.string(body, "TableClass")
+    changes = [
+        throughput,
+        billing,
+        protection,
+        updates or None,
+        stream,
+        warm,
+        on_demand_max,
+        table_class,
+        *unsupported,
+    ]
     if all(c is None for c in changes):
         raise errors.validation(
             "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates "
@@ -178,6 +189,7 @@ def validate(body: Any) -> UpdateTableRequest:
         stream=stream,
         warm_throughput=warm_throughput.asked(warm) if warm is not None else None,
         on_demand_max=on_demand_max,
+        table_class=table_class,
     )
 
 

@@ -48,6 +48,7 @@ async def create(ctx: RouterContext, req: create_table.CreateTableRequest, impor
         key_hash=KEY_HASH_DYNAMODB,
         warm_throughput=req.warm_throughput,
         on_demand_max=req.on_demand_max,
+        table_class=req.table_class,
     )
     if not await ctx.catalog.create_table_spec(spec):
         raise errors.resource_in_use(f"Table already exists: {req.table_name}")

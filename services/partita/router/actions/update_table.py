@@ -52,6 +52,8 @@ def _updated(req: update_table.UpdateTableRequest, spec: TableSpec, now: float) 
     if req.on_demand_max is not None:
         _, kept = on_demand_throughput.on_update(req.on_demand_max, spec.billing_mode, spec.on_demand_max)
         spec = dataclasses.replace(spec, on_demand_max=kept)
+    if req.table_class is not None:
+        spec = dataclasses.replace(spec, table_class=req.table_class, table_class_changed_at=round(now, 3))
     if req.stream is not None:
         spec = dataclasses.replace(
             spec, stream=stream_specification.on_update(spec.stream, req.stream, spec.name, round(now, 3))
