@@ -109,10 +109,8 @@ def test_failed_delete_condition_returns_the_item_when_asked(ddb: Any, table_s: 
         ReturnValuesOnConditionCheckFailure="ALL_OLD",
     )
     assert response["Item"] == {**k, "v": {"S": "keep"}}
-    # With the item, DynamoDB writes the text as "Message", which the service model's
-    # lowercase member does not take (LocalStack's recording of this answer).
-    assert "message" not in response
-    assert response["Error"]["Message"] == "The conditional request failed"
+    # The text rides as "message", the service model's member (moto's verified tests).
+    assert response["message"] == "The conditional request failed"
 
 
 def test_deleting_costs_the_deleted_items_size_and_at_least_one_unit(ddb: Any, table_s: str) -> None:

@@ -56,14 +56,12 @@ class DynamoError(Exception):
 
     def body(self) -> dict[str, Any]:
         # The service framework (Coral) writes its own errors' text as "Message"; the
-        # DynamoDB service's errors use "message", but for those that carry more than a
-        # text (the service model's TransactionCanceledException member is "Message";
-        # a ConditionalCheckFailedException with the item, as LocalStack's recording of
-        # DynamoDB's answer shows). SDKs read both, but not all tools do.
-        capitalised = self.code in _CAPITALISED or (
-            self.code == CONDITIONAL_CHECK_FAILED and "Item" in self.extra
-        )
-        key = "Message" if capitalised else "message"
+        # DynamoDB service's errors use "message", but TransactionCanceledException's is
+        # "Message" (its member in the service model). A ConditionalCheckFailedException
+        # with the item keeps "message": moto's tests, verified against DynamoDB in August
+        # 2026, read it there (a LocalStack recording without it does not check it).
+        # SDKs read both, but not all tools do.
+        key = "Message" if self.code in _CAPITALISED else "message"
         out: dict[str, Any] = {"__type": self.type_name}
         if self.message:  # an error without text has no message member at all (dynalite)
             out[key] = self.message
@@ -76,7 +74,6 @@ class DynamoError(Exception):
         return orjson.dumps(self.body())
 
 
-CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailedException"
 _CAPITALISED = frozenset({"SerializationException", "TransactionCanceledException"})
 
 
@@ -182,7 +179,7 @@ def limit_exceeded(message: str) -> DynamoError:
 
 def conditional_check_failed(item: dict[str, Any] | None = None) -> DynamoError:
     extra = {"Item": item} if item is not None else None
-    return DynamoError(CONDITIONAL_CHECK_FAILED, "The conditional request failed", extra=extra)
+    return DynamoError("ConditionalCheckFailedException", "The conditional request failed", extra=extra)
 
 
 def item_collection_size_limit() -> DynamoError:

@@ -25,16 +25,12 @@ def test_render_is_json_with_type_and_message() -> None:
     assert not error.retriable
 
 
-def test_a_failed_condition_with_its_item_names_its_text_message_capitalised() -> None:
+def test_extra_fields_are_rendered_beside_type_and_message() -> None:
     error = errors.conditional_check_failed({"pk": {"S": "a"}})
     assert orjson.loads(error.render()) == {
         "__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
-        "Message": "The conditional request failed",
-        "Item": {"pk": {"S": "a"}},
-    }
-    assert orjson.loads(errors.conditional_check_failed().render()) == {
-        "__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
         "message": "The conditional request failed",
+        "Item": {"pk": {"S": "a"}},
     }
 
 
