@@ -330,3 +330,14 @@ def test_a_batch_naming_one_item_twice_is_refused(ddb: Any, table_sn: str) -> No
     assert validation(ddb.batch_execute_statement, Statements=writes) == (
         "Provided list of item keys contains duplicates"
     )
+
+
+def test_partition_keys_in_a_list_ordered_with_one_of_the_wrong_type_are_refused_not_a_fault(
+    ddb: Any, table_s: str
+) -> None:
+    # Sorting the IN values for ORDER BY once failed on a boolean among strings (a 500).
+    code, _ = error(
+        ddb.execute_statement,
+        Statement=f"SELECT * FROM \"{table_s}\" WHERE pk IN ['k', true] ORDER BY pk DESC",
+    )
+    assert code == "ValidationException"

@@ -11,9 +11,13 @@ placeholders, so the operations' own checks and evaluator apply unchanged."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
+
+import orjson
 
 from partita.api.expressions import ast, printer
 from partita.api.expressions.parser import walk_paths
@@ -256,14 +260,24 @@ def _queries(
 
 
 def _scalar_order(value: dict[str, Any]) -> tuple[int, Any]:
-    """A key value's place in DynamoDB's order of its type (numbers by value)."""
+    """A key value's place in DynamoDB's order of its type (numbers by value, strings
+    and binaries by their bytes). A value of no key type (a boolean, a list...) takes a
+    fixed place after them: its Query is refused when it runs, but the sort must not
+    fail first."""
     kind, v = next(iter(value.items()))
-    if kind == "N":
+    if kind == "N" and isinstance(v, str):
         try:
             return 0, Decimal(v)
         except InvalidOperation:
             return 0, Decimal(0)
-    return 1, v.encode() if isinstance(v, str) else v
+    if kind == "S" and isinstance(v, str):
+        return 1, v.encode()
+    if kind == "B" and isinstance(v, str):
+        try:
+            return 1, base64.b64decode(v, validate=True)
+        except binascii.Error:
+            return 1, v.encode()
+    return 2, orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def _project(statement: s.Select, out: _Expression, base: dict[str, Any]) -> None:
