@@ -6,27 +6,21 @@ one). PARTITA_FUZZ_EXAMPLES raises the count for a longer hunt."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.compat.helpers import PYTESTMARK, create_table, raw_call
-from tests.compat.test_fuzz_front_door import _assert_dynamodb_answer
+from tests.compat.test_fuzz_front_door import assert_dynamodb_answer, fuzz_settings
 from tests.unit.api.partiql.test_partiql_properties import PARAMETERS, conditions
 
 pytestmark = PYTESTMARK
 
-EXAMPLES = int(os.environ.get("PARTITA_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+FUZZ = fuzz_settings(150)
 # An item with a value of every type, numbers at the edges of DynamoDB's range.
 ITEM = {
     "n": {"N": "99999999999999999999999999999999999999"},
@@ -158,7 +152,7 @@ def test_update_expressions_over_every_type_get_a_dynamodb_answer(
     used = {name: value for name, value in VALUES.items() if name in text}
     if used:
         body["ExpressionAttributeValues"] = used
-    _assert_dynamodb_answer(*raw_call(cluster, "UpdateItem", orjson.dumps(body)))
+    assert_dynamodb_answer(*raw_call(cluster, "UpdateItem", orjson.dumps(body)))
 
 
 @FUZZ
@@ -186,4 +180,4 @@ def test_partiql_statements_get_a_dynamodb_answer(
         "BatchExecuteStatement": {"Statements": [entry]},
         "ExecuteTransaction": {"TransactStatements": [entry]},
     }[operation]
-    _assert_dynamodb_answer(*raw_call(cluster, operation, orjson.dumps(body)))
+    assert_dynamodb_answer(*raw_call(cluster, operation, orjson.dumps(body)))

@@ -22,13 +22,18 @@ from tests.compat.helpers import PYTESTMARK, create_table, error_type, raw_call
 
 pytestmark = PYTESTMARK
 
-# Examples per run; raise it for a longer hunt: PARTITA_FUZZ_EXAMPLES=3000 pytest ...
-EXAMPLES = int(os.environ.get("PARTITA_FUZZ_EXAMPLES", "400"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+
+def fuzz_settings(default_examples: int) -> Any:
+    """Hypothesis settings of a fuzzing test: `default_examples` per run, or, for a
+    longer hunt, PARTITA_FUZZ_EXAMPLES (PARTITA_FUZZ_EXAMPLES=3000 pytest ...)."""
+    return settings(
+        max_examples=int(os.environ.get("PARTITA_FUZZ_EXAMPLES", str(default_examples))),
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
+
+FUZZ = fuzz_settings(400)
 OPERATIONS = [
     "PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
     "UpdateTable", "TagResource", "UntagResource", "ListTagsOfResource", "DescribeLimits",
@@ -220,7 +225,7 @@ def bodies(draw: st.DrawFn, table: str) -> bytes:
     return orjson.dumps(body)
 
 
-def _assert_dynamodb_answer(status: int, body: dict[str, Any]) -> None:
+def assert_dynamodb_answer(status: int, body: dict[str, Any]) -> None:
     assert status in (200, 400), (status, body)
     if status == 400:
         assert error_type(body) not in ("", "InternalServerError"), body
@@ -237,7 +242,7 @@ def test_random_bodies_get_a_dynamodb_answer_never_a_500(
     # names a table of its own (created by the fuzzer's CreateTables, or missing).
     body = data.draw(bodies("fuzz-doomed" if operation == "DeleteTable" else fuzz_table))
     status, answer = raw_call(cluster, operation, body)
-    _assert_dynamodb_answer(status, answer)
+    assert_dynamodb_answer(status, answer)
 
 
 def test_the_router_still_serves_after_the_fuzzing(cluster: Any, ddb: Any, fuzz_table: str) -> None:
@@ -250,7 +255,7 @@ def test_the_router_still_serves_after_the_fuzzing(cluster: Any, ddb: Any, fuzz_
 def test_deeply_nested_json_is_refused_cleanly(cluster: Any, fuzz_table: str) -> None:
     deep = "[" * 5000 + "]" * 5000
     status, answer = raw_call(cluster, "PutItem", f'{{"TableName": "{fuzz_table}", "Item": {deep}}}'.encode())
-    _assert_dynamodb_answer(status, answer)
+    assert_dynamodb_answer(status, answer)
     # 400 map levels: valid JSON (orjson encodes only 254 levels, so build the text).
     nested = '{"M":{"m":' * 400 + '{"S":"x"}' + "}}" * 400
     body = f'{{"TableName":"{fuzz_table}","Item":{{"pk":{{"S":"n"}},"sk":{{"N":"1"}},"deep":{nested}}}}}'
@@ -353,7 +358,7 @@ def test_bodies_drawn_from_the_service_model_get_a_dynamodb_answer(
     if isinstance(body, dict) and "TableName" in body and data.draw(st.booleans()):
         body["TableName"] = fuzz_table  # reach the table-level stages too
     status, answer = raw_call(cluster, operation, orjson.dumps(body))
-    _assert_dynamodb_answer(status, answer)
+    assert_dynamodb_answer(status, answer)
 
 
 @st.composite
@@ -394,7 +399,7 @@ def test_a_refused_batch_writes_nothing(
     status, answer = raw_call(
         cluster, "BatchWriteItem", orjson.dumps({"RequestItems": {fuzz_table: requests}})
     )
-    _assert_dynamodb_answer(status, answer)
+    assert_dynamodb_answer(status, answer)
     keys = [r["PutRequest"]["Item"] for r in valid]
     found = ddb.batch_get_item(RequestItems={fuzz_table: {"Keys": keys, "ConsistentRead": True}})[
         "Responses"
