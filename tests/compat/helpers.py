@@ -13,8 +13,16 @@ from tests.integration.cluster import wait_active
 PYTESTMARK = [pytest.mark.integration, pytest.mark.xdist_group("compat")]
 
 
-def create_table(ddb: Any, schema: list[tuple[str, str]], *, prefix: str = "compat", **extra: Any) -> str:
-    """A new ACTIVE table; `schema` is [(partition key, type), (sort key, type)?]."""
+def create_table(
+    ddb: Any,
+    schema: list[tuple[str, str]],
+    *,
+    prefix: str = "compat",
+    definitions: list[tuple[str, str]] | None = None,
+    **extra: Any,
+) -> str:
+    """A new ACTIVE table; `schema` is [(partition key, type), (sort key, type)?], and
+    `definitions` the other attributes its indexes key on."""
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
     kinds = ["HASH", "RANGE"]
     kwargs: dict[str, Any] = {"BillingMode": "PAY_PER_REQUEST"}
@@ -22,7 +30,9 @@ def create_table(ddb: Any, schema: list[tuple[str, str]], *, prefix: str = "comp
     ddb.create_table(
         TableName=name,
         KeySchema=[{"AttributeName": a, "KeyType": kinds[i]} for i, (a, _) in enumerate(schema)],
-        AttributeDefinitions=[{"AttributeName": a, "AttributeType": t} for a, t in schema],
+        AttributeDefinitions=[
+            {"AttributeName": a, "AttributeType": t} for a, t in [*schema, *(definitions or [])]
+        ],
         **kwargs,
     )
     wait_active(ddb, name, timeout=30)

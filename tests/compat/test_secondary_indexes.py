@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.compat.helpers import PYTESTMARK, all_pages, error, validation
+from tests.compat.helpers import PYTESTMARK, all_pages, create_table, error, validation
 from tests.integration.cluster import wait_active
 
 pytestmark = PYTESTMARK
@@ -428,15 +428,13 @@ def test_an_index_scan_start_key_with_more_than_the_keys_is_invalid(ddb: Any, in
 
 def test_entries_sharing_a_global_index_key_come_back_in_dynamodbs_order(ddb: Any) -> None:
     # dynalite's "should query on basic hash global index", run against DynamoDB.
-    name = f"compat-idx-{uuid.uuid4().hex[:10]}"
-    ddb.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        KeySchema=[{"AttributeName": "a", "KeyType": "HASH"}, {"AttributeName": "b", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("a", "b", "c")],
+    name = create_table(
+        ddb,
+        [("a", "S"), ("b", "S")],
+        prefix="compat-idx",
+        definitions=[("c", "S")],
         GlobalSecondaryIndexes=[_index("index3", "c", None, {"ProjectionType": "ALL"})],
     )
-    wait_active(ddb, name, timeout=30)
     c = uuid.uuid4().hex
     keys = {"item": ("a", "a"), "item2": ("b", "b"), "item3": ("c", "e"), "item4": ("c", "d"),
             "item6": ("d", "a"), "item7": ("e", "a")}  # fmt: skip
