@@ -292,8 +292,10 @@ def all_ready(partitions: Sequence[Partition], ready: frozenset[tuple[str, str]]
 
 
 def new_table_partitions(spec: TableSpec, settings: Settings) -> int:
-    """Partitions of a new table: for its throughput, or as many as its warm throughput
-    needs if that is more (DynamoDB prepares a table's partitions for the warm rate)."""
+    """Partitions of a new table: for its throughput, or for the rates its warm
+    throughput prepares if that needs more (DynamoDB makes a table's partitions for its
+    warm rate). The rates are `prepared_rates`, as a later raise counts them
+    (`_throughput_width`), so a new table is never short of what an update would ask."""
     count = initial_partition_count(
         spec.read_capacity,
         spec.write_capacity,
@@ -301,7 +303,10 @@ def new_table_partitions(spec: TableSpec, settings: Settings) -> int:
         settings.on_demand_partitions,
     )
     if any(spec.warm_throughput):
-        count = max(count, initial_partition_count(*spec.warm_throughput, on_demand=False))
+        rates = prepared_rates(
+            spec.billing_mode, (spec.read_capacity, spec.write_capacity), spec.warm_throughput
+        )
+        count = max(count, initial_partition_count(*rates, on_demand=False))
     return count
 
 

@@ -99,6 +99,7 @@ def test_the_partition_count_follows_throughput(billing: str, rcu: int, wcu: int
         ("PAY_PER_REQUEST", 0, 0, (30000, 10000), 20),  # ceil(10 + 10), past the on-demand default 4
         ("PAY_PER_REQUEST", 0, 0, (1, 1), 4),  # under the default: the default
         ("PROVISIONED", 3000, 1000, (1, 1), 2),  # under the provisioned rate: the provisioned count
+        ("PROVISIONED", 2000, 1, (0, 900), 2),  # each kind at its higher rate: 2000 RCU and 900 WCU
     ],
 )
 def test_a_new_tables_partitions_are_enough_for_its_warm_throughput(
