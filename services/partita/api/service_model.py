@@ -401,7 +401,7 @@ class _Compiler:
         # A member that is an ARN by name (ListImports' and ExportTableToPointInTime's
         # TableArn) keeps the model's own constraints: the table-name override of the
         # TableArn shape is for the TableName members that share it.
-        if member_name == "TableArn" and shape_name in _SHAPE_OVERRIDES:
+        if member_name in ("TableArn", "SourceTableArn") and shape_name in _SHAPE_OVERRIDES:
             return StringCheck("String", Constraints(self.shapes[shape_name]))
         return self.compile(shape_name)
 

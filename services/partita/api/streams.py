@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from partita.api import point_in_time
 from partita.api.values import Item, item_size
 from partita.common import errors
 from partita.common.partition_map import Partition
@@ -179,6 +180,26 @@ def write_options(record: TableRecord, now: float | None = None) -> dict[str, An
     }
 
 
+_NO_RECORDS: dict[str, Any] = {}
+
+
+def record_options(record: TableRecord, now: float | None = None) -> dict[str, Any]:
+    """The options a write to the table carries so its partition's leader adds the write's
+    records: its stream record (`stream`) and its point-in-time recovery history record
+    (`history`, api/point_in_time.py), each while the table keeps them."""
+    if not (record.stream.enabled or record.point_in_time.enabled):
+        return _NO_RECORDS
+    at = time.time() if now is None else now
+    out: dict[str, Any] = {}
+    stream = write_options(record, at)
+    if stream is not None:
+        out["stream"] = stream
+    history = point_in_time.write_options(record, at)
+    if history is not None:
+        out["history"] = history
+    return out
+
+
 def stored_record(
     stream: dict[str, Any], old: Item | None, new: Item | None, *, service: bool = False
 ) -> bytes | None:
@@ -201,6 +222,8 @@ def stored_record(
         size += item_size(old)
     out["s"] = size
     out["v"] = view
+    if "r" in stream:  # a history record's retention in days (api/point_in_time.py)
+        out["r"] = stream["r"]
     if service:
         out["u"] = 1
     return orjson.dumps(out)

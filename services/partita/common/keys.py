@@ -394,6 +394,36 @@ def stream_shard_prefix(table_id: int, start_hash: int, stream_ms: int, partitio
     )
 
 
+# A table's point-in-time recovery history (api/point_in_time.py) is kept as the records
+# of a stream of its own, never listed by DynamoDB Streams' operations: its stream time
+# is the time recovery was turned on (ms) with the top bit set.
+_HISTORY_BIT = 1 << 63
+
+
+def history_stream_ms(enabled_ms: int) -> int:
+    """The stream time that names a point-in-time recovery history's shards."""
+    if not 0 <= enabled_ms < _HISTORY_BIT:
+        raise ValueError("history time out of range")
+    return _HISTORY_BIT | enabled_ms
+
+
+def is_history(stream_ms: int) -> bool:
+    """Whether a stream time names a recovery history rather than a DynamoDB stream."""
+    return bool(stream_ms & _HISTORY_BIT)
+
+
+def stream_time_prefix(table_id: int, start_hash: int, stream_ms: int) -> bytes:
+    """Every record stored at a partition's first hash for one stream (or history),
+    whichever partition's shard it is in: the partition's own, and its split ancestors'."""
+    return _HEAD.pack(table_id, start_hash) + _STREAM_MARK + STREAM_TIME.pack(stream_ms)
+
+
+def stream_time_of(shard_prefix: bytes) -> int:
+    """The stream time in a shard prefix (`stream_shard_prefix`)."""
+    value: int = STREAM_TIME.unpack_from(shard_prefix, 18)[0]
+    return value
+
+
 def stream_area(table_id: int, start_hash: int) -> tuple[bytes, bytes]:
     """[lo, hi) of every stream record stored at a partition's first hash: its own
     shards of every stream, and a split parent's when it is the lower child."""

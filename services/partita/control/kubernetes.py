@@ -47,6 +47,7 @@ from partita.control.model import (
     KeyElement,
     NodeRecord,
     PartitionStats,
+    PointInTimeRecovery,
     ProjectionType,
     RestoreInfo,
     Revision,
@@ -75,6 +76,8 @@ POLICIES_ANNOTATION = f"{GROUP}/resource-policies"
 BACKUP_ANNOTATION = f"{GROUP}/backup"
 RESTORE_ANNOTATION = f"{GROUP}/restore"
 IMPORTING_ANNOTATION = f"{GROUP}/importing"
+# Point-in-time recovery (UpdateContinuousBackups), once it has been turned on.
+POINT_IN_TIME_ANNOTATION = f"{GROUP}/point-in-time-recovery"
 KEY_HASH_ANNOTATION = f"{GROUP}/key-hash"
 # Each secondary index's creation time, as JSON pairs [[name, epoch seconds], ...] in the
 # spec's order of its indexes. Kept rather than derived: a global index added by
@@ -149,6 +152,7 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
     stream = notes.get(STREAM_ANNOTATION)
     policies = notes.get(POLICIES_ANNOTATION)
     backup, restore = notes.get(BACKUP_ANNOTATION), notes.get(RESTORE_ANNOTATION)
+    recovery = notes.get(POINT_IN_TIME_ANNOTATION)
     return TableSpec(
         name=str(spec["tableName"]),
         table_id=int(table_id) if table_id else default_table_id(meta.get("namespace", ""), meta["name"]),
@@ -168,6 +172,9 @@ def spec_from_resource(obj: Mapping[str, Any]) -> TableSpec:
         backup=BackupInfo.from_json(orjson.loads(backup)) if backup else None,
         restore=RestoreInfo.from_json(orjson.loads(restore)) if restore else None,
         importing=str(notes.get(IMPORTING_ANNOTATION, "")),
+        point_in_time=PointInTimeRecovery.from_json(orjson.loads(recovery))
+        if recovery
+        else PointInTimeRecovery(),
         # A Table made with kubectl has none: BLAKE2b, the hash it was always placed by.
         key_hash=str(notes.get(KEY_HASH_ANNOTATION, KEY_HASH_BLAKE2B)),
         deletion_protection=bool(spec.get("deletionProtectionEnabled", False)),
@@ -303,6 +310,8 @@ def resource_from_spec(spec: TableSpec, namespace: str) -> dict[str, Any]:
         annotations[RESTORE_ANNOTATION] = orjson.dumps(spec.restore.to_json()).decode()
     if spec.importing:
         annotations[IMPORTING_ANNOTATION] = spec.importing
+    if spec.point_in_time.ever_enabled:
+        annotations[POINT_IN_TIME_ANNOTATION] = orjson.dumps(spec.point_in_time.to_json()).decode()
     if spec.key_hash != KEY_HASH_BLAKE2B:
         annotations[KEY_HASH_ANNOTATION] = spec.key_hash
     # Absent rather than empty when there are none, as CreateTable omits them (and the

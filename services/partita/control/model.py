@@ -186,15 +186,23 @@ class BackupInfo:
 
 @dataclass(frozen=True)
 class RestoreInfo:
-    """A table made by RestoreTableFromBackup: where its items come from, and whether
-    they are all in yet (until then the table is CREATING to every client)."""
+    """A table made by RestoreTableFromBackup or RestoreTableToPointInTime: where its
+    items come from, and whether they are all in yet (until then the table is CREATING
+    to every client).
+
+    `backup_table` is the table the items are copied from: a backup's hidden table, or
+    for a point-in-time restore (`point_in_time` set, `source_backup_arn` empty) the
+    source table itself (`source_table_id` tells it from a later table of its name),
+    whose changes after that time are then undone."""
 
     source_backup_arn: str
     source_table_arn: str
     restored_at: float
-    backup_table: str  # the hidden table holding the backup's items
+    backup_table: str
     in_progress: bool = True
     claim: Claim = Claim()
+    point_in_time: float | None = None
+    source_table_id: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -204,6 +212,8 @@ class RestoreInfo:
             "backup_table": self.backup_table,
             "in_progress": self.in_progress,
             "claim": self.claim.to_json(),
+            **({"point_in_time": self.point_in_time} if self.point_in_time is not None else {}),
+            **({"source_table_id": self.source_table_id} if self.source_table_id else {}),
         }
 
     @classmethod
@@ -215,6 +225,8 @@ class RestoreInfo:
             backup_table=str(data["backup_table"]),
             in_progress=bool(data.get("in_progress", True)),
             claim=Claim.from_json(data.get("claim")),
+            point_in_time=_optional_time(data, "point_in_time"),
+            source_table_id=int(data.get("source_table_id", 0)),
         )
 
 
@@ -273,6 +285,39 @@ class StreamSpec:
 
 
 SECONDS_PER_DAY = 86400
+# DynamoDB's RecoveryPeriodInDays: its default, and its bounds (the service model's).
+DEFAULT_RECOVERY_DAYS = 35
+
+
+@dataclass(frozen=True)
+class PointInTimeRecovery:
+    """The table's point-in-time recovery, as UpdateContinuousBackups last left it.
+
+    `enabled_at` (epoch seconds) names the current history: while it is on, every write
+    keeps the item as it was before (`api/point_in_time.py`) in records of their own
+    beside the stream's, kept `recovery_days`. It is kept when recovery is turned off
+    (DynamoDB then still reports continuous backups ENABLED); turned on again, recovery
+    starts a new history, and the old one is never read again.
+    """
+
+    enabled: bool = False
+    enabled_at: float | None = None
+    recovery_days: int = DEFAULT_RECOVERY_DAYS
+
+    @property
+    def ever_enabled(self) -> bool:
+        return self.enabled_at is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "enabled_at": self.enabled_at, "recovery_days": self.recovery_days}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PointInTimeRecovery:
+        return cls(
+            enabled=bool(data.get("enabled", False)),
+            enabled_at=_optional_time(data, "enabled_at"),
+            recovery_days=int(data.get("recovery_days", DEFAULT_RECOVERY_DAYS)),
+        )
 
 
 @dataclass(frozen=True)
@@ -465,6 +510,7 @@ class TableSpec:
     # it (0: never). Partita has no storage tiers or prices: the class is told, not used.
     table_class: str = ""
     table_class_changed_at: float = 0.0
+    point_in_time: PointInTimeRecovery = PointInTimeRecovery()
     revision: Revision = field(default=NO_REVISION, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -494,6 +540,7 @@ class TableSpec:
             **({"warm_throughput": list(self.warm_throughput)} if any(self.warm_throughput) else {}),
             **({"on_demand_max": list(self.on_demand_max)} if any(self.on_demand_max) else {}),
             **({"table_class": [self.table_class, self.table_class_changed_at]} if self.table_class else {}),
+            **({"point_in_time": self.point_in_time.to_json()} if self.point_in_time.ever_enabled else {}),
         }
 
     @classmethod
@@ -530,6 +577,7 @@ class TableSpec:
             on_demand_max=_unit_pair(data.get("on_demand_max")),
             table_class=str((data.get("table_class") or ["", 0.0])[0]),
             table_class_changed_at=float((data.get("table_class") or ["", 0.0])[1]),
+            point_in_time=PointInTimeRecovery.from_json(data.get("point_in_time") or {}),
             revision=revision,
         )
 
@@ -644,6 +692,7 @@ class TableRecord:
     on_demand_max: tuple[int, int] = (0, 0)
     table_class: str = ""
     table_class_changed_at: float = 0.0
+    point_in_time: PointInTimeRecovery = PointInTimeRecovery()
     # Whether its partitions are placed and serving (ACTIVE or UPDATING), whatever clients
     # see: a restore or an import still copying is CREATING to them while it is written.
     placed: bool = False
@@ -683,6 +732,7 @@ class TableRecord:
             on_demand_max=spec.on_demand_max,
             table_class=spec.table_class,
             table_class_changed_at=spec.table_class_changed_at,
+            point_in_time=spec.point_in_time,
             placed=status in ("ACTIVE", "UPDATING"),
         )
 

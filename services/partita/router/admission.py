@@ -73,6 +73,7 @@ CONTROL_PLANE = frozenset(
         "DeleteResourcePolicy",
         "DescribeContinuousBackups",
         "UpdateContinuousBackups",
+        "RestoreTableToPointInTime",
         "DescribeContributorInsights",
         "UpdateContributorInsights",
         "ListContributorInsights",

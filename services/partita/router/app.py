@@ -105,6 +105,7 @@ OPERATIONS: dict[str, Action] = {
     "ListExports": exports.list_exports,
     "DescribeContinuousBackups": continuous_backups.describe,
     "UpdateContinuousBackups": continuous_backups.update,
+    "RestoreTableToPointInTime": continuous_backups.restore_table_to_point_in_time,
     "DescribeContributorInsights": unbuilt_table_features.describe_contributor_insights,
     "UpdateContributorInsights": unbuilt_table_features.update_contributor_insights,
     "ListContributorInsights": unbuilt_table_features.list_contributor_insights,
@@ -356,7 +357,15 @@ async def _compressed(body: bytes, encoding: str) -> bytes:
 
 # Members naming a table, or something of one, by ARN: tags and policies, streams,
 # exports and imports, backups (a backup's ARN starts with its table's).
-_ARN_MEMBERS = ("ResourceArn", "StreamArn", "TableArn", "BackupArn", "ImportArn", "ExportArn")
+_ARN_MEMBERS = (
+    "ResourceArn",
+    "StreamArn",
+    "TableArn",
+    "BackupArn",
+    "ImportArn",
+    "ExportArn",
+    "SourceTableArn",
+)
 
 
 def tables_named(payload: dict[str, Any]) -> list[str]:
@@ -385,6 +394,9 @@ def tables_named(payload: dict[str, Any]) -> list[str]:
     target = payload.get("TargetTableName")  # a restore's new table
     if isinstance(target, str):
         names.append(target)
+    source = payload.get("SourceTableName")  # a point-in-time restore's source
+    if isinstance(source, str):
+        names.append(source)
     creation = payload.get("TableCreationParameters")  # an import's new table
     if isinstance(creation, dict) and isinstance(creation.get("TableName"), str):
         names.append(creation["TableName"])

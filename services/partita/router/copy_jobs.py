@@ -2,7 +2,9 @@
 when a router dies.
 
 A job is a table spec that says it needs one: a backup's hidden table still CREATING,
-or a restored table whose copy is in progress. The router that created it claims it at
+or a restored table whose copy is in progress (a point-in-time restore copies its source
+table as it is, then undoes what the source's history records since the restore time:
+`table_copy.undo_changes`). The router that created it claims it at
 once (`Claim`, in the spec, so one compare-and-swap both records the job and claims
 it) and renews the claim while it copies; every router looks for jobs whose claim has
 expired (its router died) every `SWEEP_SECONDS` and takes them over, copying again from
@@ -26,11 +28,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from partita.api import point_in_time
 from partita.api.operations import imports
 from partita.api.operations.imports import ImportRecord
 from partita.common import config
 from partita.common.errors import DynamoError
-from partita.control.model import Claim, TableRecord, TableSpec
+from partita.control.model import Claim, RestoreInfo, TableRecord, TableSpec
 from partita.router import table_copy
 from partita.router.context import RouterContext
 from partita.router.s3_source import S3Failure, S3Source
@@ -45,6 +48,9 @@ SWEEP_SECONDS = 2.0
 # How long a job waits for its new table's partitions to be placed.
 PLACEMENT_TIMEOUT_SECONDS = 120.0
 CAS_ATTEMPTS = 5
+# How long after a point-in-time restore's time its copy starts: writes stamped before it
+# have reached their partitions by then.
+SETTLE_SECONDS = 2.0
 
 
 class CopyJobs:
@@ -205,8 +211,22 @@ class CopyJobs:
         restore = spec.restore
         assert restore is not None
         await self._placed(name)
+        history_ms = None
+        if restore.point_in_time is not None:
+            history_ms = await self._history_ms(name, restore)
+            if history_ms is None:
+                return
+            # A write its router stamped before the restore time may still be on its way
+            # to its leader: the copy reads once every such write has landed.
+            await asyncio.sleep(max(0.0, restore.point_in_time + SETTLE_SECONDS - self.clock()))
         await self._placed(restore.backup_table)
-        done = await table_copy.copy_table(self.ctx, restore.backup_table, name, self._renewer(name))
+        renew = self._renewer(name)
+        done = await table_copy.copy_table(self.ctx, restore.backup_table, name, renew)
+        if restore.point_in_time is not None and history_ms is not None:
+            undone = await table_copy.undo_changes(
+                self.ctx, restore.backup_table, name, history_ms, restore.point_in_time, renew
+            )
+            log.info("table %s: %d items as they were at %.3f", name, undone, restore.point_in_time)
 
         def finished(spec: TableSpec) -> TableSpec | None:
             if spec.restore is None or spec.restore.claim.owner != self.owner:
@@ -218,6 +238,27 @@ class CopyJobs:
         if await self._change(name, finished) is not None:
             self.copied += 1
             log.info("table %s restored from %s: %d items", name, restore.source_backup_arn, done.items)
+
+    async def _history_ms(self, name: str, restore: RestoreInfo) -> int | None:
+        """The source's history to undo a point-in-time restore's changes from; None (and
+        the new table dropped, as nothing can fill it) when the source table is gone or
+        its history no longer reaches back to the restore time (recovery turned off)."""
+        source = await self.ctx.catalog.get_table_spec(restore.backup_table)
+        setting = source.point_in_time if source is not None else None
+        if (
+            source is None
+            or source.deleting
+            or source.table_id != restore.source_table_id
+            or setting is None
+            or not setting.enabled
+            or setting.enabled_at is None
+            or restore.point_in_time is None
+            or setting.enabled_at > restore.point_in_time
+        ):
+            await self._change(name, lambda s: dataclasses.replace(s, deleting=True) if s.restore else None)
+            log.warning("restore of %s dropped: its source's history is gone", name)
+            return None
+        return point_in_time.history_ms(setting)
 
     async def _import(self, import_id: str) -> None:
         ledger = self.ctx.imports

@@ -11,7 +11,7 @@ from typing import Any
 from partita.api import streams
 from partita.api.operations import on_demand_throughput
 from partita.common import throughput
-from partita.control.model import PartitionStats, SecondaryIndex, SplitParent, TableRecord
+from partita.control.model import PartitionStats, RestoreInfo, SecondaryIndex, SplitParent, TableRecord
 
 
 def table_description(
@@ -65,12 +65,17 @@ def table_description(
     restore = record.restore
     if restore is not None:
         out["RestoreSummary"] = {
-            "SourceBackupArn": restore.source_backup_arn,
+            # A point-in-time restore names no backup, and is dated by the time restored to.
+            **({"SourceBackupArn": restore.source_backup_arn} if restore.source_backup_arn else {}),
             "SourceTableArn": restore.source_table_arn,
-            "RestoreDateTime": restore.restored_at,
+            "RestoreDateTime": _restore_date(restore),
             "RestoreInProgress": restore.in_progress,
         }
     return out
+
+
+def _restore_date(restore: RestoreInfo) -> float:
+    return restore.restored_at if restore.point_in_time is None else restore.point_in_time
 
 
 def key_schema(record: TableRecord) -> list[dict[str, str]]:

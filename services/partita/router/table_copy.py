@@ -1,4 +1,5 @@
-"""Copying every item of one table into another: what backups and restores are made of.
+"""Copying every item of one table into another: what backups and restores are made of;
+and undoing in the copy what a point-in-time restore's source changed since its time.
 
 The source is read partition by partition in strongly consistent pages (each page as
 of its own moment, as a Scan reads); each page's items are written to the target as
@@ -18,6 +19,7 @@ from typing import Any
 import orjson
 
 from partita._proto import storage_pb2 as pb
+from partita.api import point_in_time
 from partita.api.table_keys import key_of_item, key_of_key
 from partita.api.values import item_size
 from partita.common import keys
@@ -138,6 +140,57 @@ async def write_items(ctx: RouterContext, name: str, items: list[dict[str, Any]]
         await asyncio.gather(*(_put(ctx, name, item) for item in chunk))
         done.items += len(chunk)
         done.bytes += sum(item_size(item) for item in chunk)
+
+
+async def undo_changes(
+    ctx: RouterContext,
+    source: str,
+    target: str,
+    history_ms: int,
+    restore_time: float,
+    progress: Callable[[Copied], Awaitable[None]] | None = None,
+) -> int:
+    """Undo in `target` (a copy of `source` made before this is called) every change
+    `source`'s point-in-time recovery history records after `restore_time`; the number
+    of items written back or deleted. The history is read at every partition's first
+    hash, where each partition's records and its split ancestors' lie."""
+    undo = point_in_time.Undo(restore_time)
+    table = ctx.tables.require_placed(source)
+    for partition in table.record.partitions:
+        after: str | None = None
+        while True:
+            wanted = {"ms": history_ms, "since": restore_time, "after": after, "budget": PAGE_BYTES}
+            request = pb.Request(
+                op=pb.STREAM_READ,
+                key_hash=partition.start,
+                body=orjson.dumps({"history": wanted}),
+                consistent=True,
+                unmetered=True,
+            )
+            page = orjson.loads((await _sent(ctx, source, request)).value)
+            for index, position, record in page["changes"]:
+                undo.add(point_in_time.Change(float(record["t"]), int(index), int(position), record))
+            after = page["next"]
+            if progress is not None:
+                await progress(Copied())
+            if after is None:
+                break
+    images = undo.images()
+    for start in range(0, len(images), WRITES_IN_FLIGHT):
+        chunk = images[start : start + WRITES_IN_FLIGHT]
+        await asyncio.gather(*(_restore_key(ctx, target, key, item) for key, item in chunk))
+    return len(images)
+
+
+async def _restore_key(
+    ctx: RouterContext, name: str, key_attributes: dict[str, Any], item: dict[str, Any] | None
+) -> None:
+    if item is not None:
+        await _put(ctx, name, item)
+        return
+    key = key_of_key(ctx.tables.require_placed(name).record, key_attributes)
+    request = pb.Request(op=pb.DELETE, key_hash=key.hash, key=key.storage_key, unmetered=True)
+    await _sent(ctx, name, request)
 
 
 async def _put(ctx: RouterContext, name: str, item: dict[str, Any]) -> None:

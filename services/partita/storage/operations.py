@@ -236,20 +236,20 @@ def plan_put(engine: Engine, request: pb.Request) -> Plan:
     if not options:
         return Plan(response, [Effect(Kind.PUT, request.key, request.value)])
     exprs = _Expressions(options)
-    stream = options.get("stream")
+    recorded = _records_changes(options)
     checked = "condition" in options or options.get("capacity")
-    old_item = _load(old) if checked or stream is not None or "index_capacity" in options else None
+    old_item = _load(old) if checked or recorded or "index_capacity" in options else None
     if checked:
         _check_condition(exprs, old_item)
         if options.get("capacity"):
             response.capacity_bytes = max(item_size(old_item) if old_item else 0, int(options.get("size", 0)))
     if options.get("return_old") and old is not None:
         response.value = old
-    new_item = _load(request.value) if stream is not None or "index_capacity" in options else None
+    new_item = _load(request.value) if recorded or "index_capacity" in options else None
     _count_index_units(response, options, old_item, new_item)
     effects = [Effect(Kind.PUT, request.key, request.value)]
-    if stream is not None:
-        _add_stream_record(effects, stream, old_item, new_item)
+    if recorded:
+        _add_change_records(effects, options, old_item, new_item)
     return Plan(response, effects)
 
 
@@ -267,9 +267,9 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     options = _options(request)
     old = engine.latest(request.key)
     response = pb.Response(id=request.id, status=pb.OK, capacity_units=_write_charge(old, 0))
-    stream = options.get("stream")
+    recorded = _records_changes(options)
     checked = "condition" in options or options.get("capacity")
-    old_item = _load(old) if checked or stream is not None or "index_capacity" in options else None
+    old_item = _load(old) if checked or recorded or "index_capacity" in options else None
     if checked:
         _check_condition(_Expressions(options), old_item)
         if options.get("capacity"):
@@ -282,24 +282,37 @@ def plan_delete(engine: Engine, request: pb.Request) -> Plan:
     _count_index_units(response, options, old_item, None)
     service = bool(options.get("service"))
     effects = [Effect(Kind.SERVICE_DELETE if service else Kind.DELETE, request.key)]
-    if stream is not None:
-        _add_stream_record(effects, stream, old_item, None, service=service)
+    if recorded:
+        _add_change_records(effects, options, old_item, None, service=service)
     return Plan(response, effects)
 
 
-def _add_stream_record(
+# The records a write may carry beside its item: its DynamoDB Streams record
+# (api/streams.py) and its point-in-time recovery history record (api/point_in_time.py).
+_RECORDS = ("stream", "history")
+
+
+def _records_changes(options: dict[str, Any]) -> bool:
+    return "stream" in options or "history" in options
+
+
+def _add_change_records(
     effects: list[Effect],
-    stream: dict[str, Any],
+    options: dict[str, Any],
     old: Item | None,
     new: Item | None,
     *,
     service: bool = False,
 ) -> None:
-    """The write's stream record, when it changes the item (api/streams.py); its key is
+    """The write's stream and history records, when it changes the item; their keys are
     completed by the data plane, which knows the partition."""
-    record = stored_record(stream, old, new, service=service)
-    if record is not None:
-        effects.append(Effect(Kind.STREAM_RECORD, STREAM_TIME.pack(int(stream["ms"])), record))
+    for name in _RECORDS:
+        wanted = options.get(name)
+        if wanted is None:
+            continue
+        record = stored_record(wanted, old, new, service=service)
+        if record is not None:
+            effects.append(Effect(Kind.STREAM_RECORD, STREAM_TIME.pack(int(wanted["ms"])), record))
 
 
 def plan_update(engine: Engine, request: pb.Request) -> Plan:
@@ -343,9 +356,8 @@ def plan_update(engine: Engine, request: pb.Request) -> Plan:
         response.capacity_bytes = charged
     _count_index_units(response, options, old_item, new_item)
     effects = [Effect(Kind.PUT, request.key, new)]
-    stream = options.get("stream")
-    if stream is not None:
-        _add_stream_record(effects, stream, old_item, new_item)
+    if _records_changes(options):
+        _add_change_records(effects, options, old_item, new_item)
     return Plan(response, effects)
 
 

@@ -1,7 +1,7 @@
-"""DynamoDB Streams' 24 hours: each partition's leader drops its older stream records.
+"""DynamoDB Streams' 24 hours, and point-in-time recovery's period: each partition's
+leader drops its older stream and history records.
 
-Every `interval` seconds a pass sends each partition this node leads, in a table that
-has or had a stream, a STREAM_TRIM through the node's own write path (a plane without
+Every `interval` seconds a pass sends each partition this node leads a STREAM_TRIM through the node's own write path (a plane without
 buckets, as the TTL sweeper's): the records go by a range delete in the partition's
 log, so every replica drops the same ones.
 """
@@ -58,10 +58,12 @@ class StreamTrimmer:
                 log.exception("stream trim failed")
 
     async def trim_once(self) -> None:
-        body = orjson.dumps({"cutoff": self.clock() - self.retention})
+        now = self.clock()
+        body = orjson.dumps({"cutoff": now - self.retention, "now": now})
+        # Every table: a point-in-time recovery history may be kept where the node was
+        # not told of it (a Kubernetes storage pod knows a table's stream, not its
+        # recovery), and a pass over a partition without records is one empty seek.
         for table_id, hosted in list(self.state.hosted.items()):
-            if not hosted.record.stream.exists:
-                continue
             for partition in hosted.partitions:
                 if not self.state.leads(table_id, partition):
                     continue

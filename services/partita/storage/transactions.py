@@ -98,13 +98,18 @@ def plan_resolve(engine: Engine, request: pb.Request) -> Plan:
                 effects.append(Effect(Kind.PUT, key, lock["put"].encode()))
             elif lock.get("delete") and engine.latest(key) is not None:
                 effects.append(Effect(Kind.DELETE, key))
-            if "stream" in lock:  # the write's stream record, planned when prepared
-                stream_time, record = lock["stream"]
-                effects.append(
-                    Effect(Kind.STREAM_RECORD, keys.STREAM_TIME.pack(stream_time), record.encode())
-                )
+            for name in _LOCKED_RECORDS:  # the write's records, planned when prepared
+                if name in lock:
+                    stream_time, record = lock[name]
+                    effects.append(
+                        Effect(Kind.STREAM_RECORD, keys.STREAM_TIME.pack(stream_time), record.encode())
+                    )
         effects.append(Effect(Kind.DELETE, keys.lock_key(key)))
     return Plan(pb.Response(id=request.id, status=pb.OK), effects or None)
+
+
+# The records a lock may hold, under these names (`_lock_value`).
+_LOCKED_RECORDS = ("stream", "history")
 
 
 def locked_by(engine: Engine, key: bytes) -> dict[str, Any] | None:
@@ -154,11 +159,14 @@ def _lock_value(tx: str, at: float, planned: list[Effect]) -> bytes:
     """The lock: its transaction, when the coordinator asked (its clock, epoch
     seconds), and the item's staged value (or its deletion)."""
     lock: dict[str, Any] = {"tx": tx, "at": at}
-    # At most one write per action (a put, or a delete of its item), and its stream
-    # record when the table has a stream.
+    # At most one write per action (a put, or a delete of its item), its stream record
+    # when the table has a stream, and its history record while it has point-in-time
+    # recovery (told apart by their stream times).
     for effect in planned:
         if effect.kind is Kind.STREAM_RECORD:
-            lock["stream"] = [keys.STREAM_TIME.unpack(effect.key)[0], effect.value.decode()]
+            stream_time = keys.STREAM_TIME.unpack(effect.key)[0]
+            name = "history" if keys.is_history(stream_time) else "stream"
+            lock[name] = [stream_time, effect.value.decode()]
         elif effect.kind in (Kind.DELETE, Kind.SERVICE_DELETE):
             lock["delete"] = True
         else:

@@ -122,9 +122,8 @@ class TtlSweeper:
     async def _delete(self, table_id: int, attribute: str, candidates: list[bytes]) -> None:
         options = {**still_expired_condition(attribute, self.clock()), "service": True}
         hosted = self.state.hosted.get(table_id)
-        stream = streams.write_options(hosted.record, self.clock()) if hosted is not None else None
-        if stream is not None:  # DynamoDB streams TTL deletes, as the service's REMOVE records
-            options["stream"] = stream
+        if hosted is not None:  # DynamoDB streams TTL deletes, as the service's REMOVE records
+            options.update(streams.record_options(hosted.record, self.clock()))
         body = orjson.dumps(options)
         plans = []
         for key in candidates:

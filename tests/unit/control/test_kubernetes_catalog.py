@@ -21,6 +21,7 @@ from partita.control.kubernetes import KubernetesTableCatalog
 from partita.control.model import (
     BackupInfo,
     KeyElement,
+    PointInTimeRecovery,
     ResourcePolicy,
     RestoreInfo,
     StreamSpec,
@@ -54,10 +55,13 @@ STREAMED = dataclasses.replace(
 WARMED = dataclasses.replace(
     ON_DEMAND, warm_throughput=(0, 9000), on_demand_max=(500, 0), table_class="STANDARD_INFREQUENT_ACCESS"
 )
+RECOVERABLE = dataclasses.replace(ON_DEMAND, point_in_time=PointInTimeRecovery(True, 40.25, 7))
 
 
 @pytest.mark.parametrize(
-    "spec", [table(), ON_DEMAND, STREAMED, WARMED], ids=["provisioned", "on-demand", "stream", "warm"]
+    "spec",
+    [table(), ON_DEMAND, STREAMED, WARMED, RECOVERABLE],
+    ids=["provisioned", "on-demand", "stream", "warm", "point-in-time"],
 )
 def test_the_resource_written_is_a_table_the_crd_accepts_and_reads_back_the_same(spec: TableSpec) -> None:
     obj = kubernetes.resource_from_spec(spec, NS)

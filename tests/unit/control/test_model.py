@@ -18,6 +18,7 @@ from partita.control.model import (
     KeyElement,
     NodeRecord,
     PartitionStats,
+    PointInTimeRecovery,
     ResourcePolicy,
     RestoreInfo,
     Revision,
@@ -120,6 +121,16 @@ def test_a_tables_class_and_maximum_round_trip_and_older_records_have_neither() 
     assert through_json(classed) == classed
     assert "table_class" not in spec().to_json() and "on_demand_max" not in spec().to_json()
     assert (through_json(spec()).table_class, through_json(spec()).on_demand_max) == ("", (0, 0))
+
+
+def test_point_in_time_recovery_and_a_point_in_time_restore_round_trip_and_older_records_have_none() -> None:
+    recovering = spec(point_in_time=PointInTimeRecovery(False, 30.5, 9))
+    assert through_json(recovering) == recovering
+    assert "point_in_time" not in spec().to_json()
+    assert through_json(spec()).point_in_time == PointInTimeRecovery()
+    restore = RestoreInfo("", "arn", 50.0, "source", point_in_time=45.125, source_table_id=77)
+    assert RestoreInfo.from_json(restore.to_json()) == restore
+    assert TableRecord.of(recovering, None, []).point_in_time == recovering.point_in_time
 
 
 def test_a_spec_without_sort_key_round_trips_with_none() -> None:

@@ -100,14 +100,21 @@ class ListRequest:
 
 
 @dataclass(frozen=True)
-class RestoreRequest:
-    target: str
-    backup_arn: str
+class RestoreOverrides:
+    """What a restore changes of the source table's settings (both kinds of restore)."""
+
     billing_mode: str | None
     read_capacity: int | None
     write_capacity: int | None
     global_indexes: tuple[str, ...] | None  # the names kept, or None: every one
     local_indexes: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class RestoreRequest:
+    target: str
+    backup_arn: str
+    overrides: RestoreOverrides
 
 
 def validate_create(body: Any) -> tuple[str, str]:
@@ -142,6 +149,14 @@ _UNSUPPORTED_OVERRIDES = ("OnDemandThroughputOverride", "VectorIndexOverride")
 
 def validate_restore(body: Any) -> RestoreRequest:
     body = expect_dict(body)
+    return RestoreRequest(
+        target=str(body["TargetTableName"]),
+        backup_arn=str(body["BackupArn"]),
+        overrides=validate_overrides(body),
+    )
+
+
+def validate_overrides(body: dict[str, Any]) -> RestoreOverrides:
     given = [m for m in _UNSUPPORTED_OVERRIDES if body.get(m) is not None]
     sse = body.get("SSESpecificationOverride")
     if isinstance(sse, dict) and sse.get("Enabled"):
@@ -155,9 +170,7 @@ def validate_restore(body: Any) -> RestoreRequest:
             "One or more parameter values were invalid: ProvisionedThroughputOverride must be specified "
             "when BillingModeOverride is PROVISIONED"
         )
-    return RestoreRequest(
-        target=str(body["TargetTableName"]),
-        backup_arn=str(body["BackupArn"]),
+    return RestoreOverrides(
         billing_mode=mode,
         read_capacity=int(throughput["ReadCapacityUnits"]) if throughput else None,
         write_capacity=int(throughput["WriteCapacityUnits"]) if throughput else None,
@@ -210,10 +223,24 @@ def backup_info(
 
 
 def restored_spec(req: RestoreRequest, backup: TableSpec, owner: str, now: float, hold: float) -> TableSpec:
-    """The new table of a restore, CREATING to clients until its items are in."""
+    """The new table of a restore from a backup, CREATING to clients until its items are in."""
     info = backup.backup
     assert info is not None
-    source = TableSpec.from_json(info.source)
+    restore = RestoreInfo(
+        source_backup_arn=info.arn,
+        source_table_arn=info.source_arn,
+        restored_at=round(now, 3),
+        backup_table=backup.name,
+        claim=Claim(owner, now + hold),
+    )
+    return restored_table(req.target, req.overrides, TableSpec.from_json(info.source), restore, now)
+
+
+def restored_table(
+    target: str, req: RestoreOverrides, source: TableSpec, restore: RestoreInfo, now: float
+) -> TableSpec:
+    """A restore's new table: the source's keys, throughput and indexes, as overridden;
+    no Time to Live, stream, tags or recovery (DynamoDB's restores set none of them)."""
     mode = req.billing_mode or source.billing_mode
     if mode == "PAY_PER_REQUEST":
         reads = writes = 0
@@ -228,7 +255,7 @@ def restored_spec(req: RestoreRequest, backup: TableSpec, owner: str, now: float
     used = {e.name for i in indexes for e in (*i.hash_keys, *i.range_keys)}
     key_names = {source.partition_key.name, *([source.sort_key.name] if source.sort_key else [])}
     return TableSpec(
-        name=req.target,
+        name=target,
         table_id=new_table_id(),
         partition_key=source.partition_key,
         sort_key=source.sort_key,
@@ -244,13 +271,7 @@ def restored_spec(req: RestoreRequest, backup: TableSpec, owner: str, now: float
         time_to_live=TimeToLive(),
         stream=StreamSpec(),
         throughput_history=ThroughputHistory(),
-        restore=RestoreInfo(
-            source_backup_arn=info.arn,
-            source_table_arn=info.source_arn,
-            restored_at=round(now, 3),
-            backup_table=backup.name,
-            claim=Claim(owner, now + hold),
-        ),
+        restore=restore,
     )
 
 

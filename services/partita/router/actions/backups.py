@@ -27,7 +27,7 @@ from partita.router.describe import (
 READ_AHEAD_BYTES = 16 * 1024 * 1024
 
 
-def _jobs(ctx: RouterContext) -> CopyJobs:
+def jobs_of(ctx: RouterContext) -> CopyJobs:
     if ctx.copy_jobs is None:
         raise errors.internal_server_error("backups are not served by this router")
     return ctx.copy_jobs
@@ -35,7 +35,7 @@ def _jobs(ctx: RouterContext) -> CopyJobs:
 
 async def create_backup(ctx: RouterContext, body: Any) -> dict[str, Any]:
     table_name, backup_name = backups.validate_create(body)
-    jobs = _jobs(ctx)
+    jobs = jobs_of(ctx)
     spec = await table_spec.client_spec(ctx, table_name)
     cached = ctx.tables.get(table_name)
     if spec is None or cached is None or cached.record.status == "DELETING":
@@ -95,7 +95,7 @@ async def delete_backup(ctx: RouterContext, body: Any) -> dict[str, Any]:
 
 async def restore_table_from_backup(ctx: RouterContext, body: Any) -> dict[str, Any]:
     req = backups.validate_restore(body)
-    jobs = _jobs(ctx)
+    jobs = jobs_of(ctx)
     backup = await _backup_spec(ctx, req.backup_arn)
     assert backup.backup is not None
     if backup.backup.status != "AVAILABLE":

@@ -44,9 +44,7 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
             options["capacity"] = True
             if table.record.indexes:
                 options["index_capacity"] = index_keys.capacity_specs(table.record)
-        stream = streams.write_options(table.record)
-        if stream is not None:
-            options["stream"] = stream
+        options.update(streams.record_options(table.record))
         if write.put is not None:
             if charged:
                 options["size"] = write.size

@@ -1,23 +1,75 @@
-"""DescribeContinuousBackups and UpdateContinuousBackups (`api/operations/continuous_backups.py`)."""
+"""DescribeContinuousBackups, UpdateContinuousBackups and RestoreTableToPointInTime
+(`api/point_in_time.py`; the restore's copy and undo: `router/copy_jobs.py`)."""
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from typing import Any
 
-from partita.api.operations import continuous_backups
+from partita.api import point_in_time
+from partita.api.operations import backups
+from partita.common.errors import DynamoError
+from partita.control.model import Claim, RestoreInfo, TableRecord, TableSpec
+from partita.router.actions import table_spec
+from partita.router.actions.backups import jobs_of
 from partita.router.context import RouterContext
+from partita.router.describe import created_description
 
 
 async def describe(ctx: RouterContext, body: Any) -> dict[str, Any]:
-    return _answer(ctx, continuous_backups.validate_describe(body))
+    name = point_in_time.validate_describe(body)
+    table = ctx.tables.tables.get(name)
+    if table is None or table.record.status == "DELETING":
+        raise point_in_time.table_not_found(name)
+    setting = table.record.point_in_time
+    return {"ContinuousBackupsDescription": point_in_time.description(setting, time.time())}
 
 
 async def update(ctx: RouterContext, body: Any) -> dict[str, Any]:
-    return _answer(ctx, continuous_backups.validate_update(body))
+    req = point_in_time.validate_update(body)
+    now = time.time()
+
+    def edit(spec: TableSpec) -> TableSpec:
+        if spec.deleting:  # as DescribeContinuousBackups, a table being deleted is not found
+            raise missing()
+        return dataclasses.replace(spec, point_in_time=point_in_time.updated(spec.point_in_time, req, now))
+
+    def missing() -> DynamoError:
+        return point_in_time.table_not_found(req.table)
+
+    cached = ctx.tables.tables.get(req.table)
+    if cached is not None and cached.record.status == "CREATING":
+        # DynamoDB turns continuous backups on for a new table a little after creating it.
+        raise point_in_time.unavailable(req.table)
+    spec = await table_spec.change(ctx, req.table, edit, refuse=(), missing=missing)
+    return {"ContinuousBackupsDescription": point_in_time.description(spec.point_in_time, now)}
 
 
-def _answer(ctx: RouterContext, name: str) -> dict[str, Any]:
-    table = ctx.tables.tables.get(name)
-    if table is None or table.record.status == "DELETING":
-        raise continuous_backups.table_not_found(name)
-    return {"ContinuousBackupsDescription": continuous_backups.DESCRIPTION}
+async def restore_table_to_point_in_time(ctx: RouterContext, body: Any) -> dict[str, Any]:
+    req = point_in_time.validate_restore(body)
+    jobs = jobs_of(ctx)
+    source = await table_spec.client_spec(ctx, req.source)
+    cached = ctx.tables.tables.get(req.source)
+    if source is None or source.deleting or cached is None:
+        raise point_in_time.table_not_found(req.source)
+    if not source.point_in_time.enabled:
+        raise point_in_time.not_enabled(req.source)
+    now = time.time()
+    at = point_in_time.restore_time(req, source.point_in_time, now)
+    restore = RestoreInfo(
+        source_backup_arn="",
+        source_table_arn=ctx.table_arn(source.name),
+        restored_at=round(now, 3),
+        backup_table=source.name,
+        claim=Claim(jobs.owner, now + jobs.claim_seconds),
+        point_in_time=round(at, 3),
+        source_table_id=source.table_id,
+    )
+    spec = backups.restored_table(req.target, req.overrides, source, restore, now)
+    if not await ctx.catalog.create_table_spec(spec):
+        raise backups.table_already_exists(req.target)
+    await ctx.tables.refresh()
+    jobs.start_restore(spec.name)
+    record = TableRecord.of(spec, None, [])
+    return {"TableDescription": created_description(record, ctx.table_arn(spec.name))}

@@ -33,6 +33,10 @@ async def run(ctx: RouterContext, body: Any) -> dict[str, Any]:
            for c in ctx.tables.hidden.values()):  # fmt: skip
         # DynamoDB does not delete a table while a backup of it is being created.
         raise errors.resource_in_use(f"{table_spec.IN_USE}Table is being backed up: {name}")
+    if any(c.record.restore and c.record.restore.in_progress and c.record.restore.point_in_time is not None
+           and c.record.restore.backup_table == name for c in ctx.tables.tables.values()):  # fmt: skip
+        # A point-in-time restore copies from the table itself, and reads its history.
+        raise errors.resource_in_use(f"{table_spec.IN_USE}Table is being restored from: {name}")
     spec = await table_spec.change(
         ctx,
         name,

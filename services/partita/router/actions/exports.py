@@ -1,15 +1,18 @@
 """ExportTableToPointInTime, DescribeExport, ListExports.
 
-DynamoDB exports only a table with point-in-time recovery on, which no Partita table can
-have yet (`api/operations/continuous_backups.py`): every export is refused as DynamoDB
-refuses one of a table without it, so there is never an export to describe or list.
+DynamoDB exports only a table with point-in-time recovery on; one without it is refused
+as DynamoDB refuses it (`api/point_in_time.py`). Writing an export to S3 is not built
+yet, so one with recovery on is refused by name: there is never an export to describe
+or list.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from partita.api import point_in_time
 from partita.api.shape import expect_dict
+from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.router.context import RouterContext
 from partita.router.table_arns import table_name_of
@@ -21,9 +24,9 @@ async def export_table(ctx: RouterContext, body: Any) -> dict[str, Any]:
     cached = ctx.tables.get(name)
     if cached is None or cached.record.status == "DELETING" or ctx.table_arn(name) != arn:
         raise DynamoError("TableNotFoundException", f"Table not found: {arn}")
-    raise DynamoError(
-        "PointInTimeRecoveryUnavailableException", f"Point in time recovery is not enabled for table '{name}'"
-    )
+    if not cached.record.point_in_time.enabled:
+        raise point_in_time.not_enabled(name)
+    raise errors.validation("Partita does not support exports to S3 yet")
 
 
 async def describe_export(ctx: RouterContext, body: Any) -> dict[str, Any]:

@@ -170,9 +170,8 @@ def participants_of(
             options["index_keys"] = index_key_attributes(record.indexes)
         if charged and action.kind != "check" and record.indexes:
             options["index_capacity"] = capacity_specs(record)
-        stream = streams.write_options(record) if action.kind != "check" else None
-        if stream is not None:
-            options["stream"] = stream
+        if action.kind != "check":
+            options.update(streams.record_options(record))
         entry: dict[str, Any] = {"op": action.kind, "key": base64.b64encode(key.storage_key).decode()}
         if action.item is not None:
             entry["value"] = base64.b64encode(orjson.dumps(action.item)).decode()

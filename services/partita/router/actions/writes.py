@@ -37,9 +37,7 @@ async def send_write(
         options["capacity"] = True
         if table.record.indexes:
             options["index_capacity"] = index_keys.capacity_specs(table.record)
-    stream = streams.write_options(table.record)
-    if stream is not None:
-        options["stream"] = stream
+    options.update(streams.record_options(table.record))
     request = pb.Request(
         op=op,
         key_hash=key.hash,
