@@ -82,6 +82,8 @@ TRANSACTIONS = b"/partita-tx/ledger/"
 TOKENS = b"/partita-tx/tokens/"
 # ImportTable's records, by import id: they outlive a failed import's table.
 IMPORTS = b"/partita/imports/"
+# ExportTableToPointInTime's records, by export id.
+EXPORTS = b"/partita/exports/"
 # A key nothing writes: reading it costs etcd next to nothing and its answer's header
 # carries the store's revision, which moves with every write anywhere.
 REVISION_PROBE = b"/partita-revision-probe"
@@ -252,9 +254,10 @@ class TransactionLedger(Protocol):
     async def list_tokens(self) -> list[tuple[str, dict[str, Any]]]: ...
 
 
-class ImportLedger(Protocol):
-    """ImportTable's records (JSON objects), each changed by compare-and-swap on the
-    revision it was read at, so two routers never both take over one import."""
+class ImportExportLedger(Protocol):
+    """ImportTable's and ExportTableToPointInTime's records (JSON objects), each changed
+    by compare-and-swap on the revision it was read at, so two routers never both take
+    over one import or export."""
 
     async def get_import(self, import_id: str) -> tuple[dict[str, Any], Revision] | None: ...
     async def put_import(self, import_id: str, record: dict[str, Any], revision: Revision) -> bool:
@@ -262,6 +265,11 @@ class ImportLedger(Protocol):
         is stored); False otherwise."""
 
     async def list_imports(self) -> list[tuple[dict[str, Any], Revision]]: ...
+
+    # ExportTableToPointInTime's records, kept and changed the same way.
+    async def get_export(self, export_id: str) -> tuple[dict[str, Any], Revision] | None: ...
+    async def put_export(self, export_id: str, record: dict[str, Any], revision: Revision) -> bool: ...
+    async def list_exports(self) -> list[tuple[dict[str, Any], Revision]]: ...
 
 
 class ControlStore(AutoadminStore, RouteSource, Statistics, Protocol):
@@ -812,9 +820,22 @@ class EtcdControlStore:
         return await self._cas_put(IMPORTS + import_id.encode(), record, revision)
 
     async def list_imports(self) -> list[tuple[dict[str, Any], Revision]]:
+        return await self._list_revised(IMPORTS)
+
+    async def get_export(self, export_id: str) -> tuple[dict[str, Any], Revision] | None:
+        kv = await self._client.get(EXPORTS + export_id.encode())
+        return None if kv is None else (dict(orjson.loads(kv.value)), Revision(str(kv.mod_revision)))
+
+    async def put_export(self, export_id: str, record: dict[str, Any], revision: Revision) -> bool:
+        return await self._cas_put(EXPORTS + export_id.encode(), record, revision)
+
+    async def list_exports(self) -> list[tuple[dict[str, Any], Revision]]:
+        return await self._list_revised(EXPORTS)
+
+    async def _list_revised(self, prefix: bytes) -> list[tuple[dict[str, Any], Revision]]:
         return [
             (dict(orjson.loads(kv.value)), Revision(str(kv.mod_revision)))
-            for kv in await self._client.get_prefix(IMPORTS)
+            for kv in await self._client.get_prefix(prefix)
         ]
 
     async def _get_record(self, key: bytes) -> dict[str, Any] | None:
@@ -840,6 +861,7 @@ class MemoryControlStore:
 
     def __init__(self) -> None:
         self._imports: dict[str, tuple[dict[str, Any], int]] = {}
+        self._exports: dict[str, tuple[dict[str, Any], int]] = {}
         self._specs: dict[str, TableSpec] = {}
         self._states: dict[str, TableState] = {}
         self._partitions: dict[int, dict[str, Partition]] = {}
@@ -1028,18 +1050,40 @@ class MemoryControlStore:
         return True
 
     async def get_import(self, import_id: str) -> tuple[dict[str, Any], Revision] | None:
-        found = self._imports.get(import_id)
-        return None if found is None else (dict(found[0]), Revision(str(found[1])))
+        return _revised_get(self._imports, import_id)
 
     async def put_import(self, import_id: str, record: dict[str, Any], revision: Revision) -> bool:
-        found = self._imports.get(import_id)
-        if (found is None) != (revision == NO_REVISION) or (found is not None and str(found[1]) != revision):
-            return False
-        self._imports[import_id] = (dict(record), (found[1] if found else 0) + 1)
-        return True
+        return _revised_put(self._imports, import_id, record, revision)
 
     async def list_imports(self) -> list[tuple[dict[str, Any], Revision]]:
         return [(dict(r), Revision(str(v))) for r, v in self._imports.values()]
 
+    async def get_export(self, export_id: str) -> tuple[dict[str, Any], Revision] | None:
+        return _revised_get(self._exports, export_id)
+
+    async def put_export(self, export_id: str, record: dict[str, Any], revision: Revision) -> bool:
+        return _revised_put(self._exports, export_id, record, revision)
+
+    async def list_exports(self) -> list[tuple[dict[str, Any], Revision]]:
+        return [(dict(r), Revision(str(v))) for r, v in self._exports.values()]
+
     async def close(self) -> None:
         return None
+
+
+def _revised_get(
+    records: dict[str, tuple[dict[str, Any], int]], name: str
+) -> tuple[dict[str, Any], Revision] | None:
+    found = records.get(name)
+    return None if found is None else (dict(found[0]), Revision(str(found[1])))
+
+
+def _revised_put(
+    records: dict[str, tuple[dict[str, Any], int]], name: str, record: dict[str, Any], revision: Revision
+) -> bool:
+    """Compare-and-swap on an in-memory record's revision (NO_REVISION: none stored)."""
+    found = records.get(name)
+    if (found is None) != (revision == NO_REVISION) or (found is not None and str(found[1]) != revision):
+        return False
+    records[name] = (dict(record), (found[1] if found else 0) + 1)
+    return True

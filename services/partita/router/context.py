@@ -33,7 +33,7 @@ from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.metrics import CounterCell
 from partita.common.partition_map import Partition
-from partita.control.store import ImportLedger, TableCatalog, TransactionLedger
+from partita.control.store import ImportExportLedger, TableCatalog, TransactionLedger
 from partita.router import metrics
 from partita.router.storage_client import DataPath
 from partita.router.table_cache import CachedTable, TableCache
@@ -87,7 +87,7 @@ class RouterContext:
         # transactions are refused (a context built without a cluster, in tests).
         self.ledger: TransactionLedger | None = None
         self.copy_jobs: CopyJobs | None = None  # backups', restores' and imports' copies
-        self.imports: ImportLedger | None = None
+        self.imports: ImportExportLedger | None = None
         self._consumed: dict[str, tuple[CounterCell, CounterCell]] = {}
         # (table id, partition id) -> the node its replicas last named as leader.
         self._leaders: dict[tuple[int, str], str] = {}

@@ -24,19 +24,25 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import tempfile
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+import orjson
 
 from partita.api import point_in_time
-from partita.api.operations import imports
+from partita.api.operations import exports, imports
+from partita.api.operations.exports import ExportRecord
 from partita.api.operations.imports import ImportRecord
+from partita.api.values import item_size
 from partita.common import config
 from partita.common.errors import DynamoError
 from partita.control.model import Claim, RestoreInfo, TableRecord, TableSpec
 from partita.router import table_copy
 from partita.router.context import RouterContext
-from partita.router.s3_source import S3Failure, S3Source
+from partita.router.describe import table_uuid
+from partita.router.s3_objects import S3Failure, S3Objects
 from partita.router.table_copy import Copied
 
 log = logging.getLogger(__name__)
@@ -51,6 +57,8 @@ CAS_ATTEMPTS = 5
 # How long after a point-in-time restore's time its copy starts: writes stamped before it
 # have reached their partitions by then.
 SETTLE_SECONDS = 2.0
+# An export's items are kept in memory up to this many bytes, then on the router's disk.
+SPOOL_BYTES = 16 * 1024 * 1024
 
 
 class CopyJobs:
@@ -81,6 +89,9 @@ class CopyJobs:
 
     def start_import(self, import_id: str) -> None:
         self._start(f"import/{import_id}", lambda: self._import(import_id))
+
+    def start_export(self, export_id: str) -> None:
+        self._start(f"export/{export_id}", lambda: self._export(export_id))
 
     def _start(self, name: str, job: Callable[[], Any]) -> None:
         task = self.running.get(name)
@@ -125,6 +136,26 @@ class CopyJobs:
                 self.start_restore(record.name)
             elif record.importing:
                 await self._take_import(record, now)
+        await self._take_exports(now)
+
+    async def _take_exports(self, now: float) -> None:
+        """An export has no table to be found by: the ledger's records are read, and the
+        unfinished ones whose claims lapsed are taken over."""
+        ledger = self.ctx.imports
+        if ledger is None:
+            return
+        for data, revision in await ledger.list_exports():
+            record = ExportRecord.from_json(data)
+            task = self.running.get(f"export/{record.export_id}")
+            if (
+                record.status != "IN_PROGRESS"
+                or record.claim.held(now)
+                or (task is not None and not task.done())
+            ):
+                continue
+            record.claim = self.claim()
+            if await ledger.put_export(record.export_id, record.to_json(), revision):
+                self.start_export(record.export_id)
 
     async def _take_import(self, table: TableRecord, now: float) -> None:
         ledger = self.ctx.imports
@@ -267,7 +298,7 @@ class CopyJobs:
         if found is None:
             return
         record, revision = ImportRecord.from_json(found[0]), found[1]
-        s3 = S3Source(self.ctx.settings.region)
+        s3 = S3Objects(self.ctx.settings.region)
         await self._placed(record.table_name)
 
         async def saved() -> None:
@@ -311,6 +342,115 @@ class CopyJobs:
         if await ledger.put_import(import_id, record.to_json(), revision):
             self.copied += 1
             log.info("import %s %s: %d items", record.arn, record.status, record.imported_items)
+
+    async def _export(self, export_id: str) -> None:
+        ledger = self.ctx.imports
+        assert ledger is not None
+        found = await ledger.get_export(export_id)
+        if found is None:
+            return
+        record, revision = ExportRecord.from_json(found[0]), found[1]
+
+        async def saved() -> None:
+            nonlocal revision
+            record.claim = self.claim() if record.status == "IN_PROGRESS" else Claim()
+            if not await ledger.put_export(export_id, record.to_json(), revision):
+                raise LostClaim(record.arn)
+            again = await ledger.get_export(export_id)
+            assert again is not None
+            revision = again[1]
+
+        renewed_at = [self.clock()]
+
+        async def renew(_: Copied) -> None:
+            if self.clock() - renewed_at[0] >= self.claim_seconds / 3:
+                await saved()
+                renewed_at[0] = self.clock()
+
+        try:
+            await self._write_export(record, renew)
+        except S3Failure as exc:
+            record.status, record.failure_code, record.failure_message = "FAILED", exc.code, exc.message
+        except ExportUnavailable as exc:
+            record.status, record.failure_code, record.failure_message = "FAILED", "UNKNOWN", str(exc)
+        record.ended_at = round(self.clock(), 3)
+        await saved()
+        self.copied += 1
+        log.info("export %s %s: %d items", record.arn, record.status, record.item_count)
+
+    async def _write_export(self, record: ExportRecord, renew: Callable[[Copied], Any]) -> None:
+        """The table at the export time, written to S3 as DynamoDB lays an export out:
+        its items as they are now, spooled to a local file, then those the history says
+        changed since the export time left out and their images then added."""
+        s3 = S3Objects(self.ctx.settings.region)
+        bucket, sse = str(record.request["S3Bucket"]), exports.sse_arguments(record.request)
+        await s3.write(bucket, f"{exports.export_root(record.request)}/_started", b"", sse)
+        source = await self.ctx.catalog.get_table_spec(record.table_name)
+        setting = source.point_in_time if source is not None else None
+        if source is None or source.table_id != record.table_id or setting is None or not setting.enabled:
+            raise ExportUnavailable(f"point in time recovery of {record.table_name} ended before its export")
+        if setting.enabled_at is None or setting.enabled_at > record.export_time:
+            raise ExportUnavailable(f"the history of {record.table_name} no longer reaches the export time")
+        await self._placed(record.table_name)
+        await asyncio.sleep(max(0.0, record.export_time + SETTLE_SECONDS - self.clock()))
+        names = self.ctx.tables.require_placed(record.table_name).record.key_names
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+            async for page in table_copy.item_pages(self.ctx, record.table_name):
+                for item in page:
+                    spool.write(
+                        orjson.dumps([{n: item[n] for n in names}, item], option=orjson.OPT_SORT_KEYS)
+                    )
+                    spool.write(b"\n")
+                await renew(Copied())
+            undo = await table_copy.read_undo(
+                self.ctx, record.table_name, point_in_time.history_ms(setting), record.export_time, renew
+            )
+            spool.seek(0)
+            written = await self._write_data(s3, record, sse, _exported_items(spool, undo), renew)
+        files_key = f"{exports.export_base(record)}/manifest-files.json"
+        files = exports.files_manifest(written)
+        ended = self.clock()
+        summary_key = f"{exports.export_base(record)}/manifest-summary.json"
+        summary = exports.summary_manifest(record, table_uuid(record.table_id), ended, files_key)
+        for key, body in ((files_key, files), (summary_key, summary)):
+            await s3.write(bucket, key, body, sse)
+            await s3.write(bucket, key.removesuffix(".json") + ".md5", exports.md5_text(body), sse)
+        record.status, record.manifest = "COMPLETED", summary_key
+
+    async def _write_data(
+        self,
+        s3: S3Objects,
+        record: ExportRecord,
+        sse: dict[str, str],
+        items: Iterator[dict[str, Any]],
+        renew: Callable[[Copied], Any],
+    ) -> list[tuple[exports.DataFile, str]]:
+        """The items, as gzipped data files of about DATA_FILE_BYTES each; each file
+        with its ETag. An export of no items writes one empty file, as DynamoDB does."""
+        bucket = str(record.request["S3Bucket"])
+        written: list[tuple[exports.DataFile, str]] = []
+        lines: list[bytes] = []
+        size = 0
+
+        async def flush() -> None:
+            nonlocal lines, size
+            data = exports.data_file(record, b"".join(lines), len(lines))
+            written.append((data, await s3.write(bucket, data.key, data.body, sse)))
+            lines, size = [], 0
+            await renew(Copied())
+
+        record.item_count = record.billed_bytes = 0
+        for item in items:
+            line = exports.item_line(item)
+            lines.append(line)
+            size += len(line)
+            record.item_count += 1
+            record.billed_bytes += item_size(item)
+            if size >= exports.DATA_FILE_BYTES:
+                await flush()
+        if lines or not written:
+            await flush()
+        return written
 
     async def _imported(self, name: str, arn: str) -> None:
         """The table's items are all in: clients see it ACTIVE."""
@@ -397,6 +537,22 @@ def _orphaned_backup(record: TableRecord, now: float) -> bool:
 
 def _orphaned_restore(record: TableRecord, now: float) -> bool:
     return record.restore is not None and record.restore.in_progress and not record.restore.claim.held(now)
+
+
+def _exported_items(spool: IO[bytes], undo: point_in_time.Undo) -> Iterator[dict[str, Any]]:
+    """The table at the export time: each spooled item (a line of [key, item]) not changed
+    since, then the image at that time of each key changed since, where it had one."""
+    for line in spool:
+        key, item = orjson.loads(line)
+        if orjson.dumps(key, option=orjson.OPT_SORT_KEYS) not in undo.first:
+            yield item
+    for _, image in undo.images():
+        if image is not None:
+            yield image
+
+
+class ExportUnavailable(Exception):
+    """The table's history cannot give it at the export time any more."""
 
 
 class LostClaim(Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,8 +152,25 @@ async def undo_changes(
 ) -> int:
     """Undo in `target` (a copy of `source` made before this is called) every change
     `source`'s point-in-time recovery history records after `restore_time`; the number
-    of items written back or deleted. The history is read at every partition's first
-    hash, where each partition's records and its split ancestors' lie."""
+    of items written back or deleted."""
+    images = (await read_undo(ctx, source, history_ms, restore_time, progress)).images()
+    for start in range(0, len(images), WRITES_IN_FLIGHT):
+        chunk = images[start : start + WRITES_IN_FLIGHT]
+        await asyncio.gather(*(_restore_key(ctx, target, key, item) for key, item in chunk))
+    return len(images)
+
+
+async def read_undo(
+    ctx: RouterContext,
+    source: str,
+    history_ms: int,
+    restore_time: float,
+    progress: Callable[[Copied], Awaitable[None]] | None = None,
+) -> point_in_time.Undo:
+    """What undoing `source`'s changes after `restore_time` writes, from its history
+    (read after the items it corrects: `api/point_in_time.py`). The history is read at
+    every partition's first hash, where each partition's records and its split
+    ancestors' lie."""
     undo = point_in_time.Undo(restore_time)
     table = ctx.tables.require_placed(source)
     for partition in table.record.partitions:
@@ -175,11 +192,15 @@ async def undo_changes(
                 await progress(Copied())
             if after is None:
                 break
-    images = undo.images()
-    for start in range(0, len(images), WRITES_IN_FLIGHT):
-        chunk = images[start : start + WRITES_IN_FLIGHT]
-        await asyncio.gather(*(_restore_key(ctx, target, key, item) for key, item in chunk))
-    return len(images)
+    return undo
+
+
+async def item_pages(ctx: RouterContext, source: str) -> AsyncIterator[list[dict[str, Any]]]:
+    """Every item of `source`, a page at a time (each as of its own moment, as a Scan)."""
+    cursor: Cursor | None = _first(ctx, source)
+    while cursor is not None:
+        items, cursor = await _read_at(ctx, source, cursor)
+        yield items
 
 
 async def _restore_key(

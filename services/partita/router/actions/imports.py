@@ -10,14 +10,14 @@ from partita.api.operations import imports
 from partita.api.shape import expect_dict, expect_type
 from partita.common import errors
 from partita.control.model import NO_REVISION
-from partita.control.store import ImportLedger
+from partita.control.store import ImportExportLedger
 from partita.router.actions import create_table
 from partita.router.context import RouterContext
 from partita.router.copy_jobs import CopyJobs
 from partita.router.describe import table_uuid
 
 
-def _ledger(ctx: RouterContext) -> tuple[ImportLedger, CopyJobs]:
+def _ledger(ctx: RouterContext) -> tuple[ImportExportLedger, CopyJobs]:
     if ctx.imports is None or ctx.copy_jobs is None:
         raise errors.internal_server_error("imports are not served by this router")
     return ctx.imports, ctx.copy_jobs

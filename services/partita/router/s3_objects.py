@@ -1,4 +1,5 @@
-"""Reading an import's source objects from S3, or any S3-compatible store.
+"""Reading an import's source objects from S3, or any S3-compatible store, and writing
+an export's.
 
 botocore's S3 client with its usual configuration: credentials from the environment,
 the shared files or the pod's role, and the endpoint from `AWS_ENDPOINT_URL_S3` (or
@@ -17,7 +18,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 
 class S3Failure(Exception):
-    """An S3 refusal, in the words ImportTable reports it with (`FailureCode`)."""
+    """An S3 refusal, in the words ImportTable and ExportTableToPointInTime report it
+    with (`FailureCode`)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -31,7 +33,7 @@ class S3Object:
     size: int
 
 
-class S3Source:
+class S3Objects:
     def __init__(self, region: str) -> None:
         self._client: Any = botocore.session.get_session().create_client("s3", region_name=region)
 
@@ -40,6 +42,18 @@ class S3Source:
 
     async def read(self, bucket: str, key: str) -> bytes:
         return await asyncio.to_thread(self._read, bucket, key)
+
+    async def write(self, bucket: str, key: str, body: bytes, sse: dict[str, str]) -> str:
+        """Store an object; its ETag. `sse`: put_object's ServerSideEncryption members."""
+        return await asyncio.to_thread(self._write, bucket, key, body, sse)
+
+    def _write(self, bucket: str, key: str, body: bytes, sse: dict[str, str]) -> str:
+        try:
+            return str(self._client.put_object(Bucket=bucket, Key=key, Body=body, **sse).get("ETag", ""))
+        except ClientError as exc:
+            raise _failure(exc) from None
+        except BotoCoreError as exc:
+            raise S3Failure("S3ConnectionError", str(exc)) from None
 
     def _objects(self, bucket: str, prefix: str) -> list[S3Object]:
         out: list[S3Object] = []
