@@ -128,13 +128,6 @@ def table_not_found(name: str) -> DynamoError:
     return DynamoError("TableNotFoundException", f"Table not found: {name}")
 
 
-def unavailable(name: str) -> DynamoError:
-    return DynamoError(
-        "ContinuousBackupsUnavailableException",
-        f"Backups are being enabled for the table: {name}. Please retry later",
-    )
-
-
 def not_enabled(name: str) -> DynamoError:
     return DynamoError(
         "PointInTimeRecoveryUnavailableException", f"Point in time recovery is not enabled for table '{name}'"
