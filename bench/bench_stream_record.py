@@ -1,14 +1,17 @@
-"""What a write pays for its stream record: the leader's planning and one replica's apply.
+"""What a write pays for its stream record, and for its point-in-time recovery history
+record: the leader's planning and one replica's apply.
 
 Run: .venv/bin/python bench/bench_stream_record.py [--writes 20000] [--items 2000] [--view NEW_AND_OLD_IMAGES]
 
 A write to a table whose stream is enabled carries the stream's settings to the
 partition's leader, which reads and decodes the item it replaces, builds the record and
-adds it to the write's log entry (`operations._add_stream_record`); each replica then
+adds it to the write's log entry (`operations._add_change_records`); each replica then
 stores it beside the items (`Engine._write`). This measures, on a real engine (RocksDB
 files, items committed first, 900-byte items as in `bench.ycsb`), a PutItem's plan and
 apply with and without a stream, per write, so the difference can be set against a
 replicated write's whole cost (docs/benchmarks.md: hundreds of µs of CPU at RF=3).
+A table with point-in-time recovery adds a history record (the old image) the same way,
+with or without a stream.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def _item(i: int, version: int) -> bytes:
     return orjson.dumps({"pk": {"S": f"user{i}"}, "v": {"N": str(version)}, "field0": {"S": "x" * 880}})
 
 
-async def measure(writes: int, items: int, stream: dict[str, Any] | None) -> tuple[float, float]:
+async def measure(writes: int, items: int, options: dict[str, Any]) -> tuple[float, float]:
     """(plan µs, apply µs) per PutItem overwriting an existing item."""
     with tempfile.TemporaryDirectory() as directory:
         engine = Engine.open(Path(directory) / "node", sync=False)
@@ -49,7 +52,7 @@ async def measure(writes: int, items: int, stream: dict[str, Any] | None) -> tup
                 for i in range(items)
             ]
             await engine.commit([Effect(Kind.PUT, key, _item(i, 0)) for i, key in enumerate(stored)])
-            body = orjson.dumps({"stream": stream}) if stream is not None else b""  # the plain PutItem
+            body = orjson.dumps(options) if options else b""  # no options: the plain PutItem
             requests = [
                 pb.Request(id=n, op=pb.PUT, key=stored[n % items], value=_item(n % items, n + 1), body=body)
                 for n in range(writes)
@@ -82,7 +85,14 @@ def main() -> None:
     parser.add_argument("--view", default="NEW_AND_OLD_IMAGES")
     args = parser.parse_args()
     stream = {"view": args.view, "keys": ["pk"], "at": 1.0, "ms": 1000}
-    for label, given in (("no stream", None), (f"stream {args.view}", stream)):
+    history = {"view": "OLD_IMAGE", "keys": ["pk"], "at": 1.0, "ms": keys.history_stream_ms(1000), "r": 35}
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("no stream", {}),
+        (f"stream {args.view}", {"stream": stream}),
+        ("history (point-in-time)", {"history": history}),
+        (f"stream {args.view} + history", {"stream": stream, "history": history}),
+    ]
+    for label, given in cases:
         plan, apply = asyncio.run(measure(args.writes, args.items, given))
         print(f"{label:>30}: plan {plan:.1f} µs, apply {apply:.1f} µs per PutItem")
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TRIM_INTERVAL_SECONDS = 60.0
+# Partitions planned between two turns of the event loop.
+YIELD_EVERY = 64
 
 
 class StreamTrimmer:
@@ -63,10 +65,14 @@ class StreamTrimmer:
         # Every table: a point-in-time recovery history may be kept where the node was
         # not told of it (a Kubernetes storage pod knows a table's stream, not its
         # recovery), and a pass over a partition without records is one empty seek.
+        planned = 0
         for table_id, hosted in list(self.state.hosted.items()):
             for partition in hosted.partitions:
                 if not self.state.leads(table_id, partition):
                     continue
+                planned += 1
+                if planned % YIELD_EVERY == 0:  # thousands of partitions: let requests in between
+                    await asyncio.sleep(0)
                 request = pb.Request(
                     op=pb.STREAM_TRIM, table_id=table_id, key_hash=partition.start, body=body
                 )
