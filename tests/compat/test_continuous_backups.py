@@ -20,9 +20,11 @@ from tests.compat.test_backups import restored
 
 pytestmark = PYTESTMARK
 
-# DynamoDB's answer for a new table (Alternator's DynamoDB-verified test_backup.py).
+# DynamoDB's answer for a table without point-in-time recovery: "Continuous backups are
+# ENABLED on all tables at table creation" (the API reference; Alternator's test_backup.py
+# saw DISABLED in a table's first seconds on AWS).
 WITHOUT_RECOVERY = {
-    "ContinuousBackupsStatus": "DISABLED",
+    "ContinuousBackupsStatus": "ENABLED",
     "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"},
 }
 ON = {"PointInTimeRecoveryEnabled": True}
@@ -74,6 +76,17 @@ def test_a_recovery_period_out_of_bounds_is_a_constraint_violation(ddb: Any, tab
     assert "failed to satisfy constraint: Member must have value less than or equal to 35" in message
 
 
+def test_a_restore_onto_an_existing_table_is_refused_before_the_sources_recovery_is_judged(
+    ddb: Any, table: str
+) -> None:
+    assert error(
+        ddb.restore_table_to_point_in_time,
+        SourceTableName=table,
+        TargetTableName=table,
+        UseLatestRestorableTime=True,
+    ) == ("TableAlreadyExistsException", f"Table already exists: {table}")
+
+
 def test_a_table_without_recovery_is_neither_restored_nor_exported(ddb: Any, table: str) -> None:
     refused = (
         "PointInTimeRecoveryUnavailableException",
@@ -92,7 +105,7 @@ def test_a_table_without_recovery_is_neither_restored_nor_exported(ddb: Any, tab
     assert error(ddb.export_table_to_point_in_time, TableArn=arn, S3Bucket="bucket")[0] == refused[0]
 
 
-def test_turning_recovery_on_describes_its_window_and_off_keeps_continuous_backups_enabled(ddb: Any) -> None:
+def test_turning_recovery_on_describes_its_window_and_off_describes_it_off(ddb: Any) -> None:
     name = create_table(ddb, [("pk", "S")], prefix="pitr-switch")
     answer = ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification=ON)
     described = answer["ContinuousBackupsDescription"]
@@ -117,10 +130,7 @@ def test_turning_recovery_on_describes_its_window_and_off_keeps_continuous_backu
     off = ddb.update_continuous_backups(
         TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": False}
     )
-    assert off["ContinuousBackupsDescription"] == {
-        "ContinuousBackupsStatus": "ENABLED",
-        "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"},
-    }
+    assert off["ContinuousBackupsDescription"] == WITHOUT_RECOVERY
 
 
 def _items(ddb: Any, name: str) -> dict[str, dict[str, Any]]:

@@ -57,6 +57,8 @@ CAS_ATTEMPTS = 5
 # How long after a point-in-time restore's time its copy starts: writes stamped before it
 # have reached their partitions by then.
 SETTLE_SECONDS = 2.0
+# How long a failed import waits for its dropped table to be removed before it reads FAILED.
+DROP_WAIT_SECONDS = 30.0
 # An export's items are kept in memory up to this many bytes, then on the router's disk.
 SPOOL_BYTES = 16 * 1024 * 1024
 
@@ -313,7 +315,7 @@ class CopyJobs:
         try:
             sources = await s3.objects(record.bucket, record.prefix)
         except S3Failure as exc:
-            await self._drop(record.table_name, record.arn)
+            await self._gone(await self._drop(record.table_name, record.arn))
             record.status, record.failure_code, record.failure_message = "FAILED", exc.code, exc.message
             record.ended_at = round(self.clock(), 3)
             await saved()
@@ -460,13 +462,25 @@ class CopyJobs:
 
         await self._change(name, done)
 
-    async def _drop(self, name: str, arn: str) -> None:
-        """A failed import's table goes, as DynamoDB drops it."""
+    async def _drop(self, name: str, arn: str) -> TableSpec | None:
+        """A failed import's table goes, as DynamoDB drops it; the spec as marked."""
 
         def dropped(spec: TableSpec) -> TableSpec | None:
             return dataclasses.replace(spec, deleting=True) if spec.importing == arn else None
 
-        await self._change(name, dropped)
+        return await self._change(name, dropped)
+
+    async def _gone(self, marked: TableSpec | None) -> None:
+        """Wait, a bounded time, for the autoadmin to remove a dropped table: DynamoDB's
+        ListTables no longer names a failed import's table once the import reads FAILED
+        (moto's DynamoDB-verified test_import_from_missing_s3_table)."""
+        deadline = self.clock() + DROP_WAIT_SECONDS
+        while marked is not None and self.clock() < deadline:
+            current = await self.ctx.catalog.get_table_spec(marked.name)
+            if current is None or current.table_id != marked.table_id:
+                break
+            await asyncio.sleep(0.1)
+        await self.ctx.tables.refresh("backup")
 
     # --- the spec, read and changed -------------------------------------------------------------
 

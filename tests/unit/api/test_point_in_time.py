@@ -39,8 +39,9 @@ def test_turning_recovery_off_ends_the_history_and_on_again_starts_a_new_one_at_
 
 
 def test_the_description_follows_the_setting() -> None:
+    # Continuous backups are on from a table's creation, recovery or not.
     assert point_in_time.description(PointInTimeRecovery(), 0.0) == {
-        "ContinuousBackupsStatus": "DISABLED",
+        "ContinuousBackupsStatus": "ENABLED",
         "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": "DISABLED"},
     }
     assert point_in_time.description(PointInTimeRecovery(False, 5.0), 0.0) == {

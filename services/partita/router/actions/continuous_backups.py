@@ -52,6 +52,8 @@ async def restore_table_to_point_in_time(ctx: RouterContext, body: Any) -> dict[
     cached = ctx.tables.tables.get(req.source)
     if source is None or source.deleting or cached is None:
         raise point_in_time.table_not_found(req.source)
+    if await ctx.catalog.get_table_spec(req.target) is not None:  # told before recovery's absence
+        raise backups.table_already_exists(req.target)
     if not source.point_in_time.enabled:
         raise point_in_time.not_enabled(req.source)
     now = time.time()
