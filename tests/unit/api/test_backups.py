@@ -158,3 +158,24 @@ def test_list_backups_filters_by_table_and_time_and_pages_oldest_first() -> None
     assert [b.created_at for b in rest] == [20.0, 30.0] and last is None
     assert backups.listed(everything, listing(BackupType="SYSTEM")) == ([], None)
     assert len(backups.listed(everything, listing(BackupType="ALL"))[0]) == 4
+
+
+def test_an_on_demand_maximum_is_kept_on_demand_and_overridden_as_asked() -> None:
+    capped = dataclasses.replace(SOURCE, billing_mode="PAY_PER_REQUEST", on_demand_max=(50, 20))
+    backup = backups.hidden_spec(capped, dataclasses.replace(info(), source=capped.to_json()), 5.0)
+    assert backups.restored_spec(restore(), backup, "router-1", 9.0, 30.0).on_demand_max == (50, 20)
+    override = restore(OnDemandThroughputOverride={"MaxWriteRequestUnits": 9})
+    assert backups.restored_spec(override, backup, "router-1", 9.0, 30.0).on_demand_max == (0, 9)
+    provisioned = restore(
+        BillingModeOverride="PROVISIONED",
+        ProvisionedThroughputOverride={"ReadCapacityUnits": 1, "WriteCapacityUnits": 2},
+    )
+    assert backups.restored_spec(provisioned, backup, "router-1", 9.0, 30.0).on_demand_max == (0, 0)
+    refused = restore(
+        BillingModeOverride="PROVISIONED",
+        ProvisionedThroughputOverride={"ReadCapacityUnits": 1, "WriteCapacityUnits": 2},
+        OnDemandThroughputOverride={"MaxReadRequestUnits": 5},
+    )
+    with pytest.raises(DynamoError) as caught:  # DynamoDB's rule: on-demand billing only
+        backups.restored_spec(refused, backup, "router-1", 9.0, 30.0)
+    assert caught.value.code == "ValidationException"

@@ -20,6 +20,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from partita.api.operations import on_demand_throughput
 from partita.api.shape import expect_dict, expect_type
 from partita.common import errors
 from partita.common.errors import DynamoError
@@ -108,6 +109,7 @@ class RestoreOverrides:
     write_capacity: int | None
     global_indexes: tuple[str, ...] | None  # the names kept, or None: every one
     local_indexes: tuple[str, ...] | None
+    on_demand: on_demand_throughput.Requested | None = None  # OnDemandThroughputOverride
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def _time(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-_UNSUPPORTED_OVERRIDES = ("OnDemandThroughputOverride", "VectorIndexOverride")
+_UNSUPPORTED_OVERRIDES = ("VectorIndexOverride",)
 
 
 def validate_restore(body: Any) -> RestoreRequest:
@@ -176,6 +178,7 @@ def validate_overrides(body: dict[str, Any]) -> RestoreOverrides:
         write_capacity=int(throughput["WriteCapacityUnits"]) if throughput else None,
         global_indexes=_index_names(body.get("GlobalSecondaryIndexOverride")),
         local_indexes=_index_names(body.get("LocalSecondaryIndexOverride")),
+        on_demand=on_demand_throughput.requested(body.get("OnDemandThroughputOverride")),
     )
 
 
@@ -242,6 +245,10 @@ def restored_table(
     """A restore's new table: the source's keys, throughput and indexes, as overridden;
     no Time to Live, stream, tags or recovery (DynamoDB's restores set none of them)."""
     mode = req.billing_mode or source.billing_mode
+    # The source's on-demand maximum while the table stays on demand, or the override.
+    on_demand_max = source.on_demand_max if mode == "PAY_PER_REQUEST" else (0, 0)
+    if req.on_demand is not None:
+        on_demand_max = on_demand_throughput.on_create(req.on_demand, mode)
     if mode == "PAY_PER_REQUEST":
         reads = writes = 0
     else:
@@ -265,6 +272,7 @@ def restored_table(
         billing_mode=mode,  # type: ignore[arg-type]
         read_capacity=reads,
         write_capacity=writes,
+        on_demand_max=on_demand_max,
         created_at=round(now, 3),
         key_hash=KEY_HASH_DYNAMODB,
         indexes=indexes,
