@@ -93,8 +93,10 @@ class Cluster(RawHttp):
         if "is already in use" in up_log:
             return True
         logs = self.data_dir / "logs"
+        # gRPC says "Address already in use", uvloop's servers (/metrics) "address already in use".
         return logs.is_dir() and any(
-            "Address already in use" in path.read_text(errors="replace") for path in logs.glob("*.log")
+            "address already in use" in path.read_text(errors="replace").lower()
+            for path in logs.glob("*.log")
         )
 
     def start(self, timeout: float = START_TIMEOUT) -> None:

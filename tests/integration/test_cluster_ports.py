@@ -49,3 +49,9 @@ def test_a_process_that_could_not_bind_its_port_counts_as_a_port_taken(tmp_path:
         "Failed to add port to server: ... (Error in bind for address ...: Address already in use)\n"
     )
     assert c._port_clash("storage-a exited with code 1")
+    # A /metrics listener (uvloop) words it in lower case.
+    (tmp_path / "logs" / "storage-a.log").write_text(
+        "OSError: [Errno 98] error while attempting to bind on address ('127.0.0.1', 26315): "
+        "address already in use\n"
+    )
+    assert c._port_clash("storage-a exited with code 1")

@@ -139,10 +139,15 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
     the counter below the client's acknowledged value, a doubled one above it plus the
     unknown outcomes) and no strongly consistent read ever went backwards. The table's
     stream then holds each counter's committed values exactly once, in order: its records
-    ride in their writes' log entries, so a failover neither drops nor repeats one."""
+    ride in their writes' log entries, so a failover neither drops nor repeats one; so
+    do its point-in-time recovery history's, so restores to a moment midway and to the
+    end bring back counters that agree with what was acknowledged."""
     ddb = rf3.client()
     name = f"rf3k-{uuid.uuid4().hex[:8]}"
     create_pk_table(ddb, name, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
+    ddb.update_continuous_backups(
+        TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
+    )
     workers = 4
     for w in range(workers):
         ddb.put_item(TableName=name, Item={"pk": {"S": f"c{w}"}, "n": {"N": "0"}})
@@ -186,8 +191,12 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
     threads = [threading.Thread(target=client_loop, args=(w,)) for w in range(workers)]
     for t in threads:
         t.start()
+    midway: tuple[float, list[int]] | None = None
     try:
-        for _ in range(KILLS):
+        for kill in range(KILLS):
+            if kill == KILLS // 2:
+                floor = list(acked)  # acknowledged before the moment: restored at least so
+                midway = (time.time(), floor)
             progress.clear()
             assert progress.wait(60), "no increment was acknowledged for 60 s"
             leaders = Counter(p["leader"] for p in _partitions(rf3, name))
@@ -219,6 +228,23 @@ def test_sigkill_of_the_node_with_most_leaders_loses_no_acknowledged_increment(r
     }
     streamed = _streamed_values(rf3, ddb.describe_table(TableName=name)["Table"]["LatestStreamArn"])
     assert streamed == {pk: list(range(final + 1)) for pk, final in finals.items()}
+    assert midway is not None
+    at_end = _restored_counters(rf3, name, UseLatestRestorableTime=True)
+    assert at_end == finals
+    moment, floor = midway
+    then = _restored_counters(rf3, name, RestoreDateTime=moment)
+    for w in range(workers):
+        assert floor[w] <= then[f"c{w}"] <= finals[f"c{w}"], (w, floor[w], then, finals)
+
+
+def _restored_counters(cluster: Cluster, source: str, **when: Any) -> dict[str, int]:
+    """The counters of a point-in-time restore of `source`, once it is ACTIVE."""
+    ddb = cluster.client()
+    target = f"{source}-r{uuid.uuid4().hex[:6]}"
+    ddb.restore_table_to_point_in_time(SourceTableName=source, TargetTableName=target, **when)
+    _until(lambda: ddb.describe_table(TableName=target)["Table"]["TableStatus"] == "ACTIVE")
+    items = ddb.scan(TableName=target, ConsistentRead=True)["Items"]
+    return {item["pk"]["S"]: int(item["n"]["N"]) for item in items}
 
 
 def _streamed_values(cluster: Cluster, arn: str) -> dict[str, list[int]]:
