@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,14 +95,19 @@ def bucket(s3_endpoint: str, objects: dict[str, bytes]) -> str:
     return name
 
 
-def finished(ddb: Any, arn: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
+def settled(describe: Callable[[], dict[str, Any]], status: str, timeout: float = 90.0) -> dict[str, Any]:
+    """An import's or export's description once its `status` is no longer IN_PROGRESS."""
+    deadline = time.monotonic() + timeout
     while True:
-        description: dict[str, Any] = ddb.describe_import(ImportArn=arn)["ImportTableDescription"]
-        if description["ImportStatus"] != "IN_PROGRESS":
+        description = describe()
+        if description[status] != "IN_PROGRESS":
             return description
         assert time.monotonic() < deadline, description
         time.sleep(0.2)
+
+
+def finished(ddb: Any, arn: str) -> dict[str, Any]:
+    return settled(lambda: ddb.describe_import(ImportArn=arn)["ImportTableDescription"], "ImportStatus")
 
 
 def start(ddb: Any, source: str, table: str, prefix: str = "", **extra: Any) -> dict[str, Any]:
@@ -241,13 +246,7 @@ def recoverable_table(ddb: Any) -> tuple[str, str]:
 
 
 def export_finished(ddb: Any, arn: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 90
-    while True:
-        description: dict[str, Any] = ddb.describe_export(ExportArn=arn)["ExportDescription"]
-        if description["ExportStatus"] != "IN_PROGRESS":
-            return description
-        assert time.monotonic() < deadline, description
-        time.sleep(0.3)
+    return settled(lambda: ddb.describe_export(ExportArn=arn)["ExportDescription"], "ExportStatus")
 
 
 def exported_items(s3_endpoint: str, bucket: str, prefix: str) -> list[dict[str, Any]]:
@@ -314,13 +313,7 @@ def test_an_export_writes_the_table_as_it_was_at_the_export_time_in_dynamodbs_la
         InputCompressionType="GZIP",
         TableCreationParameters={"TableName": imported, **PK},
     )["ImportTableDescription"]["ImportArn"]
-    deadline = time.monotonic() + 60
-    while (
-        ddb.describe_import(ImportArn=arn_of_import)["ImportTableDescription"]["ImportStatus"]
-        == "IN_PROGRESS"
-    ):
-        assert time.monotonic() < deadline
-        time.sleep(0.3)
+    assert finished(ddb, arn_of_import)["ImportStatus"] == "COMPLETED"
     assert scanned(ddb, imported) == then
 
     listed_exports = ddb.list_exports(TableArn=arn)["ExportSummaries"]

@@ -11,6 +11,7 @@ import pytest
 
 from partita.api.operations import exports
 from partita.api.operations.exports import ExportRecord
+from partita.api.operations.imports import ledger_page
 from partita.common.errors import DynamoError
 
 ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/t"
@@ -70,9 +71,9 @@ def test_exports_are_listed_oldest_first_by_table_a_page_at_a_time() -> None:
         r.export_id = f"0170000000000{i}-0a1b2c3d"
     other = record()
     other.table_arn, other.export_id = f"{ARN}2", "01699999999999-00000000"
-    page, token = exports.page_of_exports([*reversed(records), other], ARN, 2, None)
+    page, token = ledger_page([*reversed(records), other], _export_id, ARN, 2, None)
     assert [r.export_id for r in page] == [records[0].export_id, records[1].export_id] and token is not None
-    rest, end = exports.page_of_exports(records, ARN, 2, token)
+    rest, end = ledger_page(records, _export_id, ARN, 2, token)
     assert [r.export_id for r in rest] == [records[2].export_id] and end is None
 
 
@@ -98,3 +99,7 @@ def test_an_export_is_laid_out_as_dynamodb_lays_it_out() -> None:
         "ServerSideEncryption": "aws:kms",
         "SSEKMSKeyId": "k",
     }
+
+
+def _export_id(record: ExportRecord) -> str:
+    return record.export_id

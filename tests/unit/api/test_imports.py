@@ -103,8 +103,15 @@ def test_an_import_record_round_trips_and_describes_itself_as_dynamodb_does() ->
 
 def test_list_imports_pages_oldest_first_and_filters_by_table() -> None:
     records = [record(f"0{i}", "arn:a" if i % 2 else "arn:b") for i in range(5)]
-    page, token = imports.page_of_imports(records, None, 2, None)
+    page, token = imports.ledger_page(records, _import_id, None, 2, None)
     assert [r.import_id for r in page] == ["00", "01"] and token == "01"
-    page, token = imports.page_of_imports(records, None, 2, token)
+    page, token = imports.ledger_page(records, _import_id, None, 2, token)
     assert [r.import_id for r in page] == ["02", "03"]
-    assert [r.import_id for r in imports.page_of_imports(records, "arn:a", None, None)[0]] == ["01", "03"]
+    assert [r.import_id for r in imports.ledger_page(records, _import_id, "arn:a", None, None)[0]] == [
+        "01",
+        "03",
+    ]
+
+
+def _import_id(record: imports.ImportRecord) -> str:
+    return record.import_id

@@ -34,8 +34,8 @@ _EXPORT_ARN = re.compile(
 # A data file is closed past this many bytes of lines, before compression.
 DATA_FILE_BYTES = 64 * 1024 * 1024
 MANIFEST_VERSION = "2020-06-30"
-# ListExports' MaxResults when not given (the service model allows 1 to 25).
-DEFAULT_PAGE = 25
+# How long a ClientToken names its export (DynamoDB: eight hours).
+TOKEN_SECONDS = 8 * 3600
 # The request members that make an export what it is: a ClientToken sent again with
 # other values is ExportConflictException.
 _IDENTITY = (
@@ -191,22 +191,6 @@ class ExportRecord:
 
     def summary(self) -> dict[str, Any]:
         return {"ExportArn": self.arn, "ExportStatus": self.status, "ExportType": self.export_type}
-
-
-def page_of_exports(
-    records: list[ExportRecord], table_arn: str | None, page_size: int | None, token: str | None
-) -> tuple[list[ExportRecord], str | None]:
-    """ListExports: oldest first, `page_size` at a time, NextToken the last export id of a
-    full page."""
-    chosen = sorted(
-        (r for r in records if table_arn is None or r.table_arn == table_arn), key=lambda r: r.export_id
-    )
-    if token is not None:
-        chosen = [r for r in chosen if r.export_id > token]
-    size = page_size or DEFAULT_PAGE
-    if len(chosen) > size:
-        return chosen[:size], chosen[size - 1].export_id
-    return chosen, None
 
 
 # --- what an export writes --------------------------------------------------------------

@@ -19,9 +19,9 @@ import io
 import json
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from partita.api.item import check_item
 from partita.api.operations import create_table
@@ -280,17 +280,27 @@ def _fits(item: dict[str, Any], record: TableRecord) -> bool:
     return True
 
 
-def page_of_imports(
-    records: list[ImportRecord], table_arn: str | None, page_size: int | None, token: str | None
-) -> tuple[list[ImportRecord], str | None]:
-    """ListImports: oldest first, `page_size` at a time (25 at most), NextToken the last
-    import id of a full page."""
-    chosen = sorted(
-        (r for r in records if table_arn is None or r.table_arn == table_arn), key=lambda r: r.import_id
-    )
+class _Ledgered(Protocol):
+    @property
+    def table_arn(self) -> str: ...
+
+
+Ledgered = TypeVar("Ledgered", bound=_Ledgered)
+
+
+def ledger_page(
+    records: list[Ledgered],
+    id_of: Callable[[Ledgered], str],
+    table_arn: str | None,
+    page_size: int | None,
+    token: str | None,
+) -> tuple[list[Ledgered], str | None]:
+    """ListImports' and ListExports' page: oldest first (their ids start with their
+    time), `page_size` at a time (25 at most), NextToken the last id of a full page."""
+    chosen = sorted((r for r in records if table_arn is None or r.table_arn == table_arn), key=id_of)
     if token is not None:
-        chosen = [r for r in chosen if r.import_id > token]
+        chosen = [r for r in chosen if id_of(r) > token]
     size = page_size or 25
     if len(chosen) > size:
-        return chosen[:size], chosen[size - 1].import_id
+        return chosen[:size], id_of(chosen[size - 1])
     return chosen, None

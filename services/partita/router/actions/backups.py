@@ -101,10 +101,16 @@ async def restore_table_from_backup(ctx: RouterContext, body: Any) -> dict[str, 
     if backup.backup.status != "AVAILABLE":
         raise backups.backup_in_use(f"Backup is being created: {req.backup_arn}")
     spec = backups.restored_spec(req, backup, jobs.owner, time.time(), jobs.claim_seconds)
+    return await restore_into(ctx, spec)
+
+
+async def restore_into(ctx: RouterContext, spec: TableSpec) -> dict[str, Any]:
+    """A restore's new table created (TableAlreadyExistsException if its name is taken)
+    and its copy started; the answer of both kinds of restore."""
     if not await ctx.catalog.create_table_spec(spec):
-        raise backups.table_already_exists(req.target)
+        raise backups.table_already_exists(spec.name)
     await ctx.tables.refresh()
-    jobs.start_restore(spec.name)
+    jobs_of(ctx).start_restore(spec.name)
     record = TableRecord.of(spec, None, [])
     return {"TableDescription": created_description(record, ctx.table_arn(spec.name))}
 

@@ -10,11 +10,10 @@ from typing import Any
 from partita.api import point_in_time
 from partita.api.operations import backups
 from partita.common.errors import DynamoError
-from partita.control.model import Claim, RestoreInfo, TableRecord, TableSpec
+from partita.control.model import Claim, RestoreInfo, TableSpec
 from partita.router.actions import table_spec
-from partita.router.actions.backups import jobs_of
+from partita.router.actions.backups import jobs_of, restore_into
 from partita.router.context import RouterContext
-from partita.router.describe import created_description
 
 
 async def describe(ctx: RouterContext, body: Any) -> dict[str, Any]:
@@ -67,10 +66,4 @@ async def restore_table_to_point_in_time(ctx: RouterContext, body: Any) -> dict[
         point_in_time=round(at, 3),
         source_table_id=source.table_id,
     )
-    spec = backups.restored_table(req.target, req.overrides, source, restore, now)
-    if not await ctx.catalog.create_table_spec(spec):
-        raise backups.table_already_exists(req.target)
-    await ctx.tables.refresh()
-    jobs.start_restore(spec.name)
-    record = TableRecord.of(spec, None, [])
-    return {"TableDescription": created_description(record, ctx.table_arn(spec.name))}
+    return await restore_into(ctx, backups.restored_table(req.target, req.overrides, source, restore, now))

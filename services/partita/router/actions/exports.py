@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from partita.api import point_in_time
-from partita.api.operations import exports
+from partita.api.operations import exports, imports
 from partita.api.shape import expect_dict, expect_type
 from partita.common import errors
 from partita.common.errors import DynamoError
@@ -41,14 +41,18 @@ async def export_table(ctx: RouterContext, body: Any) -> dict[str, Any]:
         raise point_in_time.not_enabled(name)
     ledger, jobs = _ledger(ctx)
     token = request.get("ClientToken")
+    now = time.time()
     if token is not None:
         for data, _ in await ledger.list_exports():
-            if data["request"].get("ClientToken") == token:
+            # A token names its export for eight hours, as DynamoDB's does.
+            if (
+                data["request"].get("ClientToken") == token
+                and now - data["started_at"] < exports.TOKEN_SECONDS
+            ):
                 earlier = exports.ExportRecord.from_json(data)
                 if exports.conflicts(request, earlier.request):
                     raise exports.conflict(str(token))
                 return {"ExportDescription": earlier.description(table_uuid(earlier.table_id))}
-    now = time.time()
     earliest, latest = point_in_time.window(setting, now)
     at = float(request.get("ExportTime", latest))
     if not earliest <= at <= latest:
@@ -86,8 +90,9 @@ async def list_exports(ctx: RouterContext, body: Any) -> dict[str, Any]:
     body = expect_dict(body)
     ledger, _ = _ledger(ctx)
     records = [exports.ExportRecord.from_json(data) for data, _ in await ledger.list_exports()]
-    page, token = exports.page_of_exports(
+    page, token = imports.ledger_page(
         records,
+        lambda r: r.export_id,
         expect_type(body.get("TableArn"), str, "a string"),
         expect_type(body.get("MaxResults"), int, "an integer"),
         expect_type(body.get("NextToken"), str, "a string"),

@@ -68,8 +68,9 @@ async def list_imports(ctx: RouterContext, body: Any) -> dict[str, Any]:
     body = expect_dict(body)
     ledger, _ = _ledger(ctx)
     records = [imports.ImportRecord.from_json(data) for data, _ in await ledger.list_imports()]
-    page, token = imports.page_of_imports(
+    page, token = imports.ledger_page(
         records,
+        lambda r: r.import_id,
         expect_type(body.get("TableArn"), str, "a string"),
         expect_type(body.get("PageSize"), int, "an integer"),
         expect_type(body.get("NextToken"), str, "a string"),
