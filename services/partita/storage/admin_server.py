@@ -21,7 +21,7 @@ from partita._proto import admin_pb2 as pb
 from partita._proto import admin_pb2_grpc as pb_grpc
 from partita.common import config, keys
 from partita.common.partition_map import HASH_SPACE
-from partita.control.model import BillingMode, KeyElement, StreamSpec
+from partita.control.model import BillingMode, KeyElement, PointInTimeRecovery, StreamSpec
 from partita.storage import metrics
 from partita.storage.assignments import (
     FULL,
@@ -77,6 +77,11 @@ def assignment_of(request: pb.HostReplicaRequest) -> Assignment:
         created_at=t.created_at,
         ttl_attribute=t.ttl_attribute or None,
         stream=StreamSpec.from_json(orjson.loads(t.stream)) if t.stream else StreamSpec(),
+        point_in_time=(
+            PointInTimeRecovery.from_json(orjson.loads(t.point_in_time))
+            if t.point_in_time
+            else PointInTimeRecovery()
+        ),
     )
     members = tuple(m.node for m in request.members)
     if len(set(members)) != len(members):
@@ -122,6 +127,9 @@ def request_of(assignment: Assignment, zones: Mapping[str, str]) -> pb.HostRepli
         created_at=t.created_at,
         ttl_attribute=t.ttl_attribute or "",
         stream=orjson.dumps(t.stream.to_json()).decode() if t.stream.exists else "",
+        point_in_time=orjson.dumps(t.point_in_time.to_json()).decode()
+        if t.point_in_time.ever_enabled
+        else "",
     )
     if t.sort_key is not None:
         table.sort_key.CopyFrom(pb.KeyAttribute(name=t.sort_key.name, type=t.sort_key.type))

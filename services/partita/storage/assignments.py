@@ -18,7 +18,14 @@ from typing import Any, cast
 import orjson
 
 from partita.common.partition_map import Partition, current_partitions
-from partita.control.model import BillingMode, KeyElement, StreamSpec, TableRecord, TimeToLive
+from partita.control.model import (
+    BillingMode,
+    KeyElement,
+    PointInTimeRecovery,
+    StreamSpec,
+    TableRecord,
+    TimeToLive,
+)
 from partita.storage.hosting import HostedTable
 
 FILE_NAME = "assignments.json"
@@ -41,6 +48,7 @@ class TableInfo:
     created_at: float
     ttl_attribute: str | None  # while Time to Live is on
     stream: StreamSpec = field(default_factory=StreamSpec)
+    point_in_time: PointInTimeRecovery = field(default_factory=PointInTimeRecovery)
 
 
 @dataclass(frozen=True)
@@ -165,6 +173,7 @@ def _record(table: TableInfo, partitions: list[Partition]) -> TableRecord:
         partitions=tuple(sorted(partitions, key=lambda p: p.start)),
         time_to_live=ttl,
         stream=table.stream,
+        point_in_time=table.point_in_time,
     )
 
 
@@ -242,6 +251,7 @@ def _to_json(a: Assignment) -> dict[str, Any]:
             "created_at": t.created_at,
             "ttl_attribute": t.ttl_attribute,
             "stream": t.stream.to_json(),
+            "point_in_time": t.point_in_time.to_json(),
         },
     }
 
@@ -260,6 +270,7 @@ def _from_json(e: Mapping[str, Any]) -> Assignment:
         created_at=float(t["created_at"]),
         ttl_attribute=t["ttl_attribute"],
         stream=StreamSpec.from_json(t.get("stream") or {}),
+        point_in_time=PointInTimeRecovery.from_json(t.get("point_in_time") or {}),
     )
     # Files written before members carried addresses have none.
     addresses = tuple((str(n), str(a)) for n, a in e.get("addresses", {}).items())

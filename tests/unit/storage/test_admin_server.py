@@ -17,7 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from partita._proto import admin_pb2 as pb
 from partita._proto import admin_pb2_grpc as pb_grpc
 from partita.common import keys
-from partita.control.model import StreamSpec
+from partita.control.model import PointInTimeRecovery, StreamSpec
 from partita.storage import admin_server
 from partita.storage.admin_server import AdminHosting
 from partita.storage.assignments import AssignmentBook
@@ -165,6 +165,22 @@ async def test_the_tables_stream_reaches_the_hosted_record_and_survives_a_restar
         assert n.state.hosted[TABLE_ID].record.stream == stream
     async with running_node(tmp_path) as restarted:
         assert restarted.state.hosted[TABLE_ID].record.stream == stream
+
+
+async def test_the_tables_point_in_time_recovery_reaches_the_hosted_record_and_survives_a_restart(
+    tmp_path: Path,
+) -> None:
+    """Its leaders add TTL deletes to the recovery history: they must know it is on."""
+    recovery = PointInTimeRecovery(True, 4.5, 7)
+    request = host_request(point_in_time=orjson.dumps(recovery.to_json()).decode())
+    async with running_node(tmp_path) as n:
+        await n.stub.HostReplica(request, timeout=5)
+        assert n.state.hosted[TABLE_ID].record.point_in_time == recovery
+        # What a leader publishes for its members carries it on.
+        published = admin_server.request_of(n.hosting.book.assignments["orders-0"], {})
+        assert published.table.point_in_time == request.table.point_in_time
+    async with running_node(tmp_path) as restarted:
+        assert restarted.state.hosted[TABLE_ID].record.point_in_time == recovery
 
 
 async def test_assignments_survive_a_restart(tmp_path: Path) -> None:

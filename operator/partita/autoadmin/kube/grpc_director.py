@@ -65,6 +65,9 @@ def host_request(
         created_at=spec.created_at,
         ttl_attribute=(spec.time_to_live.attribute_name or "") if spec.time_to_live.active else "",
         stream=orjson.dumps(spec.stream.to_json()).decode() if spec.stream.exists else "",
+        point_in_time=(
+            orjson.dumps(spec.point_in_time.to_json()).decode() if spec.point_in_time.ever_enabled else ""
+        ),
     )
     if spec.sort_key is not None:
         table.sort_key.CopyFrom(pb.KeyAttribute(name=spec.sort_key.name, type=spec.sort_key.type))

@@ -5,10 +5,12 @@ one still hosts what it was given, and a drop is done only once every member dro
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
+import orjson
 import pytest
 
 from partita._proto import admin_pb2 as pb
@@ -22,6 +24,7 @@ from partita.autoadmin.kube.grpc_director import (
     summarize,
 )
 from partita.autoadmin.kube.replicas import PartitionRef
+from partita.control.model import PointInTimeRecovery
 from tests.unit.autoadmin.kube.storage_nodes import StorageNode, storage_nodes
 from tests.unit.control.conftest import Etcd, etcd, table  # noqa: F401 (the etcd fixture)
 
@@ -183,3 +186,12 @@ def test_every_member_is_sent_the_same_membership_with_each_members_replication_
         ("pt-storage-b-0", "pt-storage-b-0.pt-storage-b.db.svc:7400"),
         ("stranger", ""),
     ]
+
+
+def test_a_tables_point_in_time_recovery_is_sent_to_its_members_once_it_has_been_on() -> None:
+    """The members' leaders add TTL deletes to the recovery history: they must know it."""
+    spec = table("Orders", 7)
+    assert host_request(ref(), spec, [Member("n1", "a")]).table.point_in_time == ""
+    recovering = dataclasses.replace(spec, point_in_time=PointInTimeRecovery(True, 2.5, 9))
+    sent = host_request(ref(), recovering, [Member("n1", "a")]).table.point_in_time
+    assert PointInTimeRecovery.from_json(orjson.loads(sent)) == recovering.point_in_time
