@@ -432,3 +432,49 @@ def test_a_new_tables_short_load_is_admitted_at_once_without_retries(cluster: Cl
     for i in range(200):
         ddb.put_item(TableName=five, Item={"pk": {"S": f"k{i}"}})
     assert ddb.scan(TableName=five, Select="COUNT")["Count"] == 200
+
+
+def test_a_global_index_out_of_its_write_capacity_throttles_the_tables_writes(cluster: Cluster) -> None:
+    """A global index has its own throughput, as DynamoDB's: a write that spends more of
+    the index's write capacity than it has (its 300 s of savings, at 1 WCU) leaves the
+    table's next writes refused, though the table itself has 1,000 WCU to spare; the
+    index's reads are its own and still admitted."""
+    ddb = cluster.client(config=NO_RETRIES)
+    name = f"adm-gsi-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "g", "AttributeType": "S"},
+        ],
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 100, "WriteCapacityUnits": 1000},
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-g",
+                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 1},
+            }
+        ],
+    )
+    wait_active(ddb, name, timeout=30)
+    # 380 KB, projected whole into the index: 380 of the index's write units at once.
+    ddb.put_item(TableName=name, Item={"pk": {"S": "big"}, "g": {"S": "x"}, "v": {"S": "x" * 380 * 1024}})
+    with pytest.raises(ClientError) as caught:
+        ddb.put_item(TableName=name, Item={"pk": {"S": "next"}, "g": {"S": "y"}})
+    error = caught.value.response
+    assert error["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    assert error["ThrottlingReasons"] == [
+        {"reason": "IndexWriteProvisionedThroughputExceeded", "resource": f"{arn}/index/by-g"}
+    ]
+    found = ddb.query(
+        TableName=name,
+        IndexName="by-g",
+        KeyConditionExpression="g = :g",
+        ExpressionAttributeValues={":g": {"S": "x"}},
+        Select="COUNT",
+    )
+    assert found["Count"] == 1

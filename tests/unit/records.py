@@ -78,6 +78,7 @@ async def put_record(store: MemoryControlStore, record: TableRecord) -> None:
         created_at=record.created_at,
         tags=record.tags,
         time_to_live=record.time_to_live,
+        indexes=record.indexes,
         generation=generation,
         deleting=record.status == "DELETING",
         revision=current.revision if current else NO_REVISION,

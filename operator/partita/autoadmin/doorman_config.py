@@ -1,6 +1,8 @@
 """The Doorman resources of the tables' throughput: what the routers lease.
 
-Each table has two resources, `table/<name>/rcu` and `table/<name>/wcu`; FAIR_SHARE
+Each table has two resources, `table/<name>/rcu` and `table/<name>/wcu`, and each of its
+global indexes two more, `table/<name>/index/<index>/rcu` and `wcu` (an index is
+admitted on its own throughput: router/index_capacity.py); FAIR_SHARE
 splits their capacity among the routers that serve the table, each wanting what it
 measures it needs (partita.doorman.wants). A PROVISIONED table's capacity is its
 provisioned throughput. An on-demand (PAY_PER_REQUEST) table's is its allowance
@@ -68,6 +70,29 @@ def _on_demand(template: dict[str, Any], ceiling: float) -> dict[str, Any]:
     return template
 
 
+def _rate_resources(
+    prefix: str,
+    on_demand: bool,
+    provisioned: tuple[int, int],
+    warm: tuple[int, int],
+    maximum: tuple[int, int],
+) -> list[dict[str, Any]]:
+    """`<prefix>/rcu` and `<prefix>/wcu` of a table, or of one of its global indexes."""
+    out = []
+    kinds: tuple[tuple[str, throughput.Kind, int], ...] = (
+        ("rcu", "read", provisioned[0]),
+        ("wcu", "write", provisioned[1]),
+    )
+    for suffix, kind, units in kinds:
+        ceiling = throughput.on_demand_ceiling(maximum, kind)
+        capacity = (
+            min(throughput.on_demand_allowance(0.0, kind, warm), ceiling) if on_demand else float(units)
+        )
+        template = _template(f"{prefix}/{suffix}", capacity, TABLE_REFRESH_SECONDS, TABLE_LEASE_SECONDS)
+        out.append(_on_demand(template, ceiling) if on_demand else template)
+    return out
+
+
 def doorman_config(specs: Iterable[TableSpec], templates: Sequence[Mapping[str, Any]] = ()) -> str:
     """The resource repository (JSON, Doorman's schema) for these tables, then
     `templates` (an operator's own resources, e.g. the Helm chart's `doorman.config`)
@@ -78,21 +103,16 @@ def doorman_config(specs: Iterable[TableSpec], templates: Sequence[Mapping[str, 
         if spec.deleting:
             continue
         on_demand = spec.billing_mode == "PAY_PER_REQUEST"
-        rates: tuple[tuple[str, throughput.Kind, int], ...] = (
-            ("rcu", "read", spec.read_capacity),
-            ("wcu", "write", spec.write_capacity),
+        table = (spec.read_capacity, spec.write_capacity)
+        resources += _rate_resources(
+            f"table/{spec.name}", on_demand, table, spec.warm_throughput, spec.on_demand_max
         )
-        for suffix, kind, provisioned in rates:
-            ceiling = throughput.on_demand_ceiling(spec.on_demand_max, kind)
-            capacity = (
-                min(throughput.on_demand_allowance(0.0, kind, spec.warm_throughput), ceiling)
-                if on_demand
-                else float(provisioned)
-            )
-            template = _template(
-                f"table/{spec.name}/{suffix}", capacity, TABLE_REFRESH_SECONDS, TABLE_LEASE_SECONDS
-            )
-            resources.append(_on_demand(template, ceiling) if on_demand else template)
+        # A global index is admitted on its own throughput (router/index_capacity.py).
+        for index in spec.indexes:
+            if index.kind == "GLOBAL":
+                prefix = f"table/{spec.name}/index/{index.name}"
+                own = (index.read_capacity, index.write_capacity)
+                resources += _rate_resources(prefix, on_demand, own, (0, 0), (0, 0))
     named = {r["identifier_glob"] for r in resources}
     extra = [dict(t) for t in templates if t.get("identifier_glob") not in named]
     resources += [t for t in extra if t.get("identifier_glob") != "*"]

@@ -214,6 +214,18 @@ def provisioned_throughput_exceeded(reasons: list[tuple[str, str]] | None = None
     )
 
 
+def index_throughput_exceeded(reasons: list[tuple[str, str]]) -> DynamoError:
+    """A global secondary index out of its own throughput: DynamoDB's words for it."""
+    return DynamoError(
+        "ProvisionedThroughputExceededException",
+        "The level of configured provisioned throughput for one or more global secondary indexes of the "
+        "table was exceeded. Consider increasing your provisioning level for the under-provisioned global "
+        "secondary indexes with the UpdateTable API",
+        retriable=True,
+        extra={"ThrottlingReasons": [{"reason": r, "resource": arn} for r, arn in reasons]},
+    )
+
+
 def throttling(message: str = "Rate of requests exceeds the allowed throughput.") -> DynamoError:
     return DynamoError("ThrottlingException", message, namespace=AVAILABILITY_NS, retriable=True)
 

@@ -28,6 +28,7 @@ from partita.common.throughput import Kind, PeakTracker
 from partita.common.token_bucket import DEFAULT_BURST_SECONDS, TokenBucket, full_savings
 from partita.control.model import TableRecord
 from partita.router import metrics
+from partita.router.index_capacity import is_index
 
 # Operations whose table is charged, and for which kind of capacity.
 KIND_OF: dict[str, Kind] = {
@@ -265,15 +266,19 @@ class Admission:
 
     def exceeded(self, record: TableRecord, kind: Kind) -> DynamoError:
         operation = "Read" if kind == "read" else "Write"
+        # A global index admitted as a table of its own (router/index_capacity.py): its
+        # name is "<table>/index/<index>", so its ARN is the index's.
+        resource = "Index" if is_index(record.name) else "Table"
         limit = "ProvisionedThroughputExceeded"
         if record.billing_mode == "PAY_PER_REQUEST":
             # The table's own maximum, when that is what held it back; else its allowance.
             ceiling = throughput.on_demand_ceiling(record.on_demand_max, kind)
             at_ceiling = ceiling <= self._allowance(record, kind, self._buckets.get((record.name, kind)))
             limit = "MaxOnDemandThroughputExceeded" if at_ceiling else "AccountLimitExceeded"
-        return errors.provisioned_throughput_exceeded(
-            [(f"Table{operation}{limit}", self.table_arn(record.name))]
-        )
+        reasons = [(f"{resource}{operation}{limit}", self.table_arn(record.name))]
+        if resource == "Index":
+            return errors.index_throughput_exceeded(reasons)
+        return errors.provisioned_throughput_exceeded(reasons)
 
     def _count_throttle(self, table: str, kind: Kind) -> None:
         cell = self._throttled.get((table, kind))

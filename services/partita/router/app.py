@@ -65,6 +65,7 @@ from partita.router.auth import authenticate
 from partita.router.context import RouterContext
 from partita.router.credentials import CredentialStore
 from partita.router.http_server import FIRST_ACCEPT_ENCODING, MAX_BODY_BYTES, HttpRequest, HttpResponse
+from partita.router.index_capacity import global_indexes, queried
 from partita.router.request_encoding import decoded_body
 from partita.router.table_arns import keyed_by_arn, names_for_arns, request_item_arns
 
@@ -321,7 +322,9 @@ class DynamoApp:
         caller = access.Caller(request.peer, request.secure)
         access.check(self.ctx, self.policies, credential, operation, payload, named, caller)
         if self.admission is not None:
-            if operation in KIND_OF:
+            if operation in _INDEXED_READS:
+                self._admit_indexed_read(named, payload.get("IndexName"))
+            elif operation in KIND_OF:
                 self._admit(named, KIND_OF[operation])
             elif operation in STATEMENT_OPERATIONS:
                 for kind, table in heads:
@@ -334,13 +337,28 @@ class DynamoApp:
         return result if isinstance(result, bytes) else orjson.dumps(result)
 
     def _admit(self, named: list[str], kind: str) -> None:
-        """Refuses the request when a table it uses is over its rate (before any work)."""
+        """Refuses the request when a table it uses is over its rate (before any work);
+        a write, also when one of the table's global indexes is over its own."""
         admission = self.admission
         assert admission is not None
         for table in named:
             cached = self.ctx.tables.tables.get(table)
             if cached is not None:
-                admission.admit(cached.record, "read" if kind == "read" else "write")
+                if kind == "read":
+                    admission.admit(cached.record, "read")
+                else:
+                    admission.admit(cached.record, "write")
+                    for index in global_indexes(cached.record):
+                        admission.admit(index, "write")
+
+    def _admit_indexed_read(self, named: list[str], index: object) -> None:
+        """A Query or Scan: the global index it names pays for it, else the table."""
+        admission = self.admission
+        assert admission is not None
+        for table in named:
+            cached = self.ctx.tables.tables.get(table)
+            if cached is not None:
+                admission.admit(queried(cached.record, index), "read")
 
 
 # Answers past this many bytes are compressed off the event loop (zlib releases the GIL):
@@ -406,6 +424,10 @@ def tables_named(payload: dict[str, Any]) -> list[str]:
         if table is not None:
             names.append(table)
     return names
+
+
+# Reads that may name a global index, which then pays for them (router/index_capacity.py).
+_INDEXED_READS = frozenset({"Query", "Scan"})
 
 
 # PartiQL: the tables and kinds of work its statements name (`partiql.parser.head`).

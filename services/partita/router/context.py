@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,8 +34,9 @@ from partita.common import errors
 from partita.common.errors import DynamoError
 from partita.common.metrics import CounterCell
 from partita.common.partition_map import Partition
+from partita.control.model import TableRecord
 from partita.control.store import ImportExportLedger, TableCatalog, TransactionLedger
-from partita.router import metrics
+from partita.router import index_capacity, metrics
 from partita.router.storage_client import DataPath
 from partita.router.table_cache import CachedTable, TableCache
 
@@ -104,6 +106,24 @@ class RouterContext:
         """An access key's name as an IAM user of the cluster's account."""
         return f"arn:aws:iam::{self.settings.account_id}:user/{name}"
 
+    def meter(self, name: str, kind: int, units: float) -> None:
+        """Count `units` consumed by the table (or global index: router/index_capacity.py)
+        `name`; kind 0 reads, 1 writes."""
+        cells = self._consumed.get(name)
+        if cells is None:
+            cells = self._consumed[name] = metrics.consumed_cells(name)
+        cells[kind].value += units
+
+    def _meter_indexes(self, record: TableRecord, units: Mapping[str, float]) -> None:
+        """A write's index units: a global index's are its own (it is admitted on them),
+        a local index's the table's, as DynamoDB charges them."""
+        for index_name, used in units.items():
+            index = record.index(index_name)
+            if index is not None and index.kind == "GLOBAL":
+                self.meter(index_capacity.index_name(record.name, index_name), 1, used)
+            else:
+                self.meter(record.name, 1, used)
+
     async def send(self, table: CachedTable, request: pb.Request) -> pb.Response:
         name = table.record.name
         skip = 0  # replicas tried without a hint, for a partition whose leader is unknown
@@ -127,14 +147,19 @@ class RouterContext:
                 if response.status not in _RETRY:
                     if response.log_index:
                         self._raise_floor(key, request.key_hash, response.log_index)
-                    # Metering, inline: every answered request's units, by table.
-                    cells = self._consumed.get(name)
-                    if cells is None:
-                        cells = self._consumed[name] = metrics.consumed_cells(name)
-                    if request.op in _READS:
-                        cells[0].value += response.capacity_units
-                    else:
-                        cells[1].value += response.capacity_units
+                    # Metering, inline: every answered request's units, by table; the
+                    # service's own work (copies, a global index's reads of the table)
+                    # is not the table's.
+                    if not request.unmetered:
+                        cells = self._consumed.get(name)
+                        if cells is None:
+                            cells = self._consumed[name] = metrics.consumed_cells(name)
+                        if request.op in _READS:
+                            cells[0].value += response.capacity_units
+                        else:
+                            cells[1].value += response.capacity_units
+                        if response.index_units:
+                            self._meter_indexes(table.record, response.index_units)
                     if response.status == pb.ERROR:
                         raise _error_of(response)
                     return response

@@ -16,6 +16,7 @@ from partita.autoadmin.doorman_config import (
     load_templates,
 )
 from partita.autoadmin.local import LocalAutoadmin
+from partita.control.model import KeyElement, SecondaryIndex
 from partita.control.store import MemoryControlStore
 from partita.doorman.repository import ConfigError, ResourceRepository
 from tests.unit.autoadmin.test_reconcile import spec
@@ -82,6 +83,21 @@ def test_an_on_demand_tables_maximum_caps_its_capacity_and_its_growth() -> None:
     assert (rcu.capacity, wcu.capacity) == (12000, 300)
     assert {p.name: p.value for p in wcu.algorithm.parameters}["capacity_ceiling"] == "300"
     assert "capacity_ceiling" not in {p.name for p in rcu.algorithm.parameters}  # reads: no maximum
+
+
+def test_a_global_index_has_its_own_rates_and_a_local_one_none() -> None:
+    by_g = SecondaryIndex("by-g", "GLOBAL", KeyElement("g", "S"), None, read_capacity=50, write_capacity=7)
+    by_l = SecondaryIndex("by-l", "LOCAL", KeyElement("pk", "S"), KeyElement("l", "S"))
+    indexed = spec(read_capacity=300, write_capacity=100, indexes=(by_g, by_l))
+    repo = ResourceRepository.from_text(doorman_config([indexed]))
+    assert repo.find("table/Orders/index/by-g/rcu").capacity == 50
+    assert repo.find("table/Orders/index/by-g/wcu").capacity == 7
+    assert repo.find("table/Orders/index/by-l/wcu").identifier_glob == "*"  # the table's own
+    on_demand = dataclasses.replace(indexed, billing_mode="PAY_PER_REQUEST", on_demand_max=(0, 300))
+    repo = ResourceRepository.from_text(doorman_config([on_demand]))
+    wcu = repo.find("table/Orders/index/by-g/wcu")
+    assert wcu.capacity == 4000  # an on-demand table's allowance, not the table's maximum
+    assert "capacity_ceiling" not in {p.name for p in wcu.algorithm.parameters}
 
 
 def test_the_file_is_written_only_when_it_changed(tmp_path: Path) -> None:

@@ -42,8 +42,8 @@ async def run(ctx: RouterContext, body: Any) -> bytes:
         options: dict[str, Any] = {}
         if charged:
             options["capacity"] = True
-            if table.record.indexes:
-                options["index_capacity"] = index_keys.capacity_specs(table.record)
+        if table.record.indexes:  # always: a global index is admitted on what it consumes
+            options["index_capacity"] = index_keys.capacity_specs(table.record)
         options.update(streams.record_options(table.record))
         if write.put is not None:
             if charged:

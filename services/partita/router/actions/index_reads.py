@@ -44,6 +44,7 @@ from partita.api.table_keys import key_of_key
 from partita.api.values import Item, item_size, sizes, values_equal
 from partita.common import errors, keys
 from partita.control.model import SecondaryIndex, TableRecord
+from partita.router import index_capacity
 from partita.router.actions import ranges, wire
 from partita.router.context import RouterContext
 from partita.router.table_cache import CachedTable
@@ -71,7 +72,7 @@ async def query(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, r
         items: list[Item] = []
         await _gather(ctx, table, pb.QUERY, h, lo, hi, req.read.consistent, matching, items)
     else:
-        items = await _gather_hashes(ctx, table, 0, keys.HASH_SPACE, matching, consistent=False)
+        items = await _gather_hashes(ctx, table, 0, keys.HASH_SPACE, matching, consistent=False, own=True)
     held = [item for item in items if in_index(index, item) and condition.matches(item)]
     orders = sorted((query_order(record, index, item), i) for i, item in enumerate(held))
     if not req.forward:
@@ -87,7 +88,7 @@ async def query(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, r
             # Descending: the entries below the start, i.e. after it in this order.
             below = [order < at for order in positions]
             entries = [entry for entry, keep in zip(entries, below, strict=True) if keep]
-    return _page(record, index, entries, req.read, req.expressions)
+    return _page(ctx, record, index, entries, req.read, req.expressions)
 
 
 async def scan(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, req: ScanRequest) -> bytes:
@@ -109,7 +110,13 @@ async def scan(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, re
     # of the table. A global index's entries may be on any partition.
     lo_hash, hi_hash = (seg_lo, seg_hi) if index.kind == "LOCAL" else (0, keys.HASH_SPACE)
     items = await _gather_hashes(
-        ctx, table, lo_hash, hi_hash, _holding_keys(index), consistent=read.consistent
+        ctx,
+        table,
+        lo_hash,
+        hi_hash,
+        _holding_keys(index),
+        consistent=read.consistent,
+        own=index.kind == "GLOBAL",
     )
     placed = sorted(
         (order, i)
@@ -117,7 +124,7 @@ async def scan(ctx: RouterContext, table: CachedTable, index: SecondaryIndex, re
         if in_index(index, item) and seg_lo <= (order := scan_order(record, index, item))[0] < seg_hi
     )
     entries = [items[i] for order, i in placed if after is None or order > after]
-    return _page(record, index, entries, read, req.expressions)
+    return _page(ctx, record, index, entries, read, req.expressions)
 
 
 def _scan_start(
@@ -193,8 +200,11 @@ async def _gather_hashes(
     matching: dict[str, Any],
     *,
     consistent: bool,
+    own: bool = False,
 ) -> list[Item]:
-    """Every item of the table whose key hash is in [lo_hash, hi_hash), partition by partition."""
+    """Every item of the table whose key hash is in [lo_hash, hi_hash), partition by
+    partition. `own`: read for a global index, which pays for its reads itself (`_page`),
+    so the table's partitions and meters are not charged."""
     items: list[Item] = []
     record = table.record
     for partition in table.partition_map.partitions_from(lo_hash):
@@ -202,7 +212,7 @@ async def _gather_hashes(
             break
         start = max(partition.start, lo_hash)
         lo, hi = keys.hash_range_bounds(record.table_id, start, min(partition.end, hi_hash))
-        await _gather(ctx, table, pb.SCAN, start, lo, hi, consistent, matching, items)
+        await _gather(ctx, table, pb.SCAN, start, lo, hi, consistent, matching, items, unmetered=own)
     return items
 
 
@@ -216,6 +226,8 @@ async def _gather(
     consistent: bool,
     matching: dict[str, Any],
     out: list[Item],
+    *,
+    unmetered: bool = False,
 ) -> None:
     """Every item in [lo, hi) on the node owning `key_hash` that the storage filter in
     `matching` keeps, read a 1 MB page at a time."""
@@ -228,7 +240,9 @@ async def _gather(
             "budget": ranges.PAGE_BYTES,
             "key_names": record.key_names,
         }
-        request = pb.Request(op=op, key_hash=key_hash, consistent=consistent, body=orjson.dumps(options))
+        request = pb.Request(
+            op=op, key_hash=key_hash, consistent=consistent, body=orjson.dumps(options), unmetered=unmetered
+        )
         response = await ctx.send(table, request)
         out.extend(orjson.loads(response.value))
         last = orjson.loads(response.body)["last"]
@@ -238,6 +252,7 @@ async def _gather(
 
 
 def _page(
+    ctx: RouterContext,
     record: TableRecord,
     index: SecondaryIndex,
     entries: list[Item],
@@ -287,6 +302,8 @@ def _page(
             last = entry_key(record, index, item)
             break
     units = capacity.range_read_units(size, read.consistent)
+    if not local:  # a global index pays for its own reads (router/index_capacity.py)
+        ctx.meter(index_capacity.index_name(record.name, index.name), 0, units)
     consumed = capacity.consumed_on_index(read.table_name, index.name, local, units, read.capacity, fetched)
     return wire.body(
         (b'"Items":', None if read.select == "COUNT" else orjson.dumps(out)),

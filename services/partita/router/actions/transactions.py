@@ -82,7 +82,7 @@ class Participant:
 
 async def run_write(ctx: RouterContext, body: Any) -> bytes:
     req = transactions.validate_write(body)
-    participants, keys_of = participants_of(ctx, req.actions, charged=req.capacity != "NONE")
+    participants, keys_of = participants_of(ctx, req.actions)
     ledger = ctx.ledger
     token_key = _token_key(req.token) if req.token is not None else None
     if token_key is not None and ledger is not None:
@@ -125,11 +125,10 @@ def _check_retry(earlier: dict[str, Any], digest: str) -> None:
 
 
 def participants_of(
-    ctx: RouterContext, actions: list[WriteAction], *, charged: bool = False
+    ctx: RouterContext, actions: list[WriteAction]
 ) -> tuple[list[Participant], list[tuple[str, ItemKey, dict[str, Any]]]]:
     """Every action checked against its table and grouped by partition (before anything
-    is sent: a bad action writes nothing). `charged`: the client asked for the consumed
-    capacity, so each write's node counts its indexes' units."""
+    is sent: a bad action writes nothing). Each write's node counts its indexes' units."""
     by_partition: dict[tuple[int, str], Participant] = {}
     seen: set[tuple[int, bytes]] = set()
     keys_of: list[tuple[str, ItemKey, dict[str, Any]]] = []
@@ -168,7 +167,8 @@ def participants_of(
         options = action.storage_options()
         if action.kind == "update" and record.indexes:
             options["index_keys"] = index_key_attributes(record.indexes)
-        if charged and action.kind != "check" and record.indexes:
+        if action.kind != "check" and record.indexes:
+            # Always: a global index is admitted on the units it consumes (index_capacity).
             options["index_capacity"] = capacity_specs(record)
         if action.kind != "check":
             options.update(streams.record_options(record))

@@ -35,8 +35,8 @@ async def send_write(
     charged = capacity_mode != "NONE"
     if charged:
         options["capacity"] = True
-        if table.record.indexes:
-            options["index_capacity"] = index_keys.capacity_specs(table.record)
+    if table.record.indexes:  # always: a global index is admitted on what it consumes
+        options["index_capacity"] = index_keys.capacity_specs(table.record)
     options.update(streams.record_options(table.record))
     request = pb.Request(
         op=op,
