@@ -2,13 +2,13 @@
 planning over the engine's committed state; the trim is a write through the log).
 
 STREAM_READ's body (JSON), for a shard of a DynamoDB stream: {"prefix": base64 shard
-prefix (keys.stream_shard_prefix), "after": [log index, position] (records after it; [0, 0] from the first), "limit": int,
-"last": bool (only the shard's newest record: where LATEST starts), "budget": bytes
-of records after which to stop (GetRecords' 1 MB), "since": epoch seconds (records
-written before it are passed over: where AT_TIMESTAMP starts)}. Its answer's value
-is a JSON array of [log index, position, stored record], in log order. For a point-in-
-time recovery history: {"history": {"ms", "since", "after", "budget"}}
-(`_plan_history_read`).
+prefix (keys.stream_shard_prefix), "after": [log index, position] (records after it;
+[0, 0] from the first), "limit": int, "last": bool (only the shard's newest record:
+where LATEST starts), "budget": bytes of records after which to stop (GetRecords'
+1 MB), "since": epoch seconds (records written before it are passed over: where
+AT_TIMESTAMP starts)}. Its answer's value is a JSON array of [log index, position,
+stored record], in log order. For a point-in-time recovery history: {"history": {"ms",
+"since", "after", "budget"}} (`_plan_history_read`).
 """
 
 from __future__ import annotations
