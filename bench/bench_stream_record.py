@@ -11,7 +11,8 @@ files, items committed first, 900-byte items as in `bench.ycsb`), a PutItem's pl
 apply with and without a stream, per write, so the difference can be set against a
 replicated write's whole cost (docs/benchmarks.md: hundreds of µs of CPU at RF=3).
 A table with point-in-time recovery adds a history record (the old image) the same way,
-with or without a stream.
+with or without a stream; a table with a global index has each write's index units
+counted.
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ def main() -> None:
         (f"stream {args.view}", {"stream": stream}),
         ("history (point-in-time)", {"history": history}),
         (f"stream {args.view} + history", {"stream": stream, "history": history}),
+        # A table with a global index on `v`: every write counts the index's units (its
+        # admission at the routers: router/index_capacity.py).
+        ("global index units", {"index_capacity": [["by-v", [["by-v", "v", "N", "HASH"]], None]]}),
     ]
     for label, given in cases:
         plan, apply = asyncio.run(measure(args.writes, args.items, given))
