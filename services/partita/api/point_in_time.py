@@ -54,28 +54,19 @@ class UpdateRequest:
     recovery_days: int | None
 
 
-def table_named(name: str) -> str:
-    """The table a TableName member names: these operations take its ARN too."""
-    return (
-        name.split(":table/", 1)[1].split("/", 1)[0]
-        if name.startswith("arn:") and ":table/" in name
-        else name
-    )
-
-
-def _table_of(body: dict[str, Any]) -> str:
-    named = body.get("TableName")
-    name = table_named(named) if isinstance(named, str) else named
-    return table_name_only.validate({"TableName": name})
+def source_table_of(arn: str) -> str:
+    """The table a SourceTableArn names (the front door turns a TableName's ARN into the
+    name itself: router/table_arns.py, so only this member is left to read)."""
+    return arn.split(":table/", 1)[1].split("/", 1)[0] if arn.startswith("arn:") and ":table/" in arn else arn
 
 
 def validate_describe(body: Any) -> str:
-    return _table_of(expect_dict(body))
+    return table_name_only.validate(body)
 
 
 def validate_update(body: Any) -> UpdateRequest:
     body = expect_dict(body)
-    table = _table_of(body)
+    table = table_name_only.validate(body)
     spec = expect_dict(body["PointInTimeRecoverySpecification"])
     enabled = bool(expect_type(spec["PointInTimeRecoveryEnabled"], bool, "a boolean"))
     days = expect_type(spec.get("RecoveryPeriodInDays"), int, "an integer")
@@ -171,7 +162,7 @@ def validate_restore(body: Any) -> RestoreRequest:
         raise errors.validation("Only one of RestoreDateTime or UseLatestRestorableTime can be specified")
     return RestoreRequest(
         target=str(body["TargetTableName"]),
-        source=name if name is not None else table_named(str(arn)),
+        source=name if name is not None else source_table_of(str(arn)),
         restore_time=None if at is None else float(at),
         overrides=backups.validate_overrides(body),
     )
