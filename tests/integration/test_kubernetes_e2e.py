@@ -176,7 +176,6 @@ async def test_a_table_resource_becomes_active_serves_boto3_and_its_deletion_dro
                         return {i["pk"]["S"]: i["n"]["N"] for i in found}
 
                     assert await until(restored, "the point-in-time restore") == items
-                    await asyncio.to_thread(dynamo.delete_table, TableName="MusicThen")
 
                     async with api.delete(f"{TABLES}/music") as resp:
                         assert resp.status < 300
