@@ -39,7 +39,7 @@ from tests.integration.cluster import Cluster, running, wait_active
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster-split-size")]
 
 SPLIT_SIZE = 100_000
-HOT_SECONDS = 20
+HOT_SECONDS = 10
 # The size tests' throughput: far above what they consume, so they never run hot.
 ROOMY = {"ReadCapacityUnits": 1000, "WriteCapacityUnits": 500}
 NO_RETRIES = Config(retries={"total_max_attempts": 1}, read_timeout=30)
