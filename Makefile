@@ -79,10 +79,12 @@ lint: $(STAMP)
 
 # YCSB against dynalite, then latency against offered load, then the report: tables in
 # docs/benchmarks.md (its generated section) and PNG plots in docs/img/.
+# Each target's peak over the numbers of requests in flight (bench/ycsb.py's docstring).
+YCSB_ARGS ?= --concurrency 16,32,64,128,256 --duration 8
 SWEEP_ARGS ?=
 bench: $(NATIVE_STAMP)
 	mkdir -p bench/results
-	$(PY) -m bench.ycsb --out bench/results/ycsb-latest.json $(ARGS)
+	$(PY) -m bench.ycsb --out bench/results/ycsb-latest.json $(YCSB_ARGS) $(ARGS)
 	$(PY) -m bench.sweep --out bench/results/sweep-latest.json $(SWEEP_ARGS)
 	$(PY) -m bench.report --ycsb bench/results/ycsb-latest.json --sweep bench/results/sweep-latest.json \
 		--doc docs/benchmarks.md --images docs/img

@@ -161,6 +161,13 @@ def cpu_table(ycsb: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _in_flight(cfg: dict[str, Any]) -> str:
+    levels = cfg.get("concurrency_levels") or ()
+    if levels:
+        return f"each target's peak over {', '.join(map(str, levels))} requests in flight"
+    return f"{cfg['concurrency']} requests in flight"
+
+
 def section(ycsb: dict[str, Any], sweep: dict[str, Any] | None, images: str) -> str:
     machine = ycsb.get("machine", {})
     cfg = ycsb["config"]
@@ -169,13 +176,23 @@ def section(ycsb: dict[str, Any], sweep: dict[str, Any] | None, images: str) -> 
         "## Latest `make bench`",
         "",
         f"Run of {ycsb['started'][:16].replace('T', ' ')} UTC; {machine.get('cpus', '?')} cores, "
-        f"{cfg['concurrency']} requests in flight, {cfg['records']} items of {cfg['item_bytes']} bytes, "
+        f"{_in_flight(cfg)}, {cfg['records']} items of {cfg['item_bytes']} bytes, "
         f"{cfg['duration_s']:.0f} s per workload, {cfg['rounds']} round(s) (medians). Raw results: `bench/results/`.",
         "",
         "### Throughput and latency, Partita and dynalite in the same run",
         "",
         ycsb["table_markdown"],
         "",
+    ]
+    if ycsb.get("curves_markdown"):
+        parts += [
+            "Each workload at each number of requests in flight, ops/s (p99 ms); each target's "
+            "figure above is its peak:",
+            "",
+            ycsb["curves_markdown"],
+            "",
+        ]
+    parts += [
         f"![throughput and latency per workload]({images}/bench-ycsb.png)",
         "",
         "### Server CPU per operation, by process (µs)",

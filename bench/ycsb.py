@@ -12,6 +12,11 @@ with `--concurrency` requests in flight. Reported per workload and target: ops/s
 latency percentiles, errors by DynamoDB error type, server CPU µs/op (whole process tree
 of the target, from /proc) and client CPU µs/op (this process, from getrusage).
 
+Peak throughput: `--concurrency 16,32,64,128,256` measures each workload at every level
+in turn and reports, per target, the level of its highest ops/s (YCSB's throughput is
+what a system sustains with enough clients; each system peaks at its own concurrency),
+with the whole curve beside it and each target's peak against dynalite's.
+
 YCSB's definitions, as used by the YCSB DynamoDB binding:
 - A (update heavy): 50% reads, 50% updates. Updates are PutItem overwrites of an
   existing key with the full item, since UpdateItem may not be implemented everywhere.
@@ -194,7 +199,9 @@ class Config:
     targets: list[str]
     workloads: list[str]
     records: int = DEFAULT_RECORDS
-    concurrency: int = DEFAULT_CONCURRENCY
+    concurrency: int = DEFAULT_CONCURRENCY  # the highest level when there are several
+    # Several in-flight levels: each workload is measured at each, and its peak reported.
+    concurrency_levels: tuple[int, ...] = ()
     connections: int = 0  # 0: one per worker (no pipelining)
     duration_s: float = DEFAULT_DURATION_S
     ops: int = 0  # > 0: measured phase ends after this many operations instead
@@ -454,6 +461,30 @@ async def measure(
     }
 
 
+async def measure_peak(
+    client: LeanClient, cfg: Config, workload: Workload, root_pid: int, seed: int
+) -> dict[str, Any]:
+    """The workload at each in-flight level: the level of the highest ops/s, with the
+    curve (every level's ops/s, p99 and CPU) under "by_concurrency"."""
+    curve = [
+        await measure(client, dataclasses.replace(cfg, concurrency=level), workload, root_pid, seed)
+        for level in cfg.concurrency_levels
+    ]
+    best_index = max(range(len(curve)), key=lambda k: curve[k]["ops_per_s"])
+    best = dict(curve[best_index], concurrency=cfg.concurrency_levels[best_index])
+    best["by_concurrency"] = [
+        {
+            "concurrency": level,
+            "ops_per_s": m["ops_per_s"],
+            "p99_ms": m["latency"].get("p99_ms"),
+            "server_cpu_us_per_op": m["server_cpu_us_per_op"],
+            "errors": m["errors"],
+        }
+        for level, m in zip(cfg.concurrency_levels, curve, strict=True)
+    ]
+    return best
+
+
 async def bench_target(
     endpoint: str, access_key: str, secret_key: str, region: str, root_pid: int, cfg: Config
 ) -> dict[str, Any]:
@@ -473,10 +504,14 @@ async def bench_target(
         for i, name in enumerate(cfg.workloads):
             wl = WORKLOADS[name]
             print(
-                f"  workload {wl.name}: {cfg.ops or cfg.duration_s} {'ops' if cfg.ops else 's'} ...",
+                f"  workload {wl.name}: {cfg.ops or cfg.duration_s} {'ops' if cfg.ops else 's'} "
+                f"at {', '.join(map(str, cfg.concurrency_levels or (cfg.concurrency,)))} in flight ...",
                 flush=True,
             )
-            result["workloads"][name] = await measure(client, cfg, wl, root_pid, cfg.seed + i)
+            if cfg.concurrency_levels:
+                result["workloads"][name] = await measure_peak(client, cfg, wl, root_pid, cfg.seed + i)
+            else:
+                result["workloads"][name] = await measure(client, cfg, wl, root_pid, cfg.seed + i)
         return result
     finally:
         await client.close()
@@ -546,11 +581,43 @@ def render_table(results: dict[str, dict[str, Any]], workloads: list[str]) -> st
             errs = ", ".join(f"{k}: {v}" for k, v in sorted(w["errors"].items())) or "0"
             spread = w.get("ops_per_s_range")
             ops = f"{w['ops_per_s']:.0f}" + (f" ({spread[0]:.0f}-{spread[1]:.0f})" if spread else "")
+            if "concurrency" in w:
+                ops += f" at {w['concurrency']}"
             lines.append(
                 f"| {w['workload']} | {target} | {ops} | {_fmt(lat.get('p50_ms'))} | "
                 f"{_fmt(lat.get('p99_ms'))} | {_fmt(lat.get('p99_9_ms'))} | {errs} | "
                 f"{_fmt(w['server_cpu_us_per_op'], 0)} | {_fmt(w['client_cpu_us_per_op'], 0)} |"
             )
+    return "\n".join(lines)
+
+
+def render_curves(results: dict[str, dict[str, Any]], workloads: list[str]) -> str:
+    """Ops/s (p99 ms) of each target at each in-flight level, and each target's peak
+    against dynalite's peak in the same run."""
+    levels = sorted(
+        {p["concurrency"] for r in results.values() for w in r.get("workloads", {}).values()
+         for p in w.get("by_concurrency", ())}
+    )  # fmt: skip
+    if not levels:
+        return ""
+    lines = [
+        "| workload | target | "
+        + " | ".join(f"{c} in flight" for c in levels)
+        + " | peak / dynalite's peak |",
+        "|---|---|" + "---:|" * (len(levels) + 1),
+    ]
+    for name in workloads:
+        base = results.get("dynalite", {}).get("workloads", {}).get(name)
+        for target, res in results.items():
+            w = res.get("workloads", {}).get(name)
+            if not w or "by_concurrency" not in w:
+                continue
+            at = {p["concurrency"]: p for p in w["by_concurrency"]}
+            cells = [
+                f"{at[c]['ops_per_s']:.0f} ({_fmt(at[c]['p99_ms'], 1)})" if c in at else "" for c in levels
+            ]
+            ratio = f"{w['ops_per_s'] / base['ops_per_s']:.2f}x" if base and base["ops_per_s"] else "n/a"
+            lines.append(f"| {name.upper()} | {target} | " + " | ".join(cells) + f" | {ratio} |")
     return "\n".join(lines)
 
 
@@ -601,7 +668,10 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
     )
     p.add_argument("--records", type=int, default=DEFAULT_RECORDS, help="keys loaded (default: %(default)s)")
     p.add_argument(
-        "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="in-flight requests (%(default)s)"
+        "--concurrency",
+        default=str(DEFAULT_CONCURRENCY),
+        help="in-flight requests (%(default)s); several, comma-separated (16,32,64,128,256), "
+        "measure each workload at each and report each target's peak",
     )
     p.add_argument(
         "--connections",
@@ -659,15 +729,21 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
     for w in workloads:
         if w not in WORKLOADS:
             p.error(f"unknown workload {w!r}")
-    if a.concurrency < 1 or a.records < 1:
+    try:
+        levels = sorted({int(part) for part in a.concurrency.split(",") if part.strip()})
+    except ValueError:
+        p.error("--concurrency takes positive integers, comma-separated")
+    if not levels or levels[0] < 1 or a.records < 1:
         p.error("--concurrency and --records must be positive")
-    if a.connections < 0 or a.connections > a.concurrency:
-        p.error("--connections must be between 1 and --concurrency (0: one per worker)")
+    concurrency = levels[-1]
+    if a.connections < 0 or a.connections > levels[0]:
+        p.error("--connections must be between 1 and the lowest --concurrency (0: one per worker)")
     cfg = Config(
         targets=targets,
         workloads=workloads,
         records=a.records,
-        concurrency=a.concurrency,
+        concurrency=concurrency,
+        concurrency_levels=tuple(levels) if len(levels) > 1 else (),
         connections=a.connections,
         duration_s=a.duration,
         ops=a.ops,
@@ -757,6 +833,10 @@ def main(argv: list[str] | None = None) -> int:
     table = render_table(results, cfg.workloads)
     print()
     print(table)
+    curves = render_curves(results, cfg.workloads)
+    if curves:
+        print()
+        print(curves)
     if cfg.by_process:
         print()
         print(render_by_process(results, cfg.workloads))
@@ -774,6 +854,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "rounds": rounds,
         "table_markdown": table,
+        "curves_markdown": curves,
     }
     if out is None:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)

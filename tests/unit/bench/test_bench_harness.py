@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -187,6 +188,53 @@ def test_provisioned_option_takes_two_positive_integers() -> None:
     for bad in ("100", "0,5", "a,b", "1,2,3"):
         with pytest.raises(SystemExit):
             ycsb.parse_args(["--targets", "dynalite", "--provisioned", bad])
+
+
+def test_several_concurrency_levels_are_parsed_sorted_and_the_highest_sizes_the_client() -> None:
+    cfg, _ = ycsb.parse_args(["--targets", "dynalite", "--concurrency", "64,16,32"])
+    assert cfg.concurrency_levels == (16, 32, 64) and cfg.concurrency == 64 and cfg.conn_count == 64
+    one, _ = ycsb.parse_args(["--targets", "dynalite", "--concurrency", "32"])
+    assert one.concurrency_levels == () and one.concurrency == 32
+    for bad in ("0,16", "a", ""):
+        with pytest.raises(SystemExit):
+            ycsb.parse_args(["--targets", "dynalite", "--concurrency", bad])
+
+
+async def test_the_peak_level_is_reported_with_the_whole_curve(monkeypatch: pytest.MonkeyPatch) -> None:
+    rates = {16: 900.0, 64: 1500.0, 256: 1200.0}  # a server that peaks at 64 in flight
+
+    async def measured(
+        client: Any, cfg: ycsb.Config, workload: Any, root_pid: int, seed: int
+    ) -> dict[str, Any]:
+        return {
+            "ops_per_s": rates[cfg.concurrency],
+            "latency": {"p99_ms": cfg.concurrency / 10},
+            "server_cpu_us_per_op": 100.0,
+            "errors": {},
+        }
+
+    monkeypatch.setattr(ycsb, "measure", measured)
+    cfg = ycsb.Config(
+        targets=["dynalite"], workloads=["a"], concurrency=256, concurrency_levels=(16, 64, 256)
+    )
+    peak = await ycsb.measure_peak(cast(Any, None), cfg, ycsb.WORKLOADS["a"], 0, 1)
+    assert peak["concurrency"] == 64 and peak["ops_per_s"] == 1500.0
+    assert [p["concurrency"] for p in peak["by_concurrency"]] == [16, 64, 256]
+    assert [p["ops_per_s"] for p in peak["by_concurrency"]] == [900.0, 1500.0, 1200.0]
+
+
+def test_curves_compare_each_targets_peak_with_dynalites_peak() -> None:
+    def run(curve: dict[int, float]) -> dict[str, Any]:
+        best = max(curve, key=lambda c: curve[c])
+        points = [{"concurrency": c, "ops_per_s": v, "p99_ms": 2.0} for c, v in curve.items()]
+        return {"workloads": {"b": {"ops_per_s": curve[best], "concurrency": best, "by_concurrency": points}}}
+
+    text = ycsb.render_curves(
+        {"partita": run({16: 500.0, 128: 900.0}), "dynalite": run({16: 1000.0, 128: 800.0})}, ["b"]
+    )
+    assert "| B | partita | 500 (2.0) | 900 (2.0) | 0.90x |" in text
+    assert "| B | dynalite | 1000 (2.0) | 800 (2.0) | 1.00x |" in text
+    assert ycsb.render_curves({"partita": {"workloads": {"b": {"ops_per_s": 1.0}}}}, ["b"]) == ""
 
 
 # --- /proc CPU accounting ----------------------------------------------------------------------

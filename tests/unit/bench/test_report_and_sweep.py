@@ -115,6 +115,17 @@ def test_the_report_writes_plots_and_replaces_only_its_own_section(tmp_path: Pat
     assert second.startswith("# Benchmarks\n\nHand-written history.\n")
 
 
+def test_a_peak_run_says_so_and_shows_each_targets_curve() -> None:
+    doc = ycsb_doc()
+    doc["config"]["concurrency_levels"] = [16, 128]
+    doc["curves_markdown"] = "| workload | target | 16 in flight | 128 in flight | peak / dynalite's peak |"
+    text = report.section(doc, None, "img")
+    assert "each target's peak over 16, 128 requests in flight" in text
+    assert "| workload | target | 16 in flight | 128 in flight |" in text
+    plain = report.section(ycsb_doc(), None, "img")
+    assert "32 requests in flight" in plain and "in flight, ops/s" not in plain
+
+
 def test_replace_section_keeps_what_follows_the_section() -> None:
     old = f"head\n{report.BEGIN}\nold\n{report.END}\ntail\n"
     assert (
