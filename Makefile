@@ -16,8 +16,10 @@ STAMP := $(VENV)/.installed
 NATIVE_STAMP := $(VENV)/.native
 NATIVE_SOURCES := $(shell grep -v '^\#' native-modules.txt)
 # Three workers on the 2-core machine: most integration tests wait on timers (hot windows,
-# repairs, leases), so a third worker fills the idle time: 844 s of pytest against 967 s
-# with two, every test passing (2026-11-30).
+# repairs, leases), so a third worker fills the idle time. pytest took 844 s with three
+# against 967 s with two (that run still with the split tests' 20 s hot window, about 40 s
+# of one worker's time more), every test passing; 789 s in a fresh clone's make test
+# (2026-11-30).
 PYTEST_WORKERS ?= 3
 ARGS ?=
 
