@@ -147,17 +147,11 @@ class RouterContext:
                 if response.status not in _RETRY:
                     if response.log_index:
                         self._raise_floor(key, request.key_hash, response.log_index)
-                    # Metering, inline: every answered request's units, by table; the
-                    # service's own work (copies, a global index's reads of the table)
-                    # is not the table's.
+                    # Metering: every answered request's units, by table; the service's
+                    # own work (copies, a global index's reads of the table) is not the
+                    # table's.
                     if not request.unmetered:
-                        cells = self._consumed.get(name)
-                        if cells is None:
-                            cells = self._consumed[name] = metrics.consumed_cells(name)
-                        if request.op in _READS:
-                            cells[0].value += response.capacity_units
-                        else:
-                            cells[1].value += response.capacity_units
+                        self.meter(name, 0 if request.op in _READS else 1, response.capacity_units)
                         if response.index_units:
                             self._meter_indexes(table.record, response.index_units)
                     if response.status == pb.ERROR:
